@@ -1,0 +1,275 @@
+//! Shape arithmetic: broadcasting, strides, contiguity, dimension wrapping, sizes checks.
+
+use crate::{Error, Result, bail};
+use smallvec::SmallVec;
+
+/// A list of sizes or strides; up to six dimensions live inline without allocating.
+pub type DimVec = SmallVec<[i64; 6]>;
+
+/// Formats a list as PyTorch prints `IntArrayRef`s: `[2, 3]`.
+pub fn fmt_dims(dims: &[i64]) -> String {
+    let parts: Vec<String> = dims.iter().map(i64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Formats a shape as a Python tuple: `(2, 3)`, `(0,)`, `()`.
+pub fn fmt_tuple(dims: &[i64]) -> String {
+    match dims {
+        [d] => format!("({d},)"),
+        _ => {
+            let parts: Vec<String> = dims.iter().map(i64::to_string).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
+
+/// The broadcast shape of `a` and `b` (`infer_size`), with PyTorch's error for incompatible
+/// sizes: "The size of tensor a (3) must match the size of tensor b (4) at non-singleton
+/// dimension 1".
+pub fn infer_size(a: &[i64], b: &[i64]) -> Result<DimVec> {
+    let ndim = a.len().max(b.len());
+    let mut out = DimVec::from_elem(0, ndim);
+    for i in (0..ndim).rev() {
+        let offset = ndim - 1 - i;
+        let size_a = if offset < a.len() {
+            a[a.len() - 1 - offset]
+        } else {
+            1
+        };
+        let size_b = if offset < b.len() {
+            b[b.len() - 1 - offset]
+        } else {
+            1
+        };
+        if size_a != size_b && size_a != 1 && size_b != 1 {
+            bail!(
+                RuntimeError,
+                "The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {i}"
+            );
+        }
+        out[i] = if size_a == 1 { size_b } else { size_a };
+    }
+    Ok(out)
+}
+
+/// Broadcasts any number of shapes.
+pub fn infer_size_many<'a>(shapes: impl IntoIterator<Item = &'a [i64]>) -> Result<DimVec> {
+    let mut out = DimVec::new();
+    for s in shapes {
+        out = infer_size(&out, s)?;
+    }
+    Ok(out)
+}
+
+/// Checks that no size is negative ("Trying to create tensor with negative dimension -1:
+/// [-1, 2]").
+pub fn check_nonnegative(sizes: &[i64]) -> Result<()> {
+    if let Some(d) = sizes.iter().find(|s| **s < 0) {
+        bail!(
+            RuntimeError,
+            "Trying to create tensor with negative dimension {d}: {}",
+            fmt_dims(sizes)
+        );
+    }
+    Ok(())
+}
+
+/// The number of elements of a shape, checking for negative sizes and overflow.
+pub fn numel(sizes: &[i64]) -> Result<i64> {
+    check_nonnegative(sizes)?;
+    sizes.iter().try_fold(1i64, |acc, s| {
+        acc.checked_mul(*s).ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={}",
+                fmt_dims(sizes)
+            ))
+        })
+    })
+}
+
+/// Row-major strides for `sizes` (dimensions of size 0 count as 1, as PyTorch does).
+pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
+    let mut strides = DimVec::from_elem(1, sizes.len());
+    let mut acc: i64 = 1;
+    for i in (0..sizes.len()).rev() {
+        strides[i] = acc;
+        acc = acc.saturating_mul(sizes[i].max(1));
+    }
+    strides
+}
+
+/// NHWC strides for a 4-d shape (NDHWC for 5-d).
+pub fn channels_last_strides(sizes: &[i64]) -> Result<DimVec> {
+    let order: &[usize] = match sizes.len() {
+        4 => &[1, 3, 2, 0],
+        5 => &[1, 4, 3, 2, 0],
+        n => bail!(
+            RuntimeError,
+            "required rank 4 tensor to use channels_last format (got rank {n})"
+        ),
+    };
+    let mut strides = DimVec::from_elem(0, sizes.len());
+    let mut acc: i64 = 1;
+    for &d in order {
+        strides[d] = acc;
+        acc = acc.saturating_mul(sizes[d].max(1));
+    }
+    Ok(strides)
+}
+
+/// Whether `(sizes, strides)` is row-major contiguous (size-1 dimensions may have any
+/// stride; empty tensors are contiguous), as PyTorch's `compute_contiguous`.
+pub fn is_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
+    if sizes.contains(&0) {
+        return true;
+    }
+    let mut expected: i64 = 1;
+    for (size, stride) in sizes.iter().zip(strides).rev() {
+        if *size == 1 {
+            continue;
+        }
+        if *stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(*size);
+    }
+    true
+}
+
+/// Whether a 4-d `(sizes, strides)` is channels-last contiguous.
+pub fn is_channels_last_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
+    if sizes.len() != 4 {
+        return false;
+    }
+    if sizes.contains(&0) {
+        return true;
+    }
+    let mut expected: i64 = 1;
+    for d in [1usize, 3, 2, 0] {
+        if sizes[d] == 1 {
+            continue;
+        }
+        if strides[d] != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(sizes[d]);
+    }
+    true
+}
+
+/// Wraps a possibly negative dimension into `0..ndim` (`maybe_wrap_dim`). A 0-dim tensor
+/// accepts dims `-1` and `0`. Error (IndexError): "Dimension out of range (expected to be in
+/// range of [-2, 1], but got 3)".
+pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
+    let n = (ndim.max(1)) as i64;
+    let (min, max) = (-n, n - 1);
+    if dim < min || dim > max {
+        bail!(
+            IndexError,
+            "Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})"
+        );
+    }
+    Ok(if dim < 0 {
+        (dim + n) as usize
+    } else {
+        dim as usize
+    })
+}
+
+/// The number of storage elements a view needs: `offset + Σ (size-1)·stride + 1`, or 0 for
+/// an empty view. Errors on negative strides or offsets and on overflow.
+pub fn required_storage_elements(sizes: &[i64], strides: &[i64], offset: i64) -> Result<i64> {
+    if sizes.len() != strides.len() {
+        bail!(
+            RuntimeError,
+            "mismatch in length of strides and shape: sizes {} and strides {}",
+            fmt_dims(sizes),
+            fmt_dims(strides)
+        );
+    }
+    check_nonnegative(sizes)?;
+    if offset < 0 {
+        bail!(RuntimeError, "Tensor: invalid storage offset {offset}");
+    }
+    if let Some(s) = strides.iter().find(|s| **s < 0) {
+        let _ = s;
+        bail!(
+            RuntimeError,
+            "as_strided: Negative strides are not supported at the moment, got strides: {}",
+            fmt_dims(strides)
+        );
+    }
+    if sizes.contains(&0) {
+        return Ok(0);
+    }
+    let overflow = || {
+        Error::runtime(format!(
+            "Storage size calculation overflowed with sizes={}",
+            fmt_dims(sizes)
+        ))
+    };
+    let mut last: i64 = offset;
+    for (size, stride) in sizes.iter().zip(strides) {
+        let span = (size - 1).checked_mul(*stride).ok_or_else(overflow)?;
+        last = last.checked_add(span).ok_or_else(overflow)?;
+    }
+    last.checked_add(1).ok_or_else(overflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(infer_size(&[1, 3], &[4, 1]).unwrap().as_slice(), &[4, 3]);
+        assert_eq!(
+            infer_size(&[5, 1, 3], &[4, 3]).unwrap().as_slice(),
+            &[5, 4, 3]
+        );
+        assert_eq!(infer_size(&[], &[2, 3]).unwrap().as_slice(), &[2, 3]);
+        assert_eq!(infer_size(&[0], &[1]).unwrap().as_slice(), &[0]);
+        let e = infer_size(&[2, 3], &[2, 4]).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"
+        );
+    }
+
+    #[test]
+    fn strides_and_contiguity() {
+        assert_eq!(contiguous_strides(&[2, 3, 4]).as_slice(), &[12, 4, 1]);
+        assert_eq!(contiguous_strides(&[2, 0, 4]).as_slice(), &[4, 4, 1]);
+        assert!(is_contiguous(&[2, 3], &[3, 1]));
+        assert!(!is_contiguous(&[2, 3], &[1, 2]));
+        assert!(is_contiguous(&[2, 1, 3], &[3, 99, 1]));
+        assert!(is_contiguous(&[0, 3], &[7, 7]));
+        assert_eq!(
+            channels_last_strides(&[2, 3, 4, 5]).unwrap().as_slice(),
+            &[60, 1, 15, 3]
+        );
+        assert!(is_channels_last_contiguous(&[2, 3, 4, 5], &[60, 1, 15, 3]));
+    }
+
+    #[test]
+    fn dims_and_sizes() {
+        assert_eq!(wrap_dim(-1, 3).unwrap(), 2);
+        assert_eq!(wrap_dim(0, 0).unwrap(), 0);
+        assert_eq!(wrap_dim(-1, 0).unwrap(), 0);
+        let e = wrap_dim(3, 2).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::IndexError);
+        assert_eq!(
+            e.message(),
+            "Dimension out of range (expected to be in range of [-2, 1], but got 3)"
+        );
+        assert_eq!(
+            numel(&[-1, 2]).unwrap_err().message(),
+            "Trying to create tensor with negative dimension -1: [-1, 2]"
+        );
+        assert!(numel(&[1 << 40, 1 << 40]).is_err());
+        assert_eq!(required_storage_elements(&[2, 3], &[3, 1], 2).unwrap(), 8);
+        assert_eq!(required_storage_elements(&[2, 0], &[3, 1], 2).unwrap(), 0);
+        assert_eq!(fmt_tuple(&[0]), "(0,)");
+        assert_eq!(fmt_tuple(&[2, 3]), "(2, 3)");
+    }
+}

@@ -1,0 +1,658 @@
+//! Storage: the refcounted, device-tagged, resizable memory that tensors view.
+//!
+//! # Concurrency
+//!
+//! Every storage guards its bytes with a reader–writer lock. Code reads or writes tensor
+//! data only through [`crate::tensor::with_tensors`] (or the single-storage guards here),
+//! which
+//!
+//! 1. snapshots each tensor's geometry,
+//! 2. locks every distinct storage involved at once — shared for reads, exclusive if any
+//!    tensor on it is written — in address order, so two threads can never wait on each other
+//!    in a cycle,
+//! 3. re-checks every geometry against the locked storage's size, and
+//! 4. hands out byte slices whose borrows end with the closure.
+//!
+//! Two threads mutating tensors that share storage are therefore serialised, never racing:
+//! the worst outcome of unsynchronised user code is one of the possible interleavings of
+//! whole operations, not undefined behaviour. A thread may not start a new data access while
+//! it already holds one (a kernel must not call back into operators with locks held); that
+//! would deadlock, so it is refused with an error instead.
+
+use crate::device::{Device, DeviceType};
+use crate::{Error, Result};
+use smallvec::SmallVec;
+use std::alloc::Layout;
+use std::any::Any;
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Alignment of host allocations, enough for any SIMD load.
+pub const HOST_ALIGNMENT: usize = 64;
+
+/// Memory owned by a device that is not the host: an opaque handle a backend interprets.
+pub trait DeviceMemory: Send + Sync + 'static {
+    /// Size in bytes.
+    fn nbytes(&self) -> usize;
+    /// For downcasting to the backend's own type.
+    fn as_any(&self) -> &dyn Any;
+    /// For downcasting to the backend's own type.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// Allocates and copies memory of one non-host device. A backend installs its allocator with
+/// [`set_allocator`]; storages on its device are then created and resized through it.
+pub trait Allocator: Send + Sync + 'static {
+    /// Allocates `nbytes` of zeroed device memory.
+    fn allocate(&self, nbytes: usize) -> Result<Box<dyn DeviceMemory>>;
+    /// Copies the first `nbytes` of `src` into `dst` (both allocated by this allocator).
+    fn copy_bytes(
+        &self,
+        dst: &mut dyn DeviceMemory,
+        src: &dyn DeviceMemory,
+        nbytes: usize,
+    ) -> Result<()>;
+}
+
+static ALLOCATORS: RwLock<Vec<(DeviceType, Arc<dyn Allocator>)>> = RwLock::new(Vec::new());
+
+/// Installs the allocator for a device type (replacing any previous one).
+pub fn set_allocator(kind: DeviceType, allocator: Arc<dyn Allocator>) -> Result<()> {
+    if matches!(kind, DeviceType::Cpu | DeviceType::Meta) {
+        return Err(Error::runtime(format!(
+            "the allocator of device type {} is built in and cannot be replaced",
+            kind.name()
+        )));
+    }
+    let mut table = ALLOCATORS.write().unwrap_or_else(PoisonError::into_inner);
+    table.retain(|(k, _)| *k != kind);
+    table.push((kind, allocator));
+    Ok(())
+}
+
+/// The allocator installed for a device type, if any.
+pub fn get_allocator(kind: DeviceType) -> Option<Arc<dyn Allocator>> {
+    let table = ALLOCATORS.read().unwrap_or_else(PoisonError::into_inner);
+    table
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, a)| a.clone())
+}
+
+/// A zero-initialised, 64-byte-aligned host allocation.
+pub struct HostBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a HostBuffer exclusively owns its allocation (like Vec<u8>); shared access only hands
+// out `&[u8]`, mutable access needs `&mut self`.
+unsafe impl Send for HostBuffer {}
+// SAFETY: see the Send impl; `&HostBuffer` only allows reads.
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    /// Allocates `len` zeroed bytes.
+    pub fn zeroed(len: usize) -> Result<HostBuffer> {
+        if len == 0 {
+            return Ok(HostBuffer {
+                ptr: Self::dangling(),
+                len: 0,
+            });
+        }
+        let layout = Self::layout(len)?;
+        // SAFETY: `layout` has non-zero size (len > 0).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).ok_or_else(|| {
+            Error::runtime(format!(
+                "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
+            ))
+        })?;
+        Ok(HostBuffer { ptr, len })
+    }
+
+    /// Copies `bytes` into a new buffer.
+    pub fn from_bytes(bytes: &[u8]) -> Result<HostBuffer> {
+        let mut b = Self::zeroed(bytes.len())?;
+        b.as_mut_slice().copy_from_slice(bytes);
+        Ok(b)
+    }
+
+    fn dangling() -> NonNull<u8> {
+        // An aligned, non-null address that is never dereferenced (the slice is empty).
+        NonNull::new(std::ptr::without_provenance_mut::<u8>(HOST_ALIGNMENT))
+            .unwrap_or(NonNull::dangling())
+    }
+
+    fn layout(len: usize) -> Result<Layout> {
+        Layout::from_size_align(len, HOST_ALIGNMENT)
+            .map_err(|_| Error::runtime(format!("DefaultCPUAllocator: can't allocate {len} bytes")))
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a zero-byte buffer.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is valid for `len` initialised (zeroed at allocation) bytes, or dangling
+        // and aligned with len 0; the borrow of `self` prevents concurrent mutation.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        if self.len > 0
+            && let Ok(layout) = Self::layout(self.len)
+        {
+            // SAFETY: `ptr` was returned by `alloc_zeroed` with this same layout and is freed
+            // exactly once.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+/// The contents of a storage.
+pub enum StorageData {
+    /// Host memory (CPU tensors).
+    Host(HostBuffer),
+    /// No memory, only a size (meta tensors).
+    Meta {
+        /// The size the storage would have.
+        nbytes: usize,
+    },
+    /// Memory owned by an external device.
+    Device(Box<dyn DeviceMemory>),
+}
+
+impl StorageData {
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        match self {
+            StorageData::Host(b) => b.len(),
+            StorageData::Meta { nbytes } => *nbytes,
+            StorageData::Device(m) => m.nbytes(),
+        }
+    }
+
+    /// The host bytes; an error for meta and device storage.
+    pub fn host_bytes(&self) -> Result<&[u8]> {
+        match self {
+            StorageData::Host(b) => Ok(b.as_slice()),
+            StorageData::Meta { .. } => Err(meta_data_error()),
+            StorageData::Device(_) => Err(device_data_error()),
+        }
+    }
+
+    /// The host bytes, mutably; an error for meta and device storage.
+    pub fn host_bytes_mut(&mut self) -> Result<&mut [u8]> {
+        match self {
+            StorageData::Host(b) => Ok(b.as_mut_slice()),
+            StorageData::Meta { .. } => Err(meta_data_error()),
+            StorageData::Device(_) => Err(device_data_error()),
+        }
+    }
+
+    /// The device memory, for backends.
+    pub fn device_memory(&self) -> Option<&dyn DeviceMemory> {
+        match self {
+            StorageData::Device(m) => Some(m.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The device memory, mutably, for backends.
+    pub fn device_memory_mut(&mut self) -> Option<&mut dyn DeviceMemory> {
+        match self {
+            StorageData::Device(m) => Some(m.as_mut()),
+            _ => None,
+        }
+    }
+}
+
+fn meta_data_error() -> Error {
+    Error::not_implemented(
+        "Cannot access data pointer of Tensor that doesn't have storage (a meta tensor has shapes and dtypes but no data)",
+    )
+}
+
+fn device_data_error() -> Error {
+    Error::runtime(
+        "cannot access the data of a device tensor from the host; copy it to the CPU first",
+    )
+}
+
+struct StorageImpl {
+    device: Device,
+    resizable: bool,
+    allocator: Option<Arc<dyn Allocator>>,
+    /// Mirror of the data's size, readable without the lock.
+    nbytes: AtomicUsize,
+    data: RwLock<StorageData>,
+}
+
+/// A refcounted storage. Cloning shares it (like PyTorch's `Storage`).
+#[derive(Clone)]
+pub struct Storage {
+    inner: Arc<StorageImpl>,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Storage(device={}, nbytes={})",
+            self.device(),
+            self.nbytes()
+        )
+    }
+}
+
+impl Storage {
+    fn from_parts(
+        device: Device,
+        data: StorageData,
+        allocator: Option<Arc<dyn Allocator>>,
+        resizable: bool,
+    ) -> Storage {
+        Storage {
+            inner: Arc::new(StorageImpl {
+                device,
+                resizable,
+                allocator,
+                nbytes: AtomicUsize::new(data.nbytes()),
+                data: RwLock::new(data),
+            }),
+        }
+    }
+
+    /// A new resizable storage of `nbytes` zeroed bytes on `device` (host for CPU, size-only
+    /// for meta, the device's installed allocator otherwise).
+    pub fn new(nbytes: usize, device: Device) -> Result<Storage> {
+        match device.kind() {
+            DeviceType::Cpu => Ok(Self::from_parts(
+                device,
+                StorageData::Host(HostBuffer::zeroed(nbytes)?),
+                None,
+                true,
+            )),
+            DeviceType::Meta => Ok(Self::from_parts(
+                device,
+                StorageData::Meta { nbytes },
+                None,
+                true,
+            )),
+            kind => {
+                let allocator = get_allocator(kind).ok_or_else(|| {
+                    Error::runtime(format!(
+                        "no allocator is registered for device type {}; a backend must call set_allocator first",
+                        kind.name()
+                    ))
+                })?;
+                let memory = allocator.allocate(nbytes)?;
+                Ok(Self::from_parts(
+                    device,
+                    StorageData::Device(memory),
+                    Some(allocator),
+                    true,
+                ))
+            }
+        }
+    }
+
+    /// A host storage holding a copy of `bytes`.
+    pub fn from_host_bytes(bytes: &[u8]) -> Result<Storage> {
+        Ok(Self::from_parts(
+            Device::CPU,
+            StorageData::Host(HostBuffer::from_bytes(bytes)?),
+            None,
+            true,
+        ))
+    }
+
+    /// A storage on `device` around memory a backend already allocated.
+    pub fn from_device_memory(
+        device: Device,
+        memory: Box<dyn DeviceMemory>,
+        allocator: Arc<dyn Allocator>,
+    ) -> Storage {
+        Self::from_parts(device, StorageData::Device(memory), Some(allocator), true)
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        self.inner.device
+    }
+
+    /// Size in bytes (read without locking).
+    pub fn nbytes(&self) -> usize {
+        self.inner.nbytes.load(Ordering::Acquire)
+    }
+
+    /// Whether `resize` is allowed.
+    pub fn is_resizable(&self) -> bool {
+        self.inner.resizable
+    }
+
+    /// Whether both handles refer to the same storage.
+    pub fn is_alias_of(&self, other: &Storage) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A stable identity for ordering locks and comparing storages.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as *const () as usize
+    }
+
+    /// Number of handles (tensors and clones) sharing this storage.
+    pub fn use_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    /// Locks for reading.
+    pub fn read(&self) -> Result<StorageGuard<'_>> {
+        let held = HeldToken::acquire()?;
+        let guard = self
+            .inner
+            .data
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(StorageGuard {
+            inner: GuardInner::Read(guard),
+            _held: held,
+        })
+    }
+
+    /// Locks for writing.
+    pub fn write(&self) -> Result<StorageGuard<'_>> {
+        let held = HeldToken::acquire()?;
+        let guard = self
+            .inner
+            .data
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(StorageGuard {
+            inner: GuardInner::Write(guard),
+            _held: held,
+        })
+    }
+
+    /// Resizes to `nbytes`, keeping the common prefix of the contents (new bytes are zero).
+    pub fn resize(&self, nbytes: usize) -> Result<()> {
+        if !self.inner.resizable {
+            return Err(Error::runtime(
+                "Trying to resize storage that is not resizable",
+            ));
+        }
+        let mut guard = self.write()?;
+        let data = guard.data_mut()?;
+        let keep = data.nbytes().min(nbytes);
+        let new = match data {
+            StorageData::Host(old) => {
+                let mut fresh = HostBuffer::zeroed(nbytes)?;
+                fresh.as_mut_slice()[..keep].copy_from_slice(&old.as_slice()[..keep]);
+                StorageData::Host(fresh)
+            }
+            StorageData::Meta { .. } => StorageData::Meta { nbytes },
+            StorageData::Device(old) => {
+                let allocator = self.inner.allocator.as_ref().ok_or_else(|| {
+                    Error::runtime("this device storage has no allocator and cannot be resized")
+                })?;
+                let mut fresh = allocator.allocate(nbytes)?;
+                allocator.copy_bytes(fresh.as_mut(), old.as_ref(), keep)?;
+                StorageData::Device(fresh)
+            }
+        };
+        *data = new;
+        self.inner.nbytes.store(nbytes, Ordering::Release);
+        Ok(())
+    }
+}
+
+thread_local! {
+    static GUARDS_HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Counts storage accesses held by this thread; a second concurrent access is refused.
+struct HeldToken(());
+
+impl HeldToken {
+    fn acquire() -> Result<HeldToken> {
+        GUARDS_HELD.with(|c| {
+            if c.get() > 0 {
+                return Err(Error::runtime(
+                    "internal error: a storage was accessed while this thread already holds storage locks (a kernel called back into an operator with data locks held); this would deadlock",
+                ));
+            }
+            c.set(1);
+            Ok(HeldToken(()))
+        })
+    }
+}
+
+impl Drop for HeldToken {
+    fn drop(&mut self) {
+        GUARDS_HELD.with(|c| c.set(0));
+    }
+}
+
+enum GuardInner<'a> {
+    Read(RwLockReadGuard<'a, StorageData>),
+    Write(RwLockWriteGuard<'a, StorageData>),
+}
+
+/// A lock on one storage's data.
+pub struct StorageGuard<'a> {
+    inner: GuardInner<'a>,
+    _held: HeldToken,
+}
+
+impl StorageGuard<'_> {
+    /// The data.
+    pub fn data(&self) -> &StorageData {
+        match &self.inner {
+            GuardInner::Read(g) => g,
+            GuardInner::Write(g) => g,
+        }
+    }
+
+    /// The data, mutably; an error for a read guard.
+    pub fn data_mut(&mut self) -> Result<&mut StorageData> {
+        match &mut self.inner {
+            GuardInner::Read(_) => Err(Error::runtime(
+                "internal error: tried to write through a read-only storage lock",
+            )),
+            GuardInner::Write(g) => Ok(g),
+        }
+    }
+}
+
+/// Whether a tensor's data is read or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Shared access.
+    Read,
+    /// Exclusive access.
+    Write,
+}
+
+/// Locks on several storages taken together (see the module documentation).
+pub struct StorageLocks<'a> {
+    guards: SmallVec<[GuardInner<'a>; 4]>,
+    /// For each request, the index of its guard (requests on one storage share a guard).
+    slot_of: SmallVec<[usize; 4]>,
+    _held: HeldToken,
+}
+
+impl<'a> StorageLocks<'a> {
+    /// Locks every storage of `requests` at once, in address order; a storage requested for
+    /// both reading and writing is locked once, exclusively.
+    pub fn lock(requests: &[(&'a Storage, Access)]) -> Result<StorageLocks<'a>> {
+        let held = HeldToken::acquire()?;
+        let mut order: SmallVec<[(usize, &'a Storage, Access); 4]> =
+            requests.iter().map(|(s, a)| (s.id(), *s, *a)).collect();
+        order.sort_by_key(|(id, _, _)| *id);
+        let mut distinct: SmallVec<[(usize, &'a Storage, Access); 4]> = SmallVec::new();
+        for (id, s, a) in order {
+            match distinct.last_mut() {
+                Some(last) if last.0 == id => {
+                    if a == Access::Write {
+                        last.2 = Access::Write;
+                    }
+                }
+                _ => distinct.push((id, s, a)),
+            }
+        }
+        let mut guards = SmallVec::new();
+        for (_, s, a) in &distinct {
+            guards.push(match a {
+                Access::Read => {
+                    GuardInner::Read(s.inner.data.read().unwrap_or_else(PoisonError::into_inner))
+                }
+                Access::Write => {
+                    GuardInner::Write(s.inner.data.write().unwrap_or_else(PoisonError::into_inner))
+                }
+            });
+        }
+        let slot_of = requests
+            .iter()
+            .map(|(s, _)| {
+                distinct
+                    .iter()
+                    .position(|(id, _, _)| *id == s.id())
+                    .unwrap_or(0)
+            })
+            .collect();
+        Ok(StorageLocks {
+            guards,
+            slot_of,
+            _held: held,
+        })
+    }
+
+    /// The data of request `i`.
+    pub fn data(&self, i: usize) -> Result<&StorageData> {
+        match self.guards.get(self.slot(i)?) {
+            Some(GuardInner::Read(g)) => Ok(g),
+            Some(GuardInner::Write(g)) => Ok(g),
+            None => Err(bad_request(i)),
+        }
+    }
+
+    /// The data of request `i`, mutably (the request must have asked for `Write`, or share its
+    /// storage with one that did).
+    pub fn data_mut(&mut self, i: usize) -> Result<&mut StorageData> {
+        let slot = self.slot(i)?;
+        match self.guards.get_mut(slot) {
+            Some(GuardInner::Write(g)) => Ok(g),
+            Some(GuardInner::Read(_)) => Err(Error::runtime(format!(
+                "internal error: operand {i} was locked for reading but written"
+            ))),
+            None => Err(bad_request(i)),
+        }
+    }
+
+    /// Whether requests `i` and `j` share a storage.
+    pub fn same_storage(&self, i: usize, j: usize) -> bool {
+        matches!((self.slot_of.get(i), self.slot_of.get(j)), (Some(a), Some(b)) if a == b)
+    }
+
+    fn slot(&self, i: usize) -> Result<usize> {
+        self.slot_of.get(i).copied().ok_or_else(|| bad_request(i))
+    }
+}
+
+fn bad_request(i: usize) -> Error {
+    Error::runtime(format!("internal error: no storage lock for operand {i}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_buffers_are_aligned_and_zeroed() {
+        let b = HostBuffer::zeroed(100).unwrap();
+        assert_eq!(b.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
+        assert!(b.as_slice().iter().all(|x| *x == 0));
+        let e = HostBuffer::zeroed(0).unwrap();
+        assert!(e.is_empty());
+        assert_eq!(e.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
+    }
+
+    #[test]
+    fn resize_keeps_prefix() {
+        let s = Storage::from_host_bytes(&[1, 2, 3, 4]).unwrap();
+        s.resize(6).unwrap();
+        assert_eq!(s.nbytes(), 6);
+        assert_eq!(
+            s.read().unwrap().data().host_bytes().unwrap(),
+            &[1, 2, 3, 4, 0, 0]
+        );
+        s.resize(2).unwrap();
+        assert_eq!(s.read().unwrap().data().host_bytes().unwrap(), &[1, 2]);
+        let m = Storage::new(8, Device::META).unwrap();
+        m.resize(16).unwrap();
+        assert_eq!(m.nbytes(), 16);
+        assert!(m.read().unwrap().data().host_bytes().is_err());
+    }
+
+    #[test]
+    fn nested_access_is_refused_not_deadlocked() {
+        let s = Storage::from_host_bytes(&[1]).unwrap();
+        let _g = s.write().unwrap();
+        let e = s.read().map(|_| ()).unwrap_err();
+        assert!(e.message().contains("would deadlock"));
+    }
+
+    #[test]
+    fn shared_storage_locked_once_exclusively() {
+        let s = Storage::from_host_bytes(&[0; 8]).unwrap();
+        let t = Storage::from_host_bytes(&[7; 8]).unwrap();
+        let mut locks =
+            StorageLocks::lock(&[(&s, Access::Read), (&t, Access::Read), (&s, Access::Write)])
+                .unwrap();
+        assert!(locks.same_storage(0, 2));
+        assert!(!locks.same_storage(0, 1));
+        locks.data_mut(0).unwrap().host_bytes_mut().unwrap()[0] = 9;
+        assert_eq!(locks.data(2).unwrap().host_bytes().unwrap()[0], 9);
+        assert!(locks.data_mut(1).is_err());
+    }
+
+    #[test]
+    fn device_storage_needs_an_allocator() {
+        let e = Storage::new(4, Device::new(DeviceType::Hpu, Some(0))).unwrap_err();
+        assert!(e.message().contains("no allocator"));
+        assert!(set_allocator(DeviceType::Cpu, Arc::new(NoAlloc)).is_err());
+    }
+
+    struct NoAlloc;
+    impl Allocator for NoAlloc {
+        fn allocate(&self, _: usize) -> Result<Box<dyn DeviceMemory>> {
+            Err(Error::runtime("no"))
+        }
+        fn copy_bytes(
+            &self,
+            _: &mut dyn DeviceMemory,
+            _: &dyn DeviceMemory,
+            _: usize,
+        ) -> Result<()> {
+            Ok(())
+        }
+    }
+}

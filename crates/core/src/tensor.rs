@@ -1,0 +1,988 @@
+//! The tensor handle.
+//!
+//! A [`Tensor`] is a cheap, clonable handle (an `Arc`) to a [`TensorImpl`]: dtype, device and
+//! dispatch key set (fixed at creation), a geometry (sizes, strides, storage offset and the
+//! storage it views), a version counter shared with every view of the same data, the
+//! `requires_grad` flag and a slot for autograd metadata, and an optional *payload* for
+//! tensors that are not plain strided memory (functional wrappers, lazy tensors, backend
+//! tensors).
+//!
+//! Cloning a `Tensor` shares it, like assigning a `torch.Tensor` in Python: metadata
+//! mutations (`resize_`, `set_geometry`, `set_storage`) are seen through every handle. The
+//! geometry sits behind a lock so such mutations are safe from any thread; data access goes
+//! through [`with_tensors`], which locks storages (see [`crate::storage`]).
+
+use crate::element::{Element, read_element};
+use crate::keys::{DispatchKey, DispatchKeySet, sets, tensor_key_set};
+use crate::local_dispatch::is_inference_mode_enabled;
+use crate::shape::{self, DimVec, fmt_dims};
+use crate::storage::{Access, Storage, StorageData, StorageLocks};
+use crate::{Device, Error, Layout, Result, Scalar, ScalarType, bail, torch_check};
+use smallvec::SmallVec;
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+/// Sizes, strides, storage offset and storage of a tensor, as one consistent snapshot.
+#[derive(Clone, Debug)]
+pub struct Geometry {
+    sizes: DimVec,
+    strides: DimVec,
+    storage_offset: i64,
+    storage: Option<Storage>,
+    numel: i64,
+    is_contiguous: bool,
+}
+
+impl Geometry {
+    fn new(
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+        storage: Option<Storage>,
+    ) -> Result<Geometry> {
+        let numel = shape::numel(sizes)?;
+        torch_check!(
+            sizes.len() == strides.len(),
+            "mismatch in length of strides and shape: sizes {} and strides {}",
+            fmt_dims(sizes),
+            fmt_dims(strides)
+        );
+        Ok(Geometry {
+            is_contiguous: shape::is_contiguous(sizes, strides),
+            sizes: DimVec::from_slice(sizes),
+            strides: DimVec::from_slice(strides),
+            storage_offset,
+            storage,
+            numel,
+        })
+    }
+
+    /// Sizes.
+    pub fn sizes(&self) -> &[i64] {
+        &self.sizes
+    }
+
+    /// Strides, in elements.
+    pub fn strides(&self) -> &[i64] {
+        &self.strides
+    }
+
+    /// Offset of element 0 in the storage, in elements.
+    pub fn storage_offset(&self) -> i64 {
+        self.storage_offset
+    }
+
+    /// The storage, if the tensor has one.
+    pub fn storage(&self) -> Option<&Storage> {
+        self.storage.as_ref()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> i64 {
+        self.numel
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// Whether the elements are row-major contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        self.is_contiguous
+    }
+
+    /// Storage element offsets of every element, in row-major logical order.
+    pub fn offsets(&self) -> StridedOffsets<'_> {
+        StridedOffsets::new(&self.sizes, &self.strides, self.storage_offset)
+    }
+}
+
+/// Iterates the storage offsets of a strided view in row-major order (an odometer).
+pub struct StridedOffsets<'a> {
+    sizes: &'a [i64],
+    strides: &'a [i64],
+    index: DimVec,
+    next: Option<i64>,
+}
+
+impl<'a> StridedOffsets<'a> {
+    /// Offsets of the view `(sizes, strides, offset)`.
+    pub fn new(sizes: &'a [i64], strides: &'a [i64], offset: i64) -> Self {
+        let empty = sizes.contains(&0);
+        StridedOffsets {
+            sizes,
+            strides,
+            index: DimVec::from_elem(0, sizes.len()),
+            next: (!empty).then_some(offset),
+        }
+    }
+}
+
+impl Iterator for StridedOffsets<'_> {
+    type Item = i64;
+
+    fn next(&mut self) -> Option<i64> {
+        let current = self.next?;
+        let mut off = current;
+        let mut d = self.sizes.len();
+        loop {
+            if d == 0 {
+                self.next = None;
+                break;
+            }
+            d -= 1;
+            self.index[d] += 1;
+            off += self.strides[d];
+            if self.index[d] < self.sizes[d] {
+                self.next = Some(off);
+                break;
+            }
+            off -= self.strides[d] * self.index[d];
+            self.index[d] = 0;
+        }
+        Some(current)
+    }
+}
+
+/// A counter bumped by every in-place mutation, shared by a tensor and all its views; autograd
+/// uses it to reject a backward pass through data modified after it was saved.
+#[derive(Clone, Debug, Default)]
+pub struct VersionCounter(Arc<AtomicU32>);
+
+impl VersionCounter {
+    /// The current version.
+    pub fn current(&self) -> u32 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Increments the version.
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether two counters are the same shared counter.
+    pub fn is_shared_with(&self, other: &VersionCounter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Type-erased per-tensor data owned by another layer (autograd metadata, a functional
+/// wrapper's state, a lazy tensor's IR value). The owner downcasts it.
+pub type Extension = Arc<dyn Any + Send + Sync>;
+
+/// The object a [`Tensor`] handle points to.
+pub struct TensorImpl {
+    dtype: ScalarType,
+    device: Device,
+    layout: Layout,
+    key_set: DispatchKeySet,
+    geometry: RwLock<Geometry>,
+    version: VersionCounter,
+    requires_grad: AtomicBool,
+    wrapped_number: AtomicBool,
+    autograd_meta: RwLock<Option<Extension>>,
+    payload: Option<Extension>,
+}
+
+/// A tensor handle; `Clone` shares the tensor (see the module documentation).
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorImpl>);
+
+/// The key set of a new dense tensor on `device` (inference tensors get no autograd keys).
+pub fn dense_key_set(device: Device) -> DispatchKeySet {
+    tensor_key_set(
+        DispatchKey::Dense,
+        device.kind().backend_component(),
+        is_inference_mode_enabled(),
+    )
+}
+
+impl Tensor {
+    fn from_impl(imp: TensorImpl) -> Tensor {
+        Tensor(Arc::new(imp))
+    }
+
+    /// A tensor viewing `storage` with the given geometry. Fails if the view reaches past
+    /// the end of the storage.
+    pub fn from_storage(
+        storage: Storage,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+        dtype: ScalarType,
+    ) -> Result<Tensor> {
+        check_in_bounds(&storage, sizes, strides, storage_offset, dtype)?;
+        let device = storage.device();
+        let geometry = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
+        Ok(Self::from_impl(TensorImpl {
+            dtype,
+            device,
+            layout: Layout::Strided,
+            key_set: dense_key_set(device),
+            geometry: RwLock::new(geometry),
+            version: VersionCounter::default(),
+            requires_grad: AtomicBool::new(false),
+            wrapped_number: AtomicBool::new(false),
+            autograd_meta: RwLock::new(None),
+            payload: None,
+        }))
+    }
+
+    /// A new contiguous tensor on `device` (CPU, meta, or a device with an installed
+    /// allocator). Host memory starts zeroed; callers must not rely on that (`torch.empty`
+    /// promises nothing).
+    pub fn allocate(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+        Self::allocate_strided(sizes, &shape::contiguous_strides(sizes), dtype, device)
+    }
+
+    /// A new tensor with explicit strides.
+    pub fn allocate_strided(
+        sizes: &[i64],
+        strides: &[i64],
+        dtype: ScalarType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let elements = shape::required_storage_elements(sizes, strides, 0)?;
+        let nbytes = nbytes_for(elements, dtype, sizes)?;
+        let storage = Storage::new(nbytes, device)?;
+        Self::from_storage(storage, sizes, strides, 0, dtype)
+    }
+
+    /// A tensor with no storage whose data lives in `payload` (functional wrappers, lazy
+    /// tensors). `key_set` is the full set of keys it dispatches on.
+    pub fn from_payload(
+        payload: Extension,
+        sizes: &[i64],
+        strides: &[i64],
+        dtype: ScalarType,
+        device: Device,
+        key_set: DispatchKeySet,
+    ) -> Result<Tensor> {
+        let geometry = Geometry::new(sizes, strides, 0, None)?;
+        Ok(Self::from_impl(TensorImpl {
+            dtype,
+            device,
+            layout: Layout::Strided,
+            key_set,
+            geometry: RwLock::new(geometry),
+            version: VersionCounter::default(),
+            requires_grad: AtomicBool::new(false),
+            wrapped_number: AtomicBool::new(false),
+            autograd_meta: RwLock::new(None),
+            payload: Some(payload),
+        }))
+    }
+
+    /// A CPU tensor of shape `shape` holding `data` in row-major order.
+    ///
+    /// Errors: "shape '[2, 3]' is invalid for input of size 5" when the sizes disagree.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Tensor> {
+        let numel = shape::numel(shape)?;
+        if usize::try_from(numel).ok() != Some(data.len()) {
+            bail!(
+                RuntimeError,
+                "shape '{}' is invalid for input of size {}",
+                fmt_dims(shape),
+                data.len()
+            );
+        }
+        let repr: Vec<T::Repr> = data.into_iter().map(Element::to_repr).collect();
+        let storage = Storage::from_host_bytes(bytemuck::cast_slice(&repr))?;
+        Self::from_storage(
+            storage,
+            shape,
+            &shape::contiguous_strides(shape),
+            0,
+            T::DTYPE,
+        )
+    }
+
+    /// A 1-d CPU tensor holding a copy of `data`.
+    pub fn from_slice<T: Element>(data: &[T]) -> Result<Tensor> {
+        Self::from_vec(data.to_vec(), &[data.len() as i64])
+    }
+
+    /// A CPU tensor from nested arrays or vectors: `Tensor::from_data([[1.0f32, 2.0], [3.0, 4.0]])`.
+    /// A bare element gives a 0-dim tensor. Ragged nesting is an error.
+    pub fn from_data<D: NestedData>(data: D) -> Result<Tensor> {
+        let shape = data.shape()?;
+        let mut flat = Vec::new();
+        data.flatten_into(&mut flat);
+        Self::from_vec(flat, &shape)
+    }
+
+    /// A 0-dim CPU tensor holding `s` with the dtype a scalar of its kind gets (`Bool`,
+    /// `Long` or `Double`).
+    pub fn scalar_tensor(s: Scalar) -> Result<Tensor> {
+        match s {
+            Scalar::Bool(b) => Self::from_vec(vec![b], &[]),
+            Scalar::Int(i) => Self::from_vec(vec![i], &[]),
+            Scalar::Float(f) => Self::from_vec(vec![f], &[]),
+        }
+    }
+
+    /// A 0-dim CPU tensor marked as a *wrapped number*: it takes part in type promotion as a
+    /// Python scalar would (lowest priority).
+    pub fn wrapped_scalar(s: Scalar) -> Result<Tensor> {
+        let t = Self::scalar_tensor(s)?;
+        t.set_wrapped_number(true);
+        Ok(t)
+    }
+
+    fn impl_(&self) -> &TensorImpl {
+        &self.0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> ScalarType {
+        self.0.dtype
+    }
+
+    /// Alias of [`Tensor::dtype`] (PyTorch's C++ name).
+    pub fn scalar_type(&self) -> ScalarType {
+        self.0.dtype
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.0.layout
+    }
+
+    /// The dispatch keys this tensor contributes to a call.
+    pub fn key_set(&self) -> DispatchKeySet {
+        self.0.key_set
+    }
+
+    fn geometry_read(&self) -> std::sync::RwLockReadGuard<'_, Geometry> {
+        self.0
+            .geometry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A consistent snapshot of sizes, strides, offset and storage.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry_read().clone()
+    }
+
+    /// Sizes.
+    pub fn sizes(&self) -> DimVec {
+        self.geometry_read().sizes.clone()
+    }
+
+    /// Strides, in elements.
+    pub fn strides(&self) -> DimVec {
+        self.geometry_read().strides.clone()
+    }
+
+    /// Size of dimension `dim` (negative counts from the end).
+    pub fn size(&self, dim: i64) -> Result<i64> {
+        let g = self.geometry_read();
+        let d = shape::wrap_dim(dim, g.dim())?;
+        Ok(g.sizes.get(d).copied().unwrap_or(1))
+    }
+
+    /// Stride of dimension `dim` (negative counts from the end).
+    pub fn stride(&self, dim: i64) -> Result<i64> {
+        let g = self.geometry_read();
+        let d = shape::wrap_dim(dim, g.dim())?;
+        Ok(g.strides.get(d).copied().unwrap_or(1))
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.geometry_read().dim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> i64 {
+        self.geometry_read().numel
+    }
+
+    /// Offset of element 0 in the storage, in elements.
+    pub fn storage_offset(&self) -> i64 {
+        self.geometry_read().storage_offset
+    }
+
+    /// Whether the elements are row-major contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        self.geometry_read().is_contiguous
+    }
+
+    /// Bytes per element.
+    pub fn element_size(&self) -> usize {
+        self.dtype().element_size()
+    }
+
+    /// The storage (absent for payload tensors).
+    pub fn storage(&self) -> Option<Storage> {
+        self.geometry_read().storage.clone()
+    }
+
+    /// Whether the tensor has a storage.
+    pub fn has_storage(&self) -> bool {
+        self.geometry_read().storage.is_some()
+    }
+
+    /// Whether `self` and `other` share storage (or, without storage, are the same tensor).
+    pub fn is_alias_of(&self, other: &Tensor) -> bool {
+        match (self.storage(), other.storage()) {
+            (Some(a), Some(b)) => a.is_alias_of(&b),
+            _ => self.is_same(other),
+        }
+    }
+
+    /// Whether both handles refer to the same tensor object.
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The version counter (shared with views).
+    pub fn version_counter(&self) -> &VersionCounter {
+        &self.0.version
+    }
+
+    /// The current version (`tensor._version`).
+    pub fn version(&self) -> u32 {
+        self.0.version.current()
+    }
+
+    /// Records an in-place modification.
+    pub fn bump_version(&self) {
+        self.0.version.bump();
+    }
+
+    /// Whether gradients will be computed for this tensor.
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Acquire)
+    }
+
+    /// Sets `requires_grad`; only floating-point tensors can require gradients.
+    pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        if requires_grad && !self.dtype().is_floating_point() {
+            bail!(
+                RuntimeError,
+                "only Tensors of floating point dtype can require gradients"
+            );
+        }
+        if requires_grad && self.is_inference() {
+            bail!(
+                RuntimeError,
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+            );
+        }
+        self.0.requires_grad.store(requires_grad, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether this 0-dim tensor stands for a Python scalar in type promotion.
+    pub fn is_wrapped_number(&self) -> bool {
+        self.0.wrapped_number.load(Ordering::Relaxed)
+    }
+
+    /// Marks (or unmarks) the tensor as a wrapped number.
+    pub fn set_wrapped_number(&self, wrapped: bool) {
+        self.0.wrapped_number.store(wrapped, Ordering::Relaxed);
+    }
+
+    /// Whether this is an inference tensor (created in inference mode; no autograd keys).
+    pub fn is_inference(&self) -> bool {
+        !self
+            .key_set()
+            .has_any(sets::AUTOGRAD_WITH_AD_INPLACE_OR_VIEW)
+    }
+
+    /// The autograd metadata set by the autograd layer, if any.
+    pub fn autograd_meta(&self) -> Option<Extension> {
+        self.0
+            .autograd_meta
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the autograd metadata.
+    pub fn set_autograd_meta(&self, meta: Option<Extension>) {
+        *self
+            .0
+            .autograd_meta
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = meta;
+    }
+
+    /// The payload of a non-strided tensor.
+    pub fn payload(&self) -> Option<&Extension> {
+        self.0.payload.as_ref()
+    }
+
+    /// The payload downcast to `T`.
+    pub fn payload_as<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.payload.as_ref()?.downcast_ref::<T>()
+    }
+
+    /// True on the meta device.
+    pub fn is_meta(&self) -> bool {
+        self.device().is_meta()
+    }
+
+    /// True on the CPU.
+    pub fn is_cpu(&self) -> bool {
+        self.device().is_cpu()
+    }
+
+    /// A new tensor sharing storage and version counter, with the given geometry (the
+    /// primitive under every view operator). Fails if the view reaches past the storage.
+    pub fn as_strided_view(
+        &self,
+        sizes: &[i64],
+        strides: &[i64],
+        storage_offset: i64,
+    ) -> Result<Tensor> {
+        let storage = self.storage().ok_or_else(|| {
+            Error::runtime("Cannot create a strided view of a tensor that has no storage")
+        })?;
+        check_in_bounds(&storage, sizes, strides, storage_offset, self.dtype())?;
+        let geometry = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
+        let src = self.impl_();
+        Ok(Self::from_impl(TensorImpl {
+            dtype: src.dtype,
+            device: src.device,
+            layout: src.layout,
+            key_set: src.key_set,
+            geometry: RwLock::new(geometry),
+            version: src.version.clone(),
+            requires_grad: AtomicBool::new(false),
+            wrapped_number: AtomicBool::new(false),
+            autograd_meta: RwLock::new(None),
+            payload: None,
+        }))
+    }
+
+    /// Replaces this tensor's sizes, strides and offset over its current storage
+    /// (`as_strided_`); visible through every handle.
+    pub fn set_geometry(&self, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<()> {
+        let mut g = self
+            .0
+            .geometry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(storage) = &g.storage {
+            check_in_bounds(storage, sizes, strides, storage_offset, self.0.dtype)?;
+        }
+        let storage = g.storage.take();
+        match Geometry::new(sizes, strides, storage_offset, storage.clone()) {
+            Ok(new) => {
+                *g = new;
+                Ok(())
+            }
+            Err(e) => {
+                g.storage = storage;
+                Err(e)
+            }
+        }
+    }
+
+    /// `resize_`: makes the tensor contiguous with `sizes`, growing the storage if needed
+    /// (the storage must be resizable). Returns whether the sizes changed.
+    pub fn resize_(&self, sizes: &[i64]) -> Result<bool> {
+        self.resize_with_strides(sizes, &shape::contiguous_strides(sizes))
+    }
+
+    /// Resizes to `sizes` with explicit `strides`, growing the storage if needed. Returns
+    /// whether the sizes changed.
+    pub fn resize_with_strides(&self, sizes: &[i64], strides: &[i64]) -> Result<bool> {
+        let mut g = self
+            .0
+            .geometry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let changed = g.sizes.as_slice() != sizes;
+        let needed = shape::required_storage_elements(sizes, strides, g.storage_offset)?;
+        if let Some(storage) = &g.storage {
+            let nbytes = nbytes_for(needed, self.0.dtype, sizes)?;
+            if nbytes > storage.nbytes() {
+                storage.resize(nbytes)?;
+            }
+        }
+        let storage = g.storage.clone();
+        *g = Geometry::new(sizes, strides, g.storage_offset, storage)?;
+        Ok(changed)
+    }
+
+    /// `set_`: makes this tensor view `storage` with the given geometry.
+    pub fn set_storage(
+        &self,
+        storage: Storage,
+        storage_offset: i64,
+        sizes: &[i64],
+        strides: &[i64],
+    ) -> Result<()> {
+        torch_check!(
+            storage.device() == self.device(),
+            "Attempted to set the storage of a tensor on device \"{}\" to a storage on different device \"{}\".  This is no longer allowed; the devices must match.",
+            self.device(),
+            storage.device()
+        );
+        check_in_bounds(&storage, sizes, strides, storage_offset, self.dtype())?;
+        let new = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
+        *self
+            .0
+            .geometry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = new;
+        Ok(())
+    }
+
+    /// Copies the elements, in row-major order, into a `Vec<T>`; `T` must be this tensor's
+    /// element type ("expected scalar type Float but found Double" otherwise).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        torch_check!(
+            T::DTYPE == self.dtype(),
+            "expected scalar type {} but found {}",
+            T::DTYPE,
+            self.dtype()
+        );
+        with_tensors(&[(self, Access::Read)], |data| {
+            let bytes = data.bytes(0)?;
+            data.geometry(0)
+                .offsets()
+                .map(|off| read_element::<T>(bytes, off as usize).ok_or_else(out_of_bounds))
+                .collect()
+        })
+    }
+
+    /// The elements converted to `f64`, whatever the dtype (for tests and printing).
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        crate::dispatch_dtype!(self.dtype(), T => {
+            Ok(self.to_vec::<T>()?.into_iter().map(Element::to_f64).collect())
+        })
+    }
+
+    /// The value of a one-element tensor as a [`Scalar`]
+    /// ("a Tensor with 2 elements cannot be converted to Scalar" otherwise).
+    pub fn item_scalar(&self) -> Result<Scalar> {
+        let n = self.numel();
+        torch_check!(
+            n == 1,
+            "a Tensor with {n} elements cannot be converted to Scalar"
+        );
+        crate::dispatch_dtype!(self.dtype(), T => {
+            let v = self.to_vec::<T>()?;
+            v.first().map(|x| x.to_scalar()).ok_or_else(out_of_bounds)
+        })
+    }
+
+    /// The value of a one-element tensor converted to `T` (with PyTorch's overflow check).
+    pub fn item<T: Element>(&self) -> Result<T> {
+        self.item_scalar()?.to::<T>()
+    }
+}
+
+fn out_of_bounds() -> Error {
+    Error::runtime("internal error: tensor element outside its storage")
+}
+
+fn nbytes_for(elements: i64, dtype: ScalarType, sizes: &[i64]) -> Result<usize> {
+    usize::try_from(elements)
+        .ok()
+        .and_then(|e| e.checked_mul(dtype.element_size()))
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={}",
+                fmt_dims(sizes)
+            ))
+        })
+}
+
+/// Checks that a view fits in `storage` (PyTorch's `checkInBoundsForStorage`).
+fn check_in_bounds(
+    storage: &Storage,
+    sizes: &[i64],
+    strides: &[i64],
+    offset: i64,
+    dtype: ScalarType,
+) -> Result<()> {
+    let elements = shape::required_storage_elements(sizes, strides, offset)?;
+    let needed = nbytes_for(elements, dtype, sizes)?;
+    let available = storage.nbytes();
+    if needed > available {
+        bail!(
+            RuntimeError,
+            "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
+            fmt_dims(sizes),
+            fmt_dims(strides),
+            offset,
+            dtype.element_size(),
+            needed,
+            available
+        );
+    }
+    Ok(())
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// Locked access to the data of several tensors, handed to the closure of [`with_tensors`].
+pub struct TensorData<'a> {
+    geometries: &'a [Geometry],
+    dtypes: SmallVec<[ScalarType; 4]>,
+    locks: StorageLocks<'a>,
+}
+
+impl TensorData<'_> {
+    /// The geometry snapshot of operand `i`.
+    pub fn geometry(&self, i: usize) -> &Geometry {
+        &self.geometries[i.min(self.geometries.len().saturating_sub(1))]
+    }
+
+    /// The dtype of operand `i`.
+    pub fn dtype(&self, i: usize) -> ScalarType {
+        self.dtypes[i.min(self.dtypes.len().saturating_sub(1))]
+    }
+
+    /// The whole storage of operand `i` as host bytes (elements are addressed through
+    /// the geometry's offsets).
+    pub fn bytes(&self, i: usize) -> Result<&[u8]> {
+        self.locks.data(i)?.host_bytes()
+    }
+
+    /// The whole storage of operand `i`, mutably (operand `i` must be locked for writing).
+    pub fn bytes_mut(&mut self, i: usize) -> Result<&mut [u8]> {
+        self.locks.data_mut(i)?.host_bytes_mut()
+    }
+
+    /// The raw storage data of operand `i` (for device backends).
+    pub fn data(&self, i: usize) -> Result<&StorageData> {
+        self.locks.data(i)
+    }
+
+    /// The raw storage data of operand `i`, mutably.
+    pub fn data_mut(&mut self, i: usize) -> Result<&mut StorageData> {
+        self.locks.data_mut(i)
+    }
+
+    /// Whether operands `i` and `j` share a storage.
+    pub fn same_storage(&self, i: usize, j: usize) -> bool {
+        self.locks.same_storage(i, j)
+    }
+}
+
+/// Runs `f` with the data of `tensors` locked (shared for `Read`, exclusive for `Write`):
+/// the one safe way to touch tensor memory. See [`crate::storage`] for the locking rules.
+pub fn with_tensors<R>(
+    tensors: &[(&Tensor, Access)],
+    f: impl FnOnce(&mut TensorData<'_>) -> Result<R>,
+) -> Result<R> {
+    let geometries: SmallVec<[Geometry; 4]> = tensors.iter().map(|(t, _)| t.geometry()).collect();
+    let mut requests: SmallVec<[(&Storage, Access); 4]> = SmallVec::new();
+    for (g, (t, access)) in geometries.iter().zip(tensors) {
+        let storage = g.storage().ok_or_else(|| {
+            Error::runtime(format!(
+                "Cannot access data of a {} tensor without storage",
+                t.device()
+            ))
+        })?;
+        requests.push((storage, *access));
+    }
+    let locks = StorageLocks::lock(&requests)?;
+    for (i, (g, (t, _))) in geometries.iter().zip(tensors).enumerate() {
+        // The geometry was read before the lock: re-check it against the locked storage, in
+        // case another thread shrank the storage in between.
+        let elements =
+            shape::required_storage_elements(g.sizes(), g.strides(), g.storage_offset())?;
+        let needed = nbytes_for(elements, t.dtype(), g.sizes())?;
+        let available = locks.data(i)?.nbytes();
+        torch_check!(
+            needed <= available,
+            "a tensor's storage was resized by another thread while it was being accessed ({needed} bytes needed, {available} available)"
+        );
+    }
+    let mut data = TensorData {
+        geometries: &geometries,
+        dtypes: tensors.iter().map(|(t, _)| t.dtype()).collect(),
+        locks,
+    };
+    f(&mut data)
+}
+
+/// Rust data a tensor can be built from: an element, or arrays / vectors / slices of such
+/// data nested to any depth (`[[1.0f32, 2.0], [3.0, 4.0]]`).
+pub trait NestedData {
+    /// The element type at the leaves.
+    type Elem: Element;
+    /// The shape, checking that nested sequences are not ragged.
+    fn shape(&self) -> Result<DimVec>;
+    /// Appends the elements in row-major order.
+    fn flatten_into(&self, out: &mut Vec<Self::Elem>);
+}
+
+macro_rules! leaf_data {
+    ($($t:ty),*) => {$(
+        impl NestedData for $t {
+            type Elem = $t;
+            fn shape(&self) -> Result<DimVec> {
+                Ok(DimVec::new())
+            }
+            fn flatten_into(&self, out: &mut Vec<$t>) {
+                out.push(*self);
+            }
+        }
+    )*};
+}
+leaf_data!(u8, i8, i16, i32, i64, f32, f64, bool, half::f16, half::bf16);
+
+fn sequence_shape<U: NestedData>(items: &[U]) -> Result<DimVec> {
+    let mut shape = DimVec::new();
+    shape.push(items.len() as i64);
+    if let Some(first) = items.first() {
+        let inner = first.shape()?;
+        for item in items {
+            let s = item.shape()?;
+            if s != inner {
+                let depth = 1;
+                let expected = inner.first().copied().unwrap_or(0);
+                let got = s.first().copied().unwrap_or(0);
+                bail!(
+                    ValueError,
+                    "expected sequence of length {expected} at dim {depth} (got {got})"
+                );
+            }
+        }
+        shape.extend_from_slice(&inner);
+    }
+    Ok(shape)
+}
+
+impl<U: NestedData, const N: usize> NestedData for [U; N] {
+    type Elem = U::Elem;
+    fn shape(&self) -> Result<DimVec> {
+        sequence_shape(self.as_slice())
+    }
+    fn flatten_into(&self, out: &mut Vec<U::Elem>) {
+        self.iter().for_each(|x| x.flatten_into(out));
+    }
+}
+
+impl<U: NestedData> NestedData for Vec<U> {
+    type Elem = U::Elem;
+    fn shape(&self) -> Result<DimVec> {
+        sequence_shape(self.as_slice())
+    }
+    fn flatten_into(&self, out: &mut Vec<U::Elem>) {
+        self.iter().for_each(|x| x.flatten_into(out));
+    }
+}
+
+impl<U: NestedData> NestedData for &[U] {
+    type Elem = U::Elem;
+    fn shape(&self) -> Result<DimVec> {
+        sequence_shape(self)
+    }
+    fn flatten_into(&self, out: &mut Vec<U::Elem>) {
+        self.iter().for_each(|x| x.flatten_into(out));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_offsets_iterate_row_major() {
+        let offs: Vec<i64> = StridedOffsets::new(&[2, 3], &[1, 2], 1).collect();
+        assert_eq!(offs, vec![1, 3, 5, 2, 4, 6]);
+        assert_eq!(
+            StridedOffsets::new(&[], &[], 4).collect::<Vec<_>>(),
+            vec![4]
+        );
+        assert_eq!(StridedOffsets::new(&[2, 0], &[1, 1], 0).count(), 0);
+    }
+
+    #[test]
+    fn construction_and_readback() {
+        let t = Tensor::from_data([[1.0f32, 2.0], [3.0, 4.0]]).unwrap();
+        assert_eq!(t.sizes().as_slice(), &[2, 2]);
+        assert_eq!(t.strides().as_slice(), &[2, 1]);
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(t.dtype(), ScalarType::Float);
+        let e = t.to_vec::<f64>().unwrap_err();
+        assert_eq!(e.message(), "expected scalar type Double but found Float");
+        let ragged = Tensor::from_data(vec![vec![1i64, 2], vec![3]]).unwrap_err();
+        assert_eq!(
+            ragged.message(),
+            "expected sequence of length 2 at dim 1 (got 1)"
+        );
+        let bad = Tensor::from_vec(vec![1.0f32; 5], &[2, 3]).unwrap_err();
+        assert_eq!(
+            bad.message(),
+            "shape '[2, 3]' is invalid for input of size 5"
+        );
+        assert!(Tensor::allocate(&[-1, 2], ScalarType::Float, Device::CPU).is_err());
+        assert!(Tensor::allocate(&[1 << 62, 4], ScalarType::Float, Device::CPU).is_err());
+        assert_eq!(Tensor::from_data(2.5f64).unwrap().dim(), 0);
+        assert_eq!(
+            Tensor::from_slice(&[1i32, 2])
+                .unwrap()
+                .item::<i32>()
+                .unwrap_err()
+                .message(),
+            "a Tensor with 2 elements cannot be converted to Scalar"
+        );
+    }
+
+    #[test]
+    fn views_share_storage_and_version() {
+        let t = Tensor::from_vec((0..6).map(|x| x as f32).collect(), &[2, 3]).unwrap();
+        let tt = t.as_strided_view(&[3, 2], &[1, 3], 0).unwrap();
+        assert!(tt.is_alias_of(&t));
+        assert!(!tt.is_contiguous());
+        assert_eq!(
+            tt.to_vec::<f32>().unwrap(),
+            vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+        );
+        t.bump_version();
+        assert_eq!(tt.version(), 1);
+        let e = t.as_strided_view(&[4, 2], &[2, 1], 0).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "setStorage: sizes [4, 2], strides [2, 1], storage offset 0, and itemsize 4 requiring a storage size of 32 are out of bounds for storage of size 24"
+        );
+        let other = Tensor::from_slice(&[1.0f32]).unwrap();
+        assert!(!other.is_alias_of(&t));
+    }
+
+    #[test]
+    fn resize_grows_shared_storage() {
+        let t = Tensor::from_slice(&[1.0f32, 2.0]).unwrap();
+        let alias = t.clone();
+        assert!(t.resize_(&[2, 2]).unwrap());
+        assert_eq!(alias.sizes().as_slice(), &[2, 2]);
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 0.0, 0.0]);
+        assert!(!t.resize_(&[2, 2]).unwrap());
+        assert!(t.resize_(&[-1]).is_err());
+        assert_eq!(t.sizes().as_slice(), &[2, 2]);
+    }
+
+    #[test]
+    fn requires_grad_only_for_floats() {
+        let i = Tensor::from_slice(&[1i64]).unwrap();
+        assert_eq!(
+            i.set_requires_grad(true).unwrap_err().message(),
+            "only Tensors of floating point dtype can require gradients"
+        );
+        let f = Tensor::from_slice(&[1.0f32]).unwrap();
+        f.set_requires_grad(true).unwrap();
+        assert!(f.requires_grad());
+    }
+}
