@@ -250,7 +250,6 @@ impl From<DeviceType> for Device {
 
 /// How a tensor's elements are laid out. Only dense strided tensors exist so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Layout {
     /// Dense, with sizes and strides (`torch.strided`).
     Strided,
