@@ -21,6 +21,9 @@ pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     fn to_scalar(self) -> Scalar;
     /// The value as `f64` (exact except for `i64`/`u64` beyond 2^53).
     fn to_f64(self) -> f64;
+    /// The value as `i64` (exact for integers and bools; floats truncate toward zero and
+    /// saturate).
+    fn to_i64_lossy(self) -> i64;
     /// Converts `v` like C++'s `static_cast` (truncation toward zero, saturation for
     /// out-of-range floats to integers, rounding to nearest for narrower floats).
     fn from_f64_lossy(v: f64) -> Self;
@@ -52,6 +55,10 @@ macro_rules! int_element {
             }
             fn to_scalar(self) -> Scalar {
                 Scalar::Int(i64::from(self))
+            }
+            #[inline]
+            fn to_i64_lossy(self) -> i64 {
+                i64::from(self)
             }
             #[inline]
             fn to_f64(self) -> f64 {
@@ -91,6 +98,10 @@ macro_rules! float_element {
                 Scalar::Float(f64::from(self))
             }
             #[inline]
+            fn to_i64_lossy(self) -> i64 {
+                self as i64
+            }
+            #[inline]
             fn to_f64(self) -> f64 {
                 f64::from(self)
             }
@@ -125,6 +136,10 @@ macro_rules! half_element {
                 Scalar::Float(self.to_f64())
             }
             #[inline]
+            fn to_i64_lossy(self) -> i64 {
+                self.to_f64() as i64
+            }
+            #[inline]
             fn to_f64(self) -> f64 {
                 <$t>::to_f64(self)
             }
@@ -157,6 +172,10 @@ impl Element for bool {
         Scalar::Bool(self)
     }
     #[inline]
+    fn to_i64_lossy(self) -> i64 {
+        i64::from(self)
+    }
+    #[inline]
     fn to_f64(self) -> f64 {
         f64::from(u8::from(self))
     }
@@ -167,6 +186,18 @@ impl Element for bool {
     #[inline]
     fn from_i64_lossy(v: i64) -> Self {
         v != 0
+    }
+}
+
+/// Converts between element types as C++'s `static_cast` does (PyTorch's `copy_` and type
+/// promotion semantics): floats go through `f64` (exact for every source float), everything
+/// else through `i64` (exact for every source integer).
+#[inline(always)]
+pub fn convert<S: Element, D: Element>(s: S) -> D {
+    if S::DTYPE.is_floating_point() {
+        D::from_f64_lossy(s.to_f64())
+    } else {
+        D::from_i64_lossy(s.to_i64_lossy())
     }
 }
 
@@ -280,6 +311,18 @@ mod tests {
         assert_eq!(read_element::<f64>(&buf, 2), None);
         buf[0] = 7;
         assert_eq!(read_element::<bool>(&buf, 0), Some(true));
+    }
+
+    #[test]
+    fn conversions_are_static_casts() {
+        assert_eq!(convert::<f32, i32>(-2.7), -2);
+        assert_eq!(convert::<i64, f32>(16_777_217), 16_777_216.0);
+        assert_eq!(convert::<i64, i8>(300), 44);
+        assert!(convert::<f64, bool>(0.1));
+        assert!(!convert::<i32, bool>(0));
+        assert_eq!(convert::<bool, f64>(true), 1.0);
+        assert_eq!(convert::<f32, f16>(1.0).to_f64(), 1.0);
+        assert_eq!(convert::<i64, i64>(i64::MAX), i64::MAX);
     }
 
     #[test]

@@ -567,6 +567,50 @@ impl<'a> StorageLocks<'a> {
         }
     }
 
+    /// Splits the locks for a computation: mutable data for each request in `writes`, shared
+    /// data for every request (`None` for those sharing a storage with a written request, which
+    /// must be read through the written data). Written requests must be in distinct storages.
+    #[allow(clippy::type_complexity)]
+    pub fn split_mut(&mut self, writes: &[usize]) -> Result<(SmallVec<[&mut StorageData; 2]>, SmallVec<[Option<&StorageData>; 4]>)> {
+        let mut write_slots: SmallVec<[usize; 2]> = SmallVec::new();
+        for &w in writes {
+            let slot = self.slot(w)?;
+            if write_slots.contains(&slot) {
+                return Err(Error::runtime(
+                    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.",
+                ));
+            }
+            write_slots.push(slot);
+        }
+        let mut written: SmallVec<[Option<&mut StorageData>; 2]> = write_slots.iter().map(|_| None).collect();
+        let mut shared: SmallVec<[Option<&StorageData>; 4]> = SmallVec::new();
+        for (slot, guard) in self.guards.iter_mut().enumerate() {
+            let data: &mut StorageData = match guard {
+                GuardInner::Write(g) => g,
+                GuardInner::Read(g) => {
+                    if write_slots.contains(&slot) {
+                        return Err(Error::runtime(format!(
+                            "internal error: storage {slot} was locked for reading but is written"
+                        )));
+                    }
+                    shared.push(Some(&**g));
+                    continue;
+                }
+            };
+            match write_slots.iter().position(|s| *s == slot) {
+                Some(k) => {
+                    written[k] = Some(data);
+                    shared.push(None);
+                }
+                None => shared.push(Some(&*data)),
+            }
+        }
+        let written: Option<SmallVec<[&mut StorageData; 2]>> = written.into_iter().collect();
+        let written = written.ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
+        let per_request = self.slot_of.iter().map(|slot| shared.get(*slot).copied().flatten()).collect();
+        Ok((written, per_request))
+    }
+
     /// Whether requests `i` and `j` share a storage.
     pub fn same_storage(&self, i: usize, j: usize) -> bool {
         matches!((self.slot_of.get(i), self.slot_of.get(j)), (Some(a), Some(b)) if a == b)

@@ -776,6 +776,20 @@ impl TensorData<'_> {
     pub fn same_storage(&self, i: usize, j: usize) -> bool {
         self.locks.same_storage(i, j)
     }
+
+    /// Host bytes for a computation: mutable bytes of each operand in `writes` (which must be in
+    /// distinct storages), and shared bytes of every operand — `None` for an operand sharing a
+    /// storage with a written one (it must be read through the written bytes).
+    #[allow(clippy::type_complexity)]
+    pub fn split_host_mut(&mut self, writes: &[usize]) -> Result<(SmallVec<[&mut [u8]; 2]>, SmallVec<[Option<&[u8]>; 4]>)> {
+        let (written, shared) = self.locks.split_mut(writes)?;
+        let written = written.into_iter().map(StorageData::host_bytes_mut).collect::<Result<_>>()?;
+        let shared = shared
+            .into_iter()
+            .map(|d| d.map(StorageData::host_bytes).transpose())
+            .collect::<Result<_>>()?;
+        Ok((written, shared))
+    }
 }
 
 /// Runs `f` with the data of `tensors` locked (shared for `Read`, exclusive for `Write`):

@@ -1,0 +1,457 @@
+//! The elementwise engine (PyTorch's TensorIterator loops on CPU).
+//!
+//! [`map`] computes `out[i] = f([in_0[i], .., in_{N-1}[i]])` over the broadcast shape of `out`:
+//!
+//! 1. a [`Plan`] aligns every operand to `out`'s shape (broadcast dimensions get stride 0) and
+//!    coalesces dimensions that are contiguous for every operand, so most calls become one long
+//!    inner run;
+//! 2. inner runs whose operands are all unit-stride, of the compute type and not aliasing the
+//!    output go through a direct slice loop the compiler vectorises;
+//! 3. every other run is processed in blocks: operands are gathered (converting dtypes) into
+//!    stack buffers, `f` runs on the buffers, results are scattered into `out`. An input that
+//!    shares storage with `out` (in-place operations) is read through `out`'s own bytes before
+//!    each block is written, so aliasing is handled without unsafe code;
+//! 4. above [`GRAIN_SIZE`] elements a contiguous output is split across rayon threads; smaller
+//!    work stays on the calling thread.
+
+use rayon::prelude::*;
+use smallvec::SmallVec;
+use switchyard_core::element::{Element, convert};
+use switchyard_core::tensor::Geometry;
+use switchyard_core::{Access, DimVec, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors};
+
+/// Work below this many elements stays on the calling thread (PyTorch's `GRAIN_SIZE`).
+pub const GRAIN_SIZE: usize = 32_768;
+
+/// Elements per block in the gather/compute/scatter path (fits comfortably in L1).
+const BLOCK: usize = 256;
+
+/// Maximum number of operands (1 output + inputs) the engine supports.
+const MAX_OPERANDS: usize = 8;
+
+/// An iteration over `shape` (row-major, last dimension innermost) with per-operand strides
+/// and offsets, in elements.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    pub(crate) shape: DimVec,
+    pub(crate) strides: SmallVec<[DimVec; 4]>,
+    pub(crate) offsets: SmallVec<[i64; 4]>,
+    pub(crate) numel: usize,
+}
+
+impl Plan {
+    /// Aligns `operands` to `shape` (numpy broadcasting) and coalesces dimensions.
+    pub(crate) fn new(shape: &[i64], operands: &[&Geometry]) -> Result<Plan> {
+        let ndim = shape.len();
+        let mut strides: SmallVec<[DimVec; 4]> = SmallVec::new();
+        for g in operands {
+            let (sizes, st) = (g.sizes(), g.strides());
+            if sizes.len() > ndim {
+                return Err(broadcast_error(sizes, shape));
+            }
+            let mut aligned = DimVec::from_elem(0, ndim);
+            for i in 0..sizes.len() {
+                let d = ndim - sizes.len() + i;
+                if sizes[i] == shape[d] {
+                    aligned[d] = if shape[d] == 1 { 0 } else { st[i] };
+                } else if sizes[i] == 1 {
+                    aligned[d] = 0;
+                } else {
+                    return Err(broadcast_error(sizes, shape));
+                }
+            }
+            strides.push(aligned);
+        }
+        let numel = shape.iter().try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?));
+        let numel = numel.ok_or_else(|| Error::runtime("elementwise operation on a shape with a negative or overflowing size"))?;
+        // Coalesce: drop size-1 dimensions, then merge an outer dimension into the next inner
+        // one when every operand steps through both as one.
+        let mut dims: Vec<usize> = (0..ndim).filter(|d| shape[*d] != 1).collect();
+        let mut out_shape: DimVec = DimVec::new();
+        let mut out_strides: SmallVec<[DimVec; 4]> = strides.iter().map(|_| DimVec::new()).collect();
+        while let Some(d) = dims.pop() {
+            let mut size = shape[d];
+            let mut st: SmallVec<[i64; 4]> = strides.iter().map(|s| s[d]).collect();
+            while let Some(&outer) = dims.last() {
+                let mergeable = strides.iter().zip(&st).all(|(s, inner)| s[outer] == inner * size);
+                if !mergeable {
+                    break;
+                }
+                size *= shape[outer];
+                dims.pop();
+            }
+            out_shape.insert(0, size);
+            for (k, s) in st.drain(..).enumerate() {
+                out_strides[k].insert(0, s);
+            }
+        }
+        Ok(Plan {
+            shape: out_shape,
+            strides: out_strides,
+            offsets: operands.iter().map(|g| g.storage_offset()).collect(),
+            numel,
+        })
+    }
+
+    /// Calls `f(offsets, len)` for each inner run of the linear index range `[start, end)`;
+    /// `offsets[k]` is operand `k`'s element offset at the run's start.
+    pub(crate) fn for_each_run(&self, start: usize, end: usize, mut f: impl FnMut(&[i64], usize)) {
+        if start >= end {
+            return;
+        }
+        let nops = self.offsets.len();
+        let ndim = self.shape.len();
+        if ndim == 0 {
+            f(&self.offsets, 1);
+            return;
+        }
+        let inner = self.shape[ndim - 1] as usize;
+        // Multi-index of `start`.
+        let mut index = DimVec::from_elem(0, ndim);
+        let mut rem = start;
+        for d in (0..ndim).rev() {
+            let s = self.shape[d] as usize;
+            index[d] = (rem % s) as i64;
+            rem /= s;
+        }
+        let mut offsets: SmallVec<[i64; MAX_OPERANDS]> = (0..nops)
+            .map(|k| self.offsets[k] + (0..ndim).map(|d| index[d] * self.strides[k][d]).sum::<i64>())
+            .collect();
+        let mut pos = start;
+        while pos < end {
+            let within = index[ndim - 1] as usize;
+            let len = (inner - within).min(end - pos);
+            f(&offsets, len);
+            pos += len;
+            if pos >= end {
+                break;
+            }
+            // Advance to the start of the next inner run.
+            for (k, off) in offsets.iter_mut().enumerate() {
+                *off += self.strides[k][ndim - 1] * len as i64;
+            }
+            index[ndim - 1] += len as i64;
+            let mut d = ndim - 1;
+            while index[d] == self.shape[d] && d > 0 {
+                for (k, off) in offsets.iter_mut().enumerate() {
+                    *off -= self.strides[k][d] * self.shape[d];
+                    *off += self.strides[k][d - 1];
+                }
+                index[d] = 0;
+                index[d - 1] += 1;
+                d -= 1;
+            }
+        }
+    }
+
+    /// Inner-dimension stride of operand `k` (0 for a 0-dim iteration).
+    pub(crate) fn inner_stride(&self, k: usize) -> i64 {
+        self.strides[k].last().copied().unwrap_or(0)
+    }
+
+    /// Whether operand `k` is visited in linear storage order starting at its offset.
+    pub(crate) fn is_linear(&self, k: usize) -> bool {
+        let mut expected = 1i64;
+        for d in (0..self.shape.len()).rev() {
+            if self.strides[k][d] != expected {
+                return false;
+            }
+            expected *= self.shape[d];
+        }
+        true
+    }
+}
+
+fn broadcast_error(sizes: &[i64], shape: &[i64]) -> Error {
+    Error::runtime(format!(
+        "operand of shape {} is not broadcastable to the output shape {}",
+        switchyard_core::shape::fmt_dims(sizes),
+        switchyard_core::shape::fmt_dims(shape)
+    ))
+}
+
+/// Views host bytes as elements of `T` (storage buffers are 64-byte aligned and element
+/// offsets are multiples of the element size, so this only fails on a corrupted storage).
+pub(crate) fn typed<T: Element>(bytes: &[u8]) -> Result<&[T::Repr]> {
+    let size = std::mem::size_of::<T::Repr>();
+    bytemuck::try_cast_slice(&bytes[..bytes.len() - bytes.len() % size])
+        .map_err(|e| Error::runtime(format!("internal error: misaligned tensor data ({e:?})")))
+}
+
+/// Mutable counterpart of [`typed`].
+pub(crate) fn typed_mut<T: Element>(bytes: &mut [u8]) -> Result<&mut [T::Repr]> {
+    let size = std::mem::size_of::<T::Repr>();
+    let len = bytes.len() - bytes.len() % size;
+    bytemuck::try_cast_slice_mut(&mut bytes[..len])
+        .map_err(|e| Error::runtime(format!("internal error: misaligned tensor data ({e:?})")))
+}
+
+/// Reads `n` elements of dtype `dtype` from `bytes` at `offset` with `stride`, converting to
+/// `C`. Out-of-range reads are an error (geometries were checked against storage sizes when
+/// the data was locked, so this never happens for valid tensors).
+fn gather<C: Element>(bytes: &[u8], dtype: ScalarType, offset: i64, stride: i64, dst: &mut [C]) -> Result<()> {
+    dispatch_dtype!(dtype, S => {
+        let src = typed::<S>(bytes)?;
+        let check = |i: i64| -> Result<usize> {
+            usize::try_from(i).ok().filter(|i| *i < src.len()).ok_or_else(out_of_range)
+        };
+        if dst.is_empty() {
+            return Ok(());
+        }
+        check(offset)?;
+        check(offset + stride * (dst.len() as i64 - 1))?;
+        if stride == 1 {
+            let base = offset as usize;
+            let n = dst.len();
+            for (d, s) in dst.iter_mut().zip(&src[base..base + n]) {
+                *d = convert::<S, C>(S::from_repr(*s));
+            }
+        } else {
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = convert::<S, C>(S::from_repr(src[(offset + stride * i as i64) as usize]));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Writes `src` (converted from `R`) to `bytes` of dtype `dtype` at `offset` with `stride`.
+fn scatter<R: Element>(bytes: &mut [u8], dtype: ScalarType, offset: i64, stride: i64, src: &[R]) -> Result<()> {
+    dispatch_dtype!(dtype, D => {
+        let dst = typed_mut::<D>(bytes)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let last = offset + stride * (src.len() as i64 - 1);
+        if offset < 0 || last < 0 || offset as usize >= dst.len() || last as usize >= dst.len() {
+            return Err(out_of_range());
+        }
+        if stride == 1 {
+            let base = offset as usize;
+            for (d, s) in dst[base..base + src.len()].iter_mut().zip(src) {
+                *d = D::to_repr(convert::<R, D>(*s));
+            }
+        } else {
+            for (i, s) in src.iter().enumerate() {
+                dst[(offset + stride * i as i64) as usize] = D::to_repr(convert::<R, D>(*s));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn out_of_range() -> Error {
+    Error::runtime("internal error: elementwise access outside the tensor's storage")
+}
+
+/// One operand of a computation: its dtype and, for inputs, its bytes (`None` when it shares
+/// the output's storage and must be read through the output's bytes).
+struct Operands<'a> {
+    dtypes: SmallVec<[ScalarType; MAX_OPERANDS]>,
+    inputs: SmallVec<[Option<&'a [u8]>; MAX_OPERANDS]>,
+}
+
+/// `out = f(inputs)` elementwise over `out`'s shape; inputs are converted to `C`, results from
+/// `R` to `out`'s dtype. See the module documentation.
+pub(crate) fn map<C: Element, R: Element, const N: usize>(
+    out: &Tensor,
+    inputs: [&Tensor; N],
+    f: impl Fn([C; N]) -> R + Sync,
+) -> Result<()> {
+    let mut requests: SmallVec<[(&Tensor, Access); MAX_OPERANDS]> = SmallVec::new();
+    requests.push((out, Access::Write));
+    requests.extend(inputs.iter().map(|t| (*t, Access::Read)));
+    with_tensors(&requests, |data| {
+        let geoms: SmallVec<[Geometry; MAX_OPERANDS]> = (0..=N).map(|i| data.geometry(i).clone()).collect();
+        let geom_refs: SmallVec<[&Geometry; MAX_OPERANDS]> = geoms.iter().collect();
+        let plan = Plan::new(geoms[0].sizes(), &geom_refs)?;
+        if plan.numel == 0 {
+            return Ok(());
+        }
+        let dtypes: SmallVec<[ScalarType; MAX_OPERANDS]> = (0..=N).map(|i| data.dtype(i)).collect();
+        let (mut written, shared) = data.split_host_mut(&[0])?;
+        let out_bytes: &mut [u8] = written.remove(0);
+        let ops = Operands { dtypes, inputs: shared.into_iter().skip(1).collect() };
+        let aliased = ops.inputs.iter().any(Option::is_none);
+        let out_dtype = ops.dtypes[0];
+        if plan.numel >= GRAIN_SIZE && !aliased && plan.is_linear(0) && rayon::current_num_threads() > 1 {
+            let size = out_dtype.element_size();
+            let start = usize::try_from(plan.offsets[0]).map_err(|_| out_of_range())? * size;
+            let region = out_bytes
+                .get_mut(start..start + plan.numel * size)
+                .ok_or_else(out_of_range)?;
+            let chunk = (plan.numel / (rayon::current_num_threads() * 4)).max(GRAIN_SIZE / 4);
+            return region.par_chunks_mut(chunk * size).enumerate().try_for_each(|(i, part)| {
+                let first = i * chunk;
+                let count = part.len() / size;
+                // Within the chunk, the output's offsets are relative to the chunk start.
+                let shift = plan.offsets[0] + first as i64;
+                run_range::<C, R, N>(&plan, first, first + count, part, shift, &ops, &f)
+            });
+        }
+        run_range::<C, R, N>(&plan, 0, plan.numel, out_bytes, 0, &ops, &f)
+    })
+}
+
+/// Runs linear indices `[start, end)`; `out_bytes` starts at element `out_base` of the output's
+/// storage (0 for the whole storage).
+#[allow(clippy::too_many_arguments)]
+fn run_range<C: Element, R: Element, const N: usize>(
+    plan: &Plan,
+    start: usize,
+    end: usize,
+    out_bytes: &mut [u8],
+    out_base: i64,
+    ops: &Operands<'_>,
+    f: &(impl Fn([C; N]) -> R + Sync),
+) -> Result<()> {
+    let mut result: Result<()> = Ok(());
+    let out_dtype = ops.dtypes[0];
+    let strides: SmallVec<[i64; MAX_OPERANDS]> = (0..=N).map(|k| plan.inner_stride(k)).collect();
+    let direct = out_dtype == R::DTYPE
+        && strides[0] == 1
+        && (0..N).all(|k| ops.dtypes[k + 1] == C::DTYPE && strides[k + 1] == 1 && ops.inputs[k].is_some());
+    plan.for_each_run(start, end, |offsets, len| {
+        if result.is_err() {
+            return;
+        }
+        let out_offset = offsets[0] - out_base;
+        result = if direct {
+            run_direct::<C, R, N>(out_bytes, out_offset, offsets, len, ops, f)
+        } else {
+            run_blocks::<C, R, N>(out_bytes, out_offset, offsets, &strides, len, ops, f)
+        };
+    });
+    result
+}
+
+/// Unit-stride operands of the compute types: a plain slice loop.
+fn run_direct<C: Element, R: Element, const N: usize>(
+    out_bytes: &mut [u8],
+    out_offset: i64,
+    offsets: &[i64],
+    len: usize,
+    ops: &Operands<'_>,
+    f: &impl Fn([C; N]) -> R,
+) -> Result<()> {
+    let mut srcs: [&[C::Repr]; N] = [&[]; N];
+    for k in 0..N {
+        let bytes = ops.inputs[k].ok_or_else(out_of_range)?;
+        let all = typed::<C>(bytes)?;
+        let o = usize::try_from(offsets[k + 1]).map_err(|_| out_of_range())?;
+        srcs[k] = all.get(o..o + len).ok_or_else(out_of_range)?;
+    }
+    let dst = typed_mut::<R>(out_bytes)?;
+    let o = usize::try_from(out_offset).map_err(|_| out_of_range())?;
+    let dst = dst.get_mut(o..o + len).ok_or_else(out_of_range)?;
+    for (i, d) in dst.iter_mut().enumerate() {
+        let args: [C; N] = std::array::from_fn(|k| C::from_repr(srcs[k][i]));
+        *d = R::to_repr(f(args));
+    }
+    Ok(())
+}
+
+/// General operands: gather into buffers, compute, scatter.
+#[allow(clippy::too_many_arguments)]
+fn run_blocks<C: Element, R: Element, const N: usize>(
+    out_bytes: &mut [u8],
+    out_offset: i64,
+    offsets: &[i64],
+    strides: &[i64],
+    len: usize,
+    ops: &Operands<'_>,
+    f: &impl Fn([C; N]) -> R,
+) -> Result<()> {
+    let zero_c = C::from_i64_lossy(0);
+    let zero_r = R::from_i64_lossy(0);
+    let mut bufs = [[zero_c; BLOCK]; N];
+    let mut results = [zero_r; BLOCK];
+    let mut done = 0usize;
+    while done < len {
+        let n = BLOCK.min(len - done);
+        for k in 0..N {
+            let off = offsets[k + 1] + strides[k + 1] * done as i64;
+            // An input sharing the output's storage is read through the output's bytes, before
+            // this block is written.
+            let bytes: &[u8] = match ops.inputs[k] {
+                Some(b) => b,
+                None => &*out_bytes,
+            };
+            if strides[k + 1] == 0 {
+                gather::<C>(bytes, ops.dtypes[k + 1], off, 0, &mut bufs[k][..1])?;
+                let v = bufs[k][0];
+                bufs[k][..n].fill(v);
+            } else {
+                gather::<C>(bytes, ops.dtypes[k + 1], off, strides[k + 1], &mut bufs[k][..n])?;
+            }
+        }
+        for i in 0..n {
+            results[i] = f(std::array::from_fn(|k| bufs[k][i]));
+        }
+        let off = out_offset + strides[0] * done as i64;
+        scatter::<R>(out_bytes, ops.dtypes[0], off, strides[0], &results[..n])?;
+        done += n;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_core::Device;
+
+    #[test]
+    fn plan_coalesces_contiguous_and_broadcasts() {
+        let a = Tensor::allocate(&[2, 3, 4], ScalarType::Float, Device::CPU).unwrap();
+        let b = Tensor::allocate(&[3, 1], ScalarType::Float, Device::CPU).unwrap();
+        let p = Plan::new(&[2, 3, 4], &[&a.geometry(), &a.geometry()]).unwrap();
+        assert_eq!(p.shape.as_slice(), &[24]);
+        let p = Plan::new(&[2, 3, 4], &[&a.geometry(), &b.geometry()]).unwrap();
+        assert_eq!(p.shape.as_slice(), &[2, 3, 4]);
+        assert_eq!(p.strides[1].as_slice(), &[0, 1, 0]);
+        assert!(Plan::new(&[2, 3], &[&a.geometry()]).is_err());
+    }
+
+    #[test]
+    fn runs_cover_ranges_in_row_major_order() {
+        let t = Tensor::allocate(&[4, 3], ScalarType::Float, Device::CPU).unwrap();
+        let tt = t.as_strided_view(&[3, 4], &[1, 3], 0).unwrap();
+        let p = Plan::new(&[3, 4], &[&tt.geometry()]).unwrap();
+        let mut seen = Vec::new();
+        p.for_each_run(2, 9, |offs, len| {
+            for i in 0..len as i64 {
+                seen.push(offs[0] + i * p.inner_stride(0));
+            }
+        });
+        // Logical elements 2..9 of the transposed view.
+        let expected: Vec<i64> = tt.geometry().offsets().skip(2).take(7).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn map_handles_conversion_broadcast_and_aliasing() {
+        let a = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
+        let b = Tensor::from_vec(vec![0.5f64, 1.5, 2.5], &[3]).unwrap();
+        let out = Tensor::allocate(&[2, 3], ScalarType::Float, Device::CPU).unwrap();
+        map::<f64, f64, 2>(&out, [&a, &b], |[x, y]| x * 10.0 + y).unwrap();
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![10.5, 21.5, 32.5, 40.5, 51.5, 62.5]);
+        // In place through a transposed alias: out[i][j] = out[j][i] + 1 must read the old value.
+        let sq = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+        let t = sq.as_strided_view(&[2, 2], &[1, 2], 0).unwrap();
+        map::<f32, f32, 1>(&sq, [&sq], |[x]| x + 1.0).unwrap();
+        assert_eq!(sq.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0, 5.0]);
+        let out2 = Tensor::allocate(&[2, 2], ScalarType::Float, Device::CPU).unwrap();
+        map::<f32, f32, 1>(&out2, [&t], |[x]| x).unwrap();
+        assert_eq!(out2.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 3.0, 5.0]);
+    }
+
+    #[test]
+    fn large_maps_split_across_threads_give_the_same_result() {
+        let n = 3 * GRAIN_SIZE + 17;
+        let a = Tensor::from_vec((0..n).map(|i| i as f32).collect(), &[n as i64]).unwrap();
+        let out = Tensor::allocate(&[n as i64], ScalarType::Float, Device::CPU).unwrap();
+        map::<f32, f32, 1>(&out, [&a], |[x]| 2.0 * x).unwrap();
+        let v = out.to_vec::<f32>().unwrap();
+        assert!(v.iter().enumerate().all(|(i, x)| *x == 2.0 * i as f32));
+    }
+}

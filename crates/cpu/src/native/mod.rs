@@ -1,0 +1,19 @@
+//! CPU kernels, named as in `ops.yaml` (`CPU:` entries); see `docs/kernels.md`.
+
+#![allow(clippy::too_many_arguments)]
+
+mod copy;
+mod factory;
+mod indexing;
+mod linalg;
+mod nn;
+mod pointwise;
+mod reduce;
+
+pub use copy::*;
+pub use factory::*;
+pub use indexing::*;
+pub use linalg::*;
+pub use nn::*;
+pub use pointwise::*;
+pub use reduce::*;

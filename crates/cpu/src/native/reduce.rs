@@ -1,0 +1,1 @@
+//! CPU kernels: reduce operators.

@@ -1,0 +1,210 @@
+//! The shape and dtype rules of elementwise operators (the backend-independent half of
+//! PyTorch's TensorIterator): broadcasting, type promotion, and the checks against outputs the
+//! caller provides. Structured meta functions of pointwise operators are built on [`IterConfig`];
+//! backends then run the loop with the computed dtypes.
+
+use crate::structured::{Meta, OutputSpec, Outs};
+use switchyard_core::promotion::ResultTypeState;
+use switchyard_core::shape::{DimVec, fmt_dims, infer_size};
+use switchyard_core::{Device, Error, Result, ScalarType, Tensor, can_cast, torch_check};
+
+/// What the loop needs beyond the output spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IterInfo {
+    /// The dtype the computation runs in (inputs are converted to it).
+    pub common_dtype: ScalarType,
+}
+
+/// The configuration of an elementwise operator (PyTorch's `TensorIteratorConfig`).
+#[derive(Clone, Debug)]
+pub struct IterConfig<'a> {
+    inputs: Vec<&'a Tensor>,
+    outs: Outs<'a>,
+    promote_inputs_to_common_dtype: bool,
+    promote_integer_inputs_to_float: bool,
+    cast_common_dtype_to_outputs: bool,
+    enforce_safe_casting_to_output: bool,
+    check_all_same_dtype: bool,
+    output_dtype: Option<ScalarType>,
+}
+
+impl<'a> IterConfig<'a> {
+    /// A configuration over `inputs` writing one output (existing per `outs`).
+    pub fn new(inputs: &[&'a Tensor], outs: Outs<'a>) -> Self {
+        IterConfig {
+            inputs: inputs.to_vec(),
+            outs,
+            promote_inputs_to_common_dtype: false,
+            promote_integer_inputs_to_float: false,
+            cast_common_dtype_to_outputs: false,
+            enforce_safe_casting_to_output: false,
+            check_all_same_dtype: true,
+            output_dtype: None,
+        }
+    }
+
+    /// `build_borrowing_binary_op`: inputs promoted to their common dtype, cast to the output,
+    /// which must be able to hold it.
+    pub fn binary(a: &'a Tensor, b: &'a Tensor, outs: Outs<'a>) -> Self {
+        let mut c = Self::new(&[a, b], outs);
+        c.promote_inputs_to_common_dtype = true;
+        c.cast_common_dtype_to_outputs = true;
+        c.enforce_safe_casting_to_output = true;
+        c.check_all_same_dtype = false;
+        c
+    }
+
+    /// `build_borrowing_binary_float_op`: like [`IterConfig::binary`], integer inputs compute
+    /// in the default float dtype (true division, atan2, ...).
+    pub fn binary_float(a: &'a Tensor, b: &'a Tensor, outs: Outs<'a>) -> Self {
+        let mut c = Self::binary(a, b, outs);
+        c.promote_integer_inputs_to_float = true;
+        c
+    }
+
+    /// `build_borrowing_comparison_op`: common dtype of the inputs, a `Bool` result unless the
+    /// caller gives an output of another dtype.
+    pub fn comparison(a: &'a Tensor, b: &'a Tensor, outs: Outs<'a>) -> Self {
+        let mut c = Self::new(&[a, b], outs);
+        c.promote_inputs_to_common_dtype = true;
+        c.check_all_same_dtype = false;
+        c.output_dtype = Some(ScalarType::Bool);
+        c
+    }
+
+    /// `build_borrowing_unary_op`: output dtype equals the input dtype.
+    pub fn unary(a: &'a Tensor, outs: Outs<'a>) -> Self {
+        Self::new(&[a], outs)
+    }
+
+    /// `build_borrowing_unary_float_op`: integer inputs compute in the default float dtype;
+    /// the result is cast to the output.
+    pub fn unary_float(a: &'a Tensor, outs: Outs<'a>) -> Self {
+        let mut c = Self::new(&[a], outs);
+        c.promote_inputs_to_common_dtype = true;
+        c.promote_integer_inputs_to_float = true;
+        c.cast_common_dtype_to_outputs = true;
+        c.enforce_safe_casting_to_output = true;
+        c.check_all_same_dtype = false;
+        c
+    }
+
+    /// `build_borrowing_unary_force_boolean_op`: a `Bool` result (isnan, logical_not, ...).
+    pub fn unary_force_boolean(a: &'a Tensor, outs: Outs<'a>) -> Self {
+        let mut c = Self::new(&[a], outs);
+        c.check_all_same_dtype = false;
+        c.output_dtype = Some(ScalarType::Bool);
+        c
+    }
+
+    /// Any number of inputs promoted to their common dtype (where, clamp with tensors, ...).
+    pub fn nary_promoting(inputs: &[&'a Tensor], outs: Outs<'a>) -> Self {
+        let mut c = Self::new(inputs, outs);
+        c.promote_inputs_to_common_dtype = true;
+        c.cast_common_dtype_to_outputs = true;
+        c.enforce_safe_casting_to_output = true;
+        c.check_all_same_dtype = false;
+        c
+    }
+
+    /// Forces the output dtype when the caller gives no output.
+    pub fn output_dtype(mut self, dtype: ScalarType) -> Self {
+        self.output_dtype = Some(dtype);
+        self
+    }
+
+    /// Computes the broadcast shape, dtypes and device, checking the caller's output; returns
+    /// the meta result with [`IterInfo`] for the loop.
+    pub fn build(self) -> Result<Meta<IterInfo>> {
+        let shape = self.compute_shape()?;
+        let device = self.compute_device()?;
+        let (common, out_dtype) = self.compute_types()?;
+        Ok(Meta::new(
+            [OutputSpec { sizes: shape, strides: None, dtype: out_dtype, device }],
+            IterInfo { common_dtype: common },
+        ))
+    }
+
+    fn compute_shape(&self) -> Result<DimVec> {
+        let mut shape = DimVec::new();
+        for t in &self.inputs {
+            shape = infer_size(&shape, &t.sizes())?;
+        }
+        if let Outs::Inplace(out) = self.outs {
+            let out_sizes = out.sizes();
+            torch_check!(
+                out_sizes == shape,
+                "output with shape {} doesn't match the broadcast shape {}",
+                fmt_dims(&out_sizes),
+                fmt_dims(&shape)
+            );
+        }
+        Ok(shape)
+    }
+
+    fn compute_device(&self) -> Result<Device> {
+        // 0-dim CPU tensors (scalars) may accompany tensors on any device.
+        let mut device: Option<Device> = None;
+        for t in self.inputs.iter().copied().chain(self.outs.get(0)) {
+            if t.is_cpu() && t.dim() == 0 && !self.outs.get(0).is_some_and(|o| o.is_same(t)) {
+                continue;
+            }
+            match device {
+                None => device = Some(t.device()),
+                Some(d) if d != t.device() => {
+                    return Err(Error::runtime(format!(
+                        "Expected all tensors to be on the same device, but found at least two devices, {d} and {}!",
+                        t.device()
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(device.unwrap_or(Device::CPU))
+    }
+
+    fn compute_types(&self) -> Result<(ScalarType, ScalarType)> {
+        let out = self.outs.get(0);
+        if self.check_all_same_dtype {
+            let first = self.inputs.first().map(|t| t.dtype());
+            let expected = first.unwrap_or(ScalarType::Float);
+            for t in self.inputs.iter().copied().chain(out) {
+                torch_check!(
+                    t.dtype() == expected,
+                    "Found dtype {} but expected {}",
+                    t.dtype(),
+                    expected
+                );
+            }
+            return Ok((expected, self.output_dtype.unwrap_or(expected)));
+        }
+        let mut state = ResultTypeState::new();
+        for t in &self.inputs {
+            state.update_tensor(t);
+        }
+        let mut common = state.result().unwrap_or(ScalarType::Float);
+        if self.promote_integer_inputs_to_float && common.is_integral(true) {
+            common = switchyard_core::promotion::DEFAULT_DTYPE;
+        }
+        let out_dtype = match out {
+            Some(o) => {
+                if self.enforce_safe_casting_to_output {
+                    torch_check!(
+                        can_cast(common, o.dtype()),
+                        "result type {} can't be cast to the desired output type {}",
+                        common,
+                        o.dtype()
+                    );
+                }
+                o.dtype()
+            }
+            None => self.output_dtype.unwrap_or(common),
+        };
+        if !self.promote_inputs_to_common_dtype {
+            // Inputs compute in their own (single) dtype.
+            let first = self.inputs.first().map_or(common, |t| t.dtype());
+            return Ok((first, out_dtype));
+        }
+        Ok((common, out_dtype))
+    }
+}

@@ -1,0 +1,18 @@
+//! Meta functions of structured operators, named after the functional operator
+//! (`add.Tensor` → [`add_tensor`]); see `docs/kernels.md`.
+
+#![allow(clippy::too_many_arguments)]
+
+mod factory;
+mod indexing;
+mod linalg;
+mod nn;
+mod pointwise;
+mod reduce;
+
+pub use factory::*;
+pub use indexing::*;
+pub use linalg::*;
+pub use nn::*;
+pub use pointwise::*;
+pub use reduce::*;

@@ -1,0 +1,1 @@
+//! Meta functions of structured nn operators.

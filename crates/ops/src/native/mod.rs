@@ -1,0 +1,21 @@
+//! Kernels implemented in this crate (composites and Meta kernels), named as in `ops.yaml`.
+
+#![allow(clippy::too_many_arguments)]
+
+mod copy;
+mod factory;
+mod indexing;
+mod linalg;
+mod nn;
+mod pointwise;
+mod reduce;
+mod views;
+
+pub use copy::*;
+pub use factory::*;
+pub use indexing::*;
+pub use linalg::*;
+pub use nn::*;
+pub use pointwise::*;
+pub use reduce::*;
+pub use views::*;

@@ -1,0 +1,1 @@
+//! Composite and Meta kernels: pointwise operators.
