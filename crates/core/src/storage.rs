@@ -571,7 +571,13 @@ impl<'a> StorageLocks<'a> {
     /// data for every request (`None` for those sharing a storage with a written request, which
     /// must be read through the written data). Written requests must be in distinct storages.
     #[allow(clippy::type_complexity)]
-    pub fn split_mut(&mut self, writes: &[usize]) -> Result<(SmallVec<[&mut StorageData; 2]>, SmallVec<[Option<&StorageData>; 4]>)> {
+    pub fn split_mut(
+        &mut self,
+        writes: &[usize],
+    ) -> Result<(
+        SmallVec<[&mut StorageData; 2]>,
+        SmallVec<[Option<&StorageData>; 4]>,
+    )> {
         let mut write_slots: SmallVec<[usize; 2]> = SmallVec::new();
         for &w in writes {
             let slot = self.slot(w)?;
@@ -582,7 +588,8 @@ impl<'a> StorageLocks<'a> {
             }
             write_slots.push(slot);
         }
-        let mut written: SmallVec<[Option<&mut StorageData>; 2]> = write_slots.iter().map(|_| None).collect();
+        let mut written: SmallVec<[Option<&mut StorageData>; 2]> =
+            write_slots.iter().map(|_| None).collect();
         let mut shared: SmallVec<[Option<&StorageData>; 4]> = SmallVec::new();
         for (slot, guard) in self.guards.iter_mut().enumerate() {
             let data: &mut StorageData = match guard {
@@ -606,8 +613,13 @@ impl<'a> StorageLocks<'a> {
             }
         }
         let written: Option<SmallVec<[&mut StorageData; 2]>> = written.into_iter().collect();
-        let written = written.ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
-        let per_request = self.slot_of.iter().map(|slot| shared.get(*slot).copied().flatten()).collect();
+        let written = written
+            .ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
+        let per_request = self
+            .slot_of
+            .iter()
+            .map(|slot| shared.get(*slot).copied().flatten())
+            .collect();
         Ok((written, per_request))
     }
 

@@ -589,9 +589,9 @@ impl Tensor {
         }
     }
 
-    /// `resize_`: makes the tensor contiguous with `sizes`, growing the storage if needed
+    /// Makes the tensor contiguous with `sizes` (the metadata half of `resize_`), growing the storage if needed
     /// (the storage must be resizable). Returns whether the sizes changed.
-    pub fn resize_(&self, sizes: &[i64]) -> Result<bool> {
+    pub fn resize_contiguous(&self, sizes: &[i64]) -> Result<bool> {
         self.resize_with_strides(sizes, &shape::contiguous_strides(sizes))
     }
 
@@ -781,9 +781,15 @@ impl TensorData<'_> {
     /// distinct storages), and shared bytes of every operand — `None` for an operand sharing a
     /// storage with a written one (it must be read through the written bytes).
     #[allow(clippy::type_complexity)]
-    pub fn split_host_mut(&mut self, writes: &[usize]) -> Result<(SmallVec<[&mut [u8]; 2]>, SmallVec<[Option<&[u8]>; 4]>)> {
+    pub fn split_host_mut(
+        &mut self,
+        writes: &[usize],
+    ) -> Result<(SmallVec<[&mut [u8]; 2]>, SmallVec<[Option<&[u8]>; 4]>)> {
         let (written, shared) = self.locks.split_mut(writes)?;
-        let written = written.into_iter().map(StorageData::host_bytes_mut).collect::<Result<_>>()?;
+        let written = written
+            .into_iter()
+            .map(StorageData::host_bytes_mut)
+            .collect::<Result<_>>()?;
         let shared = shared
             .into_iter()
             .map(|d| d.map(StorageData::host_bytes).transpose())
@@ -980,11 +986,11 @@ mod tests {
     fn resize_grows_shared_storage() {
         let t = Tensor::from_slice(&[1.0f32, 2.0]).unwrap();
         let alias = t.clone();
-        assert!(t.resize_(&[2, 2]).unwrap());
+        assert!(t.resize_contiguous(&[2, 2]).unwrap());
         assert_eq!(alias.sizes().as_slice(), &[2, 2]);
         assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 0.0, 0.0]);
-        assert!(!t.resize_(&[2, 2]).unwrap());
-        assert!(t.resize_(&[-1]).is_err());
+        assert!(!t.resize_contiguous(&[2, 2]).unwrap());
+        assert!(t.resize_contiguous(&[-1]).is_err());
         assert_eq!(t.sizes().as_slice(), &[2, 2]);
     }
 

@@ -87,7 +87,7 @@ fn resizing_while_another_thread_reads_is_safe() {
         let t = t.clone();
         std::thread::spawn(move || {
             for i in 0..500i64 {
-                t.resize_(&[16 + (i % 7) * 64]).unwrap();
+                t.resize_contiguous(&[16 + (i % 7) * 64]).unwrap();
             }
         })
     };

@@ -5,6 +5,9 @@
 //! the engine in `loops` (broadcasting, dtype conversion, aliasing, threading above a size
 //! threshold), reductions on `reduce_loops`; see `docs/kernels.md` for the conventions.
 
+// Generated code keeps the generator's layout; `cargo fmt` must not make it stale.
+#[rustfmt::skip]
+mod generated;
 pub(crate) mod loops;
 pub(crate) mod math;
 pub mod native;

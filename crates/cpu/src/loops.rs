@@ -18,7 +18,9 @@ use rayon::prelude::*;
 use smallvec::SmallVec;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::tensor::Geometry;
-use switchyard_core::{Access, DimVec, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors};
+use switchyard_core::{
+    Access, DimVec, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors,
+};
 
 /// Work below this many elements stays on the calling thread (PyTorch's `GRAIN_SIZE`).
 pub const GRAIN_SIZE: usize = 32_768;
@@ -62,18 +64,26 @@ impl Plan {
             }
             strides.push(aligned);
         }
-        let numel = shape.iter().try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?));
-        let numel = numel.ok_or_else(|| Error::runtime("elementwise operation on a shape with a negative or overflowing size"))?;
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?));
+        let numel = numel.ok_or_else(|| {
+            Error::runtime("elementwise operation on a shape with a negative or overflowing size")
+        })?;
         // Coalesce: drop size-1 dimensions, then merge an outer dimension into the next inner
         // one when every operand steps through both as one.
         let mut dims: Vec<usize> = (0..ndim).filter(|d| shape[*d] != 1).collect();
         let mut out_shape: DimVec = DimVec::new();
-        let mut out_strides: SmallVec<[DimVec; 4]> = strides.iter().map(|_| DimVec::new()).collect();
+        let mut out_strides: SmallVec<[DimVec; 4]> =
+            strides.iter().map(|_| DimVec::new()).collect();
         while let Some(d) = dims.pop() {
             let mut size = shape[d];
             let mut st: SmallVec<[i64; 4]> = strides.iter().map(|s| s[d]).collect();
             while let Some(&outer) = dims.last() {
-                let mergeable = strides.iter().zip(&st).all(|(s, inner)| s[outer] == inner * size);
+                let mergeable = strides
+                    .iter()
+                    .zip(&st)
+                    .all(|(s, inner)| s[outer] == inner * size);
                 if !mergeable {
                     break;
                 }
@@ -115,7 +125,12 @@ impl Plan {
             rem /= s;
         }
         let mut offsets: SmallVec<[i64; MAX_OPERANDS]> = (0..nops)
-            .map(|k| self.offsets[k] + (0..ndim).map(|d| index[d] * self.strides[k][d]).sum::<i64>())
+            .map(|k| {
+                self.offsets[k]
+                    + (0..ndim)
+                        .map(|d| index[d] * self.strides[k][d])
+                        .sum::<i64>()
+            })
             .collect();
         let mut pos = start;
         while pos < end {
@@ -189,7 +204,13 @@ pub(crate) fn typed_mut<T: Element>(bytes: &mut [u8]) -> Result<&mut [T::Repr]> 
 /// Reads `n` elements of dtype `dtype` from `bytes` at `offset` with `stride`, converting to
 /// `C`. Out-of-range reads are an error (geometries were checked against storage sizes when
 /// the data was locked, so this never happens for valid tensors).
-fn gather<C: Element>(bytes: &[u8], dtype: ScalarType, offset: i64, stride: i64, dst: &mut [C]) -> Result<()> {
+fn gather<C: Element>(
+    bytes: &[u8],
+    dtype: ScalarType,
+    offset: i64,
+    stride: i64,
+    dst: &mut [C],
+) -> Result<()> {
     dispatch_dtype!(dtype, S => {
         let src = typed::<S>(bytes)?;
         let check = |i: i64| -> Result<usize> {
@@ -216,7 +237,13 @@ fn gather<C: Element>(bytes: &[u8], dtype: ScalarType, offset: i64, stride: i64,
 }
 
 /// Writes `src` (converted from `R`) to `bytes` of dtype `dtype` at `offset` with `stride`.
-fn scatter<R: Element>(bytes: &mut [u8], dtype: ScalarType, offset: i64, stride: i64, src: &[R]) -> Result<()> {
+fn scatter<R: Element>(
+    bytes: &mut [u8],
+    dtype: ScalarType,
+    offset: i64,
+    stride: i64,
+    src: &[R],
+) -> Result<()> {
     dispatch_dtype!(dtype, D => {
         let dst = typed_mut::<D>(bytes)?;
         if src.is_empty() {
@@ -262,7 +289,8 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
     requests.push((out, Access::Write));
     requests.extend(inputs.iter().map(|t| (*t, Access::Read)));
     with_tensors(&requests, |data| {
-        let geoms: SmallVec<[Geometry; MAX_OPERANDS]> = (0..=N).map(|i| data.geometry(i).clone()).collect();
+        let geoms: SmallVec<[Geometry; MAX_OPERANDS]> =
+            (0..=N).map(|i| data.geometry(i).clone()).collect();
         let geom_refs: SmallVec<[&Geometry; MAX_OPERANDS]> = geoms.iter().collect();
         let plan = Plan::new(geoms[0].sizes(), &geom_refs)?;
         if plan.numel == 0 {
@@ -271,23 +299,33 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
         let dtypes: SmallVec<[ScalarType; MAX_OPERANDS]> = (0..=N).map(|i| data.dtype(i)).collect();
         let (mut written, shared) = data.split_host_mut(&[0])?;
         let out_bytes: &mut [u8] = written.remove(0);
-        let ops = Operands { dtypes, inputs: shared.into_iter().skip(1).collect() };
+        let ops = Operands {
+            dtypes,
+            inputs: shared.into_iter().skip(1).collect(),
+        };
         let aliased = ops.inputs.iter().any(Option::is_none);
         let out_dtype = ops.dtypes[0];
-        if plan.numel >= GRAIN_SIZE && !aliased && plan.is_linear(0) && rayon::current_num_threads() > 1 {
+        if plan.numel >= GRAIN_SIZE
+            && !aliased
+            && plan.is_linear(0)
+            && rayon::current_num_threads() > 1
+        {
             let size = out_dtype.element_size();
             let start = usize::try_from(plan.offsets[0]).map_err(|_| out_of_range())? * size;
             let region = out_bytes
                 .get_mut(start..start + plan.numel * size)
                 .ok_or_else(out_of_range)?;
             let chunk = (plan.numel / (rayon::current_num_threads() * 4)).max(GRAIN_SIZE / 4);
-            return region.par_chunks_mut(chunk * size).enumerate().try_for_each(|(i, part)| {
-                let first = i * chunk;
-                let count = part.len() / size;
-                // Within the chunk, the output's offsets are relative to the chunk start.
-                let shift = plan.offsets[0] + first as i64;
-                run_range::<C, R, N>(&plan, first, first + count, part, shift, &ops, &f)
-            });
+            return region
+                .par_chunks_mut(chunk * size)
+                .enumerate()
+                .try_for_each(|(i, part)| {
+                    let first = i * chunk;
+                    let count = part.len() / size;
+                    // Within the chunk, the output's offsets are relative to the chunk start.
+                    let shift = plan.offsets[0] + first as i64;
+                    run_range::<C, R, N>(&plan, first, first + count, part, shift, &ops, &f)
+                });
         }
         run_range::<C, R, N>(&plan, 0, plan.numel, out_bytes, 0, &ops, &f)
     })
@@ -310,7 +348,9 @@ fn run_range<C: Element, R: Element, const N: usize>(
     let strides: SmallVec<[i64; MAX_OPERANDS]> = (0..=N).map(|k| plan.inner_stride(k)).collect();
     let direct = out_dtype == R::DTYPE
         && strides[0] == 1
-        && (0..N).all(|k| ops.dtypes[k + 1] == C::DTYPE && strides[k + 1] == 1 && ops.inputs[k].is_some());
+        && (0..N).all(|k| {
+            ops.dtypes[k + 1] == C::DTYPE && strides[k + 1] == 1 && ops.inputs[k].is_some()
+        });
     plan.for_each_run(start, end, |offsets, len| {
         if result.is_err() {
             return;
@@ -382,7 +422,13 @@ fn run_blocks<C: Element, R: Element, const N: usize>(
                 let v = bufs[k][0];
                 bufs[k][..n].fill(v);
             } else {
-                gather::<C>(bytes, ops.dtypes[k + 1], off, strides[k + 1], &mut bufs[k][..n])?;
+                gather::<C>(
+                    bytes,
+                    ops.dtypes[k + 1],
+                    off,
+                    strides[k + 1],
+                    &mut bufs[k][..n],
+                )?;
             }
         }
         for i in 0..n {
@@ -434,7 +480,10 @@ mod tests {
         let b = Tensor::from_vec(vec![0.5f64, 1.5, 2.5], &[3]).unwrap();
         let out = Tensor::allocate(&[2, 3], ScalarType::Float, Device::CPU).unwrap();
         map::<f64, f64, 2>(&out, [&a, &b], |[x, y]| x * 10.0 + y).unwrap();
-        assert_eq!(out.to_vec::<f32>().unwrap(), vec![10.5, 21.5, 32.5, 40.5, 51.5, 62.5]);
+        assert_eq!(
+            out.to_vec::<f32>().unwrap(),
+            vec![10.5, 21.5, 32.5, 40.5, 51.5, 62.5]
+        );
         // In place through a transposed alias: out[i][j] = out[j][i] + 1 must read the old value.
         let sq = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
         let t = sq.as_strided_view(&[2, 2], &[1, 2], 0).unwrap();

@@ -1,1 +1,1565 @@
-//! (in progress)
+//! The reduction engine (PyTorch's TensorIterator reductions on CPU), plus the row kernels of
+//! softmax / log_softmax and of cumulative scans.
+//!
+//! [`reduce`] folds every output element's slice of the input with a [`Reducer`] and returns
+//! the accumulators in the output's logical (row-major) order; the caller finishes them and
+//! writes them with [`store`]. Reading everything before writing makes in-place and aliased
+//! `out=` calls safe without special cases.
+//!
+//! 1. A `Plan` splits the input's dimensions into *kept* and *reduced* ones, drops size-1
+//!    dimensions, orders both lists by input stride (outermost first) and coalesces
+//!    dimensions that step through memory as one.
+//! 2. When the innermost kept dimension is more inner than the innermost reduced one (an
+//!    "outer" reduction such as `sum(0)` of a row-major matrix), outputs are processed in tiles
+//!    of consecutive kept positions and every reduced row is folded into the tile with
+//!    [`Reducer::fold_rows`], a unit-stride loop the compiler vectorises. Rows are combined in
+//!    a three-level cascade (groups of [`GROUP`] rows) so long float sums stay accurate.
+//! 3. Otherwise (an "inner" reduction such as `sum(-1)`), each output folds its runs along the
+//!    innermost reduced dimension with [`Reducer::fold`]; the sum reducers fold a run pairwise
+//!    over blocks of [`BLOCK`] elements with [`LANES`] independent accumulators.
+//! 4. Inputs whose dtype is not the compute type (or runs that are not unit-stride) are
+//!    converted through a small buffer; matching ones are read in place.
+//! 5. Above [`GRAIN_SIZE`] elements of work the outputs (when there are enough of them) or the
+//!    outermost splittable reduced dimension are divided among rayon threads; partial
+//!    accumulators are combined in order, so index reductions keep the first occurrence.
+//!
+//! The hot loops are compiled twice, for the baseline target and with AVX2 + FMA, and the
+//! variant is picked at run time.
+
+use crate::loops::{GRAIN_SIZE, typed, typed_mut};
+use rayon::prelude::*;
+use smallvec::SmallVec;
+use switchyard_core::element::{Element, convert};
+use switchyard_core::{Access, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors};
+
+/// Independent accumulators per fold (enough to fill the vector units and hide latency).
+pub(crate) const LANES: usize = 32;
+
+/// Elements summed per leaf of the pairwise sum.
+pub(crate) const BLOCK: usize = 1024;
+
+/// Rows per cascade level in outer reductions.
+const GROUP: usize = 64;
+
+/// Kept positions processed together in an outer reduction.
+const TILE: usize = 1024;
+
+/// Elements converted per gather in the converting path.
+const GATHER: usize = 1024;
+
+/// Whether the AVX2 + FMA variants of the hot loops can run (cached by std).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// Defines `$name` (dispatching at run time) over `$body` (an `#[inline(always)]` function
+/// holding the loops), with an AVX2 + FMA copy of `$body` on x86-64.
+macro_rules! multiversion {
+    (
+        $(#[$doc:meta])*
+        fn $name:ident / $avx2:ident / $body:ident
+        < $($g:ident : $bound:path),* > ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty
+    ) => {
+        $(#[$doc])*
+        pub(crate) fn $name<$($g: $bound),*>($($arg: $ty),*) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2() {
+                // SAFETY: the CPU supports AVX2 and FMA, the only features `$avx2` enables.
+                return unsafe { $avx2::<$($g),*>($($arg),*) };
+            }
+            $body::<$($g),*>($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        fn $avx2<$($g: $bound),*>($($arg: $ty),*) -> $ret {
+            $body::<$($g),*>($($arg),*)
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compute types
+// ---------------------------------------------------------------------------------------------
+
+/// A type reductions compute in: `f32`, `f64` and the integers (`u8` also carries truth values
+/// for `all` / `any`). Integer arithmetic wraps like C++'s.
+pub(crate) trait RNum: Element<Repr = Self> + bytemuck::Pod + PartialOrd {
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// The smallest value (`-inf` for floats).
+    const LOWEST: Self;
+    /// The largest value (`inf` for floats).
+    const HIGHEST: Self;
+    /// `self + o`.
+    fn add(self, o: Self) -> Self;
+    /// `self - o`.
+    fn sub(self, o: Self) -> Self;
+    /// `self * o`.
+    fn mul(self, o: Self) -> Self;
+    /// `self / o` (integer division by zero gives 0).
+    fn div(self, o: Self) -> Self;
+    /// NaN test (always false for integers).
+    fn is_nan(self) -> bool;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// `|self|^p` (floats; integers return `self`).
+    fn pow_abs(self, p: f64) -> Self;
+}
+
+macro_rules! int_rnum {
+    ($($t:ty),*) => {$(
+        impl RNum for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn div(self, o: Self) -> Self { self.checked_div(o).unwrap_or(0) }
+            #[inline(always)] fn is_nan(self) -> bool { false }
+            #[inline(always)] fn abs(self) -> Self { self }
+            #[inline(always)] fn pow_abs(self, _p: f64) -> Self { self }
+        }
+    )*};
+}
+int_rnum!(u8, i8, i16, i32, i64);
+
+macro_rules! float_rnum {
+    ($($t:ty),*) => {$(
+        impl RNum for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            const HIGHEST: Self = <$t>::INFINITY;
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)] fn is_nan(self) -> bool { self != self }
+            #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)] fn pow_abs(self, p: f64) -> Self { <$t>::abs(self).powf(p as $t) }
+        }
+    )*};
+}
+float_rnum!(f32, f64);
+
+/// An element type whose stored representation can be shared across threads (every
+/// [`Element`]; the bound makes that visible to rayon).
+pub(crate) trait Elem: Element<Repr: Send + Sync> {}
+
+impl<T: Element<Repr: Send + Sync>> Elem for T {}
+
+/// `max` that propagates NaN (PyTorch's `max_impl`).
+#[inline(always)]
+pub(crate) fn max_nan<T: RNum>(a: T, b: T) -> T {
+    if a.is_nan() || a > b { a } else { b }
+}
+
+/// `min` that propagates NaN.
+#[inline(always)]
+pub(crate) fn min_nan<T: RNum>(a: T, b: T) -> T {
+    if a.is_nan() || a < b { a } else { b }
+}
+
+/// Folds `xs` into [`LANES`] independent accumulators with `f`, then merges them pairwise
+/// with `merge`. The fixed-width inner loop is what the compiler vectorises.
+#[inline(always)]
+pub(crate) fn lane_fold<T: Copy, A: Copy>(
+    xs: &[T],
+    init: A,
+    f: impl Fn(A, T) -> A,
+    merge: impl Fn(A, A) -> A,
+) -> A {
+    let mut acc = [init; LANES];
+    let (chunks, rest) = xs.as_chunks::<LANES>();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] = f(acc[i], c[i]);
+        }
+    }
+    for (a, x) in acc.iter_mut().zip(rest) {
+        *a = f(*a, *x);
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] = merge(acc[i], acc[i + width]);
+        }
+    }
+    acc[0]
+}
+
+/// `Σ map(x)` summed pairwise: blocks of [`BLOCK`] elements are lane-folded, and block sums
+/// are merged as a binary tree (a binary counter over a stack of partial sums), so the error
+/// grows with `log(n)` rather than `n`.
+#[inline(always)]
+pub(crate) fn pairwise_sum<T: Copy, A: RNum>(xs: &[T], map: impl Fn(T) -> A) -> A {
+    if xs.len() <= BLOCK {
+        return lane_fold(xs, A::ZERO, |a, x| a.add(map(x)), A::add);
+    }
+    let mut stack = [A::ZERO; 64];
+    let mut count = 0u64;
+    for block in xs.chunks(BLOCK) {
+        let mut s = lane_fold(block, A::ZERO, |a, x| a.add(map(x)), A::add);
+        let mut level = 0;
+        while (count >> level) & 1 == 1 {
+            s = stack[level].add(s);
+            level += 1;
+        }
+        stack[level] = s;
+        count += 1;
+    }
+    let mut total = A::ZERO;
+    for (level, s) in stack.iter().enumerate() {
+        if (count >> level) & 1 == 1 {
+            total = s.add(total);
+        }
+    }
+    total
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reducers
+// ---------------------------------------------------------------------------------------------
+
+/// A reduction: an accumulator, how runs and rows of compute values fold into it, and how
+/// two accumulators combine (the earlier one first).
+pub(crate) trait Reducer<C>: Sync {
+    /// The accumulator.
+    type Acc: Copy + Send + Sync;
+    /// The accumulator of an empty reduction.
+    fn identity(&self) -> Self::Acc;
+    /// Folds a run of consecutive reduced elements; `first` is the reduced index of `xs[0]`
+    /// (meaningful when one dimension is reduced).
+    fn fold(&self, acc: Self::Acc, xs: &[C], first: i64) -> Self::Acc;
+    /// Folds one reduced row into the accumulators of consecutive outputs; `row` is its reduced
+    /// index.
+    fn fold_rows(&self, accs: &mut [Self::Acc], xs: &[C], row: i64);
+    /// Combines `a` (earlier reduced elements) with `b` (later ones).
+    fn combine(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+/// What a sum adds up.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SumKind {
+    /// `x` (sum, mean).
+    Plain,
+    /// `|x|` (1-norm).
+    Abs,
+    /// `x²` (2-norm).
+    Square,
+    /// `x != 0` (0-norm).
+    NonZero,
+    /// `|x|^p` (p-norm).
+    Pow(f64),
+}
+
+/// Sums (pairwise for runs, cascaded for rows).
+pub(crate) struct Sum(pub(crate) SumKind);
+
+impl<C: RNum> Reducer<C> for Sum {
+    type Acc = C;
+    #[inline(always)]
+    fn identity(&self) -> C {
+        C::ZERO
+    }
+    #[inline(always)]
+    fn fold(&self, acc: C, xs: &[C], _first: i64) -> C {
+        let s = match self.0 {
+            SumKind::Plain => pairwise_sum(xs, |x| x),
+            SumKind::Abs => pairwise_sum(xs, RNum::abs),
+            SumKind::Square => pairwise_sum(xs, |x: C| x.mul(x)),
+            SumKind::NonZero => {
+                pairwise_sum(xs, |x: C| if x == C::ZERO { C::ZERO } else { C::ONE })
+            }
+            SumKind::Pow(p) => pairwise_sum(xs, |x: C| x.pow_abs(p)),
+        };
+        acc.add(s)
+    }
+    #[inline(always)]
+    fn fold_rows(&self, accs: &mut [C], xs: &[C], _row: i64) {
+        let it = accs.iter_mut().zip(xs);
+        match self.0 {
+            SumKind::Plain => it.for_each(|(a, x)| *a = a.add(*x)),
+            SumKind::Abs => it.for_each(|(a, x)| *a = a.add(x.abs())),
+            SumKind::Square => it.for_each(|(a, x)| *a = a.add(x.mul(*x))),
+            SumKind::NonZero => {
+                it.for_each(|(a, x)| *a = a.add(if *x == C::ZERO { C::ZERO } else { C::ONE }))
+            }
+            SumKind::Pow(p) => it.for_each(|(a, x)| *a = a.add(x.pow_abs(p))),
+        }
+    }
+    #[inline(always)]
+    fn combine(&self, a: C, b: C) -> C {
+        a.add(b)
+    }
+}
+
+/// Products.
+pub(crate) struct Prod;
+
+impl<C: RNum> Reducer<C> for Prod {
+    type Acc = C;
+    #[inline(always)]
+    fn identity(&self) -> C {
+        C::ONE
+    }
+    #[inline(always)]
+    fn fold(&self, acc: C, xs: &[C], _first: i64) -> C {
+        acc.mul(lane_fold(xs, C::ONE, C::mul, C::mul))
+    }
+    #[inline(always)]
+    fn fold_rows(&self, accs: &mut [C], xs: &[C], _row: i64) {
+        accs.iter_mut().zip(xs).for_each(|(a, x)| *a = a.mul(*x));
+    }
+    #[inline(always)]
+    fn combine(&self, a: C, b: C) -> C {
+        a.mul(b)
+    }
+}
+
+/// NaN-propagating maximum (`MAX`) or minimum of `x` or of `|x|` (`abs`, for the ∞-norms).
+/// Also `all` / `any` over truth values (minimum / maximum of 0/1 bytes).
+pub(crate) struct Extreme<const MAX: bool> {
+    /// Compare absolute values.
+    pub(crate) abs: bool,
+    /// The accumulator of an empty reduction.
+    pub(crate) init: f64,
+}
+
+impl<const MAX: bool> Extreme<MAX> {
+    /// The plain maximum / minimum, starting from the lowest / highest value.
+    pub(crate) fn plain() -> Self {
+        Extreme {
+            abs: false,
+            init: if MAX {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn pick<C: RNum>(a: C, b: C) -> C {
+        if MAX { max_nan(a, b) } else { min_nan(a, b) }
+    }
+}
+
+impl<C: RNum, const MAX: bool> Reducer<C> for Extreme<MAX> {
+    type Acc = C;
+    #[inline(always)]
+    fn identity(&self) -> C {
+        if self.init == f64::NEG_INFINITY {
+            C::LOWEST
+        } else if self.init == f64::INFINITY {
+            C::HIGHEST
+        } else {
+            C::from_f64_lossy(self.init)
+        }
+    }
+    #[inline(always)]
+    fn fold(&self, acc: C, xs: &[C], _first: i64) -> C {
+        let init = <Self as Reducer<C>>::identity(self);
+        let r = if self.abs {
+            lane_fold(xs, init, |a, x: C| Self::pick(a, x.abs()), Self::pick)
+        } else {
+            lane_fold(xs, init, Self::pick, Self::pick)
+        };
+        Self::pick(acc, r)
+    }
+    #[inline(always)]
+    fn fold_rows(&self, accs: &mut [C], xs: &[C], _row: i64) {
+        if self.abs {
+            accs.iter_mut()
+                .zip(xs)
+                .for_each(|(a, x)| *a = Self::pick(*a, x.abs()));
+        } else {
+            accs.iter_mut()
+                .zip(xs)
+                .for_each(|(a, x)| *a = Self::pick(*a, *x));
+        }
+    }
+    #[inline(always)]
+    fn combine(&self, a: C, b: C) -> C {
+        Self::pick(a, b)
+    }
+}
+
+/// Value and index of the maximum (`MAX`) or minimum: the first NaN wins, then the first of
+/// equal extremes. The index is -1 for an empty reduction.
+pub(crate) struct ArgBest<const MAX: bool>;
+
+impl<const MAX: bool> ArgBest<MAX> {
+    #[inline(always)]
+    fn better<C: RNum>(x: C, cur: C) -> bool {
+        (if MAX { x > cur } else { x < cur }) || (x.is_nan() && !cur.is_nan())
+    }
+}
+
+impl<C: RNum, const MAX: bool> Reducer<C> for ArgBest<MAX> {
+    type Acc = (C, i64);
+    #[inline(always)]
+    fn identity(&self) -> (C, i64) {
+        (C::ZERO, -1)
+    }
+    #[inline(always)]
+    fn fold(&self, acc: (C, i64), xs: &[C], first: i64) -> (C, i64) {
+        let (mut v, mut i) = acc;
+        for (k, &x) in xs.iter().enumerate() {
+            if i < 0 || Self::better(x, v) {
+                v = x;
+                i = first + k as i64;
+            }
+        }
+        (v, i)
+    }
+    #[inline(always)]
+    fn fold_rows(&self, accs: &mut [(C, i64)], xs: &[C], row: i64) {
+        for (a, &x) in accs.iter_mut().zip(xs) {
+            if a.1 < 0 || Self::better(x, a.0) {
+                *a = (x, row);
+            }
+        }
+    }
+    #[inline(always)]
+    fn combine(&self, a: (C, i64), b: (C, i64)) -> (C, i64) {
+        if a.1 < 0 || (b.1 >= 0 && Self::better(b.0, a.0)) {
+            b
+        } else {
+            a
+        }
+    }
+}
+
+/// Count, mean and sum of squared deviations (for `var`, `std`, `var_mean`), in `f64`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Moments {
+    /// Number of elements.
+    pub(crate) n: f64,
+    /// Their mean.
+    pub(crate) mean: f64,
+    /// Σ (x - mean)².
+    pub(crate) m2: f64,
+}
+
+impl Moments {
+    /// `m2 / max(n - correction, 0)`, as PyTorch's Welford projection.
+    pub(crate) fn var(&self, correction: f64) -> f64 {
+        let divisor = if self.n > correction {
+            self.n - correction
+        } else {
+            0.0
+        };
+        self.m2 / divisor
+    }
+}
+
+/// Moments: runs are folded two-pass (mean, then squared deviations) and merged with Chan's
+/// formula; rows with Welford's update.
+pub(crate) struct Welford;
+
+impl Reducer<f64> for Welford {
+    type Acc = Moments;
+    #[inline(always)]
+    fn identity(&self) -> Moments {
+        Moments::default()
+    }
+    #[inline(always)]
+    fn fold(&self, acc: Moments, xs: &[f64], _first: i64) -> Moments {
+        if xs.is_empty() {
+            return acc;
+        }
+        let n = xs.len() as f64;
+        let mean = pairwise_sum(xs, |x| x) / n;
+        let m2 = pairwise_sum(xs, |x| (x - mean) * (x - mean));
+        self.combine(acc, Moments { n, mean, m2 })
+    }
+    #[inline(always)]
+    fn fold_rows(&self, accs: &mut [Moments], xs: &[f64], _row: i64) {
+        for (a, &x) in accs.iter_mut().zip(xs) {
+            let n = a.n + 1.0;
+            let delta = x - a.mean;
+            let mean = a.mean + delta / n;
+            *a = Moments {
+                n,
+                mean,
+                m2: a.m2 + delta * (x - mean),
+            };
+        }
+    }
+    #[inline(always)]
+    fn combine(&self, a: Moments, b: Moments) -> Moments {
+        if a.n == 0.0 {
+            return b;
+        }
+        if b.n == 0.0 {
+            return a;
+        }
+        let n = a.n + b.n;
+        let delta = b.mean - a.mean;
+        let nb_over_n = b.n / n;
+        Moments {
+            n,
+            mean: a.mean + delta * nb_over_n,
+            m2: a.m2 + b.m2 + delta * delta * a.n * nb_over_n,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans
+// ---------------------------------------------------------------------------------------------
+
+/// One dimension of a plan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Dim {
+    size: usize,
+    /// Input stride, in elements.
+    stride: i64,
+    /// Stride in the logical (row-major) output order; 0 for reduced dimensions.
+    ostride: usize,
+}
+
+/// A reduction over one input (see the module documentation).
+#[derive(Clone, Debug)]
+struct Plan {
+    /// Kept dimensions, outermost first.
+    kept: SmallVec<[Dim; 6]>,
+    /// Reduced dimensions, outermost first; never empty (a size-1 dimension stands in when
+    /// nothing is reduced, see `trivial`).
+    reduced: SmallVec<[Dim; 6]>,
+    /// Nothing is actually reduced (each output reads one element).
+    trivial: bool,
+    /// Input storage offset of the first element.
+    offset: i64,
+    n_out: usize,
+    n_red: usize,
+    /// Reduced index of the plan's first reduced element (non-zero for split parts).
+    index_base: i64,
+    /// Plan order of the outputs is their logical order.
+    logical: bool,
+}
+
+fn sizes_to_usize(sizes: &[i64]) -> Result<SmallVec<[usize; 6]>> {
+    sizes
+        .iter()
+        .map(|s| {
+            usize::try_from(*s)
+                .map_err(|_| Error::runtime("reduction over a tensor with a negative size"))
+        })
+        .collect()
+}
+
+/// Merges adjacent dimensions (outermost first) that step through input and output as one.
+fn coalesce(dims: &[Dim]) -> SmallVec<[Dim; 6]> {
+    let mut out: SmallVec<[Dim; 6]> = SmallVec::new();
+    for d in dims.iter().rev() {
+        match out.last_mut() {
+            Some(inner)
+                if d.stride == inner.stride * inner.size as i64
+                    && d.ostride == inner.ostride * inner.size =>
+            {
+                inner.size *= d.size;
+            }
+            _ => out.push(*d),
+        }
+    }
+    out.reverse();
+    out
+}
+
+impl Plan {
+    fn new(sizes: &[i64], strides: &[i64], offset: i64, mask: u64) -> Result<Plan> {
+        let sizes = sizes_to_usize(sizes)?;
+        let ndim = sizes.len();
+        let reduced_dim = |d: usize| d < 64 && (mask >> d) & 1 == 1;
+        let mut ostrides = SmallVec::<[usize; 6]>::from_elem(0, ndim);
+        let mut acc = 1usize;
+        for d in (0..ndim).rev() {
+            if !reduced_dim(d) {
+                ostrides[d] = acc;
+                acc = acc.saturating_mul(sizes[d]);
+            }
+        }
+        let n_out = (0..ndim)
+            .filter(|d| !reduced_dim(*d))
+            .map(|d| sizes[d])
+            .product();
+        let n_red = (0..ndim)
+            .filter(|d| reduced_dim(*d))
+            .map(|d| sizes[d])
+            .product();
+        let mut kept: SmallVec<[Dim; 6]> = SmallVec::new();
+        let mut reduced: SmallVec<[Dim; 6]> = SmallVec::new();
+        for d in 0..ndim {
+            if sizes[d] == 1 {
+                continue;
+            }
+            let dim = Dim {
+                size: sizes[d],
+                stride: strides[d],
+                ostride: ostrides[d],
+            };
+            if reduced_dim(d) {
+                reduced.push(dim)
+            } else {
+                kept.push(dim)
+            }
+        }
+        kept.sort_by(|a, b| b.stride.cmp(&a.stride).then(b.ostride.cmp(&a.ostride)));
+        reduced.sort_by(|a, b| b.stride.cmp(&a.stride));
+        let kept = coalesce(&kept);
+        let mut reduced = coalesce(&reduced);
+        let trivial = reduced.is_empty();
+        if trivial {
+            reduced.push(Dim {
+                size: 1,
+                stride: 1,
+                ostride: 0,
+            });
+        }
+        let mut expected = 1usize;
+        let mut logical = true;
+        for d in kept.iter().rev() {
+            logical &= d.ostride == expected;
+            expected = expected.saturating_mul(d.size);
+        }
+        Ok(Plan {
+            kept,
+            reduced,
+            trivial,
+            offset,
+            n_out,
+            n_red,
+            index_base: 0,
+            logical,
+        })
+    }
+
+    /// Whether rows of the reduction are folded into tiles of outputs (outer reduction).
+    fn vertical(&self) -> bool {
+        match (self.kept.last(), self.reduced.last()) {
+            (Some(k), Some(r)) => self.trivial || k.stride < r.stride,
+            _ => false,
+        }
+    }
+
+    /// Splits the outermost reduced dimension with at least `parts` positions into `parts`
+    /// ranges, or `None` when no dimension is that large.
+    fn split_reduction(&self, parts: usize) -> Option<Vec<Plan>> {
+        if self.trivial {
+            return None;
+        }
+        let k = self.reduced.iter().position(|d| d.size >= parts)?;
+        let dim = self.reduced[k];
+        let inner: usize = self.reduced[k + 1..].iter().map(|d| d.size).product();
+        let step = dim.size.div_ceil(parts);
+        Some(
+            (0..dim.size)
+                .step_by(step)
+                .map(|start| {
+                    let len = step.min(dim.size - start);
+                    let mut p = self.clone();
+                    p.reduced[k].size = len;
+                    p.offset += dim.stride * start as i64;
+                    p.index_base += (start * inner) as i64;
+                    p.n_red = self.n_red / dim.size * len;
+                    p
+                })
+                .collect(),
+        )
+    }
+
+    /// Reorders plan-ordered values into logical output order.
+    fn to_logical<A: Copy>(&self, values: Vec<A>) -> Vec<A> {
+        if self.logical {
+            return values;
+        }
+        let logical_dims: SmallVec<[Dim; 6]> = self
+            .kept
+            .iter()
+            .map(|d| Dim {
+                size: d.size,
+                stride: d.ostride as i64,
+                ostride: 0,
+            })
+            .collect();
+        let mut out = values.clone();
+        let mut k = 0usize;
+        for (off, len, _) in Runs::new(&logical_dims, 0, 0, self.n_out) {
+            let step = logical_dims.last().map_or(0, |d| d.stride);
+            for j in 0..len {
+                if let (Some(slot), Some(v)) = (
+                    usize::try_from(off + step * j as i64)
+                        .ok()
+                        .and_then(|i| out.get_mut(i)),
+                    values.get(k),
+                ) {
+                    *slot = *v;
+                }
+                k += 1;
+            }
+        }
+        out
+    }
+}
+
+/// The row-major iteration over `dims` (outermost first) from linear index `start` to `end`,
+/// as runs along the innermost dimension: `(offset of the run's first element, length, linear
+/// index of the run's first element)`. No dimensions means a single position.
+struct Runs<'a> {
+    dims: &'a [Dim],
+    index: SmallVec<[usize; 6]>,
+    offset: i64,
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Runs<'a> {
+    #[inline(always)]
+    fn new(dims: &'a [Dim], base: i64, start: usize, end: usize) -> Runs<'a> {
+        let mut index = SmallVec::from_elem(0usize, dims.len());
+        let mut offset = base;
+        let mut rem = start;
+        for (d, dim) in dims.iter().enumerate().rev() {
+            let i = rem % dim.size.max(1);
+            rem /= dim.size.max(1);
+            index[d] = i;
+            offset += dim.stride * i as i64;
+        }
+        let end = if dims.is_empty() { end.min(1) } else { end };
+        Runs {
+            dims,
+            index,
+            offset,
+            pos: start,
+            end,
+        }
+    }
+}
+
+impl Iterator for Runs<'_> {
+    type Item = (i64, usize, usize);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(i64, usize, usize)> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let Some(last) = self.dims.len().checked_sub(1) else {
+            self.pos = self.end;
+            return Some((self.offset, 1, 0));
+        };
+        let inner = self.dims[last];
+        let len = (inner.size - self.index[last]).min(self.end - self.pos);
+        let item = (self.offset, len, self.pos);
+        self.pos += len;
+        if self.pos < self.end {
+            self.index[last] += len;
+            self.offset += inner.stride * len as i64;
+            let mut d = last;
+            while self.index[d] == self.dims[d].size && d > 0 {
+                self.offset -= self.dims[d].stride * self.dims[d].size as i64;
+                self.index[d] = 0;
+                d -= 1;
+                self.index[d] += 1;
+                self.offset += self.dims[d].stride;
+            }
+        }
+        Some(item)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input access
+// ---------------------------------------------------------------------------------------------
+
+/// The input's elements: in place when they already are compute values, else converted.
+enum Source<'a, S: Elem, C> {
+    Direct(&'a [C]),
+    Convert(&'a [S::Repr]),
+}
+
+fn out_of_range() -> Error {
+    Error::runtime("internal error: reduction access outside the tensor's storage")
+}
+
+impl<S: Elem, C: RNum> Source<'_, S, C> {
+    /// `len` elements from `offset` as a slice, when they are stored as compute values.
+    #[inline(always)]
+    fn slice(&self, offset: i64, len: usize) -> Option<&[C]> {
+        match self {
+            Source::Direct(d) => {
+                let o = usize::try_from(offset).ok()?;
+                d.get(o..o.checked_add(len)?)
+            }
+            Source::Convert(_) => None,
+        }
+    }
+
+    /// Reads `dst.len()` elements from `offset` with `stride` into `dst`.
+    #[inline(always)]
+    fn gather(&self, offset: i64, stride: i64, dst: &mut [C]) -> Result<()> {
+        let n = dst.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let last = offset + stride * (n as i64 - 1);
+        let (lo, hi) = (offset.min(last), offset.max(last));
+        let len = match self {
+            Source::Direct(d) => d.len(),
+            Source::Convert(data) => data.len(),
+        };
+        if lo < 0 || hi as usize >= len {
+            return Err(out_of_range());
+        }
+        let at = |i: usize| (offset + stride * i as i64) as usize;
+        match self {
+            Source::Direct(d) => dst.iter_mut().enumerate().for_each(|(i, v)| *v = d[at(i)]),
+            Source::Convert(data) => dst
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = convert::<S, C>(S::from_repr(data[at(i)]))),
+        }
+        Ok(())
+    }
+
+    /// `n` elements from `offset` with `stride`: in place if possible, else through `buf`.
+    #[inline(always)]
+    fn row<'b>(&'b self, offset: i64, stride: i64, n: usize, buf: &'b mut [C]) -> Result<&'b [C]> {
+        if stride == 1
+            && let Some(s) = self.slice(offset, n)
+        {
+            return Ok(s);
+        }
+        let dst = buf.get_mut(..n).ok_or_else(out_of_range)?;
+        self.gather(offset, stride, dst)?;
+        Ok(dst)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+// ---------------------------------------------------------------------------------------------
+
+/// Folds a run of `len` reduced elements at `offset` with `stride`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn fold_run<S: Elem, C: RNum, R: Reducer<C>>(
+    src: &Source<'_, S, C>,
+    op: &R,
+    mut acc: R::Acc,
+    offset: i64,
+    len: usize,
+    stride: i64,
+    first: i64,
+    buf: &mut [C],
+) -> Result<R::Acc> {
+    if stride == 1
+        && let Some(s) = src.slice(offset, len)
+    {
+        return Ok(op.fold(acc, s, first));
+    }
+    let mut done = 0usize;
+    while done < len {
+        let n = GATHER.min(len - done).min(buf.len());
+        let dst = buf.get_mut(..n).ok_or_else(out_of_range)?;
+        src.gather(offset + stride * done as i64, stride, dst)?;
+        acc = op.fold(acc, dst, first + done as i64);
+        done += n;
+    }
+    Ok(acc)
+}
+
+/// Folds every reduced row into the outputs of one tile (`accs`, starting at input `base`
+/// with kept stride `kstride`), cascading groups of rows.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn fold_tile<S: Elem, C: RNum, R: Reducer<C>>(
+    plan: &Plan,
+    src: &Source<'_, S, C>,
+    op: &R,
+    base: i64,
+    kstride: i64,
+    accs: &mut [R::Acc],
+    levels: &mut [Vec<R::Acc>; 2],
+    buf: &mut [C],
+) -> Result<()> {
+    let w = accs.len();
+    let id = op.identity();
+    let [l0, l1] = levels;
+    let (l0, l1) = (&mut l0[..w], &mut l1[..w]);
+    l0.fill(id);
+    l1.fill(id);
+    let (mut c0, mut c1) = (0usize, 0usize);
+    let rstride = plan.reduced.last().map_or(0, |d| d.stride);
+    for (roff, rlen, rpos) in Runs::new(&plan.reduced, base, 0, plan.n_red) {
+        for i in 0..rlen {
+            let xs = src.row(roff + rstride * i as i64, kstride, w, buf)?;
+            op.fold_rows(l0, xs, plan.index_base + (rpos + i) as i64);
+            c0 += 1;
+            if c0 == GROUP {
+                l1.iter_mut().zip(l0.iter_mut()).for_each(|(a, b)| {
+                    *a = op.combine(*a, *b);
+                    *b = id;
+                });
+                c0 = 0;
+                c1 += 1;
+                if c1 == GROUP {
+                    accs.iter_mut().zip(l1.iter_mut()).for_each(|(a, b)| {
+                        *a = op.combine(*a, *b);
+                        *b = id;
+                    });
+                    c1 = 0;
+                }
+            }
+        }
+    }
+    for ((a, b), c) in accs.iter_mut().zip(l1.iter()).zip(l0.iter()) {
+        *a = op.combine(*a, op.combine(*b, *c));
+    }
+    Ok(())
+}
+
+/// Computes the accumulators of plan outputs `start .. start + accs.len()`.
+#[inline(always)]
+fn run_outputs_body<S: Elem, C: RNum, R: Reducer<C>>(
+    plan: &Plan,
+    src: &Source<'_, S, C>,
+    op: &R,
+    start: usize,
+    accs: &mut [R::Acc],
+) -> Result<()> {
+    let end = start + accs.len();
+    let kstride = plan.kept.last().map_or(0, |d| d.stride);
+    if plan.vertical() {
+        let tile = TILE.min(plan.kept.last().map_or(1, |d| d.size));
+        let mut levels = [vec![op.identity(); tile], vec![op.identity(); tile]];
+        let mut buf = vec![C::ZERO; tile];
+        for (off, len, pos) in Runs::new(&plan.kept, plan.offset, start, end) {
+            let mut j = 0;
+            while j < len {
+                let w = tile.min(len - j);
+                let first = pos - start + j;
+                let a = accs.get_mut(first..first + w).ok_or_else(out_of_range)?;
+                fold_tile(
+                    plan,
+                    src,
+                    op,
+                    off + kstride * j as i64,
+                    kstride,
+                    a,
+                    &mut levels,
+                    &mut buf,
+                )?;
+                j += w;
+            }
+        }
+        return Ok(());
+    }
+    let (rstride, rsize) = plan.reduced.last().map_or((1, 1), |d| (d.stride, d.size));
+    let mut buf = vec![C::ZERO; GATHER.min(rsize.max(1))];
+    for (off, len, pos) in Runs::new(&plan.kept, plan.offset, start, end) {
+        for j in 0..len {
+            let mut acc = op.identity();
+            for (roff, rlen, rpos) in
+                Runs::new(&plan.reduced, off + kstride * j as i64, 0, plan.n_red)
+            {
+                acc = fold_run(
+                    src,
+                    op,
+                    acc,
+                    roff,
+                    rlen,
+                    rstride,
+                    plan.index_base + rpos as i64,
+                    &mut buf,
+                )?;
+            }
+            *accs.get_mut(pos - start + j).ok_or_else(out_of_range)? = acc;
+        }
+    }
+    Ok(())
+}
+
+multiversion! {
+    /// [`run_outputs_body`] in the best instruction set available.
+    fn run_outputs / run_outputs_avx2 / run_outputs_body<S: Elem, C: RNum, R: Reducer<C>>(
+        plan: &Plan,
+        src: &Source<'_, S, C>,
+        op: &R,
+        start: usize,
+        accs: &mut [R::Acc],
+    ) -> Result<()>
+}
+
+/// Runs a plan, in parallel above [`GRAIN_SIZE`]; returns accumulators in logical order.
+fn run_plan<S: Elem, C: RNum, R: Reducer<C>>(
+    plan: &Plan,
+    src: &Source<'_, S, C>,
+    op: &R,
+) -> Result<Vec<R::Acc>> {
+    let id = op.identity();
+    let mut accs = vec![id; plan.n_out];
+    if plan.n_out == 0 || plan.n_red == 0 {
+        return Ok(accs);
+    }
+    let threads = rayon::current_num_threads();
+    let work = plan.n_out.saturating_mul(plan.n_red);
+    if work < GRAIN_SIZE || threads < 2 {
+        run_outputs(plan, src, op, 0, &mut accs)?;
+    } else if plan.n_out >= 4 * threads {
+        let chunk = plan.n_out.div_ceil(4 * threads);
+        accs.par_chunks_mut(chunk)
+            .enumerate()
+            .try_for_each(|(i, part)| run_outputs(plan, src, op, i * chunk, part))?;
+    } else if let Some(parts) = plan.split_reduction(threads) {
+        let partials = parts
+            .par_iter()
+            .map(|p| {
+                let mut a = vec![id; plan.n_out];
+                run_outputs(p, src, op, 0, &mut a).map(|()| a)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for part in partials {
+            accs.iter_mut()
+                .zip(part)
+                .for_each(|(a, b)| *a = op.combine(*a, b));
+        }
+    } else {
+        run_outputs(plan, src, op, 0, &mut accs)?;
+    }
+    Ok(plan.to_logical(accs))
+}
+
+/// Folds the dimensions of `input` set in `mask` with `op`, reading elements of Rust type `S`
+/// (the input's dtype) as compute values `C` (converted unless they are the same type; callers
+/// keep the number of `(S, C)` pairs small, each compiles the whole engine); returns one accumulator per output element in
+/// row-major order of the kept dimensions.
+pub(crate) fn reduce<S: Elem, C: RNum, R: Reducer<C>>(
+    input: &Tensor,
+    mask: u64,
+    op: &R,
+) -> Result<Vec<R::Acc>> {
+    if input.dtype() != S::DTYPE {
+        return Err(Error::runtime(format!(
+            "internal error: reduction expected a {} input, got {}",
+            S::DTYPE,
+            input.dtype()
+        )));
+    }
+    with_tensors(&[(input, Access::Read)], |data| {
+        let g = data.geometry(0);
+        let plan = Plan::new(g.sizes(), g.strides(), g.storage_offset(), mask)?;
+        let bytes = data.bytes(0)?;
+        if S::DTYPE == C::DTYPE {
+            run_plan(&plan, &Source::<'_, S, C>::Direct(typed::<C>(bytes)?), op)
+        } else {
+            run_plan(&plan, &Source::<'_, S, C>::Convert(typed::<S>(bytes)?), op)
+        }
+    })
+}
+
+/// Writes `f(values[i])` to the `i`-th element (row-major) of `out`, converting to its dtype.
+pub(crate) fn store<A: Sync, T: Element>(
+    out: &Tensor,
+    values: &[A],
+    f: impl Fn(&A) -> T + Sync,
+) -> Result<()> {
+    with_tensors(&[(out, Access::Write)], |data| {
+        let g = data.geometry(0).clone();
+        let n = usize::try_from(g.numel()).map_err(|_| out_of_range())?;
+        if n != values.len() {
+            return Err(Error::runtime(format!(
+                "internal error: reduction produced {} values for an output of {n} elements",
+                values.len()
+            )));
+        }
+        let dtype = data.dtype(0);
+        let bytes = data.bytes_mut(0)?;
+        dispatch_dtype!(dtype, D => {
+            let dst = typed_mut::<D>(bytes)?;
+            let put = |v: &A| D::to_repr(convert::<T, D>(f(v)));
+            if g.is_contiguous() {
+                let o = usize::try_from(g.storage_offset()).map_err(|_| out_of_range())?;
+                let dst = dst.get_mut(o..o + n).ok_or_else(out_of_range)?;
+                if n >= GRAIN_SIZE {
+                    dst.par_iter_mut().zip(values.par_iter()).for_each(|(d, v)| *d = put(v));
+                } else {
+                    dst.iter_mut().zip(values).for_each(|(d, v)| *d = put(v));
+                }
+            } else {
+                for (off, v) in g.offsets().zip(values) {
+                    let slot = usize::try_from(off).ok().and_then(|o| dst.get_mut(o)).ok_or_else(out_of_range)?;
+                    *slot = put(v);
+                }
+            }
+            Ok(())
+        })
+    })
+}
+
+/// A contiguous copy of `t` with dtype `dtype` (`t.to(dtype).contiguous()`, PyTorch's
+/// conversion semantics).
+pub(crate) fn contiguous_as(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    let out = Tensor::allocate(&t.sizes(), dtype, t.device())?;
+    dispatch_dtype!(dtype, E => crate::loops::map::<E, E, 1>(&out, [t], |[v]| v))?;
+    Ok(out)
+}
+
+/// `t` itself when it is contiguous with dtype `dtype`, else a converted contiguous copy.
+pub(crate) fn contiguous_with(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    if t.dtype() == dtype && t.is_contiguous() {
+        Ok(t.clone())
+    } else {
+        contiguous_as(t, dtype)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// exp, softmax and log_softmax
+// ---------------------------------------------------------------------------------------------
+
+/// `e^x` for `f32` with straight-line arithmetic the compiler vectorises (Cephes' polynomial
+/// after range reduction by `ln 2`; about 1 ulp). NaN propagates, `-inf` gives 0, `inf` gives
+/// `inf`, and results below `f32::MIN_POSITIVE` are denormal as with libm.
+#[inline(always)]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
+    const MAGIC: f32 = 12_582_912.0;
+    let xc = if x < -104.0 {
+        -104.0
+    } else if x > 89.0 {
+        89.0
+    } else {
+        x
+    };
+    let t = xc * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let r = xc - n * LN2_HI - n * LN2_LO;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 1.666_666_5e-1)
+        * r
+        + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    // 2^n as two factors so that neither exponent leaves the normal range.
+    let n1 = ni >> 1;
+    let n2 = ni.wrapping_sub(n1);
+    let s1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
+    let s2 = f32::from_bits((n2.wrapping_add(127) as u32) << 23);
+    y * s1 * s2
+}
+
+/// Floats softmax computes in.
+pub(crate) trait SoftFloat: RNum {
+    /// `e^x` (vectorisable for `f32`).
+    fn exp_(self) -> Self;
+    /// Natural logarithm.
+    fn ln_(self) -> Self;
+}
+
+impl SoftFloat for f32 {
+    #[inline(always)]
+    fn exp_(self) -> f32 {
+        exp_f32(self)
+    }
+    #[inline(always)]
+    fn ln_(self) -> f32 {
+        self.ln()
+    }
+}
+
+impl SoftFloat for f64 {
+    #[inline(always)]
+    fn exp_(self) -> f64 {
+        self.exp()
+    }
+    #[inline(always)]
+    fn ln_(self) -> f64 {
+        self.ln()
+    }
+}
+
+/// Softmax (or log-softmax) of contiguous rows of length `dim`.
+#[inline(always)]
+fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) {
+    for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+        let max = lane_fold(xr, F::LOWEST, max_nan, max_nan);
+        if log {
+            let sum = lane_fold(xr, F::ZERO, |a, v: F| a.add(v.sub(max).exp_()), F::add);
+            let lse = sum.ln_();
+            or.iter_mut()
+                .zip(xr)
+                .for_each(|(o, v)| *o = v.sub(max).sub(lse));
+        } else {
+            let mut acc = [F::ZERO; LANES];
+            let (oc, orest) = or.as_chunks_mut::<LANES>();
+            let (xc, xrest) = xr.as_chunks::<LANES>();
+            for (o, v) in oc.iter_mut().zip(xc) {
+                for i in 0..LANES {
+                    let e = v[i].sub(max).exp_();
+                    o[i] = e;
+                    acc[i] = acc[i].add(e);
+                }
+            }
+            for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
+                let e = v.sub(max).exp_();
+                *o = e;
+                *a = a.add(e);
+            }
+            let sum = lane_fold(&acc, F::ZERO, F::add, F::add);
+            let inv = F::ONE.div(sum);
+            or.iter_mut().for_each(|o| *o = o.mul(inv));
+        }
+    }
+}
+
+multiversion! {
+    /// [`softmax_rows_body`] in the best instruction set available.
+    fn softmax_rows / softmax_rows_avx2 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) -> ()
+}
+
+/// Per-column statistics of softmax over the middle dimension of `[outer, dim, inner]`:
+/// columns `c0 .. c0 + maxs.len()` (flattened over `outer × inner`) get their maximum and
+/// `1 / Σ exp(x - max)` (or `ln Σ exp(x - max)` for log-softmax).
+#[inline(always)]
+fn softmax_stats_body<F: SoftFloat>(
+    x: &[F],
+    maxs: &mut [F],
+    sums: &mut [F],
+    c0: usize,
+    dim: usize,
+    inner: usize,
+    log: bool,
+) {
+    let mut done = 0usize;
+    while done < maxs.len() {
+        let c = c0 + done;
+        let (o, j) = (c / inner, c % inner);
+        let len = (inner - j).min(maxs.len() - done);
+        let m = &mut maxs[done..done + len];
+        let s = &mut sums[done..done + len];
+        let base = o * dim * inner + j;
+        m.fill(F::LOWEST);
+        for d in 0..dim {
+            let row = &x[base + d * inner..base + d * inner + len];
+            m.iter_mut()
+                .zip(row)
+                .for_each(|(a, v)| *a = max_nan(*a, *v));
+        }
+        s.fill(F::ZERO);
+        for d in 0..dim {
+            let row = &x[base + d * inner..base + d * inner + len];
+            s.iter_mut()
+                .zip(row)
+                .zip(m.iter())
+                .for_each(|((a, v), mx)| *a = a.add(v.sub(*mx).exp_()));
+        }
+        if log {
+            s.iter_mut().for_each(|v| *v = v.ln_());
+        } else {
+            s.iter_mut().for_each(|v| *v = F::ONE.div(*v));
+        }
+        done += len;
+    }
+}
+
+multiversion! {
+    /// [`softmax_stats_body`] in the best instruction set available.
+    fn softmax_stats / softmax_stats_avx2 / softmax_stats_body<F: SoftFloat>(
+        x: &[F], maxs: &mut [F], sums: &mut [F], c0: usize, dim: usize, inner: usize, log: bool,
+    ) -> ()
+}
+
+/// Applies the statistics to rows `r0 ..` (each of `inner` elements) of `[outer, dim, inner]`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn softmax_apply_body<F: SoftFloat>(
+    x: &[F],
+    out: &mut [F],
+    maxs: &[F],
+    sums: &[F],
+    r0: usize,
+    dim: usize,
+    inner: usize,
+    log: bool,
+) {
+    for (k, or) in out.chunks_exact_mut(inner).enumerate() {
+        let r = r0 + k;
+        let o = r / dim;
+        let xr = &x[r * inner..(r + 1) * inner];
+        let m = &maxs[o * inner..(o + 1) * inner];
+        let s = &sums[o * inner..(o + 1) * inner];
+        if log {
+            for (((y, v), mx), l) in or.iter_mut().zip(xr).zip(m).zip(s) {
+                *y = v.sub(*mx).sub(*l);
+            }
+        } else {
+            for (((y, v), mx), inv) in or.iter_mut().zip(xr).zip(m).zip(s) {
+                *y = v.sub(*mx).exp_().mul(*inv);
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// [`softmax_apply_body`] in the best instruction set available.
+    fn softmax_apply / softmax_apply_avx2 / softmax_apply_body<F: SoftFloat>(
+        x: &[F], out: &mut [F], maxs: &[F], sums: &[F], r0: usize, dim: usize, inner: usize, log: bool,
+    ) -> ()
+}
+
+/// Softmax (`log`: log-softmax) of contiguous `x` viewed as `[outer, dim, inner]` along the
+/// middle dimension, into contiguous `out` of the same shape. Rows (or row groups) run in
+/// parallel above [`GRAIN_SIZE`] elements.
+pub(crate) fn softmax<F: SoftFloat>(
+    x: &[F],
+    out: &mut [F],
+    outer: usize,
+    dim: usize,
+    inner: usize,
+    log: bool,
+) -> Result<()> {
+    let n = outer * dim * inner;
+    if n == 0 {
+        return Ok(());
+    }
+    let (x, out) = match (x.get(..n), out.get_mut(..n)) {
+        (Some(x), Some(o)) => (x, o),
+        _ => return Err(out_of_range()),
+    };
+    let parallel = n >= GRAIN_SIZE && rayon::current_num_threads() > 1;
+    // Whole rows per task, about GRAIN_SIZE / 4 elements each.
+    let rows_per_task = |row: usize| (GRAIN_SIZE / 4 / row.max(1)).max(1);
+    if inner == 1 {
+        let chunk = rows_per_task(dim) * dim;
+        if parallel {
+            out.par_chunks_mut(chunk)
+                .zip(x.par_chunks(chunk))
+                .for_each(|(o, xs)| softmax_rows(xs, o, dim, log));
+        } else {
+            softmax_rows(x, out, dim, log);
+        }
+        return Ok(());
+    }
+    let cols = outer * inner;
+    let mut maxs = vec![F::ZERO; cols];
+    let mut sums = vec![F::ZERO; cols];
+    let col_chunk = 256usize;
+    let rows = outer * dim;
+    let row_chunk = rows_per_task(inner);
+    if parallel {
+        maxs.par_chunks_mut(col_chunk)
+            .zip(sums.par_chunks_mut(col_chunk))
+            .enumerate()
+            .for_each(|(i, (m, s))| softmax_stats(x, m, s, i * col_chunk, dim, inner, log));
+        out.par_chunks_mut(row_chunk * inner)
+            .enumerate()
+            .for_each(|(i, o)| softmax_apply(x, o, &maxs, &sums, i * row_chunk, dim, inner, log));
+    } else {
+        softmax_stats(x, &mut maxs, &mut sums, 0, dim, inner, log);
+        softmax_apply(x, out, &maxs, &sums, 0, dim, inner, log);
+    }
+    debug_assert_eq!(rows * inner, n);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cumulative sums and products
+// ---------------------------------------------------------------------------------------------
+
+/// Scans slabs `[dim, inner]` of contiguous `x` into `out`, accumulating in `A` (PyTorch's
+/// `acc_type`: `f64` for `f32`) and storing each running value as `T`.
+#[inline(always)]
+fn scan_body<T: Elem, A: RNum>(
+    x: &[T::Repr],
+    out: &mut [T::Repr],
+    dim: usize,
+    inner: usize,
+    prod: bool,
+) {
+    let slab = dim * inner;
+    let id = if prod { A::ONE } else { A::ZERO };
+    let step = |a: A, v: T::Repr| {
+        let v = convert::<T, A>(T::from_repr(v));
+        if prod { a.mul(v) } else { a.add(v) }
+    };
+    if inner == 1 {
+        for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+            let mut acc = id;
+            for (o, v) in or.iter_mut().zip(xr) {
+                acc = step(acc, *v);
+                *o = T::to_repr(convert::<A, T>(acc));
+            }
+        }
+        return;
+    }
+    let mut accs = vec![id; inner];
+    for (xs, os) in x.chunks_exact(slab).zip(out.chunks_exact_mut(slab)) {
+        accs.fill(id);
+        for (xr, or) in xs.chunks_exact(inner).zip(os.chunks_exact_mut(inner)) {
+            for ((a, v), o) in accs.iter_mut().zip(xr).zip(or.iter_mut()) {
+                *a = step(*a, *v);
+                *o = T::to_repr(convert::<A, T>(*a));
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// [`scan_body`] in the best instruction set available.
+    fn scan_slabs / scan_slabs_avx2 / scan_body<T: Elem, A: RNum>(
+        x: &[T::Repr], out: &mut [T::Repr], dim: usize, inner: usize, prod: bool,
+    ) -> ()
+}
+
+/// Cumulative sum (`prod`: product) of contiguous `x` viewed as `[outer, dim, inner]` along the
+/// middle dimension, into contiguous `out`; slabs run in parallel above [`GRAIN_SIZE`].
+pub(crate) fn scan<T: Elem, A: RNum>(
+    x: &[T::Repr],
+    out: &mut [T::Repr],
+    outer: usize,
+    dim: usize,
+    inner: usize,
+    prod: bool,
+) -> Result<()> {
+    let slab = dim * inner;
+    let n = outer * slab;
+    if n == 0 {
+        return Ok(());
+    }
+    let (x, out) = match (x.get(..n), out.get_mut(..n)) {
+        (Some(x), Some(o)) => (x, o),
+        _ => return Err(out_of_range()),
+    };
+    if n >= GRAIN_SIZE && outer > 1 && rayon::current_num_threads() > 1 {
+        let chunk = (GRAIN_SIZE / 4 / slab).max(1) * slab;
+        out.par_chunks_mut(chunk)
+            .zip(x.par_chunks(chunk))
+            .for_each(|(o, xs)| scan_slabs::<T, A>(xs, o, dim, inner, prod));
+    } else {
+        scan_slabs::<T, A>(x, out, dim, inner, prod);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_core::Device;
+
+    #[test]
+    fn exp_matches_libm() {
+        let mut worst = 0.0f64;
+        let mut x = -110.0f32;
+        while x < 90.0 {
+            let (a, b) = (exp_f32(x), x.exp());
+            if b.is_finite() && b > f32::MIN_POSITIVE {
+                worst = worst.max(((a - b) / b).abs() as f64);
+            } else {
+                assert!(
+                    (a - b).abs() <= f32::MIN_POSITIVE || a == b,
+                    "{x}: {a} vs {b}"
+                );
+            }
+            x += 0.001_37;
+        }
+        assert!(worst < 4e-7, "relative error {worst}");
+        assert!(exp_f32(f32::NAN).is_nan());
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp_f32(0.0), 1.0);
+    }
+
+    #[test]
+    fn pairwise_sum_is_accurate() {
+        let xs: Vec<f32> = (0..1_000_003i64)
+            .map(|i| ((i * 7919) % 1000) as f32 * 0.001 + 0.1)
+            .collect();
+        let exact: f64 = xs.iter().map(|v| f64::from(*v)).sum();
+        let s: f32 = pairwise_sum(&xs, |x| x);
+        assert!(((f64::from(s) - exact) / exact).abs() < 1e-6);
+    }
+
+    #[test]
+    fn plans_coalesce_and_pick_the_mode() {
+        let p = Plan::new(&[4, 5, 6], &[30, 6, 1], 0, 0b011).unwrap();
+        assert_eq!(p.kept.len(), 1);
+        assert_eq!(p.reduced.len(), 1);
+        assert_eq!(p.reduced[0].size, 20);
+        assert!(p.vertical());
+        let p = Plan::new(&[4, 5, 6], &[30, 6, 1], 0, 0b100).unwrap();
+        assert!(!p.vertical());
+        assert_eq!(p.kept[0].size, 20);
+        // Transposed input: kept dims are visited in memory order, results come back logical.
+        let p = Plan::new(&[3, 4, 2], &[1, 3, 12], 0, 0b010).unwrap();
+        assert!(!p.logical);
+    }
+
+    #[test]
+    fn reductions_over_views_match_naive_results() {
+        let data: Vec<f32> = (0..60).map(|i| (i as f32 * 1.37).sin()).collect();
+        let t = Tensor::from_vec(data.clone(), &[3, 4, 5]).unwrap();
+        // [5, 3] view: element (a, b) = data[b * 20 + a * 4 + 1].
+        let v = t.as_strided_view(&[5, 3], &[4, 20], 1).unwrap();
+        for mask in [0b01u64, 0b10, 0b11, 0] {
+            let got = reduce::<f32, f32, _>(&v, mask, &Sum(SumKind::Plain)).unwrap();
+            let mut expect = vec![];
+            let (ra, rb) = (mask & 1 == 1, mask & 2 == 2);
+            for a in 0..(if ra { 1 } else { 5 }) {
+                for b in 0..(if rb { 1 } else { 3 }) {
+                    let mut s = 0.0f32;
+                    for aa in 0..5 {
+                        for bb in 0..3 {
+                            if (ra || aa == a) && (rb || bb == b) {
+                                s += data[bb * 20 + aa * 4 + 1];
+                            }
+                        }
+                    }
+                    expect.push(s);
+                }
+            }
+            assert_eq!(got.len(), expect.len());
+            for (g, e) in got.iter().zip(&expect) {
+                assert!((g - e).abs() < 1e-5, "mask {mask}: {got:?} vs {expect:?}");
+            }
+        }
+        let arg = reduce::<f32, f32, _>(&v, 0b01, &ArgBest::<true>).unwrap();
+        for (b, (val, idx)) in arg.iter().enumerate() {
+            let col: Vec<f32> = (0..5).map(|a| data[b * 20 + a * 4 + 1]).collect();
+            assert_eq!(*val, col[*idx as usize]);
+            assert!(col.iter().all(|c| c <= val));
+        }
+    }
+
+    #[test]
+    fn large_reductions_split_and_combine_in_order() {
+        let n = 200_003usize;
+        let mut data = vec![1.0f32; n];
+        data[150_000] = 5.0;
+        data[170_000] = 5.0;
+        let t = Tensor::from_vec(data, &[n as i64]).unwrap();
+        let s = reduce::<f32, f32, _>(&t, 1, &Sum(SumKind::Plain)).unwrap();
+        assert_eq!(s, vec![n as f32 + 8.0]);
+        let a = reduce::<f32, f32, _>(&t, 1, &ArgBest::<true>).unwrap();
+        assert_eq!(a, vec![(5.0, 150_000)]);
+        let m = Tensor::from_vec((0..n).map(|i| (i % 7) as i64).collect(), &[n as i64]).unwrap();
+        let mx = reduce::<i64, i64, _>(&m, 1, &Extreme::<true>::plain()).unwrap();
+        assert_eq!(mx, vec![6]);
+        let out = Tensor::allocate(&[], ScalarType::Double, Device::CPU).unwrap();
+        store(&out, &mx, |v| *v).unwrap();
+        assert_eq!(out.to_vec::<f64>().unwrap(), vec![6.0]);
+    }
+}

@@ -120,8 +120,15 @@ impl<'a> IterConfig<'a> {
         let device = self.compute_device()?;
         let (common, out_dtype) = self.compute_types()?;
         Ok(Meta::new(
-            [OutputSpec { sizes: shape, strides: None, dtype: out_dtype, device }],
-            IterInfo { common_dtype: common },
+            [OutputSpec {
+                sizes: shape,
+                strides: None,
+                dtype: out_dtype,
+                device,
+            }],
+            IterInfo {
+                common_dtype: common,
+            },
         ))
     }
 

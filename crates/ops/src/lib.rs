@@ -11,4 +11,16 @@
 pub mod iter_meta;
 pub mod meta;
 pub mod native;
+pub mod runtime;
 pub mod structured;
+
+// Generated code keeps the generator's layout; `cargo fmt` must not make it stale.
+#[rustfmt::skip]
+mod generated;
+
+/// Typed handles of every operator overload (`op::add_Tensor::call(...)`), generated from `ops.yaml`.
+pub mod op {
+    pub use crate::generated::operators::*;
+}
+pub use generated::functions::*;
+pub use generated::tensor_methods::TensorOps;

@@ -32,7 +32,12 @@ pub struct OutputSpec {
 impl OutputSpec {
     /// A contiguous output.
     pub fn contiguous(sizes: &[i64], dtype: ScalarType, device: Device) -> OutputSpec {
-        OutputSpec { sizes: DimVec::from_slice(sizes), strides: None, dtype, device }
+        OutputSpec {
+            sizes: DimVec::from_slice(sizes),
+            strides: None,
+            dtype,
+            device,
+        }
     }
 }
 
@@ -49,14 +54,17 @@ pub struct Meta<P = ()> {
 impl<P> Meta<P> {
     /// A result with the given outputs and extra values.
     pub fn new(outputs: impl IntoIterator<Item = OutputSpec>, extra: P) -> Meta<P> {
-        Meta { outputs: outputs.into_iter().collect(), extra }
+        Meta {
+            outputs: outputs.into_iter().collect(),
+            extra,
+        }
     }
 
     /// Output `i`'s spec.
     pub fn output(&self, i: usize) -> Result<&OutputSpec> {
-        self.outputs
-            .get(i)
-            .ok_or_else(|| Error::runtime(format!("internal error: structured meta has no output {i}")))
+        self.outputs.get(i).ok_or_else(|| {
+            Error::runtime(format!("internal error: structured meta has no output {i}"))
+        })
     }
 }
 
@@ -111,7 +119,7 @@ pub fn resize_output(out: &Tensor, sizes: &[i64]) -> Result<bool> {
             fmt_dims(sizes)
         ));
     }
-    out.resize_(sizes)?;
+    out.resize_contiguous(sizes)?;
     Ok(true)
 }
 

@@ -1,0 +1,82 @@
+//! `switchyard explain`: the key-set computation of a call and every dispatch hop, as in the
+//! walk-through of `torch.add` in PyTorch's "Codegen + Structured Kernels" wiki page.
+
+use crate::args::parse_value;
+use switchyard_core::local_dispatch::tls_local_dispatch_key_set;
+use switchyard_core::{Device, DispatchKeySet, IValue, Result, ScalarType, Stack, Tensor};
+use switchyard_dispatch::{OperatorHandle, trace};
+use switchyard_schema::{BaseType, Type};
+
+/// A sample value for an argument: small tensors on `device`, defaults, or simple values.
+fn sample(ty: &Type, default: Option<&str>, device: Device, requires_grad: bool) -> Result<IValue> {
+    if let Some(d) = default {
+        return crate::args::parse_value(ty, d.trim_matches(|c| c == '\'' || c == '"'), device)
+            .or_else(|_| if ty.is_optional() { Ok(IValue::None) } else { parse_value(ty, "1", device) });
+    }
+    Ok(match ty {
+        Type::Base(BaseType::Tensor) | Type::Optional(_) if ty.is_tensor() || ty.is_optional_tensor() => {
+            let t = Tensor::allocate(&[2, 2], ScalarType::Float, device)?;
+            if requires_grad {
+                t.set_requires_grad(true)?;
+            }
+            IValue::Tensor(t)
+        }
+        Type::Optional(_) => IValue::None,
+        Type::List { elem, .. } if elem.is_tensor() => {
+            IValue::TensorList(vec![Tensor::allocate(&[2, 2], ScalarType::Float, device)?])
+        }
+        Type::List { .. } => parse_value(ty, "[1]", device)?,
+        Type::Base(BaseType::Str) => IValue::from("none"),
+        Type::Base(BaseType::ScalarType) => IValue::ScalarType(ScalarType::Float),
+        Type::Base(BaseType::Device) => IValue::Device(device),
+        other => parse_value(other, "1", device)?,
+    })
+}
+
+/// Explains a call of `op` with sample arguments on `device`.
+pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Result<String> {
+    let schema = op.require_schema()?;
+    let mut stack: Stack = schema
+        .arguments
+        .iter()
+        .map(|a| sample(&a.ty, a.default.as_deref(), device, requires_grad))
+        .collect::<Result<_>>()?;
+    let mut out = format!("operator: {}\nschema:   {schema}\n\n1. Dispatch keys of the tensor arguments\n", op.name());
+    let mut union = DispatchKeySet::EMPTY;
+    for (a, v) in schema.arguments.iter().zip(&stack) {
+        for t in v.tensors() {
+            out.push_str(&format!("   {:<12} {}\n", a.name, t.key_set()));
+            union = union | t.key_set();
+        }
+    }
+    if union.is_empty() {
+        out.push_str("   (no tensor arguments)\n");
+    }
+    let local = tls_local_dispatch_key_set();
+    let with_tls = (union | local.included) - local.excluded;
+    let mask = op.fallthrough_mask(with_tls);
+    let final_ks = op.compute_dispatch_key_set(union);
+    out.push_str(&format!(
+        "\n2. Union of the arguments' keys\n   {union}\n\n3. Thread-local state: include {}, exclude {}\n   {with_tls}\n\n4. Minus keys whose kernel for this operator is a fallthrough\n   mask {mask}\n   {final_ks}\n\n5. Highest-priority key: {}\n\n6. Hops\n",
+        local.included,
+        local.excluded,
+        final_ks.highest_priority_type_id()
+    ));
+    let (result, events) = trace::capture(|| op.call_boxed(&mut stack));
+    for e in &events {
+        out.push_str(&format!(
+            "   {}[{}] {} at {} -> {} [{}]\n",
+            "  ".repeat(e.depth),
+            e.hop.label(),
+            e.operator,
+            e.key,
+            e.kernel,
+            e.provenance
+        ));
+    }
+    match result {
+        Ok(()) => out.push_str(&format!("\nresult: {}\n", stack.iter().map(|v| format!("{v}")).collect::<Vec<_>>().join(", "))),
+        Err(e) => out.push_str(&format!("\nthe call failed: {e}\n")),
+    }
+    Ok(out)
+}

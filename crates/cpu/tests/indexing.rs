@@ -1,0 +1,432 @@
+//! The indexing kernels against PyTorch 2.15 (`tools/oracle/indexing.py` wrote
+//! `fixtures/indexing.json`): values, dtypes, sizes, strides and error messages of cat,
+//! index_select, gather, scatter*, index.Tensor, index_put_, masked_fill_, masked_select,
+//! flip, roll, tril, triu, sort and topk, called through their meta functions and CPU kernels
+//! directly; plus property tests (strided input = contiguous input, out= = functional,
+//! in-place = functional, meta shapes = CPU shapes).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod indexing_support;
+
+use indexing_support::*;
+use serde_json::Value;
+use switchyard_core::{Device, ErrorKind, Result, Scalar, ScalarType, Tensor};
+use switchyard_cpu::native as cpu;
+use switchyard_ops::meta;
+use switchyard_ops::structured::Outs;
+
+fn arg_tensor(v: &Value) -> Tensor {
+    tensor(&v["tensor"])
+}
+
+fn arg_int(v: &Value) -> i64 {
+    v["int"].as_i64().unwrap()
+}
+
+fn arg_bool(v: &Value) -> bool {
+    v["bool"].as_bool().unwrap()
+}
+
+fn arg_opt_bool(v: &Value) -> Option<bool> {
+    v.get("bool").map(|b| b.as_bool().unwrap())
+}
+
+fn arg_str(v: &Value) -> &str {
+    v["str"].as_str().unwrap()
+}
+
+fn arg_ints(v: &Value) -> Vec<i64> {
+    v["list"].as_array().unwrap().iter().map(arg_int).collect()
+}
+
+fn arg_tensors(v: &Value) -> Vec<Tensor> {
+    v["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(arg_tensor)
+        .collect()
+}
+
+fn arg_opt_tensors(v: &Value) -> Vec<Option<Tensor>> {
+    v["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.get("tensor").map(tensor))
+        .collect()
+}
+
+/// Runs one fixture case's operator through meta + CPU kernel.
+fn run(op: &str, a: &[Value], outs: &[Tensor]) -> Result<Vec<Tensor>> {
+    let out_refs: Vec<&Tensor> = outs.iter().collect();
+    let (mode, o) = if outs.is_empty() {
+        (Mode::Functional, Outs::Functional)
+    } else {
+        (Mode::Out, Outs::Out(&out_refs))
+    };
+    let inplace = op.ends_with('_') && op != "index_put_";
+    let base = op.trim_end_matches('_');
+    let self_ = a.first().and_then(|v| v.get("tensor")).map(tensor);
+    let s = self_.as_ref();
+    let (mode, o) = if inplace {
+        (Mode::Inplace, Outs::Inplace(s.unwrap()))
+    } else {
+        (mode, o)
+    };
+    match base {
+        "cat" => {
+            let ts = arg_tensors(&a[0]);
+            let dim = arg_int(&a[1]);
+            structured(mode, meta::cat(&ts, dim, o), None, outs, |m, t| {
+                cpu::cat_out_cpu(m, &ts, dim, t[0])
+            })
+        }
+        "index_select" => {
+            let (s, dim, index) = (s.unwrap(), arg_int(&a[1]), arg_tensor(&a[2]));
+            match outs.first() {
+                Some(out) => cpu::index_select_out_cpu_(s, dim, &index, out).map(|t| vec![t]),
+                None => cpu::index_select_cpu_(s, dim, &index).map(|t| vec![t]),
+            }
+        }
+        "gather" => {
+            let (dim, index) = (arg_int(&a[1]), arg_tensor(&a[2]));
+            let m = meta::gather(s.unwrap(), dim, &index, false, o);
+            structured(mode, m, s, outs, |m, t| {
+                cpu::gather_out(m, s.unwrap(), dim, &index, false, t[0])
+            })
+        }
+        "scatter_src" | "scatter_add" | "scatter_reduce" => {
+            let (dim, index, src) = (arg_int(&a[1]), arg_tensor(&a[2]), arg_tensor(&a[3]));
+            let s = s.unwrap();
+            match base {
+                "scatter_src" => structured(
+                    mode,
+                    meta::scatter_src(s, dim, &index, &src, o),
+                    Some(s),
+                    outs,
+                    |m, t| cpu::scatter_src_out(m, s, dim, &index, &src, t[0]),
+                ),
+                "scatter_add" => structured(
+                    mode,
+                    meta::scatter_add(s, dim, &index, &src, o),
+                    Some(s),
+                    outs,
+                    |m, t| cpu::scatter_add(m, s, dim, &index, &src, t[0]),
+                ),
+                _ => {
+                    let r = arg_str(&a[4]);
+                    structured(
+                        mode,
+                        meta::scatter_reduce(s, dim, &index, &src, r, o),
+                        Some(s),
+                        outs,
+                        |m, t| cpu::scatter_reduce_out(m, s, dim, &index, &src, r, t[0]),
+                    )
+                }
+            }
+        }
+        "scatter_value" | "scatter_value_reduce" => {
+            let (dim, index, v) = (arg_int(&a[1]), arg_tensor(&a[2]), scalar(&a[3]));
+            let s = s.unwrap();
+            if base == "scatter_value" {
+                structured(
+                    mode,
+                    meta::scatter_value(s, dim, &index, v, o),
+                    Some(s),
+                    outs,
+                    |m, t| cpu::scatter_value_out(m, s, dim, &index, v, t[0]),
+                )
+            } else {
+                let r = arg_str(&a[4]);
+                structured(
+                    mode,
+                    meta::scatter_value_reduce(s, dim, &index, v, r, o),
+                    Some(s),
+                    outs,
+                    |m, t| cpu::scatter_value_reduce_out(m, s, dim, &index, v, r, t[0]),
+                )
+            }
+        }
+        "index" => {
+            let idx = arg_opt_tensors(&a[1]);
+            let s = s.unwrap();
+            structured(
+                mode,
+                meta::index_tensor(s, &idx, o),
+                Some(s),
+                outs,
+                |m, t| cpu::index_out(m, s, &idx, t[0]),
+            )
+        }
+        "index_put" => {
+            let (idx, values, acc) = (arg_opt_tensors(&a[1]), arg_tensor(&a[2]), arg_bool(&a[3]));
+            cpu::_index_put_impl_(s.unwrap(), &idx, &values, acc, false).map(|t| vec![t])
+        }
+        "masked_fill_scalar" => {
+            cpu::masked_fill__cpu_scalar(s.unwrap(), &arg_tensor(&a[1]), scalar(&a[2]))
+                .map(|t| vec![t])
+        }
+        "masked_fill_tensor" => {
+            cpu::masked_fill__cpu_tensor(s.unwrap(), &arg_tensor(&a[1]), &arg_tensor(&a[2]))
+                .map(|t| vec![t])
+        }
+        "masked_select" => {
+            let mask = arg_tensor(&a[1]);
+            match outs.first() {
+                Some(out) => cpu::masked_select_out_cpu(s.unwrap(), &mask, out).map(|t| vec![t]),
+                None => cpu::masked_select_cpu(s.unwrap(), &mask).map(|t| vec![t]),
+            }
+        }
+        "flip" => cpu::flip(s.unwrap(), &arg_ints(&a[1])).map(|t| vec![t]),
+        "roll" => cpu::roll(s.unwrap(), &arg_ints(&a[1]), &arg_ints(&a[2])).map(|t| vec![t]),
+        "tril" | "triu" => {
+            let (s, k) = (s.unwrap(), arg_int(&a[1]));
+            if base == "tril" {
+                structured(mode, meta::tril(s, k, o), Some(s), outs, |m, t| {
+                    cpu::tril_cpu(m, s, k, t[0])
+                })
+            } else {
+                structured(mode, meta::triu(s, k, o), Some(s), outs, |m, t| {
+                    cpu::triu_cpu(m, s, k, t[0])
+                })
+            }
+        }
+        "sort" => {
+            let (s, stable, dim, desc) = (
+                s.unwrap(),
+                arg_opt_bool(&a[1]),
+                arg_int(&a[2]),
+                arg_bool(&a[3]),
+            );
+            structured(
+                mode,
+                meta::sort_stable(s, stable, dim, desc, o),
+                Some(s),
+                outs,
+                |m, t| cpu::sort_stable_out(m, s, stable, dim, desc, t[0], t[1]),
+            )
+        }
+        "topk" => {
+            let s = s.unwrap();
+            let (k, dim, largest, sorted) = (
+                arg_int(&a[1]),
+                arg_int(&a[2]),
+                arg_bool(&a[3]),
+                arg_bool(&a[4]),
+            );
+            structured(
+                mode,
+                meta::topk(s, k, dim, largest, sorted, o),
+                Some(s),
+                outs,
+                |m, t| cpu::topk_out_cpu(m, s, k, dim, largest, sorted, t[0], t[1]),
+            )
+        }
+        other => panic!("unknown op {other}"),
+    }
+}
+
+fn kind_name(k: ErrorKind) -> &'static str {
+    k.name()
+}
+
+#[test]
+fn indexing_kernels_match_pytorch() {
+    let fx = fixture("indexing.json");
+    let cases = fx["cases"].as_array().unwrap();
+    let mut failures = Vec::new();
+    for (n, c) in cases.iter().enumerate() {
+        let op = c["op"].as_str().unwrap();
+        let args = c["args"].as_array().unwrap();
+        let outs: Vec<Tensor> = c
+            .get("out")
+            .map(|o| o.as_array().unwrap().iter().map(tensor).collect())
+            .unwrap_or_default();
+        let result = run(op, args, &outs);
+        let label = format!("case {n} ({op})");
+        match (c.get("error"), result) {
+            (Some(e), Err(got)) => {
+                let (kind, msg) = (e["kind"].as_str().unwrap(), e["message"].as_str().unwrap());
+                // Core names the 16-bit floats `at::Half` in conversion errors; PyTorch says `c10::Half`.
+                let got_msg = got
+                    .message()
+                    .replace("at::Half", "c10::Half")
+                    .replace("at::BFloat16", "c10::BFloat16");
+                if kind != kind_name(got.kind()) || msg != got_msg {
+                    failures.push(format!(
+                        "{label}: expected {kind}: {msg}\n    got {}: {}",
+                        got.kind(),
+                        got.message()
+                    ));
+                }
+            }
+            (Some(e), Ok(_)) => failures.push(format!("{label}: expected error {e}, got a result")),
+            (None, Err(got)) => failures.push(format!("{label}: unexpected error {got}")),
+            (None, Ok(ts)) => {
+                let expected = c["result"].as_array().unwrap();
+                let strides = c["check_strides"].as_bool().unwrap_or(true);
+                // Ties and unsorted orders are implementation-defined for unstable sorts.
+                let indices_exact = !(op == "sort" && args[1].get("none").is_some());
+                for (i, (e, t)) in expected.iter().zip(&ts).enumerate() {
+                    if i == 1 && !indices_exact {
+                        continue;
+                    }
+                    if let Err(msg) = compare(e, t, strides, 0.0) {
+                        failures.push(format!("{label} output {i}: {msg}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+// ------------------------------------------------------------------------------ properties
+
+fn arange_f32(shape: &[i64]) -> Tensor {
+    let n: i64 = shape.iter().product();
+    Tensor::from_vec((0..n).map(|x| (x as f32) * 0.5 - 3.0).collect(), shape).unwrap()
+}
+
+/// A contiguous tensor holding the values of `t`.
+fn contiguous(t: &Tensor) -> Tensor {
+    let c = Tensor::allocate(&t.sizes(), t.dtype(), Device::CPU).unwrap();
+    copy_values(&c, t);
+    c
+}
+
+/// The transpose of a fresh contiguous `[cols, rows]` tensor: a non-contiguous `[rows, cols]`.
+fn transposed(rows: i64, cols: i64) -> Tensor {
+    let base = arange_f32(&[cols, rows]);
+    base.as_strided_view(&[rows, cols], &[1, rows], 0).unwrap()
+}
+
+#[test]
+fn strided_inputs_give_the_contiguous_result() {
+    let x = transposed(5, 7);
+    let xc = contiguous(&x);
+    let idx = Tensor::from_slice(&[4i64, 0, 2, 2]).unwrap();
+    assert_eq!(
+        values(&cpu::index_select_cpu_(&x, 0, &idx).unwrap()),
+        values(&cpu::index_select_cpu_(&xc, 0, &idx).unwrap())
+    );
+    for dims in [vec![0], vec![1], vec![0, 1]] {
+        assert_eq!(
+            values(&cpu::flip(&x, &dims).unwrap()),
+            values(&cpu::flip(&xc, &dims).unwrap())
+        );
+    }
+    assert_eq!(
+        values(&cpu::roll(&x, &[2, -3], &[0, 1]).unwrap()),
+        values(&cpu::roll(&xc, &[2, -3], &[0, 1]).unwrap())
+    );
+    let sort = |t: &Tensor| {
+        let m = meta::sort_stable(t, Some(true), 1, true, Outs::Functional).unwrap();
+        let v = switchyard_ops::structured::create_out(m.output(0).unwrap()).unwrap();
+        let i = switchyard_ops::structured::create_out(m.output(1).unwrap()).unwrap();
+        cpu::sort_stable_out(&m, t, Some(true), 1, true, &v, &i).unwrap();
+        (values(&v), int_values(&i))
+    };
+    assert_eq!(sort(&x), sort(&xc));
+    let mask =
+        Tensor::from_vec((0..35).map(|i| i % 3 == 0).collect::<Vec<bool>>(), &[5, 7]).unwrap();
+    assert_eq!(
+        values(&cpu::masked_select_cpu(&x, &mask).unwrap()),
+        values(&cpu::masked_select_cpu(&xc, &mask).unwrap())
+    );
+}
+
+#[test]
+fn out_variants_equal_functional_and_inplace_equals_functional() {
+    let x = arange_f32(&[4, 5]);
+    let idx = Tensor::from_vec(vec![3i64, 0, 1, 1, 2, 0, 0, 3, 3, 1], &[2, 5]).unwrap();
+    let src = arange_f32(&[2, 5]);
+    // scatter_add: functional vs out= vs in place.
+    let m = meta::scatter_add(&x, 0, &idx, &src, Outs::Functional).unwrap();
+    let f = switchyard_ops::structured::create_out(m.output(0).unwrap()).unwrap();
+    cpu::scatter_add(&m, &x, 0, &idx, &src, &f).unwrap();
+    let out = Tensor::allocate(&[4, 5], ScalarType::Float, Device::CPU).unwrap();
+    let m = meta::scatter_add(&x, 0, &idx, &src, Outs::Out(&[&out])).unwrap();
+    cpu::scatter_add(&m, &x, 0, &idx, &src, &out).unwrap();
+    let inplace = contiguous(&x);
+    let m = meta::scatter_add(&inplace, 0, &idx, &src, Outs::Inplace(&inplace)).unwrap();
+    cpu::scatter_add(&m, &inplace, 0, &idx, &src, &inplace).unwrap();
+    assert_eq!(values(&f), values(&out));
+    assert_eq!(values(&f), values(&inplace));
+    // index_select out= equals functional.
+    let sel = Tensor::from_slice(&[1i64, 3]).unwrap();
+    let out = Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap();
+    cpu::index_select_out_cpu_(&x, 1, &sel, &out).unwrap();
+    assert_eq!(
+        values(&out),
+        values(&cpu::index_select_cpu_(&x, 1, &sel).unwrap())
+    );
+    // tril in place equals functional.
+    let m = meta::tril(&x, 1, Outs::Functional).unwrap();
+    let f = switchyard_ops::structured::create_out(m.output(0).unwrap()).unwrap();
+    cpu::tril_cpu(&m, &x, 1, &f).unwrap();
+    let inplace = contiguous(&x);
+    let m = meta::tril(&inplace, 1, Outs::Inplace(&inplace)).unwrap();
+    cpu::tril_cpu(&m, &inplace, 1, &inplace).unwrap();
+    assert_eq!(values(&f), values(&inplace));
+}
+
+#[test]
+fn meta_tensors_get_shapes_without_data() {
+    let x = Tensor::allocate(&[3, 4], ScalarType::Float, Device::META).unwrap();
+    let idx = Tensor::allocate(&[2, 4], ScalarType::Long, Device::META).unwrap();
+    let m = meta::gather(&x, 0, &idx, false, Outs::Functional).unwrap();
+    assert_eq!(m.output(0).unwrap().sizes.as_slice(), &[2, 4]);
+    assert_eq!(m.output(0).unwrap().device, Device::META);
+    let m = meta::cat(&[x.clone(), x.clone()], 1, Outs::Functional).unwrap();
+    assert_eq!(m.output(0).unwrap().sizes.as_slice(), &[3, 8]);
+    let i = Tensor::allocate(&[5], ScalarType::Long, Device::META).unwrap();
+    let m = meta::index_tensor(&x, &[None, Some(i)], Outs::Functional).unwrap();
+    assert_eq!(m.output(0).unwrap().sizes.as_slice(), &[3, 5]);
+    let mask = Tensor::allocate(&[3], ScalarType::Bool, Device::META).unwrap();
+    let e = meta::index_tensor(&x, &[Some(mask)], Outs::Functional).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotImplementedError);
+    let m = meta::topk(&x, 2, 1, true, true, Outs::Functional).unwrap();
+    assert_eq!(m.output(1).unwrap().dtype, ScalarType::Long);
+    assert_eq!(m.output(1).unwrap().sizes.as_slice(), &[3, 2]);
+}
+
+#[test]
+fn large_contiguous_copies_use_the_parallel_paths() {
+    // Above the grain size the gather-like kernels split their output across threads; the
+    // result must not depend on it.
+    let n = 300_000i64;
+    let x = Tensor::from_vec((0..n).map(|v| v as f32).collect(), &[n / 100, 100]).unwrap();
+    let rev: Vec<i64> = (0..n / 100).rev().collect();
+    let idx = Tensor::from_slice(&rev).unwrap();
+    let r = cpu::index_select_cpu_(&x, 0, &idx).unwrap();
+    let v = values(&r);
+    assert_eq!(v[0], ((n / 100 - 1) * 100) as f64);
+    assert_eq!(v[(n - 1) as usize], 99.0);
+    let cols: Vec<i64> = (0..100).rev().collect();
+    let idx = Tensor::from_slice(&cols).unwrap();
+    let r = cpu::index_select_cpu_(&x, 1, &idx).unwrap();
+    assert_eq!(values(&r)[0..3], [99.0, 98.0, 97.0]);
+    let gidx = Tensor::from_vec(
+        (0..n).map(|i| (i * 7) % 100).collect::<Vec<i64>>(),
+        &[n / 100, 100],
+    )
+    .unwrap();
+    let m = meta::gather(&x, 1, &gidx, false, Outs::Functional).unwrap();
+    let out = switchyard_ops::structured::create_out(m.output(0).unwrap()).unwrap();
+    cpu::gather_out(&m, &x, 1, &gidx, false, &out).unwrap();
+    let v = values(&out);
+    for (i, got) in v.iter().enumerate().step_by(997) {
+        let row = i as i64 / 100;
+        assert_eq!(*got, (row * 100 + (i as i64 * 7) % 100) as f64);
+    }
+    let _ = Scalar::Int(0);
+}
