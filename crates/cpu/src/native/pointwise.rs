@@ -1,1 +1,1 @@
-//! CPU kernels: pointwise operators.
+//! Binary pointwise operators (arithmetic, comparison, logical, bitwise), where and clamp.

@@ -1,1 +1,1 @@
-//! Meta functions of structured pointwise operators.
+//! Binary pointwise operators (arithmetic, comparison, logical, bitwise), where and clamp.

@@ -1,1 +1,1 @@
-//! Composite and Meta kernels: pointwise operators.
+//! Binary pointwise operators (arithmetic, comparison, logical, bitwise), where and clamp.

@@ -1,0 +1,1 @@
+//! Unary pointwise operators (math functions, rounding, activations, classification).
