@@ -134,7 +134,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::YamlCheck { file } => {
-            let problems = switchyard_codegen::check_yaml_file(&file)?;
+            let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file).map_err(switchyard_core::Error::value)?;
             if problems.is_empty() {
                 println!("{}: ok", file.display());
             } else {

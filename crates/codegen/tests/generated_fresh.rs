@@ -1,0 +1,49 @@
+//! The committed generated code must be what the generator produces from today's ops.yaml.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use switchyard_codegen::emit::workspace;
+
+#[test]
+fn committed_generated_code_is_up_to_date() {
+    let root = workspace::workspace_root();
+    let stale = workspace::stale(&root).unwrap();
+    assert!(
+        stale.is_empty(),
+        "stale generated files (run `cargo run -p switchyard-codegen -- generate`): {stale:?}"
+    );
+}
+
+#[test]
+fn every_generated_file_carries_the_do_not_edit_header() {
+    let root = workspace::workspace_root();
+    for (path, text) in workspace::generate(&root).unwrap() {
+        assert!(
+            text.starts_with("// @generated"),
+            "{} lacks the header",
+            path.display()
+        );
+        assert!(
+            text.contains("Do not edit"),
+            "{} lacks the do-not-edit line",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_hand_edited_generated_file_is_reported_stale() {
+    let root = workspace::workspace_root();
+    let tmp = std::env::temp_dir().join(format!("switchyard-fresh-{}", std::process::id()));
+    let yaml = tmp.join(workspace::OPS_YAML);
+    std::fs::create_dir_all(yaml.parent().unwrap()).unwrap();
+    std::fs::copy(root.join(workspace::OPS_YAML), &yaml).unwrap();
+    let written = workspace::write(&tmp).unwrap();
+    assert!(!written.is_empty());
+    assert!(workspace::stale(&tmp).unwrap().is_empty());
+    let victim = tmp.join(&written[0]);
+    let mut text = std::fs::read_to_string(&victim).unwrap();
+    text.push_str("// a hand edit\n");
+    std::fs::write(&victim, text).unwrap();
+    assert_eq!(workspace::stale(&tmp).unwrap(), vec![written[0].clone()]);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
