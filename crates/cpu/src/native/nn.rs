@@ -12,7 +12,7 @@ use crate::num::{Num, dispatch_compute};
 use rayon::prelude::*;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::half::{bf16, f16};
-use switchyard_core::shape::{DimVec, fmt_dims};
+use switchyard_core::shape::DimVec;
 use switchyard_core::{
     Access, Error, Result, ScalarType, Tensor, dispatch_dtype, torch_check, torch_check_index,
     with_tensors,
