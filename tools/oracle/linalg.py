@@ -191,5 +191,69 @@ errs = [
 for op, name, args in errs:
     case(op, name, args)
 
+# --- matmul and linear (composites, called through the dispatcher) -------------------------
+shapes = [
+    ("1-d 1-d", [3], [3]), ("2-d 1-d", [2, 3], [3]), ("1-d 2-d", [3], [3, 4]), ("2-d 2-d", [2, 3], [3, 4]),
+    ("3-d 1-d", [2, 3, 4], [4]), ("3-d 2-d", [2, 3, 4], [4, 5]), ("1-d 3-d", [3], [2, 3, 4]),
+    ("2-d 3-d", [5, 3], [2, 3, 4]), ("3-d 3-d", [2, 3, 4], [2, 4, 5]), ("4-d 3-d broadcast", [2, 1, 3, 4], [5, 4, 2]),
+    ("4-d 1-d", [2, 2, 3, 4], [4]), ("empty batch", [0, 3, 4], [4, 2]), ("empty contraction", [2, 3, 0], [0, 4]),
+]
+for name, a, b in shapes:
+    for dt in ["float32", "float64", "int64"]:
+        case("matmul", f"matmul {name} {dt}", [make(dt, a), make(dt, b)])
+for dt in ["float16", "bfloat16", "int32"]:
+    case("matmul", f"matmul 3-d 3-d {dt}", [make(dt, [2, 3, 4]), make(dt, [2, 4, 5])])
+case("matmul", "matmul transposed 3-d 2-d", [transposed(f, [2, 4, 3]), make(f, [4, 5])])
+case("matmul", "matmul strided batch no fold", [make(f, [2, 3, 4], strides=[24, 4, 1]), make(f, [4, 5])])
+case("matmul", "matmul out 2-d", [make(f, [2, 3]), make(f, [3, 4])], "out", out=make(f, [0]))
+case("matmul", "matmul out 3-d", [make(f, [2, 3, 4]), make(f, [4, 5])], "out", out=make(f, [2, 3, 5]))
+case("matmul", "matmul out batched", [make(f, [2, 3, 4]), make(f, [2, 4, 5])], "out", out=transposed(f, [2, 5, 3]))
+case("matmul", "matmul out dot", [make(f, [3]), make(f, [3])], "out", out=make(f, []))
+case("matmul", "matmul out wrong dtype", [make(f, [2, 3, 4]), make(f, [4, 5])], "out", out=make("float64", [2, 3, 5]))
+for op, name, args in [
+    ("matmul", "matmul 0-d", [make(f, []), make(f, [3])]),
+    ("matmul", "matmul mv sizes", [make(f, [2, 3]), make(f, [4])]),
+    ("matmul", "matmul folded mv sizes", [make(f, [2, 3, 4]), make(f, [5])]),
+    ("matmul", "matmul folded mm sizes", [make(f, [2, 3, 4]), make(f, [5, 6])]),
+    ("matmul", "matmul batch sizes", [make(f, [2, 3, 4]), make(f, [2, 5, 6])]),
+    ("matmul", "matmul batch broadcast", [make(f, [2, 3, 4]), make(f, [3, 4, 6])]),
+    ("matmul", "matmul dtypes", [make(f, [2, 3]), make("float64", [3, 4])]),
+    ("matmul", "matmul bool", [make("bool", [2, 3]), make("bool", [3, 4])]),
+]:
+    case(op, name, args)
+
+
+def lcase(name, args, variant="functional", out=None):
+    values = [a[0] for a in args]
+    entry = {"op": "linear", "variant": variant, "args": [a[1] for a in args]}
+    if out is not None:
+        entry["out"] = out[1]
+
+    def run():
+        if variant == "out":
+            torch.ops.aten.linear.out(*values, out=out[0])
+            return out[0]
+        return torch.ops.aten.linear.default(*values)
+
+    record(cases, name, run, **entry)
+
+
+NONE = (None, {"none": None})
+for dt in ["float32", "float64", "bfloat16", "int64"]:
+    lcase(f"linear 2-d bias {dt}", [make(dt, [3, 4]), make(dt, [5, 4]), make(dt, [5])])
+    lcase(f"linear 3-d bias {dt}", [make(dt, [2, 3, 4]), make(dt, [5, 4]), make(dt, [5])])
+    lcase(f"linear no bias {dt}", [make(dt, [2, 3, 4]), make(dt, [5, 4]), NONE])
+lcase("linear 1-d input bias", [make(f, [4]), make(f, [5, 4]), make(f, [5])])
+lcase("linear 1-d weight", [make(f, [3, 4]), make(f, [4]), NONE])
+lcase("linear transposed input bias", [transposed(f, [2, 4, 3]), make(f, [5, 4]), make(f, [5])])
+lcase("linear 0-dim bias", [make(f, [2, 3, 4]), make(f, [5, 4]), make(f, [])])
+lcase("linear empty", [make(f, [0, 4]), make(f, [5, 4]), make(f, [5])])
+lcase("linear error 0-d", [make(f, []), make(f, [5, 4]), NONE])
+lcase("linear error sizes", [make(f, [3, 4]), make(f, [5, 3]), make(f, [5])])
+lcase("linear error dtypes", [make(f, [3, 4]), make("float64", [5, 4]), NONE])
+lcase("linear out bias", [make(f, [3, 4]), make(f, [5, 4]), make(f, [5])], "out", out=make(f, [0]))
+lcase("linear out 3-d bias", [make(f, [2, 3, 4]), make(f, [5, 4]), make(f, [5])], "out", out=make(f, [2, 3, 5]))
+lcase("linear out no bias", [make(f, [2, 3, 4]), make(f, [5, 4]), NONE], "out", out=make(f, [2, 3, 5]))
+
 json.dump({"torch_version": torch.__version__, "cases": cases}, sys.stdout, indent=None, separators=(",", ":"))
 sys.stdout.write("\n")

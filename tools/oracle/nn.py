@@ -246,5 +246,84 @@ ln_errors = [
 for name, args in ln_errors:
     case("native_layer_norm", f"layer_norm error {name}", args)
 
+# --- composites, called through the dispatcher ----------------------------------------------
+for red in (0, 1, 2):
+    case("nll_loss", f"nll_loss reduction={red}", [make(f, [4, 5]), target([1, 0, 4, 2]), N(), I(red), I(-100)])
+    case("nll_loss_nd", f"nll_loss_nd 2-d reduction={red}", [make(f, [4, 5]), target([1, 0, 4, 2]), make(f, [5], low=0, high=2), I(red), I(0)])
+    case("nll_loss_nd", f"nll_loss_nd 1-d reduction={red}", [make(f, [5]), make(L64, [], values=[3]), N(), I(red), I(-100)])
+    case("nll_loss_nd", f"nll_loss_nd 3-d reduction={red}", [make(f, [2, 4, 3]), make(L64, [2, 3], values=[0, 3, 1, 2, 2, 0]), N(), I(red), I(-100)])
+    case("nll_loss_nd", f"nll_loss_nd 4-d reduction={red}", [make("float64", [2, 3, 2, 2]), make(L64, [2, 2, 2], values=[0, 2, 1, 1, 2, 0, 0, 1]), make("float64", [3], low=0, high=2), I(red), I(1)])
+    case("nll_loss_nd", f"nll_loss_nd 5-d reduction={red}", [make(f, [2, 3, 2, 1, 2]), make(L64, [2, 2, 1, 2], values=[0, 2, 1, 1, 2, 0, 0, 1]), N(), I(red), I(-100)])
+    case("nll_loss_nd", f"nll_loss_nd 3-d empty reduction={red}", [make(f, [0, 4, 3]), make(L64, [0, 3], values=[]), N(), I(red), I(-100)])
+case("nll_loss", "nll_loss out", [make(f, [4, 5]), target([1, 0, 4, 2]), N(), I(1), I(-100)], "out", out=[make(f, [3])])
+case("nll_loss_nd", "nll_loss_nd error 0-d", [make(f, []), make(L64, [], values=[0]), N(), I(1), I(-100)])
+case("nll_loss_nd", "nll_loss_nd error batch", [make(f, [3, 4]), target([0, 1]), N(), I(1), I(-100)])
+case("nll_loss_nd", "nll_loss_nd error target size", [make(f, [2, 4, 3]), make(L64, [2, 2], values=[0, 1, 2, 3]), N(), I(1), I(-100)])
+for pname, k, s, p, d, ceil in pool_params:
+    case("max_pool2d", f"max_pool2d {pname}", [x4(), L(k), L(s), L(p), L(d), B(ceil)])
+case("max_pool2d", "max_pool2d int64", [x4(L64), L([2, 2]), L([]), L([0]), L([1]), B(False)])
+case("max_pool2d", "max_pool2d error kernel", [x4(), L([2, 2, 2]), L([]), L([0]), L([1]), B(False)])
+for dt in FLOATS:
+    case("layer_norm", f"layer_norm composite {dt}", [make(dt, [3, 4, 5]), L([4, 5]), make(dt, [4, 5]), make(dt, [4, 5]), F(1e-5), B(True)])
+case("layer_norm", "layer_norm composite no params", [transposed(f, [6, 5]), L([6]), N(), N(), F(1e-5), B(False)])
+case("layer_norm", "layer_norm composite error", [make(f, [2, 3]), L([4]), N(), N(), F(1e-5), B(False)])
+for train in (False, True):
+    case("dropout", f"dropout train={train} p=0", [make(f, [3, 4]), F(0.0), B(train)])
+case("dropout", "dropout eval", [make(f, [3, 4]), F(0.5), B(False)])
+case("dropout", "dropout p=1", [make(f, [3, 4]), F(1.0), B(True)])
+case("dropout", "dropout error p", [make(f, [3, 4]), F(1.5), B(True)])
+case("dropout", "dropout error p eval", [make(f, [3, 4]), F(-0.5), B(False)])
+case("native_dropout", "native_dropout eval", [make(f, [3, 4]), F(0.5), B(False)])
+case("native_dropout", "native_dropout eval int", [make(L64, [3, 4]), F(0.5), B(False)])
+case("native_dropout", "native_dropout p=1", [make(f, [3, 4]), F(1.0), B(True)])
+case("native_dropout", "native_dropout p=0 double", [make("float64", [3, 4]), F(0.0), N()])
+case("native_dropout", "native_dropout error p", [make(f, [3, 4]), F(1.5), B(True)])
+case("native_dropout", "native_dropout error int", [make(L64, [3, 4]), F(0.5), B(True)])
+case("native_dropout", "native_dropout error bool", [make("bool", [3, 4]), F(0.5), N()])
+
+# --- convolution / conv2d -----------------------------------------------------------------
+conv_params = [
+    ("plain", [2, 3, 6, 5], [4, 3, 3, 3], [1, 1], [0, 0], [1, 1], 1),
+    ("stride pad", [2, 3, 7, 6], [4, 3, 3, 2], [2, 1], [1, 2], [1, 1], 1),
+    ("dilation", [1, 2, 8, 8], [3, 2, 3, 3], [1, 2], [2, 1], [2, 3], 1),
+    ("groups", [2, 4, 5, 5], [6, 2, 3, 3], [1, 1], [1, 1], [1, 1], 2),
+    ("depthwise", [1, 3, 5, 4], [3, 1, 2, 2], [1, 1], [0, 0], [1, 1], 3),
+    ("1x1", [2, 5, 3, 3], [2, 5, 1, 1], [1, 1], [0, 0], [1, 1], 1),
+]
+for name, xs, wsz, st, pd, dl, g in conv_params:
+    for with_bias in (False, True):
+        b = make(f, [wsz[0]]) if with_bias else N()
+        case("convolution", f"convolution {name} bias={with_bias}",
+             [make(f, xs), make(f, wsz), b, L(st), L(pd), L(dl), B(False), L([0, 0]), I(g)])
+for dt in ["float64", "float16", "bfloat16", "int64"]:
+    case("convolution", f"convolution {dt}", [make(dt, [1, 2, 5, 5]), make(dt, [3, 2, 3, 3]), make(dt, [3]), L([1, 1]), L([1, 1]), L([1, 1]), B(False), L([0, 0]), I(1)])
+case("convolution", "convolution 1-d", [make(f, [2, 3, 7]), make(f, [4, 3, 3]), make(f, [4]), L([2]), L([1]), L([1]), B(False), L([0]), I(1)])
+case("convolution", "convolution 3-d", [make(f, [1, 2, 4, 4, 3]), make(f, [2, 2, 2, 2, 2]), N(), L([1]), L([0]), L([1]), B(False), L([0]), I(1)])
+case("convolution", "convolution single ints", [make(f, [1, 2, 6, 6]), make(f, [3, 2, 3, 3]), N(), L([2]), L([1]), L([1]), B(False), L([0]), I(1)])
+case("convolution", "convolution transposed input", [transposed(f, [2, 3, 6, 6]), make(f, [2, 3, 2, 2]), N(), L([1, 1]), L([0, 0]), L([1, 1]), B(False), L([0, 0]), I(1)])
+case("convolution", "convolution double bias", [make(f, [1, 2, 5, 5]), make(f, [3, 2, 3, 3]), make("float64", [3]), L([1, 1]), L([0, 0]), L([1, 1]), B(False), L([0, 0]), I(1)])
+case("convolution", "convolution empty batch", [make(f, [0, 2, 5, 5]), make(f, [3, 2, 3, 3]), N(), L([1, 1]), L([0, 0]), L([1, 1]), B(False), L([0, 0]), I(1)])
+conv_errors = [
+    ("weight dtype", [1, 2, 5, 5], [3, 2, 3, 3], [1, 1], [0, 0], [1, 1], 1, "float64"),
+    ("channels", [1, 4, 5, 5], [3, 2, 3, 3], [1, 1], [0, 0], [1, 1], 1, f),
+    ("groups divisible", [1, 4, 5, 5], [3, 2, 3, 3], [1, 1], [0, 0], [1, 1], 2, f),
+    ("groups zero", [1, 4, 5, 5], [4, 2, 3, 3], [1, 1], [0, 0], [1, 1], 0, f),
+    ("kernel too big", [1, 2, 2, 2], [3, 2, 3, 3], [1, 1], [0, 0], [1, 1], 1, f),
+    ("stride zero", [1, 2, 5, 5], [3, 2, 3, 3], [0, 1], [0, 0], [1, 1], 1, f),
+    ("padding negative", [1, 2, 5, 5], [3, 2, 3, 3], [1, 1], [-1, 0], [1, 1], 1, f),
+    ("dilation zero", [1, 2, 5, 5], [3, 2, 3, 3], [1, 1], [0, 0], [0, 1], 1, f),
+    ("input dims", [2, 5, 5], [3, 2, 3, 3], [1, 1], [0, 0], [1, 1], 1, f),
+    ("weight 2-d", [2, 5], [3, 2], [1, 1], [0, 0], [1, 1], 1, f),
+    ("stride length", [1, 2, 5, 5], [3, 2, 3, 3], [1, 1, 1], [0, 0], [1, 1], 1, f),
+]
+for name, xs, wsz, st, pd, dl, g, wdt in conv_errors:
+    case("convolution", f"convolution error {name}", [make(f, xs), make(wdt, wsz), N(), L(st), L(pd), L(dl), B(False), L([0, 0]), I(g)])
+case("convolution", "convolution error bias size", [make(f, [1, 2, 5, 5]), make(f, [3, 2, 3, 3]), make(f, [4]), L([1, 1]), L([0, 0]), L([1, 1]), B(False), L([0, 0]), I(1)])
+case("conv2d", "conv2d batched", [make(f, [2, 3, 6, 5]), make(f, [4, 3, 3, 3]), make(f, [4]), L([1]), L([1]), L([1]), I(1)])
+case("conv2d", "conv2d unbatched", [make(f, [3, 6, 5]), make(f, [4, 3, 3, 3]), N(), L([2, 1]), L([0]), L([1]), I(1)])
+case("conv2d", "conv2d groups", [make("float64", [1, 4, 6, 5]), make("float64", [4, 2, 3, 3]), make("float64", [4]), L([1]), L([1]), L([1]), I(2)])
+case("conv2d", "conv2d error 2-d", [make(f, [2, 5]), make(f, [3, 2, 3, 3]), N(), L([1]), L([0]), L([1]), I(1)])
+case("conv2d", "conv2d error bias dtype", [make(f, [2, 5, 5]), make(f, [3, 2, 3, 3]), make("float64", [3]), L([1]), L([0]), L([1]), I(1)])
+
 json.dump({"torch_version": torch.__version__, "cases": cases}, sys.stdout, indent=None, separators=(",", ":"))
 sys.stdout.write("\n")

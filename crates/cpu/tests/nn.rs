@@ -1,6 +1,8 @@
 //! The nn kernels (`mse_loss`, `nll_loss_forward`, `avg_pool2d`, `max_pool2d_with_indices`,
 //! `native_layer_norm`) against PyTorch's answers recorded by `tools/oracle/nn.py`, called
-//! directly (meta + CPU impl).
+//! directly (meta + CPU impl); the composites (`nll_loss`, `nll_loss_nd`, `max_pool2d`,
+//! `layer_norm`, `dropout`, `native_dropout`) through the dispatcher, on CPU and on `Meta`
+//! tensors (shapes and dtypes only); and the random cases of dropout by their properties.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,9 +11,9 @@ mod support;
 
 use serde_json::Value;
 use support::{Arg, Variant, run_structured};
-use switchyard_core::{Result, Tensor};
+use switchyard_core::{Device, Result, Tensor};
 use switchyard_cpu::native;
-use switchyard_ops::meta;
+use switchyard_ops::{meta, op};
 
 /// Runs a kernel case of the fixture; `None` for the composite operators tested through the
 /// dispatcher.
@@ -101,4 +103,211 @@ fn nn_kernels_match_pytorch() {
         .collect();
     assert!(kernel_cases.len() > 200);
     support::check_all(&kernel_cases, true, |c| run(c).unwrap());
+}
+
+/// Runs a composite case through the dispatcher; `None` for the kernel cases.
+fn run_composite(case: &Value) -> Option<Result<Vec<Tensor>>> {
+    let a: Vec<Arg> = support::args(case);
+    let outs = support::outs(case);
+    run_composite_args(case, &a, &outs)
+}
+
+fn run_composite_args(case: &Value, a: &[Arg], outs: &[Tensor]) -> Option<Result<Vec<Tensor>>> {
+    let op_name = case["op"].as_str().unwrap();
+    let variant = case["variant"].as_str().unwrap();
+    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
+    Some(match (op_name, variant) {
+        ("nll_loss", "functional") => one(op::nll_loss::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+        )),
+        ("nll_loss", "out") => one(op::nll_loss_out::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+            &outs[0],
+        )),
+        ("nll_loss_nd", _) => one(op::nll_loss_nd::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].int(),
+            a[4].int(),
+        )),
+        ("max_pool2d", _) => one(op::max_pool2d::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].ints(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].boolean(),
+        )),
+        ("layer_norm", _) => one(op::layer_norm::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].opt_tensor(),
+            a[3].opt_tensor(),
+            a[4].float(),
+            a[5].boolean(),
+        )),
+        ("convolution", _) => one(op::convolution::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].ints(),
+            a[6].boolean(),
+            a[7].ints(),
+            a[8].int(),
+        )),
+        ("conv2d", _) => one(op::conv2d::call(
+            a[0].tensor(),
+            a[1].tensor(),
+            a[2].opt_tensor(),
+            a[3].ints(),
+            a[4].ints(),
+            a[5].ints(),
+            a[6].int(),
+        )),
+        ("dropout", _) => one(op::dropout::call(
+            a[0].tensor(),
+            a[1].float(),
+            a[2].boolean(),
+        )),
+        ("native_dropout", _) => {
+            let train = match &a[2] {
+                Arg::None => None,
+                other => Some(other.boolean()),
+            };
+            op::native_dropout::call(a[0].tensor(), a[1].float(), train).map(|(o, m)| vec![o, m])
+        }
+        _ => return None,
+    })
+}
+
+/// A `Meta` tensor with the sizes, strides and dtype of `t`.
+fn to_meta(t: &Tensor) -> Tensor {
+    Tensor::allocate_strided(&t.sizes(), &t.strides(), t.dtype(), Device::META).unwrap()
+}
+
+#[test]
+fn nn_composites_match_pytorch() {
+    let fixture = support::fixture("nn.json");
+    let cases: Vec<Value> = support::cases(&fixture)
+        .iter()
+        .filter(|c| run_composite(c).is_some())
+        .cloned()
+        .collect();
+    assert!(cases.len() > 40);
+    support::check_all(&cases, false, |c| run_composite(c).unwrap());
+}
+
+/// The composites on `Meta` tensors give PyTorch's shapes and dtypes (no values), or an error
+/// where PyTorch errors (value-dependent errors such as out-of-range targets aside).
+#[test]
+fn nn_composites_on_meta() {
+    let fixture = support::fixture("nn.json");
+    for case in support::cases(&fixture) {
+        let a: Vec<Arg> = support::args(case)
+            .into_iter()
+            .map(|x| match x {
+                Arg::Tensor(t) => Arg::Tensor(to_meta(&t)),
+                other => other,
+            })
+            .collect();
+        let outs: Vec<Tensor> = support::outs(case).iter().map(to_meta).collect();
+        let name = case["name"].as_str().unwrap();
+        // Drawing a dropout mask needs a device with data (no Meta kernel, as in PyTorch).
+        if case["op"] == "native_dropout" || name == "dropout p=1" {
+            continue;
+        }
+        let Some(got) = run_composite_args(case, &a, &outs) else {
+            continue;
+        };
+        match (got, case["expect"].get("results")) {
+            (Ok(ts), Some(results)) => {
+                for (t, r) in ts.iter().zip(results.as_array().unwrap()) {
+                    assert_eq!(
+                        t.dtype(),
+                        support::dtype_of(r["dtype"].as_str().unwrap()),
+                        "{name}"
+                    );
+                    let sizes: Vec<i64> = r["sizes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_i64().unwrap())
+                        .collect();
+                    assert_eq!(t.sizes().as_slice(), sizes.as_slice(), "{name}");
+                    assert!(t.is_meta(), "{name}");
+                }
+            }
+            (Err(e), Some(_)) => panic!("{name}: unexpected error on Meta: {e}"),
+            (_, None) => {}
+        }
+    }
+}
+
+/// Training-mode dropout: every element is either dropped (0, mask false) or scaled by
+/// `1 / (1 - p)` (mask true), and about `1 - p` of them are kept.
+#[test]
+fn dropout_masks_and_scales() {
+    let n = 20_000usize;
+    let x = Tensor::from_vec(
+        (0..n).map(|i| (i % 17) as f32 + 1.0).collect::<Vec<_>>(),
+        &[n as i64],
+    )
+    .unwrap();
+    for dtype in [
+        switchyard_core::ScalarType::Float,
+        switchyard_core::ScalarType::Double,
+    ] {
+        let x = op::_to_copy::call(&x, Some(dtype), None, None, None, false, None).unwrap();
+        let (out, mask) = op::native_dropout::call(&x, 0.3, Some(true)).unwrap();
+        assert_eq!(out.dtype(), dtype);
+        assert_eq!(mask.dtype(), switchyard_core::ScalarType::Bool);
+        let (xv, ov, mv) = (
+            x.to_f64_vec().unwrap(),
+            out.to_f64_vec().unwrap(),
+            mask.to_f64_vec().unwrap(),
+        );
+        let kept = mv.iter().filter(|m| **m != 0.0).count() as f64 / n as f64;
+        assert!((kept - 0.7).abs() < 0.02, "kept fraction {kept}");
+        for ((x, o), m) in xv.iter().zip(&ov).zip(&mv) {
+            let want = if *m != 0.0 { x / 0.7 } else { 0.0 };
+            assert!((o - want).abs() <= 1e-6 * want.abs(), "{o} vs {want}");
+        }
+        let y = op::dropout::call(&x, 0.3, true).unwrap();
+        let zeros = y
+            .to_f64_vec()
+            .unwrap()
+            .iter()
+            .filter(|v| **v == 0.0)
+            .count() as f64
+            / n as f64;
+        assert!((zeros - 0.3).abs() < 0.02);
+    }
+    // dropout_ writes into self; eval mode leaves it alone.
+    let t = x.clone();
+    let before = t.to_f64_vec().unwrap();
+    op::dropout_::call(&t, 0.5, false).unwrap();
+    assert_eq!(t.to_f64_vec().unwrap(), before);
+    op::dropout_::call(&t, 0.5, true).unwrap();
+    let after = t.to_f64_vec().unwrap();
+    assert!(
+        after
+            .iter()
+            .zip(&before)
+            .all(|(a, b)| *a == 0.0 || *a == b * 2.0)
+    );
+    assert!(after.iter().any(|a| *a == 0.0));
+    // Eval-mode dropout returns its input itself.
+    let same = op::dropout::call(&x, 0.5, false).unwrap();
+    assert!(same.is_alias_of(&x));
 }

@@ -111,6 +111,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_CPU_max_pool2d_with_indices).debug("wrapper_CPU_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_CPU_linalg_vector_norm).debug("wrapper_CPU_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_CPU_linalg_vector_norm_out).debug("wrapper_CPU_linalg_vector_norm_out"))?;
+    lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_CPU_dot).debug("wrapper_CPU_dot"))?;
+    lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CPU_native_layer_norm).debug("wrapper_CPU_native_layer_norm"))?;
+    lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_CPU_native_dropout).debug("wrapper_CPU_native_dropout"))?;
     lib.leak();
     Ok(())
 }
@@ -1056,5 +1059,20 @@ fn wrapper_CPU_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, kee
         switchyard_ops::structured::copy_back(out, p)?;
     }
     Ok(out.clone())
+}
+
+/// `dot(Tensor self, Tensor tensor) -> Tensor`
+fn wrapper_CPU_dot(_ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::dot(self_, tensor)
+}
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_CPU_native_layer_norm(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::layer_norm_cpu(input, normalized_shape, weight, bias, eps)
+}
+
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+fn wrapper_CPU_native_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
+    crate::native::native_dropout_cpu(input, p, train)
 }
 

@@ -12,7 +12,7 @@ use crate::num::{Num, dispatch_compute};
 use rayon::prelude::*;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::half::{bf16, f16};
-use switchyard_core::shape::{DimVec, fmt_dims};
+use switchyard_core::shape::DimVec;
 use switchyard_core::{
     Access, Error, Result, ScalarType, Tensor, dispatch_dtype, torch_check, torch_check_index,
     with_tensors,
@@ -715,4 +715,62 @@ fn lane_sum<A: Real>(mut acc: [A; LANES]) -> A {
         }
     }
     acc[0]
+}
+
+// ---------------------------------------------------------------------------------------
+// dropout
+// ---------------------------------------------------------------------------------------
+
+/// `native_dropout(input, p, train)` on CPU (PyTorch's `native_dropout_cpu`): when training
+/// (`train` true or absent), a `Bool` mask kept with probability `1 - p` drawn from the
+/// default CPU generator and `input * mask / (1 - p)`; otherwise a copy and an all-true mask.
+/// An empty input is returned as is, with an uninitialised mask of its dtype.
+pub fn native_dropout_cpu(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    let (sizes, dtype, device) = (input.sizes(), input.dtype(), input.device());
+    if input.numel() == 0 {
+        return Ok((input.clone(), Tensor::allocate(&sizes, dtype, device)?));
+    }
+    if !train.unwrap_or(true) {
+        let mask = Tensor::allocate(&sizes, ScalarType::Bool, device)?;
+        loops::map::<bool, bool, 0>(&mask, [], |[]| true)?;
+        let out = Tensor::allocate(&sizes, dtype, device)?;
+        dispatch_dtype!(dtype, T => loops::map::<T, T, 1>(&out, [input], |[x]| x))?;
+        return Ok((out, mask));
+    }
+    let keep = 1.0 - p;
+    torch_check!(
+        (0.0..=1.0).contains(&keep),
+        "bernoulli_ expects p to be in [0, 1], but got p={keep}"
+    );
+    let mask = bernoulli_mask(input.numel(), keep, &sizes)?;
+    torch_check!(
+        dtype.is_floating_point(),
+        "result type Float can't be cast to the desired output type {dtype}"
+    );
+    // PyTorch: `input.mul(mask).mul_(scale)`, scale 0 when every element is dropped.
+    let scale = if keep == 0.0 { 0.0 } else { 1.0 / keep };
+    let out = Tensor::allocate(&sizes, dtype, device)?;
+    if dtype == ScalarType::Double {
+        loops::map::<f64, f64, 2>(&out, [input, &mask], |[x, m]| x * m * scale)?;
+    } else {
+        let scale = scale as f32;
+        // f16/bf16: PyTorch rounds `x * m` (exact: m is 0 or 1) and the scaled product once.
+        loops::map::<f32, f32, 2>(&out, [input, &mask], |[x, m]| x * m * scale)?;
+    }
+    Ok((out, mask))
+}
+
+/// A `Bool` tensor of `sizes` whose elements are true with probability `keep`, drawn from the
+/// default CPU generator (53-bit uniform doubles).
+fn bernoulli_mask(numel: i64, keep: f64, sizes: &[i64]) -> Result<Tensor> {
+    let numel =
+        usize::try_from(numel).map_err(|_| Error::runtime("internal error: negative numel"))?;
+    let generator = switchyard_core::generator::default_generator(switchyard_core::Device::CPU)?;
+    let values: Vec<bool> = {
+        let mut state = generator.lock();
+        (0..numel)
+            .map(|_| ((state.random64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < keep)
+            .collect()
+    };
+    Tensor::from_vec(values, sizes)
 }

@@ -1617,6 +1617,188 @@ pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     op::alias_copy::call(self_)
 }
 
+/// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
+#[inline]
+pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    op::dot::call(self_, tensor)
+}
+
+/// `aten::dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn dot_out(self_: &Tensor, tensor: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::dot_out::call(self_, tensor, out)
+}
+
+/// `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn linear(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    op::linear::call(input, weight, None)
+}
+
+/// `aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn linear_with(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    op::linear::call(input, weight, bias)
+}
+
+/// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn linear_out(input: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::linear_out::call(input, weight, None, out)
+}
+
+/// `aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn linear_out_with(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    op::linear_out::call(input, weight, bias, out)
+}
+
+/// `aten::matmul(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn matmul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::matmul::call(self_, other)
+}
+
+/// `aten::matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn matmul_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::matmul_out::call(self_, other, out)
+}
+
+/// `aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    op::native_layer_norm::call(input, normalized_shape, weight, bias, eps)
+}
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn layer_norm(input: &Tensor, normalized_shape: &[i64]) -> Result<Tensor> {
+    op::layer_norm::call(input, normalized_shape, None, None, 1e-05, true)
+}
+
+/// `aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn layer_norm_with(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, cudnn_enable: bool) -> Result<Tensor> {
+    op::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
+
+/// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn max_pool2d(self_: &Tensor, kernel_size: &[i64]) -> Result<Tensor> {
+    op::max_pool2d::call(self_, kernel_size, &[], &[0, 0], &[1, 1], false)
+}
+
+/// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn max_pool2d_with(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor> {
+    op::max_pool2d::call(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn nll_loss_out(self_: &Tensor, target: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::nll_loss_out::call(self_, target, None, 1, -100, out)
+}
+
+/// `aten::nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn nll_loss_out_with(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64, out: &Tensor) -> Result<Tensor> {
+    op::nll_loss_out::call(self_, target, weight, reduction, ignore_index, out)
+}
+
+/// `aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn nll_loss_nd(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    op::nll_loss_nd::call(self_, target, None, 1, -100)
+}
+
+/// `aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn nll_loss_nd_with(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<Tensor> {
+    op::nll_loss_nd::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn nll_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    op::nll_loss::call(self_, target, None, 1, -100)
+}
+
+/// `aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn nll_loss_with(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<Tensor> {
+    op::nll_loss::call(self_, target, weight, reduction, ignore_index)
+}
+
+/// `aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+#[inline]
+pub fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    op::native_dropout::call(input, p, train)
+}
+
+/// `aten::dropout(Tensor input, float p, bool train) -> Tensor`
+#[inline]
+pub fn dropout(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    op::dropout::call(input, p, train)
+}
+
+/// `aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+#[inline]
+pub fn dropout_(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    op::dropout_::call(self_, p, train)
+}
+
+/// `aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+#[inline]
+pub fn convolution(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64) -> Result<Tensor> {
+    op::convolution::call(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+}
+
+/// `aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn conv2d(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    op::conv2d::call(input, weight, None, &[1, 1], &[0, 0], &[1, 1], 1)
+}
+
+/// `aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn conv2d_with(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> Result<Tensor> {
+    op::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -2029,5 +2211,23 @@ pub fn unfold_copy_out(self_: &Tensor, dimension: i64, size: i64, step: i64, out
 #[inline]
 pub fn alias_copy_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::alias_copy_out::call(self_, out)
+}
+
+/// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_layer_norm_out(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, out0: &Tensor, out1: &Tensor, out2: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    op::native_layer_norm_out::call(input, normalized_shape, weight, bias, eps, out0, out1, out2)
+}
+
+/// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+#[inline]
+pub fn native_dropout_out(input: &Tensor, p: f64, train: Option<bool>, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::native_dropout_out::call(input, p, train, out0, out1)
+}
+
+/// `aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn convolution_out(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64, out: &Tensor) -> Result<Tensor> {
+    op::convolution_out::call(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)
 }
 

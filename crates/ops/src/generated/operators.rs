@@ -6024,6 +6024,589 @@ impl alias_copy {
     }
 }
 
+/// `aten::dot`: `dot(Tensor self, Tensor tensor) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct dot;
+
+impl OpSignature for dot {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl dot {
+    /// `aten::dot`.
+    pub const NAME: &'static str = "aten::dot";
+    /// The schema.
+    pub const SCHEMA: &'static str = "dot(Tensor self, Tensor tensor) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<dot>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, tensor))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, tensor))
+    }
+}
+
+/// `aten::dot.out`: `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct dot_out;
+
+impl OpSignature for dot_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl dot_out {
+    /// `aten::dot.out`.
+    pub const NAME: &'static str = "aten::dot.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<dot_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, tensor: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, tensor, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, tensor: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, tensor, out))
+    }
+}
+
+/// `aten::linear`: `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct linear;
+
+impl OpSignature for linear {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>);
+    type Output = Tensor;
+}
+
+impl linear {
+    /// `aten::linear`.
+    pub const NAME: &'static str = "aten::linear";
+    /// The schema.
+    pub const SCHEMA: &'static str = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<linear>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias))
+    }
+}
+
+/// `aten::linear.out`: `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct linear_out;
+
+impl OpSignature for linear_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl linear_out {
+    /// `aten::linear.out`.
+    pub const NAME: &'static str = "aten::linear.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<linear_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, out))
+    }
+}
+
+/// `aten::matmul`: `matmul(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct matmul;
+
+impl OpSignature for matmul {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl matmul {
+    /// `aten::matmul`.
+    pub const NAME: &'static str = "aten::matmul";
+    /// The schema.
+    pub const SCHEMA: &'static str = "matmul(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<matmul>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::matmul.out`: `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct matmul_out;
+
+impl OpSignature for matmul_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl matmul_out {
+    /// `aten::matmul.out`.
+    pub const NAME: &'static str = "aten::matmul.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<matmul_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::native_layer_norm`: `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct native_layer_norm;
+
+impl OpSignature for native_layer_norm {
+    type Args<'a> = (&'a Tensor, &'a [i64], Option<&'a Tensor>, Option<&'a Tensor>, f64);
+    type Output = (Tensor, Tensor, Tensor);
+}
+
+impl native_layer_norm {
+    /// `aten::native_layer_norm`.
+    pub const NAME: &'static str = "aten::native_layer_norm";
+    /// The schema.
+    pub const SCHEMA: &'static str = "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<native_layer_norm>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, normalized_shape, weight, bias, eps))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, normalized_shape, weight, bias, eps))
+    }
+}
+
+/// `aten::layer_norm`: `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct layer_norm;
+
+impl OpSignature for layer_norm {
+    type Args<'a> = (&'a Tensor, &'a [i64], Option<&'a Tensor>, Option<&'a Tensor>, f64, bool);
+    type Output = Tensor;
+}
+
+impl layer_norm {
+    /// `aten::layer_norm`.
+    pub const NAME: &'static str = "aten::layer_norm";
+    /// The schema.
+    pub const SCHEMA: &'static str = "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<layer_norm>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, cudnn_enable: bool) -> Result<Tensor> {
+        Self::handle()?.call((input, normalized_shape, weight, bias, eps, cudnn_enable))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, cudnn_enable: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, normalized_shape, weight, bias, eps, cudnn_enable))
+    }
+}
+
+/// `aten::max_pool2d`: `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct max_pool2d;
+
+impl OpSignature for max_pool2d {
+    type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], &'a [i64], &'a [i64], bool);
+    type Output = Tensor;
+}
+
+impl max_pool2d {
+    /// `aten::max_pool2d`.
+    pub const NAME: &'static str = "aten::max_pool2d";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max_pool2d>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, kernel_size, stride, padding, dilation, ceil_mode))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, kernel_size, stride, padding, dilation, ceil_mode))
+    }
+}
+
+/// `aten::nll_loss.out`: `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct nll_loss_out;
+
+impl OpSignature for nll_loss_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, i64, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl nll_loss_out {
+    /// `aten::nll_loss.out`.
+    pub const NAME: &'static str = "aten::nll_loss.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nll_loss_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, target, weight, reduction, ignore_index, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, target, weight, reduction, ignore_index, out))
+    }
+}
+
+/// `aten::nll_loss_nd`: `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct nll_loss_nd;
+
+impl OpSignature for nll_loss_nd {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, i64, i64);
+    type Output = Tensor;
+}
+
+impl nll_loss_nd {
+    /// `aten::nll_loss_nd`.
+    pub const NAME: &'static str = "aten::nll_loss_nd";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nll_loss_nd>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<Tensor> {
+        Self::handle()?.call((self_, target, weight, reduction, ignore_index))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::nll_loss`: `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct nll_loss;
+
+impl OpSignature for nll_loss {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, i64, i64);
+    type Output = Tensor;
+}
+
+impl nll_loss {
+    /// `aten::nll_loss`.
+    pub const NAME: &'static str = "aten::nll_loss";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nll_loss>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<Tensor> {
+        Self::handle()?.call((self_, target, weight, reduction, ignore_index))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, target, weight, reduction, ignore_index))
+    }
+}
+
+/// `aten::native_dropout`: `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct native_dropout;
+
+impl OpSignature for native_dropout {
+    type Args<'a> = (&'a Tensor, f64, Option<bool>);
+    type Output = (Tensor, Tensor);
+}
+
+impl native_dropout {
+    /// `aten::native_dropout`.
+    pub const NAME: &'static str = "aten::native_dropout";
+    /// The schema.
+    pub const SCHEMA: &'static str = "native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<native_dropout>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((input, p, train))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, p, train))
+    }
+}
+
+/// `aten::dropout`: `dropout(Tensor input, float p, bool train) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct dropout;
+
+impl OpSignature for dropout {
+    type Args<'a> = (&'a Tensor, f64, bool);
+    type Output = Tensor;
+}
+
+impl dropout {
+    /// `aten::dropout`.
+    pub const NAME: &'static str = "aten::dropout";
+    /// The schema.
+    pub const SCHEMA: &'static str = "dropout(Tensor input, float p, bool train) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<dropout>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::handle()?.call((input, p, train))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, p, train))
+    }
+}
+
+/// `aten::dropout_`: `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct dropout_;
+
+impl OpSignature for dropout_ {
+    type Args<'a> = (&'a Tensor, f64, bool);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl dropout_ {
+    /// `aten::dropout_`.
+    pub const NAME: &'static str = "aten::dropout_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<dropout_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, train))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, train))
+    }
+}
+
+/// `aten::convolution`: `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct convolution;
+
+impl OpSignature for convolution {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, &'a [i64], &'a [i64], &'a [i64], bool, &'a [i64], i64);
+    type Output = Tensor;
+}
+
+impl convolution {
+    /// `aten::convolution`.
+    pub const NAME: &'static str = "aten::convolution";
+    /// The schema.
+    pub const SCHEMA: &'static str = "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<convolution>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
+    }
+}
+
+/// `aten::conv2d`: `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct conv2d;
+
+impl OpSignature for conv2d {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, &'a [i64], &'a [i64], &'a [i64], i64);
+    type Output = Tensor;
+}
+
+impl conv2d {
+    /// `aten::conv2d`.
+    pub const NAME: &'static str = "aten::conv2d";
+    /// The schema.
+    pub const SCHEMA: &'static str = "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<conv2d>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias, stride, padding, dilation, groups))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, stride, padding, dilation, groups))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;
@@ -7382,6 +7965,111 @@ impl alias_copy_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::native_layer_norm.out`: `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[allow(non_camel_case_types)]
+pub struct native_layer_norm_out;
+
+impl OpSignature for native_layer_norm_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], Option<&'a Tensor>, Option<&'a Tensor>, f64, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(3);
+}
+
+impl native_layer_norm_out {
+    /// `aten::native_layer_norm.out`.
+    pub const NAME: &'static str = "aten::native_layer_norm.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<native_layer_norm_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, out0: &Tensor, out1: &Tensor, out2: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, normalized_shape, weight, bias, eps, out0, out1, out2))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, out0: &Tensor, out1: &Tensor, out2: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, normalized_shape, weight, bias, eps, out0, out1, out2))
+    }
+}
+
+/// `aten::native_dropout.out`: `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+#[allow(non_camel_case_types)]
+pub struct native_dropout_out;
+
+impl OpSignature for native_dropout_out {
+    type Args<'a> = (&'a Tensor, f64, Option<bool>, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl native_dropout_out {
+    /// `aten::native_dropout.out`.
+    pub const NAME: &'static str = "aten::native_dropout.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<native_dropout_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, p: f64, train: Option<bool>, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((input, p, train, out0, out1))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, p: f64, train: Option<bool>, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, p, train, out0, out1))
+    }
+}
+
+/// `aten::convolution.out`: `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct convolution_out;
+
+impl OpSignature for convolution_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, &'a [i64], &'a [i64], &'a [i64], bool, &'a [i64], i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl convolution_out {
+    /// `aten::convolution.out`.
+    pub const NAME: &'static str = "aten::convolution.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<convolution_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out))
     }
 }
 

@@ -192,6 +192,23 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor")?;
     defs.def("unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor")?;
     defs.def("alias_copy(Tensor self) -> Tensor")?;
+    defs.def("dot(Tensor self, Tensor tensor) -> Tensor")?;
+    defs.def("dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")?;
+    defs.def("linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("matmul(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")?;
+    defs.def("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")?;
+    defs.def("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor")?;
+    defs.def("nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor")?;
+    defs.def("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor")?;
+    defs.def("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")?;
+    defs.def("dropout(Tensor input, float p, bool train) -> Tensor")?;
+    defs.def("dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")?;
+    defs.def("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor")?;
+    defs.def("conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -231,6 +248,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
+    defs.def("native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
+    defs.def("convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -303,6 +323,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(wrapper_ADInplaceOrView_unbind_copy_int_out).debug("wrapper_ADInplaceOrView_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(wrapper_ADInplaceOrView_split_copy_Tensor_out).debug("wrapper_ADInplaceOrView_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(wrapper_ADInplaceOrView_split_with_sizes_copy_out).debug("wrapper_ADInplaceOrView_split_with_sizes_copy_out"))?;
+    lib.impl_("dot.out", Kernel::typed::<op::dot_out>(wrapper_ADInplaceOrView_dot_out).debug("wrapper_ADInplaceOrView_dot_out"))?;
+    lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_ADInplaceOrView_linear_out).debug("wrapper_ADInplaceOrView_linear_out"))?;
+    lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_ADInplaceOrView_matmul_out).debug("wrapper_ADInplaceOrView_matmul_out"))?;
+    lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(wrapper_ADInplaceOrView_nll_loss_out).debug("wrapper_ADInplaceOrView_nll_loss_out"))?;
+    lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_ADInplaceOrView_dropout_).debug("wrapper_ADInplaceOrView_dropout_"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -338,6 +363,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_ADInplaceOrView_view_copy_dtype_out).debug("wrapper_ADInplaceOrView_view_copy_dtype_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_ADInplaceOrView_unfold_copy_out).debug("wrapper_ADInplaceOrView_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_ADInplaceOrView_alias_copy_out).debug("wrapper_ADInplaceOrView_alias_copy_out"))?;
+    lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_ADInplaceOrView_native_layer_norm_out).debug("wrapper_ADInplaceOrView_native_layer_norm_out"))?;
+    lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_ADInplaceOrView_native_dropout_out).debug("wrapper_ADInplaceOrView_native_dropout_out"))?;
+    lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_ADInplaceOrView_convolution_out).debug("wrapper_ADInplaceOrView_convolution_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -451,6 +479,17 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("to.device", Kernel::typed::<op::to_device>(wrapper_CompositeImplicitAutograd_to_device).debug("wrapper_CompositeImplicitAutograd_to_device"))?;
     lib.impl_("to.dtype", Kernel::typed::<op::to_dtype>(wrapper_CompositeImplicitAutograd_to_dtype).debug("wrapper_CompositeImplicitAutograd_to_dtype"))?;
     lib.impl_("to.other", Kernel::typed::<op::to_other>(wrapper_CompositeImplicitAutograd_to_other).debug("wrapper_CompositeImplicitAutograd_to_other"))?;
+    lib.impl_("linear", Kernel::typed::<op::linear>(wrapper_CompositeImplicitAutograd_linear).debug("wrapper_CompositeImplicitAutograd_linear"))?;
+    lib.impl_("matmul", Kernel::typed::<op::matmul>(wrapper_CompositeImplicitAutograd_matmul).debug("wrapper_CompositeImplicitAutograd_matmul"))?;
+    lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_CompositeImplicitAutograd_matmul_out).debug("wrapper_CompositeImplicitAutograd_matmul_out"))?;
+    lib.impl_("layer_norm", Kernel::typed::<op::layer_norm>(wrapper_CompositeImplicitAutograd_layer_norm).debug("wrapper_CompositeImplicitAutograd_layer_norm"))?;
+    lib.impl_("max_pool2d", Kernel::typed::<op::max_pool2d>(wrapper_CompositeImplicitAutograd_max_pool2d).debug("wrapper_CompositeImplicitAutograd_max_pool2d"))?;
+    lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(wrapper_CompositeImplicitAutograd_nll_loss_out).debug("wrapper_CompositeImplicitAutograd_nll_loss_out"))?;
+    lib.impl_("nll_loss_nd", Kernel::typed::<op::nll_loss_nd>(wrapper_CompositeImplicitAutograd_nll_loss_nd).debug("wrapper_CompositeImplicitAutograd_nll_loss_nd"))?;
+    lib.impl_("nll_loss", Kernel::typed::<op::nll_loss>(wrapper_CompositeImplicitAutograd_nll_loss).debug("wrapper_CompositeImplicitAutograd_nll_loss"))?;
+    lib.impl_("dropout", Kernel::typed::<op::dropout>(wrapper_CompositeImplicitAutograd_dropout).debug("wrapper_CompositeImplicitAutograd_dropout"))?;
+    lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_CompositeImplicitAutograd_dropout_).debug("wrapper_CompositeImplicitAutograd_dropout_"))?;
+    lib.impl_("conv2d", Kernel::typed::<op::conv2d>(wrapper_CompositeImplicitAutograd_conv2d).debug("wrapper_CompositeImplicitAutograd_conv2d"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -486,6 +525,10 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(wrapper_CompositeExplicitAutograd_unbind_copy_int_out).debug("wrapper_CompositeExplicitAutograd_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(wrapper_CompositeExplicitAutograd_split_copy_Tensor_out).debug("wrapper_CompositeExplicitAutograd_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out).debug("wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out"))?;
+    lib.impl_("dot.out", Kernel::typed::<op::dot_out>(wrapper_CompositeExplicitAutograd_dot_out).debug("wrapper_CompositeExplicitAutograd_dot_out"))?;
+    lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_CompositeExplicitAutograd_linear_out).debug("wrapper_CompositeExplicitAutograd_linear_out"))?;
+    lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CompositeExplicitAutograd_native_layer_norm).debug("wrapper_CompositeExplicitAutograd_native_layer_norm"))?;
+    lib.impl_("convolution", Kernel::typed::<op::convolution>(wrapper_CompositeExplicitAutograd_convolution).debug("wrapper_CompositeExplicitAutograd_convolution"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -525,6 +568,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_CompositeExplicitAutograd_view_copy_dtype_out).debug("wrapper_CompositeExplicitAutograd_view_copy_dtype_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_CompositeExplicitAutograd_unfold_copy_out).debug("wrapper_CompositeExplicitAutograd_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_CompositeExplicitAutograd_alias_copy_out).debug("wrapper_CompositeExplicitAutograd_alias_copy_out"))?;
+    lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_CompositeExplicitAutograd_native_layer_norm_out).debug("wrapper_CompositeExplicitAutograd_native_layer_norm_out"))?;
+    lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_CompositeExplicitAutograd_native_dropout_out).debug("wrapper_CompositeExplicitAutograd_native_dropout_out"))?;
+    lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_CompositeExplicitAutograd_convolution_out).debug("wrapper_CompositeExplicitAutograd_convolution_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -2135,6 +2181,116 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_alias_copy(_ks: DispatchKeySet
     crate::runtime::clone_contiguous(&crate::op::alias::call(self_)?)
 }
 
+/// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_dot_out(_ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::dot_out(self_, tensor, out)
+}
+
+/// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_dot_out(ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::dot_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, tensor, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_linear(_ks: DispatchKeySet, (input, weight, bias): (&Tensor, &Tensor, Option<&Tensor>)) -> Result<Tensor> {
+    crate::native::linear(input, weight, bias)
+}
+
+/// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_linear_out(_ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    crate::native::linear_out(input, weight, bias, out)
+}
+
+/// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_linear_out(ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::linear_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `matmul(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_matmul(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::matmul(self_, other)
+}
+
+/// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_matmul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::matmul_out(self_, other, out)
+}
+
+/// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_matmul_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::matmul_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_CompositeExplicitAutograd_native_layer_norm(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::math_native_layer_norm(input, normalized_shape, weight, bias, eps)
+}
+
+/// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_layer_norm(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, cudnn_enable): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, bool)) -> Result<Tensor> {
+    crate::native::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
+
+/// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_max_pool2d(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<Tensor> {
+    crate::native::max_pool2d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_nll_loss_out(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::nll_loss_out(self_, target, weight, reduction, ignore_index, out)
+}
+
+/// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_nll_loss_out(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::nll_loss_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, weight, reduction, ignore_index, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_nll_loss_nd(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<Tensor> {
+    crate::native::nll_loss_nd(self_, target, weight, reduction, ignore_index)
+}
+
+/// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_nll_loss(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<Tensor> {
+    crate::native::nll_loss(self_, target, weight, reduction, ignore_index)
+}
+
+/// `dropout(Tensor input, float p, bool train) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
+    crate::native::dropout(input, p, train)
+}
+
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_dropout_(_ks: DispatchKeySet, (self_, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
+    crate::native::dropout_(self_, p, train)
+}
+
+/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_dropout_(ks: DispatchKeySet, (self_, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
+    let result = crate::op::dropout_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, train)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_convolution(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64)) -> Result<Tensor> {
+    crate::native::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+}
+
+/// `conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_conv2d(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, groups): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], i64)) -> Result<Tensor> {
+    crate::native::conv2d(input, weight, bias, stride, padding, dilation, groups)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -2649,6 +2805,54 @@ fn wrapper_CompositeExplicitAutograd_alias_copy_out(_ks: DispatchKeySet, (self_,
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_alias_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::alias_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_CompositeExplicitAutograd_native_layer_norm_out(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let (r0, r1, r2) = crate::op::native_layer_norm::call(input, normalized_shape, weight, bias, eps)?;
+    crate::runtime::copy_to_out(out0, &r0)?;
+    crate::runtime::copy_to_out(out1, &r1)?;
+    crate::runtime::copy_to_out(out2, &r2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
+/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_ADInplaceOrView_native_layer_norm_out(ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let result = crate::op::native_layer_norm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, normalized_shape, weight, bias, eps, out0, out1, out2)?;
+    out0.bump_version();
+    out1.bump_version();
+    out2.bump_version();
+    Ok(result)
+}
+
+/// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+fn wrapper_CompositeExplicitAutograd_native_dropout_out(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (r0, r1) = crate::op::native_dropout::call(input, p, train)?;
+    crate::runtime::copy_to_out(out0, &r0)?;
+    crate::runtime::copy_to_out(out1, &r1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+fn wrapper_ADInplaceOrView_native_dropout_out(ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::native_dropout_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, p, train, out0, out1)?;
+    out0.bump_version();
+    out1.bump_version();
+    Ok(result)
+}
+
+/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_convolution_out(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::convolution::call(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_convolution_out(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::convolution_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)?;
     out.bump_version();
     Ok(result)
 }

@@ -301,6 +301,10 @@ pub trait TensorOps {
     fn unfold(&self, dimension: i64, size: i64, step: i64) -> Result<Tensor>;
     /// `aten::alias(Tensor(a) self) -> Tensor(a)`
     fn alias(&self) -> Result<Tensor>;
+    /// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
+    fn dot(&self, tensor: &Tensor) -> Result<Tensor>;
+    /// `aten::matmul(Tensor self, Tensor other) -> Tensor`
+    fn matmul(&self, other: &Tensor) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -883,5 +887,13 @@ impl TensorOps for Tensor {
     #[inline]
     fn alias(&self) -> Result<Tensor> {
         op::alias::call(self)
+    }
+    #[inline]
+    fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
+        op::dot::call(self, tensor)
+    }
+    #[inline]
+    fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        op::matmul::call(self, other)
     }
 }

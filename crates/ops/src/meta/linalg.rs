@@ -11,7 +11,7 @@ use switchyard_core::{Result, ScalarType, Tensor, torch_check};
 
 /// The name PyTorch's `caffe2::TypeMeta` prints for a dtype (`float`, `long int`, `c10::Half`),
 /// which some linalg messages use instead of the `ScalarType` name.
-fn type_meta_name(t: ScalarType) -> &'static str {
+pub(crate) fn type_meta_name(t: ScalarType) -> &'static str {
     match t {
         ScalarType::Byte => "unsigned char",
         ScalarType::Char => "signed char",
