@@ -147,6 +147,8 @@ pub(crate) trait Arith: Num {
 
 macro_rules! int_arith {
     ($signed:expr; $($t:ty),*) => {$(
+        // `x < 0` is always false for `u8`; the signed and unsigned types share this code.
+        #[allow(unused_comparisons)]
         impl Arith for $t {
             #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
             #[inline(always)]
@@ -155,7 +157,6 @@ macro_rules! int_arith {
             }
             #[inline(always)]
             fn sign(self) -> Self {
-                #[allow(unused_comparisons)]
                 let neg = self < 0;
                 if neg { (0 as $t).wrapping_sub(1) } else if self > 0 { 1 } else { 0 }
             }
@@ -168,7 +169,6 @@ macro_rules! int_arith {
                 }
                 let q = self.wrapping_div(o);
                 let r = self.wrapping_rem(o);
-                #[allow(unused_comparisons)]
                 let signs_differ = (self < 0) != (o < 0);
                 if signs_differ && r != 0 { q.wrapping_sub(1) } else { q }
             }
@@ -178,7 +178,6 @@ macro_rules! int_arith {
                     return 0;
                 }
                 let r = self.wrapping_rem(o);
-                #[allow(unused_comparisons)]
                 let fix = r != 0 && ((r < 0) != (o < 0));
                 if fix { r.wrapping_add(o) } else { r }
             }
@@ -186,7 +185,6 @@ macro_rules! int_arith {
             fn rem_trunc(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_rem(o) } }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
-                #[allow(unused_comparisons)]
                 if o < 0 {
                     // PyTorch's powi for negative exponents: only ±1 survive.
                     return if self == 1 {
@@ -395,22 +393,25 @@ mod tests {
 
     #[test]
     fn integer_division_rounds_like_python() {
-        assert_eq!(7i32.div_floor(-2), -4);
-        assert_eq!((-7i32).div_floor(2), -4);
-        assert_eq!((-7i32).div_trunc(2), -3);
-        assert_eq!((-7i32).rem_floor(3), 2);
-        assert_eq!(7i32.rem_floor(-3), -2);
-        assert_eq!((-7i32).rem_trunc(3), -1);
-        assert_eq!(i64::MIN.div_trunc(-1), i64::MIN);
+        assert_eq!(Arith::div_floor(7i32, -2), -4);
+        assert_eq!(Arith::div_floor(-7i32, 2), -4);
+        assert_eq!(Arith::div_trunc(-7i32, 2), -3);
+        assert_eq!(Arith::rem_floor(-7i32, 3), 2);
+        assert_eq!(Arith::rem_floor(7i32, -3), -2);
+        assert_eq!(Arith::rem_trunc(-7i32, 3), -1);
+        assert_eq!(Arith::div_trunc(i64::MIN, -1), i64::MIN);
     }
 
     #[test]
     fn float_division_rounds_like_python() {
-        assert_eq!(7.5f64.div_floor(-2.0), -4.0);
-        assert_eq!((-0.0f64).div_floor(3.0).to_bits(), (-0.0f64).to_bits());
-        assert_eq!(5.0f32.rem_floor(-3.0), -1.0);
-        assert!(1.0f32.rem_floor(0.0).is_nan());
-        assert_eq!(1.0f32.div_floor(0.0), f32::INFINITY);
+        assert_eq!(Arith::div_floor(7.5f64, -2.0), -4.0);
+        assert_eq!(
+            Arith::div_floor(-0.0f64, 3.0).to_bits(),
+            (-0.0f64).to_bits()
+        );
+        assert_eq!(Arith::rem_floor(5.0f32, -3.0), -1.0);
+        assert!(Arith::rem_floor(1.0f32, 0.0).is_nan());
+        assert_eq!(Arith::div_floor(1.0f32, 0.0), f32::INFINITY);
     }
 
     #[test]
@@ -420,12 +421,14 @@ mod tests {
         assert_eq!(Arith::pow(-1i32, -2), 1);
         assert_eq!(Arith::pow(2i32, -1), 0);
         assert_eq!(Arith::pow(200u8, 2), 64);
-        assert_eq!(250u8.sign(), 1);
-        assert_eq!((-3i8).sign(), -1);
-        assert!(f32::NAN.sign().is_nan());
-        assert!(f32::NAN.maximum(1.0).is_nan());
-        assert!(1.0f64.minimum(f64::NAN).is_nan());
-        assert!(true.maximum(false));
-        assert_eq!((-128i8).abs(), -128);
+        assert_eq!(Arith::sign(250u8), 1);
+        assert_eq!(Arith::sign(-3i8), -1);
+        assert!(Arith::sign(f32::NAN).is_nan());
+        // Called through the traits: the inherent `i8::abs` panics on overflow in debug
+        // builds, and `f32::maximum` is an unstable inherent method that would shadow ours.
+        assert!(Num::maximum(f32::NAN, 1.0).is_nan());
+        assert!(Num::minimum(1.0f64, f64::NAN).is_nan());
+        assert!(Num::maximum(true, false));
+        assert_eq!(Arith::abs(-128i8), -128);
     }
 }

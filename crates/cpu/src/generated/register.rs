@@ -114,6 +114,109 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_CPU_dot).debug("wrapper_CPU_dot"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CPU_native_layer_norm).debug("wrapper_CPU_native_layer_norm"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_CPU_native_dropout).debug("wrapper_CPU_native_dropout"))?;
+    lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_CPU_add_Tensor).debug("wrapper_CPU_add_Tensor"))?;
+    lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_CPU_add__Tensor).debug("wrapper_CPU_add__Tensor"))?;
+    lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_CPU_add_out).debug("wrapper_CPU_add_out"))?;
+    lib.impl_("div.Tensor", Kernel::typed::<op::div_Tensor>(wrapper_CPU_div_Tensor).debug("wrapper_CPU_div_Tensor"))?;
+    lib.impl_("div_.Tensor", Kernel::typed::<op::div__Tensor>(wrapper_CPU_div__Tensor).debug("wrapper_CPU_div__Tensor"))?;
+    lib.impl_("div.out", Kernel::typed::<op::div_out>(wrapper_CPU_div_out).debug("wrapper_CPU_div_out"))?;
+    lib.impl_("div.Tensor_mode", Kernel::typed::<op::div_Tensor_mode>(wrapper_CPU_div_Tensor_mode).debug("wrapper_CPU_div_Tensor_mode"))?;
+    lib.impl_("div_.Tensor_mode", Kernel::typed::<op::div__Tensor_mode>(wrapper_CPU_div__Tensor_mode).debug("wrapper_CPU_div__Tensor_mode"))?;
+    lib.impl_("div.out_mode", Kernel::typed::<op::div_out_mode>(wrapper_CPU_div_out_mode).debug("wrapper_CPU_div_out_mode"))?;
+    lib.impl_("mul.Tensor", Kernel::typed::<op::mul_Tensor>(wrapper_CPU_mul_Tensor).debug("wrapper_CPU_mul_Tensor"))?;
+    lib.impl_("mul_.Tensor", Kernel::typed::<op::mul__Tensor>(wrapper_CPU_mul__Tensor).debug("wrapper_CPU_mul__Tensor"))?;
+    lib.impl_("mul.out", Kernel::typed::<op::mul_out>(wrapper_CPU_mul_out).debug("wrapper_CPU_mul_out"))?;
+    lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_CPU_sub_out).debug("wrapper_CPU_sub_out"))?;
+    lib.impl_("sub.Tensor", Kernel::typed::<op::sub_Tensor>(wrapper_CPU_sub_Tensor).debug("wrapper_CPU_sub_Tensor"))?;
+    lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_CPU_sub__Tensor).debug("wrapper_CPU_sub__Tensor"))?;
+    lib.impl_("logical_xor.out", Kernel::typed::<op::logical_xor_out>(wrapper_CPU_logical_xor_out).debug("wrapper_CPU_logical_xor_out"))?;
+    lib.impl_("logical_and.out", Kernel::typed::<op::logical_and_out>(wrapper_CPU_logical_and_out).debug("wrapper_CPU_logical_and_out"))?;
+    lib.impl_("logical_or.out", Kernel::typed::<op::logical_or_out>(wrapper_CPU_logical_or_out).debug("wrapper_CPU_logical_or_out"))?;
+    lib.impl_("clamp", Kernel::typed::<op::clamp>(wrapper_CPU_clamp).debug("wrapper_CPU_clamp"))?;
+    lib.impl_("clamp.Tensor", Kernel::typed::<op::clamp_Tensor>(wrapper_CPU_clamp_Tensor).debug("wrapper_CPU_clamp_Tensor"))?;
+    lib.impl_("clamp_", Kernel::typed::<op::clamp_>(wrapper_CPU_clamp_).debug("wrapper_CPU_clamp_"))?;
+    lib.impl_("clamp_.Tensor", Kernel::typed::<op::clamp__Tensor>(wrapper_CPU_clamp__Tensor).debug("wrapper_CPU_clamp__Tensor"))?;
+    lib.impl_("clamp.out", Kernel::typed::<op::clamp_out>(wrapper_CPU_clamp_out).debug("wrapper_CPU_clamp_out"))?;
+    lib.impl_("clamp.Tensor_out", Kernel::typed::<op::clamp_Tensor_out>(wrapper_CPU_clamp_Tensor_out).debug("wrapper_CPU_clamp_Tensor_out"))?;
+    lib.impl_("clamp_max", Kernel::typed::<op::clamp_max>(wrapper_CPU_clamp_max).debug("wrapper_CPU_clamp_max"))?;
+    lib.impl_("clamp_max.Tensor", Kernel::typed::<op::clamp_max_Tensor>(wrapper_CPU_clamp_max_Tensor).debug("wrapper_CPU_clamp_max_Tensor"))?;
+    lib.impl_("clamp_max_", Kernel::typed::<op::clamp_max_>(wrapper_CPU_clamp_max_).debug("wrapper_CPU_clamp_max_"))?;
+    lib.impl_("clamp_max_.Tensor", Kernel::typed::<op::clamp_max__Tensor>(wrapper_CPU_clamp_max__Tensor).debug("wrapper_CPU_clamp_max__Tensor"))?;
+    lib.impl_("clamp_max.out", Kernel::typed::<op::clamp_max_out>(wrapper_CPU_clamp_max_out).debug("wrapper_CPU_clamp_max_out"))?;
+    lib.impl_("clamp_max.Tensor_out", Kernel::typed::<op::clamp_max_Tensor_out>(wrapper_CPU_clamp_max_Tensor_out).debug("wrapper_CPU_clamp_max_Tensor_out"))?;
+    lib.impl_("clamp_min", Kernel::typed::<op::clamp_min>(wrapper_CPU_clamp_min).debug("wrapper_CPU_clamp_min"))?;
+    lib.impl_("clamp_min.Tensor", Kernel::typed::<op::clamp_min_Tensor>(wrapper_CPU_clamp_min_Tensor).debug("wrapper_CPU_clamp_min_Tensor"))?;
+    lib.impl_("clamp_min_", Kernel::typed::<op::clamp_min_>(wrapper_CPU_clamp_min_).debug("wrapper_CPU_clamp_min_"))?;
+    lib.impl_("clamp_min_.Tensor", Kernel::typed::<op::clamp_min__Tensor>(wrapper_CPU_clamp_min__Tensor).debug("wrapper_CPU_clamp_min__Tensor"))?;
+    lib.impl_("clamp_min.out", Kernel::typed::<op::clamp_min_out>(wrapper_CPU_clamp_min_out).debug("wrapper_CPU_clamp_min_out"))?;
+    lib.impl_("clamp_min.Tensor_out", Kernel::typed::<op::clamp_min_Tensor_out>(wrapper_CPU_clamp_min_Tensor_out).debug("wrapper_CPU_clamp_min_Tensor_out"))?;
+    lib.impl_("eq_.Scalar", Kernel::typed::<op::eq__Scalar>(wrapper_CPU_eq__Scalar).debug("wrapper_CPU_eq__Scalar"))?;
+    lib.impl_("eq_.Tensor", Kernel::typed::<op::eq__Tensor>(wrapper_CPU_eq__Tensor).debug("wrapper_CPU_eq__Tensor"))?;
+    lib.impl_("bitwise_and.Tensor_out", Kernel::typed::<op::bitwise_and_Tensor_out>(wrapper_CPU_bitwise_and_Tensor_out).debug("wrapper_CPU_bitwise_and_Tensor_out"))?;
+    lib.impl_("bitwise_and.Tensor", Kernel::typed::<op::bitwise_and_Tensor>(wrapper_CPU_bitwise_and_Tensor).debug("wrapper_CPU_bitwise_and_Tensor"))?;
+    lib.impl_("bitwise_and_.Tensor", Kernel::typed::<op::bitwise_and__Tensor>(wrapper_CPU_bitwise_and__Tensor).debug("wrapper_CPU_bitwise_and__Tensor"))?;
+    lib.impl_("bitwise_or.Tensor_out", Kernel::typed::<op::bitwise_or_Tensor_out>(wrapper_CPU_bitwise_or_Tensor_out).debug("wrapper_CPU_bitwise_or_Tensor_out"))?;
+    lib.impl_("bitwise_or.Tensor", Kernel::typed::<op::bitwise_or_Tensor>(wrapper_CPU_bitwise_or_Tensor).debug("wrapper_CPU_bitwise_or_Tensor"))?;
+    lib.impl_("bitwise_or_.Tensor", Kernel::typed::<op::bitwise_or__Tensor>(wrapper_CPU_bitwise_or__Tensor).debug("wrapper_CPU_bitwise_or__Tensor"))?;
+    lib.impl_("bitwise_xor.Tensor_out", Kernel::typed::<op::bitwise_xor_Tensor_out>(wrapper_CPU_bitwise_xor_Tensor_out).debug("wrapper_CPU_bitwise_xor_Tensor_out"))?;
+    lib.impl_("bitwise_xor.Tensor", Kernel::typed::<op::bitwise_xor_Tensor>(wrapper_CPU_bitwise_xor_Tensor).debug("wrapper_CPU_bitwise_xor_Tensor"))?;
+    lib.impl_("bitwise_xor_.Tensor", Kernel::typed::<op::bitwise_xor__Tensor>(wrapper_CPU_bitwise_xor__Tensor).debug("wrapper_CPU_bitwise_xor__Tensor"))?;
+    lib.impl_("ne.Scalar_out", Kernel::typed::<op::ne_Scalar_out>(wrapper_CPU_ne_Scalar_out).debug("wrapper_CPU_ne_Scalar_out"))?;
+    lib.impl_("ne.Scalar", Kernel::typed::<op::ne_Scalar>(wrapper_CPU_ne_Scalar).debug("wrapper_CPU_ne_Scalar"))?;
+    lib.impl_("ne.Tensor_out", Kernel::typed::<op::ne_Tensor_out>(wrapper_CPU_ne_Tensor_out).debug("wrapper_CPU_ne_Tensor_out"))?;
+    lib.impl_("ne.Tensor", Kernel::typed::<op::ne_Tensor>(wrapper_CPU_ne_Tensor).debug("wrapper_CPU_ne_Tensor"))?;
+    lib.impl_("ne_.Scalar", Kernel::typed::<op::ne__Scalar>(wrapper_CPU_ne__Scalar).debug("wrapper_CPU_ne__Scalar"))?;
+    lib.impl_("ne_.Tensor", Kernel::typed::<op::ne__Tensor>(wrapper_CPU_ne__Tensor).debug("wrapper_CPU_ne__Tensor"))?;
+    lib.impl_("eq.Scalar_out", Kernel::typed::<op::eq_Scalar_out>(wrapper_CPU_eq_Scalar_out).debug("wrapper_CPU_eq_Scalar_out"))?;
+    lib.impl_("eq.Scalar", Kernel::typed::<op::eq_Scalar>(wrapper_CPU_eq_Scalar).debug("wrapper_CPU_eq_Scalar"))?;
+    lib.impl_("eq.Tensor_out", Kernel::typed::<op::eq_Tensor_out>(wrapper_CPU_eq_Tensor_out).debug("wrapper_CPU_eq_Tensor_out"))?;
+    lib.impl_("eq.Tensor", Kernel::typed::<op::eq_Tensor>(wrapper_CPU_eq_Tensor).debug("wrapper_CPU_eq_Tensor"))?;
+    lib.impl_("ge.Scalar_out", Kernel::typed::<op::ge_Scalar_out>(wrapper_CPU_ge_Scalar_out).debug("wrapper_CPU_ge_Scalar_out"))?;
+    lib.impl_("ge.Scalar", Kernel::typed::<op::ge_Scalar>(wrapper_CPU_ge_Scalar).debug("wrapper_CPU_ge_Scalar"))?;
+    lib.impl_("ge.Tensor_out", Kernel::typed::<op::ge_Tensor_out>(wrapper_CPU_ge_Tensor_out).debug("wrapper_CPU_ge_Tensor_out"))?;
+    lib.impl_("ge.Tensor", Kernel::typed::<op::ge_Tensor>(wrapper_CPU_ge_Tensor).debug("wrapper_CPU_ge_Tensor"))?;
+    lib.impl_("ge_.Scalar", Kernel::typed::<op::ge__Scalar>(wrapper_CPU_ge__Scalar).debug("wrapper_CPU_ge__Scalar"))?;
+    lib.impl_("ge_.Tensor", Kernel::typed::<op::ge__Tensor>(wrapper_CPU_ge__Tensor).debug("wrapper_CPU_ge__Tensor"))?;
+    lib.impl_("le.Scalar_out", Kernel::typed::<op::le_Scalar_out>(wrapper_CPU_le_Scalar_out).debug("wrapper_CPU_le_Scalar_out"))?;
+    lib.impl_("le.Scalar", Kernel::typed::<op::le_Scalar>(wrapper_CPU_le_Scalar).debug("wrapper_CPU_le_Scalar"))?;
+    lib.impl_("le.Tensor_out", Kernel::typed::<op::le_Tensor_out>(wrapper_CPU_le_Tensor_out).debug("wrapper_CPU_le_Tensor_out"))?;
+    lib.impl_("le.Tensor", Kernel::typed::<op::le_Tensor>(wrapper_CPU_le_Tensor).debug("wrapper_CPU_le_Tensor"))?;
+    lib.impl_("le_.Scalar", Kernel::typed::<op::le__Scalar>(wrapper_CPU_le__Scalar).debug("wrapper_CPU_le__Scalar"))?;
+    lib.impl_("le_.Tensor", Kernel::typed::<op::le__Tensor>(wrapper_CPU_le__Tensor).debug("wrapper_CPU_le__Tensor"))?;
+    lib.impl_("gt.Scalar_out", Kernel::typed::<op::gt_Scalar_out>(wrapper_CPU_gt_Scalar_out).debug("wrapper_CPU_gt_Scalar_out"))?;
+    lib.impl_("gt.Scalar", Kernel::typed::<op::gt_Scalar>(wrapper_CPU_gt_Scalar).debug("wrapper_CPU_gt_Scalar"))?;
+    lib.impl_("gt.Tensor_out", Kernel::typed::<op::gt_Tensor_out>(wrapper_CPU_gt_Tensor_out).debug("wrapper_CPU_gt_Tensor_out"))?;
+    lib.impl_("gt.Tensor", Kernel::typed::<op::gt_Tensor>(wrapper_CPU_gt_Tensor).debug("wrapper_CPU_gt_Tensor"))?;
+    lib.impl_("gt_.Scalar", Kernel::typed::<op::gt__Scalar>(wrapper_CPU_gt__Scalar).debug("wrapper_CPU_gt__Scalar"))?;
+    lib.impl_("gt_.Tensor", Kernel::typed::<op::gt__Tensor>(wrapper_CPU_gt__Tensor).debug("wrapper_CPU_gt__Tensor"))?;
+    lib.impl_("lt.Scalar_out", Kernel::typed::<op::lt_Scalar_out>(wrapper_CPU_lt_Scalar_out).debug("wrapper_CPU_lt_Scalar_out"))?;
+    lib.impl_("lt.Scalar", Kernel::typed::<op::lt_Scalar>(wrapper_CPU_lt_Scalar).debug("wrapper_CPU_lt_Scalar"))?;
+    lib.impl_("lt.Tensor_out", Kernel::typed::<op::lt_Tensor_out>(wrapper_CPU_lt_Tensor_out).debug("wrapper_CPU_lt_Tensor_out"))?;
+    lib.impl_("lt.Tensor", Kernel::typed::<op::lt_Tensor>(wrapper_CPU_lt_Tensor).debug("wrapper_CPU_lt_Tensor"))?;
+    lib.impl_("lt_.Scalar", Kernel::typed::<op::lt__Scalar>(wrapper_CPU_lt__Scalar).debug("wrapper_CPU_lt__Scalar"))?;
+    lib.impl_("lt_.Tensor", Kernel::typed::<op::lt__Tensor>(wrapper_CPU_lt__Tensor).debug("wrapper_CPU_lt__Tensor"))?;
+    lib.impl_("atan2.out", Kernel::typed::<op::atan2_out>(wrapper_CPU_atan2_out).debug("wrapper_CPU_atan2_out"))?;
+    lib.impl_("atan2_", Kernel::typed::<op::atan2_>(wrapper_CPU_atan2_).debug("wrapper_CPU_atan2_"))?;
+    lib.impl_("atan2", Kernel::typed::<op::atan2>(wrapper_CPU_atan2).debug("wrapper_CPU_atan2"))?;
+    lib.impl_("fmod.Tensor_out", Kernel::typed::<op::fmod_Tensor_out>(wrapper_CPU_fmod_Tensor_out).debug("wrapper_CPU_fmod_Tensor_out"))?;
+    lib.impl_("fmod.Tensor", Kernel::typed::<op::fmod_Tensor>(wrapper_CPU_fmod_Tensor).debug("wrapper_CPU_fmod_Tensor"))?;
+    lib.impl_("fmod_.Tensor", Kernel::typed::<op::fmod__Tensor>(wrapper_CPU_fmod__Tensor).debug("wrapper_CPU_fmod__Tensor"))?;
+    lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_CPU_remainder_Tensor_out).debug("wrapper_CPU_remainder_Tensor_out"))?;
+    lib.impl_("remainder.Tensor", Kernel::typed::<op::remainder_Tensor>(wrapper_CPU_remainder_Tensor).debug("wrapper_CPU_remainder_Tensor"))?;
+    lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_CPU_remainder__Tensor).debug("wrapper_CPU_remainder__Tensor"))?;
+    lib.impl_("remainder.Scalar_Tensor", Kernel::typed::<op::remainder_Scalar_Tensor>(wrapper_CPU_remainder_Scalar_Tensor).debug("wrapper_CPU_remainder_Scalar_Tensor"))?;
+    lib.impl_("maximum", Kernel::typed::<op::maximum>(wrapper_CPU_maximum).debug("wrapper_CPU_maximum"))?;
+    lib.impl_("maximum.out", Kernel::typed::<op::maximum_out>(wrapper_CPU_maximum_out).debug("wrapper_CPU_maximum_out"))?;
+    lib.impl_("minimum", Kernel::typed::<op::minimum>(wrapper_CPU_minimum).debug("wrapper_CPU_minimum"))?;
+    lib.impl_("minimum.out", Kernel::typed::<op::minimum_out>(wrapper_CPU_minimum_out).debug("wrapper_CPU_minimum_out"))?;
+    lib.impl_("pow.Tensor_Tensor_out", Kernel::typed::<op::pow_Tensor_Tensor_out>(wrapper_CPU_pow_Tensor_Tensor_out).debug("wrapper_CPU_pow_Tensor_Tensor_out"))?;
+    lib.impl_("pow.Tensor_Tensor", Kernel::typed::<op::pow_Tensor_Tensor>(wrapper_CPU_pow_Tensor_Tensor).debug("wrapper_CPU_pow_Tensor_Tensor"))?;
+    lib.impl_("pow.Scalar_out", Kernel::typed::<op::pow_Scalar_out>(wrapper_CPU_pow_Scalar_out).debug("wrapper_CPU_pow_Scalar_out"))?;
+    lib.impl_("pow.Scalar", Kernel::typed::<op::pow_Scalar>(wrapper_CPU_pow_Scalar).debug("wrapper_CPU_pow_Scalar"))?;
+    lib.impl_("pow.Tensor_Scalar_out", Kernel::typed::<op::pow_Tensor_Scalar_out>(wrapper_CPU_pow_Tensor_Scalar_out).debug("wrapper_CPU_pow_Tensor_Scalar_out"))?;
+    lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(wrapper_CPU_pow_Tensor_Scalar).debug("wrapper_CPU_pow_Tensor_Scalar"))?;
+    lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_CPU_pow__Scalar).debug("wrapper_CPU_pow__Scalar"))?;
+    lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_CPU_pow__Tensor).debug("wrapper_CPU_pow__Tensor"))?;
     lib.leak();
     Ok(())
 }
@@ -1074,5 +1177,1077 @@ fn wrapper_CPU_native_layer_norm(_ks: DispatchKeySet, (input, normalized_shape, 
 /// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
 fn wrapper_CPU_native_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
     crate::native::native_dropout_cpu(input, p, train)
+}
+
+/// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+fn wrapper_CPU_add_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::add_out(&meta, self_, other, alpha, &out0)?;
+    Ok(out0)
+}
+
+/// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_CPU_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::add_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::add_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `div.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_div_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::div_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::div_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::div_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+fn wrapper_CPU_div_Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::div_out_mode(&meta, self_, other, rounding_mode, &out0)?;
+    Ok(out0)
+}
+
+/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+fn wrapper_CPU_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::div_out_mode(&meta, self_, other, rounding_mode, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::div_out_mode(&meta, self_, other, rounding_mode, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_mul_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::mul_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::mul_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::mul_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::sub_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+fn wrapper_CPU_sub_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::sub_out(&meta, self_, other, alpha, &out0)?;
+    Ok(out0)
+}
+
+/// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_CPU_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::sub_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_logical_xor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_xor_out(self_, other, out)
+}
+
+/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_logical_and_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_and_out(self_, other, out)
+}
+
+/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_or_out(self_, other, out)
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+fn wrapper_CPU_clamp(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::clamp_out(&meta, self_, min, max, &out0)?;
+    Ok(out0)
+}
+
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+fn wrapper_CPU_clamp_Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::clamp_Tensor_out(&meta, self_, min, max, &out0)?;
+    Ok(out0)
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+fn wrapper_CPU_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::clamp_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+fn wrapper_CPU_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::clamp_Tensor_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::clamp_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::clamp_Tensor_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor`
+fn wrapper_CPU_clamp_max(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::clamp_max_out(&meta, self_, max, &out0)?;
+    Ok(out0)
+}
+
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+fn wrapper_CPU_clamp_max_Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::clamp_max_Tensor_out(&meta, self_, max, &out0)?;
+    Ok(out0)
+}
+
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+fn wrapper_CPU_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::clamp_max_out(&meta, self_, max, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+fn wrapper_CPU_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::clamp_max_Tensor_out(&meta, self_, max, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::clamp_max_out(&meta, self_, max, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::clamp_max_Tensor_out(&meta, self_, max, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor`
+fn wrapper_CPU_clamp_min(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::clamp_min_out(&meta, self_, min, &out0)?;
+    Ok(out0)
+}
+
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+fn wrapper_CPU_clamp_min_Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::clamp_min_Tensor_out(&meta, self_, min, &out0)?;
+    Ok(out0)
+}
+
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+fn wrapper_CPU_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::clamp_min_out(&meta, self_, min, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+fn wrapper_CPU_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::clamp_min_Tensor_out(&meta, self_, min, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::clamp_min_out(&meta, self_, min, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::clamp_min_Tensor_out(&meta, self_, min, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CPU_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::eq_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::eq_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::bitwise_and_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_bitwise_and_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::bitwise_and_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::bitwise_and_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::bitwise_or_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_bitwise_or_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::bitwise_or_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::bitwise_or_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::bitwise_xor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_bitwise_xor_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::bitwise_xor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::bitwise_xor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::ne_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CPU_ne_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::ne_Scalar_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::ne_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_ne_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::ne_Tensor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CPU_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::ne_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::ne_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::eq_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CPU_eq_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::eq_Scalar_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::eq_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_eq_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::eq_Tensor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::ge_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CPU_ge_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::ge_Scalar_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::ge_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_ge_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::ge_Tensor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CPU_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::ge_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::ge_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::le_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `le.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CPU_le_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::le_Scalar_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::le_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `le.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_le_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::le_Tensor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CPU_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::le_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::le_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::gt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CPU_gt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::gt_Scalar_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::gt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_gt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::gt_Tensor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CPU_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::gt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::gt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::lt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CPU_lt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::lt_Scalar_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::lt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_lt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::lt_Tensor_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CPU_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::lt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::lt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::atan2_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::atan2_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `atan2(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_atan2(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::atan2_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::fmod_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_fmod_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::fmod_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::fmod_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::remainder_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_remainder_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::remainder_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CPU_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::remainder_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+fn wrapper_CPU_remainder_Scalar_Tensor(_ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::remainder(self_, other)
+}
+
+/// `maximum(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_maximum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::maximum_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::maximum_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `minimum(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_minimum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::minimum_out(&meta, self_, other, &out0)?;
+    Ok(out0)
+}
+
+/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::minimum_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::pow_Tensor_Tensor_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+fn wrapper_CPU_pow_Tensor_Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::pow_Tensor_Tensor_out(&meta, self_, exponent, &out0)?;
+    Ok(out0)
+}
+
+/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_scalar(self_, exponent, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::pow_Scalar_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+fn wrapper_CPU_pow_Scalar(_ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_scalar(self_, exponent, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::pow_Scalar_out(&meta, self_, exponent, &out0)?;
+    Ok(out0)
+}
+
+/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::pow_Tensor_Scalar_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+fn wrapper_CPU_pow_Tensor_Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::pow_Tensor_Scalar_out(&meta, self_, exponent, &out0)?;
+    Ok(out0)
+}
+
+/// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+fn wrapper_CPU_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::pow_Tensor_Scalar_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+fn wrapper_CPU_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::pow_Tensor_Tensor_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
 }
 

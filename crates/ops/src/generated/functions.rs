@@ -1799,6 +1799,720 @@ pub fn conv2d_with(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, strid
     op::conv2d::call(input, weight, bias, stride, padding, dilation, groups)
 }
 
+/// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn add(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::add_Tensor::call(self_, other, Scalar::Int(1))
+}
+
+/// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn add_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+    op::add_Tensor::call(self_, other, alpha.into())
+}
+
+/// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn add_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::add_out::call(self_, other, Scalar::Int(1), out)
+}
+
+/// `aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn add_out_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::add_out::call(self_, other, alpha.into(), out)
+}
+
+/// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn add_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::add_Scalar::call(self_, other.into(), Scalar::Int(1))
+}
+
+/// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn add_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+    op::add_Scalar::call(self_, other.into(), alpha.into())
+}
+
+/// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn div(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::div_Tensor::call(self_, other)
+}
+
+/// `aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn div_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::div_out::call(self_, other, out)
+}
+
+/// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+#[inline]
+pub fn div_tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    op::div_Tensor_mode::call(self_, other, rounding_mode)
+}
+
+/// `aten::div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn div_tensor_mode_out(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    op::div_out_mode::call(self_, other, rounding_mode, out)
+}
+
+/// `aten::div.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn div_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::div_Scalar::call(self_, other.into())
+}
+
+/// `aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+#[inline]
+pub fn div_scalar_mode(self_: &Tensor, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor> {
+    op::div_Scalar_mode::call(self_, other.into(), rounding_mode)
+}
+
+/// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn mul(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::mul_Tensor::call(self_, other)
+}
+
+/// `aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn mul_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::mul_out::call(self_, other, out)
+}
+
+/// `aten::mul.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn mul_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::mul_Scalar::call(self_, other.into())
+}
+
+/// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sub_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::sub_out::call(self_, other, Scalar::Int(1), out)
+}
+
+/// `aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sub_out_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::sub_out::call(self_, other, alpha.into(), out)
+}
+
+/// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sub(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::sub_Tensor::call(self_, other, Scalar::Int(1))
+}
+
+/// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sub_with(self_: &Tensor, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+    op::sub_Tensor::call(self_, other, alpha.into())
+}
+
+/// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sub_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::sub_Scalar::call(self_, other.into(), Scalar::Int(1))
+}
+
+/// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sub_scalar_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+    op::sub_Scalar::call(self_, other.into(), alpha.into())
+}
+
+/// `aten::logical_xor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::logical_xor::call(self_, other)
+}
+
+/// `aten::logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn logical_xor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::logical_xor_out::call(self_, other, out)
+}
+
+/// `aten::logical_and(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::logical_and::call(self_, other)
+}
+
+/// `aten::logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn logical_and_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::logical_and_out::call(self_, other, out)
+}
+
+/// `aten::logical_or(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::logical_or::call(self_, other)
+}
+
+/// `aten::logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn logical_or_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::logical_or_out::call(self_, other, out)
+}
+
+/// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn clamp(self_: &Tensor) -> Result<Tensor> {
+    op::clamp::call(self_, None, None)
+}
+
+/// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn clamp_with(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    op::clamp::call(self_, min, max)
+}
+
+/// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn clamp_tensor(self_: &Tensor) -> Result<Tensor> {
+    op::clamp_Tensor::call(self_, None, None)
+}
+
+/// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn clamp_tensor_with(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    op::clamp_Tensor::call(self_, min, max)
+}
+
+/// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn clamp_(self_: &Tensor) -> Result<Tensor> {
+    op::clamp_::call(self_, None, None)
+}
+
+/// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn clamp__with(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    op::clamp_::call(self_, min, max)
+}
+
+/// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn clamp_tensor_(self_: &Tensor) -> Result<Tensor> {
+    op::clamp__Tensor::call(self_, None, None)
+}
+
+/// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn clamp_tensor__with(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    op::clamp__Tensor::call(self_, min, max)
+}
+
+/// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn clamp_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::clamp_out::call(self_, None, None, out)
+}
+
+/// `aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn clamp_out_with(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::clamp_out::call(self_, min, max, out)
+}
+
+/// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn clamp_tensor_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::clamp_Tensor_out::call(self_, None, None, out)
+}
+
+/// `aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn clamp_tensor_out_with(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+    op::clamp_Tensor_out::call(self_, min, max, out)
+}
+
+/// `aten::clamp_max(Tensor self, Scalar max) -> Tensor`
+#[inline]
+pub fn clamp_max(self_: &Tensor, max: impl Into<Scalar>) -> Result<Tensor> {
+    op::clamp_max::call(self_, max.into())
+}
+
+/// `aten::clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+#[inline]
+pub fn clamp_max_tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    op::clamp_max_Tensor::call(self_, max)
+}
+
+/// `aten::clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+#[inline]
+pub fn clamp_max_(self_: &Tensor, max: impl Into<Scalar>) -> Result<Tensor> {
+    op::clamp_max_::call(self_, max.into())
+}
+
+/// `aten::clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+#[inline]
+pub fn clamp_max_tensor_(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    op::clamp_max__Tensor::call(self_, max)
+}
+
+/// `aten::clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn clamp_max_out(self_: &Tensor, max: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::clamp_max_out::call(self_, max.into(), out)
+}
+
+/// `aten::clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn clamp_max_tensor_out(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::clamp_max_Tensor_out::call(self_, max, out)
+}
+
+/// `aten::clamp_min(Tensor self, Scalar min) -> Tensor`
+#[inline]
+pub fn clamp_min(self_: &Tensor, min: impl Into<Scalar>) -> Result<Tensor> {
+    op::clamp_min::call(self_, min.into())
+}
+
+/// `aten::clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+#[inline]
+pub fn clamp_min_tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    op::clamp_min_Tensor::call(self_, min)
+}
+
+/// `aten::clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+#[inline]
+pub fn clamp_min_(self_: &Tensor, min: impl Into<Scalar>) -> Result<Tensor> {
+    op::clamp_min_::call(self_, min.into())
+}
+
+/// `aten::clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+#[inline]
+pub fn clamp_min_tensor_(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    op::clamp_min__Tensor::call(self_, min)
+}
+
+/// `aten::clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn clamp_min_out(self_: &Tensor, min: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::clamp_min_out::call(self_, min.into(), out)
+}
+
+/// `aten::clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn clamp_min_tensor_out(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::clamp_min_Tensor_out::call(self_, min, out)
+}
+
+/// `aten::bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_and_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_and_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_and_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_and_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn bitwise_and_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::bitwise_and_Scalar::call(self_, other.into())
+}
+
+/// `aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
+pub fn bitwise_and_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_and_Scalar_Tensor::call(self_.into(), other)
+}
+
+/// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn bitwise_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_and_Tensor::call(self_, other)
+}
+
+/// `aten::bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_or_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_or_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_or_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_or_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn bitwise_or_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::bitwise_or_Scalar::call(self_, other.into())
+}
+
+/// `aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
+pub fn bitwise_or_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_or_Scalar_Tensor::call(self_.into(), other)
+}
+
+/// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn bitwise_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_or_Tensor::call(self_, other)
+}
+
+/// `aten::bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_xor_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_xor_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn bitwise_xor_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::bitwise_xor_Scalar::call(self_, other.into())
+}
+
+/// `aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
+pub fn bitwise_xor_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor_Scalar_Tensor::call(self_.into(), other)
+}
+
+/// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn bitwise_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor_Tensor::call(self_, other)
+}
+
+/// `aten::ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ne_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::ne_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn ne_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::ne_Scalar::call(self_, other.into())
+}
+
+/// `aten::ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ne_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::ne_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn ne(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::ne_Tensor::call(self_, other)
+}
+
+/// `aten::eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn eq_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::eq_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn eq_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::eq_Scalar::call(self_, other.into())
+}
+
+/// `aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn eq_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::eq_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn eq(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::eq_Tensor::call(self_, other)
+}
+
+/// `aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ge_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::ge_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn ge_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::ge_Scalar::call(self_, other.into())
+}
+
+/// `aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ge_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::ge_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn ge(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::ge_Tensor::call(self_, other)
+}
+
+/// `aten::le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn le_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::le_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn le_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::le_Scalar::call(self_, other.into())
+}
+
+/// `aten::le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn le_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::le_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn le(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::le_Tensor::call(self_, other)
+}
+
+/// `aten::gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn gt_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::gt_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn gt_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::gt_Scalar::call(self_, other.into())
+}
+
+/// `aten::gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn gt_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::gt_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn gt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::gt_Tensor::call(self_, other)
+}
+
+/// `aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn lt_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::lt_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn lt_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::lt_Scalar::call(self_, other.into())
+}
+
+/// `aten::lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn lt_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::lt_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn lt(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::lt_Tensor::call(self_, other)
+}
+
+/// `aten::atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn atan2_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::atan2_out::call(self_, other, out)
+}
+
+/// `aten::atan2(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::atan2::call(self_, other)
+}
+
+/// `aten::fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn fmod_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::fmod_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn fmod_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::fmod_Scalar::call(self_, other.into())
+}
+
+/// `aten::fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn fmod_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::fmod_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn fmod(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::fmod_Tensor::call(self_, other)
+}
+
+/// `aten::remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn remainder_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::remainder_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn remainder_scalar(self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::remainder_Scalar::call(self_, other.into())
+}
+
+/// `aten::remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn remainder_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::remainder_Tensor_out::call(self_, other, out)
+}
+
+/// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn remainder(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::remainder_Tensor::call(self_, other)
+}
+
+/// `aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[inline]
+pub fn remainder_scalar_tensor(self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
+    op::remainder_Scalar_Tensor::call(self_.into(), other)
+}
+
+/// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::maximum::call(self_, other)
+}
+
+/// `aten::maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn maximum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::maximum_out::call(self_, other, out)
+}
+
+/// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::minimum::call(self_, other)
+}
+
+/// `aten::minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn minimum_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::minimum_out::call(self_, other, out)
+}
+
+/// `aten::pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn pow_tensor_tensor_out(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::pow_Tensor_Tensor_out::call(self_, exponent, out)
+}
+
+/// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+#[inline]
+pub fn pow_tensor_tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    op::pow_Tensor_Tensor::call(self_, exponent)
+}
+
+/// `aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn pow_scalar_out(self_: impl Into<Scalar>, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::pow_Scalar_out::call(self_.into(), exponent, out)
+}
+
+/// `aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+#[inline]
+pub fn pow_scalar(self_: impl Into<Scalar>, exponent: &Tensor) -> Result<Tensor> {
+    op::pow_Scalar::call(self_.into(), exponent)
+}
+
+/// `aten::pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn pow_tensor_scalar_out(self_: &Tensor, exponent: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::pow_Tensor_Scalar_out::call(self_, exponent.into(), out)
+}
+
+/// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+#[inline]
+pub fn pow_tensor_scalar(self_: &Tensor, exponent: impl Into<Scalar>) -> Result<Tensor> {
+    op::pow_Tensor_Scalar::call(self_, exponent.into())
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -2229,5 +2943,79 @@ pub fn native_dropout_out(input: &Tensor, p: f64, train: Option<bool>, out0: &Te
 #[inline]
 pub fn convolution_out(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64, out: &Tensor) -> Result<Tensor> {
     op::convolution_out::call(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)
+}
+
+/// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn add_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::add_Scalar_out::call(self_, other.into(), Scalar::Int(1), out)
+}
+
+/// `aten::add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn add_scalar_out_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::add_Scalar_out::call(self_, other.into(), alpha.into(), out)
+}
+
+/// `aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn div_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::div_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn div_scalar_mode_out(self_: &Tensor, other: impl Into<Scalar>, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+    op::div_Scalar_mode_out::call(self_, other.into(), rounding_mode, out)
+}
+
+/// `aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn mul_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::mul_Scalar_out::call(self_, other.into(), out)
+}
+
+/// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sub_scalar_out(self_: &Tensor, other: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::sub_Scalar_out::call(self_, other.into(), Scalar::Int(1), out)
+}
+
+/// `aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sub_scalar_out_with(self_: &Tensor, other: impl Into<Scalar>, alpha: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::sub_Scalar_out::call(self_, other.into(), alpha.into(), out)
+}
+
+/// `aten::bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_and_scalar_tensor_out(self_: impl Into<Scalar>, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_and_Scalar_Tensor_out::call(self_.into(), other, out)
+}
+
+/// `aten::bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_or_scalar_tensor_out(self_: impl Into<Scalar>, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_or_Scalar_Tensor_out::call(self_.into(), other, out)
+}
+
+/// `aten::bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_xor_scalar_tensor_out(self_: impl Into<Scalar>, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_xor_Scalar_Tensor_out::call(self_.into(), other, out)
+}
+
+/// `aten::remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn remainder_scalar_tensor_out(self_: impl Into<Scalar>, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::remainder_Scalar_Tensor_out::call(self_.into(), other, out)
 }
 

@@ -6607,6 +6607,4750 @@ impl conv2d {
     }
 }
 
+/// `aten::add.Tensor`: `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct add_Tensor;
+
+impl OpSignature for add_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl add_Tensor {
+    /// `aten::add.Tensor`.
+    pub const NAME: &'static str = "aten::add.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<add_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::add_.Tensor`: `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct add__Tensor;
+
+impl OpSignature for add__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl add__Tensor {
+    /// `aten::add_.Tensor`.
+    pub const NAME: &'static str = "aten::add_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<add__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::add.out`: `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct add_out;
+
+impl OpSignature for add_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl add_out {
+    /// `aten::add.out`.
+    pub const NAME: &'static str = "aten::add.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<add_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::add.Scalar`: `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct add_Scalar;
+
+impl OpSignature for add_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar);
+    type Output = Tensor;
+}
+
+impl add_Scalar {
+    /// `aten::add.Scalar`.
+    pub const NAME: &'static str = "aten::add.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<add_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::add_.Scalar`: `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct add__Scalar;
+
+impl OpSignature for add__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl add__Scalar {
+    /// `aten::add_.Scalar`.
+    pub const NAME: &'static str = "aten::add_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<add__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::div.Tensor`: `div.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct div_Tensor;
+
+impl OpSignature for div_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl div_Tensor {
+    /// `aten::div.Tensor`.
+    pub const NAME: &'static str = "aten::div.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div_.Tensor`: `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div__Tensor;
+
+impl OpSignature for div__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl div__Tensor {
+    /// `aten::div_.Tensor`.
+    pub const NAME: &'static str = "aten::div_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div.out`: `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div_out;
+
+impl OpSignature for div_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl div_out {
+    /// `aten::div.out`.
+    pub const NAME: &'static str = "aten::div.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::div.Tensor_mode`: `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct div_Tensor_mode;
+
+impl OpSignature for div_Tensor_mode {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a str>);
+    type Output = Tensor;
+}
+
+impl div_Tensor_mode {
+    /// `aten::div.Tensor_mode`.
+    pub const NAME: &'static str = "aten::div.Tensor_mode";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_Tensor_mode>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::div_.Tensor_mode`: `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div__Tensor_mode;
+
+impl OpSignature for div__Tensor_mode {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a str>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl div__Tensor_mode {
+    /// `aten::div_.Tensor_mode`.
+    pub const NAME: &'static str = "aten::div_.Tensor_mode";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div__Tensor_mode>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::div.out_mode`: `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div_out_mode;
+
+impl OpSignature for div_out_mode {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a str>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl div_out_mode {
+    /// `aten::div.out_mode`.
+    pub const NAME: &'static str = "aten::div.out_mode";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_out_mode>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, rounding_mode, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, rounding_mode, out))
+    }
+}
+
+/// `aten::div.Scalar`: `div.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct div_Scalar;
+
+impl OpSignature for div_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl div_Scalar {
+    /// `aten::div.Scalar`.
+    pub const NAME: &'static str = "aten::div.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div_.Scalar`: `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div__Scalar;
+
+impl OpSignature for div__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl div__Scalar {
+    /// `aten::div_.Scalar`.
+    pub const NAME: &'static str = "aten::div_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::div.Scalar_mode`: `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct div_Scalar_mode;
+
+impl OpSignature for div_Scalar_mode {
+    type Args<'a> = (&'a Tensor, Scalar, Option<&'a str>);
+    type Output = Tensor;
+}
+
+impl div_Scalar_mode {
+    /// `aten::div.Scalar_mode`.
+    pub const NAME: &'static str = "aten::div.Scalar_mode";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_Scalar_mode>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::div_.Scalar_mode`: `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div__Scalar_mode;
+
+impl OpSignature for div__Scalar_mode {
+    type Args<'a> = (&'a Tensor, Scalar, Option<&'a str>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl div__Scalar_mode {
+    /// `aten::div_.Scalar_mode`.
+    pub const NAME: &'static str = "aten::div_.Scalar_mode";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div__Scalar_mode>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, rounding_mode))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, rounding_mode: Option<&str>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, rounding_mode))
+    }
+}
+
+/// `aten::mul.Tensor`: `mul.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct mul_Tensor;
+
+impl OpSignature for mul_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl mul_Tensor {
+    /// `aten::mul.Tensor`.
+    pub const NAME: &'static str = "aten::mul.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mul.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mul_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::mul_.Tensor`: `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct mul__Tensor;
+
+impl OpSignature for mul__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl mul__Tensor {
+    /// `aten::mul_.Tensor`.
+    pub const NAME: &'static str = "aten::mul_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mul__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::mul.out`: `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct mul_out;
+
+impl OpSignature for mul_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl mul_out {
+    /// `aten::mul.out`.
+    pub const NAME: &'static str = "aten::mul.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mul_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::mul.Scalar`: `mul.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct mul_Scalar;
+
+impl OpSignature for mul_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl mul_Scalar {
+    /// `aten::mul.Scalar`.
+    pub const NAME: &'static str = "aten::mul.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mul.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mul_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::mul_.Scalar`: `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct mul__Scalar;
+
+impl OpSignature for mul__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl mul__Scalar {
+    /// `aten::mul_.Scalar`.
+    pub const NAME: &'static str = "aten::mul_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mul__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::sub.out`: `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sub_out;
+
+impl OpSignature for sub_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sub_out {
+    /// `aten::sub.out`.
+    pub const NAME: &'static str = "aten::sub.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sub_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::sub.Tensor`: `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sub_Tensor;
+
+impl OpSignature for sub_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl sub_Tensor {
+    /// `aten::sub.Tensor`.
+    pub const NAME: &'static str = "aten::sub.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sub_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::sub_.Tensor`: `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sub__Tensor;
+
+impl OpSignature for sub__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl sub__Tensor {
+    /// `aten::sub_.Tensor`.
+    pub const NAME: &'static str = "aten::sub_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sub__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::sub.Scalar`: `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sub_Scalar;
+
+impl OpSignature for sub_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar);
+    type Output = Tensor;
+}
+
+impl sub_Scalar {
+    /// `aten::sub.Scalar`.
+    pub const NAME: &'static str = "aten::sub.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sub_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::sub_.Scalar`: `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sub__Scalar;
+
+impl OpSignature for sub__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl sub__Scalar {
+    /// `aten::sub_.Scalar`.
+    pub const NAME: &'static str = "aten::sub_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sub__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha))
+    }
+}
+
+/// `aten::logical_xor`: `logical_xor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct logical_xor;
+
+impl OpSignature for logical_xor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl logical_xor {
+    /// `aten::logical_xor`.
+    pub const NAME: &'static str = "aten::logical_xor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_xor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_xor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_xor_`: `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_xor_;
+
+impl OpSignature for logical_xor_ {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl logical_xor_ {
+    /// `aten::logical_xor_`.
+    pub const NAME: &'static str = "aten::logical_xor_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_xor_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_xor.out`: `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_xor_out;
+
+impl OpSignature for logical_xor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl logical_xor_out {
+    /// `aten::logical_xor.out`.
+    pub const NAME: &'static str = "aten::logical_xor.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_xor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::logical_and`: `logical_and(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct logical_and;
+
+impl OpSignature for logical_and {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl logical_and {
+    /// `aten::logical_and`.
+    pub const NAME: &'static str = "aten::logical_and";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_and(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_and>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_and_`: `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_and_;
+
+impl OpSignature for logical_and_ {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl logical_and_ {
+    /// `aten::logical_and_`.
+    pub const NAME: &'static str = "aten::logical_and_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_and_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_and.out`: `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_and_out;
+
+impl OpSignature for logical_and_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl logical_and_out {
+    /// `aten::logical_and.out`.
+    pub const NAME: &'static str = "aten::logical_and.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_and_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::logical_or`: `logical_or(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct logical_or;
+
+impl OpSignature for logical_or {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl logical_or {
+    /// `aten::logical_or`.
+    pub const NAME: &'static str = "aten::logical_or";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_or(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_or>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_or_`: `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_or_;
+
+impl OpSignature for logical_or_ {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl logical_or_ {
+    /// `aten::logical_or_`.
+    pub const NAME: &'static str = "aten::logical_or_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_or_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::logical_or.out`: `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_or_out;
+
+impl OpSignature for logical_or_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl logical_or_out {
+    /// `aten::logical_or.out`.
+    pub const NAME: &'static str = "aten::logical_or.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_or_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::clamp`: `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct clamp;
+
+impl OpSignature for clamp {
+    type Args<'a> = (&'a Tensor, Option<Scalar>, Option<Scalar>);
+    type Output = Tensor;
+}
+
+impl clamp {
+    /// `aten::clamp`.
+    pub const NAME: &'static str = "aten::clamp";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp.Tensor`: `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct clamp_Tensor;
+
+impl OpSignature for clamp_Tensor {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>);
+    type Output = Tensor;
+}
+
+impl clamp_Tensor {
+    /// `aten::clamp.Tensor`.
+    pub const NAME: &'static str = "aten::clamp.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp_`: `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_;
+
+impl OpSignature for clamp_ {
+    type Args<'a> = (&'a Tensor, Option<Scalar>, Option<Scalar>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl clamp_ {
+    /// `aten::clamp_`.
+    pub const NAME: &'static str = "aten::clamp_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp_.Tensor`: `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp__Tensor;
+
+impl OpSignature for clamp__Tensor {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl clamp__Tensor {
+    /// `aten::clamp_.Tensor`.
+    pub const NAME: &'static str = "aten::clamp_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, max))
+    }
+}
+
+/// `aten::clamp.out`: `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_out;
+
+impl OpSignature for clamp_out {
+    type Args<'a> = (&'a Tensor, Option<Scalar>, Option<Scalar>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl clamp_out {
+    /// `aten::clamp.out`.
+    pub const NAME: &'static str = "aten::clamp.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, max, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, max, out))
+    }
+}
+
+/// `aten::clamp.Tensor_out`: `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_Tensor_out;
+
+impl OpSignature for clamp_Tensor_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl clamp_Tensor_out {
+    /// `aten::clamp.Tensor_out`.
+    pub const NAME: &'static str = "aten::clamp.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, max, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, max, out))
+    }
+}
+
+/// `aten::clamp_max`: `clamp_max(Tensor self, Scalar max) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct clamp_max;
+
+impl OpSignature for clamp_max {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl clamp_max {
+    /// `aten::clamp_max`.
+    pub const NAME: &'static str = "aten::clamp_max";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_max(Tensor self, Scalar max) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_max>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max))
+    }
+}
+
+/// `aten::clamp_max.Tensor`: `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct clamp_max_Tensor;
+
+impl OpSignature for clamp_max_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl clamp_max_Tensor {
+    /// `aten::clamp_max.Tensor`.
+    pub const NAME: &'static str = "aten::clamp_max.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_max_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max))
+    }
+}
+
+/// `aten::clamp_max_`: `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_max_;
+
+impl OpSignature for clamp_max_ {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl clamp_max_ {
+    /// `aten::clamp_max_`.
+    pub const NAME: &'static str = "aten::clamp_max_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_max_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max))
+    }
+}
+
+/// `aten::clamp_max_.Tensor`: `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_max__Tensor;
+
+impl OpSignature for clamp_max__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl clamp_max__Tensor {
+    /// `aten::clamp_max_.Tensor`.
+    pub const NAME: &'static str = "aten::clamp_max_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_max__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max))
+    }
+}
+
+/// `aten::clamp_max.out`: `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_max_out;
+
+impl OpSignature for clamp_max_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl clamp_max_out {
+    /// `aten::clamp_max.out`.
+    pub const NAME: &'static str = "aten::clamp_max.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_max_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max, out))
+    }
+}
+
+/// `aten::clamp_max.Tensor_out`: `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_max_Tensor_out;
+
+impl OpSignature for clamp_max_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl clamp_max_Tensor_out {
+    /// `aten::clamp_max.Tensor_out`.
+    pub const NAME: &'static str = "aten::clamp_max.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_max_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max, out))
+    }
+}
+
+/// `aten::clamp_min`: `clamp_min(Tensor self, Scalar min) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct clamp_min;
+
+impl OpSignature for clamp_min {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl clamp_min {
+    /// `aten::clamp_min`.
+    pub const NAME: &'static str = "aten::clamp_min";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_min(Tensor self, Scalar min) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_min>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, min))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min))
+    }
+}
+
+/// `aten::clamp_min.Tensor`: `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct clamp_min_Tensor;
+
+impl OpSignature for clamp_min_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl clamp_min_Tensor {
+    /// `aten::clamp_min.Tensor`.
+    pub const NAME: &'static str = "aten::clamp_min.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_min_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min))
+    }
+}
+
+/// `aten::clamp_min_`: `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_min_;
+
+impl OpSignature for clamp_min_ {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl clamp_min_ {
+    /// `aten::clamp_min_`.
+    pub const NAME: &'static str = "aten::clamp_min_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_min_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, min))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min))
+    }
+}
+
+/// `aten::clamp_min_.Tensor`: `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_min__Tensor;
+
+impl OpSignature for clamp_min__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl clamp_min__Tensor {
+    /// `aten::clamp_min_.Tensor`.
+    pub const NAME: &'static str = "aten::clamp_min_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_min__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min))
+    }
+}
+
+/// `aten::clamp_min.out`: `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_min_out;
+
+impl OpSignature for clamp_min_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl clamp_min_out {
+    /// `aten::clamp_min.out`.
+    pub const NAME: &'static str = "aten::clamp_min.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_min_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, out))
+    }
+}
+
+/// `aten::clamp_min.Tensor_out`: `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct clamp_min_Tensor_out;
+
+impl OpSignature for clamp_min_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl clamp_min_Tensor_out {
+    /// `aten::clamp_min.Tensor_out`.
+    pub const NAME: &'static str = "aten::clamp_min.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<clamp_min_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min, out))
+    }
+}
+
+/// `aten::eq_.Scalar`: `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct eq__Scalar;
+
+impl OpSignature for eq__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl eq__Scalar {
+    /// `aten::eq_.Scalar`.
+    pub const NAME: &'static str = "aten::eq_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eq__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::eq_.Tensor`: `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct eq__Tensor;
+
+impl OpSignature for eq__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl eq__Tensor {
+    /// `aten::eq_.Tensor`.
+    pub const NAME: &'static str = "aten::eq_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eq__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and.Tensor_out`: `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and_Tensor_out;
+
+impl OpSignature for bitwise_and_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_and_Tensor_out {
+    /// `aten::bitwise_and.Tensor_out`.
+    pub const NAME: &'static str = "aten::bitwise_and.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_and.Scalar_out`: `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and_Scalar_out;
+
+impl OpSignature for bitwise_and_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_and_Scalar_out {
+    /// `aten::bitwise_and.Scalar_out`.
+    pub const NAME: &'static str = "aten::bitwise_and.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_and.Scalar`: `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and_Scalar;
+
+impl OpSignature for bitwise_and_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl bitwise_and_Scalar {
+    /// `aten::bitwise_and.Scalar`.
+    pub const NAME: &'static str = "aten::bitwise_and.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and.Scalar_Tensor`: `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and_Scalar_Tensor;
+
+impl OpSignature for bitwise_and_Scalar_Tensor {
+    type Args<'a> = (Scalar, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl bitwise_and_Scalar_Tensor {
+    /// `aten::bitwise_and.Scalar_Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_and.Scalar_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and_Scalar_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and.Tensor`: `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and_Tensor;
+
+impl OpSignature for bitwise_and_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl bitwise_and_Tensor {
+    /// `aten::bitwise_and.Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_and.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and_.Scalar`: `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and__Scalar;
+
+impl OpSignature for bitwise_and__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_and__Scalar {
+    /// `aten::bitwise_and_.Scalar`.
+    pub const NAME: &'static str = "aten::bitwise_and_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_and_.Tensor`: `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and__Tensor;
+
+impl OpSignature for bitwise_and__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_and__Tensor {
+    /// `aten::bitwise_and_.Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_and_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or.Tensor_out`: `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or_Tensor_out;
+
+impl OpSignature for bitwise_or_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_or_Tensor_out {
+    /// `aten::bitwise_or.Tensor_out`.
+    pub const NAME: &'static str = "aten::bitwise_or.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_or.Scalar_out`: `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or_Scalar_out;
+
+impl OpSignature for bitwise_or_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_or_Scalar_out {
+    /// `aten::bitwise_or.Scalar_out`.
+    pub const NAME: &'static str = "aten::bitwise_or.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_or.Scalar`: `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or_Scalar;
+
+impl OpSignature for bitwise_or_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl bitwise_or_Scalar {
+    /// `aten::bitwise_or.Scalar`.
+    pub const NAME: &'static str = "aten::bitwise_or.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or.Scalar_Tensor`: `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or_Scalar_Tensor;
+
+impl OpSignature for bitwise_or_Scalar_Tensor {
+    type Args<'a> = (Scalar, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl bitwise_or_Scalar_Tensor {
+    /// `aten::bitwise_or.Scalar_Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_or.Scalar_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or_Scalar_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or.Tensor`: `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or_Tensor;
+
+impl OpSignature for bitwise_or_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl bitwise_or_Tensor {
+    /// `aten::bitwise_or.Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_or.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or_.Scalar`: `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or__Scalar;
+
+impl OpSignature for bitwise_or__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_or__Scalar {
+    /// `aten::bitwise_or_.Scalar`.
+    pub const NAME: &'static str = "aten::bitwise_or_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_or_.Tensor`: `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or__Tensor;
+
+impl OpSignature for bitwise_or__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_or__Tensor {
+    /// `aten::bitwise_or_.Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_or_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor.Tensor_out`: `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor_Tensor_out;
+
+impl OpSignature for bitwise_xor_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_xor_Tensor_out {
+    /// `aten::bitwise_xor.Tensor_out`.
+    pub const NAME: &'static str = "aten::bitwise_xor.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar_out`: `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor_Scalar_out;
+
+impl OpSignature for bitwise_xor_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_xor_Scalar_out {
+    /// `aten::bitwise_xor.Scalar_out`.
+    pub const NAME: &'static str = "aten::bitwise_xor.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar`: `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor_Scalar;
+
+impl OpSignature for bitwise_xor_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl bitwise_xor_Scalar {
+    /// `aten::bitwise_xor.Scalar`.
+    pub const NAME: &'static str = "aten::bitwise_xor.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar_Tensor`: `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor_Scalar_Tensor;
+
+impl OpSignature for bitwise_xor_Scalar_Tensor {
+    type Args<'a> = (Scalar, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl bitwise_xor_Scalar_Tensor {
+    /// `aten::bitwise_xor.Scalar_Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_xor.Scalar_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor_Scalar_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor.Tensor`: `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor_Tensor;
+
+impl OpSignature for bitwise_xor_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl bitwise_xor_Tensor {
+    /// `aten::bitwise_xor.Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_xor.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor_.Scalar`: `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor__Scalar;
+
+impl OpSignature for bitwise_xor__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_xor__Scalar {
+    /// `aten::bitwise_xor_.Scalar`.
+    pub const NAME: &'static str = "aten::bitwise_xor_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::bitwise_xor_.Tensor`: `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor__Tensor;
+
+impl OpSignature for bitwise_xor__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_xor__Tensor {
+    /// `aten::bitwise_xor_.Tensor`.
+    pub const NAME: &'static str = "aten::bitwise_xor_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne.Scalar_out`: `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ne_Scalar_out;
+
+impl OpSignature for ne_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ne_Scalar_out {
+    /// `aten::ne.Scalar_out`.
+    pub const NAME: &'static str = "aten::ne.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ne_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ne.Scalar`: `ne.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ne_Scalar;
+
+impl OpSignature for ne_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl ne_Scalar {
+    /// `aten::ne.Scalar`.
+    pub const NAME: &'static str = "aten::ne.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ne.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ne_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne.Tensor_out`: `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ne_Tensor_out;
+
+impl OpSignature for ne_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ne_Tensor_out {
+    /// `aten::ne.Tensor_out`.
+    pub const NAME: &'static str = "aten::ne.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ne_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ne.Tensor`: `ne.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ne_Tensor;
+
+impl OpSignature for ne_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl ne_Tensor {
+    /// `aten::ne.Tensor`.
+    pub const NAME: &'static str = "aten::ne.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ne.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ne_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne_.Scalar`: `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ne__Scalar;
+
+impl OpSignature for ne__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl ne__Scalar {
+    /// `aten::ne_.Scalar`.
+    pub const NAME: &'static str = "aten::ne_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ne__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ne_.Tensor`: `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ne__Tensor;
+
+impl OpSignature for ne__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl ne__Tensor {
+    /// `aten::ne_.Tensor`.
+    pub const NAME: &'static str = "aten::ne_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ne__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::eq.Scalar_out`: `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct eq_Scalar_out;
+
+impl OpSignature for eq_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl eq_Scalar_out {
+    /// `aten::eq.Scalar_out`.
+    pub const NAME: &'static str = "aten::eq.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eq_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::eq.Scalar`: `eq.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct eq_Scalar;
+
+impl OpSignature for eq_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl eq_Scalar {
+    /// `aten::eq.Scalar`.
+    pub const NAME: &'static str = "aten::eq.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eq.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eq_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::eq.Tensor_out`: `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct eq_Tensor_out;
+
+impl OpSignature for eq_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl eq_Tensor_out {
+    /// `aten::eq.Tensor_out`.
+    pub const NAME: &'static str = "aten::eq.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eq_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::eq.Tensor`: `eq.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct eq_Tensor;
+
+impl OpSignature for eq_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl eq_Tensor {
+    /// `aten::eq.Tensor`.
+    pub const NAME: &'static str = "aten::eq.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eq.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eq_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge.Scalar_out`: `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ge_Scalar_out;
+
+impl OpSignature for ge_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ge_Scalar_out {
+    /// `aten::ge.Scalar_out`.
+    pub const NAME: &'static str = "aten::ge.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ge_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ge.Scalar`: `ge.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ge_Scalar;
+
+impl OpSignature for ge_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl ge_Scalar {
+    /// `aten::ge.Scalar`.
+    pub const NAME: &'static str = "aten::ge.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ge.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ge_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge.Tensor_out`: `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ge_Tensor_out;
+
+impl OpSignature for ge_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ge_Tensor_out {
+    /// `aten::ge.Tensor_out`.
+    pub const NAME: &'static str = "aten::ge.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ge_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::ge.Tensor`: `ge.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ge_Tensor;
+
+impl OpSignature for ge_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl ge_Tensor {
+    /// `aten::ge.Tensor`.
+    pub const NAME: &'static str = "aten::ge.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ge.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ge_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge_.Scalar`: `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ge__Scalar;
+
+impl OpSignature for ge__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl ge__Scalar {
+    /// `aten::ge_.Scalar`.
+    pub const NAME: &'static str = "aten::ge_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ge__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::ge_.Tensor`: `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ge__Tensor;
+
+impl OpSignature for ge__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl ge__Tensor {
+    /// `aten::ge_.Tensor`.
+    pub const NAME: &'static str = "aten::ge_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ge__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le.Scalar_out`: `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct le_Scalar_out;
+
+impl OpSignature for le_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl le_Scalar_out {
+    /// `aten::le.Scalar_out`.
+    pub const NAME: &'static str = "aten::le.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<le_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::le.Scalar`: `le.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct le_Scalar;
+
+impl OpSignature for le_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl le_Scalar {
+    /// `aten::le.Scalar`.
+    pub const NAME: &'static str = "aten::le.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "le.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<le_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le.Tensor_out`: `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct le_Tensor_out;
+
+impl OpSignature for le_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl le_Tensor_out {
+    /// `aten::le.Tensor_out`.
+    pub const NAME: &'static str = "aten::le.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<le_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::le.Tensor`: `le.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct le_Tensor;
+
+impl OpSignature for le_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl le_Tensor {
+    /// `aten::le.Tensor`.
+    pub const NAME: &'static str = "aten::le.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "le.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<le_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le_.Scalar`: `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct le__Scalar;
+
+impl OpSignature for le__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl le__Scalar {
+    /// `aten::le_.Scalar`.
+    pub const NAME: &'static str = "aten::le_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<le__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::le_.Tensor`: `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct le__Tensor;
+
+impl OpSignature for le__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl le__Tensor {
+    /// `aten::le_.Tensor`.
+    pub const NAME: &'static str = "aten::le_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<le__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt.Scalar_out`: `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct gt_Scalar_out;
+
+impl OpSignature for gt_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl gt_Scalar_out {
+    /// `aten::gt.Scalar_out`.
+    pub const NAME: &'static str = "aten::gt.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gt_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::gt.Scalar`: `gt.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct gt_Scalar;
+
+impl OpSignature for gt_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl gt_Scalar {
+    /// `aten::gt.Scalar`.
+    pub const NAME: &'static str = "aten::gt.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gt.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gt_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt.Tensor_out`: `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct gt_Tensor_out;
+
+impl OpSignature for gt_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl gt_Tensor_out {
+    /// `aten::gt.Tensor_out`.
+    pub const NAME: &'static str = "aten::gt.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gt_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::gt.Tensor`: `gt.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct gt_Tensor;
+
+impl OpSignature for gt_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl gt_Tensor {
+    /// `aten::gt.Tensor`.
+    pub const NAME: &'static str = "aten::gt.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gt.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gt_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt_.Scalar`: `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct gt__Scalar;
+
+impl OpSignature for gt__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl gt__Scalar {
+    /// `aten::gt_.Scalar`.
+    pub const NAME: &'static str = "aten::gt_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gt__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::gt_.Tensor`: `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct gt__Tensor;
+
+impl OpSignature for gt__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl gt__Tensor {
+    /// `aten::gt_.Tensor`.
+    pub const NAME: &'static str = "aten::gt_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gt__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt.Scalar_out`: `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct lt_Scalar_out;
+
+impl OpSignature for lt_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl lt_Scalar_out {
+    /// `aten::lt.Scalar_out`.
+    pub const NAME: &'static str = "aten::lt.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lt_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::lt.Scalar`: `lt.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct lt_Scalar;
+
+impl OpSignature for lt_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl lt_Scalar {
+    /// `aten::lt.Scalar`.
+    pub const NAME: &'static str = "aten::lt.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lt.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lt_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt.Tensor_out`: `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct lt_Tensor_out;
+
+impl OpSignature for lt_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl lt_Tensor_out {
+    /// `aten::lt.Tensor_out`.
+    pub const NAME: &'static str = "aten::lt.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lt_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::lt.Tensor`: `lt.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct lt_Tensor;
+
+impl OpSignature for lt_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl lt_Tensor {
+    /// `aten::lt.Tensor`.
+    pub const NAME: &'static str = "aten::lt.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lt.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lt_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt_.Scalar`: `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct lt__Scalar;
+
+impl OpSignature for lt__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl lt__Scalar {
+    /// `aten::lt_.Scalar`.
+    pub const NAME: &'static str = "aten::lt_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lt__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::lt_.Tensor`: `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct lt__Tensor;
+
+impl OpSignature for lt__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl lt__Tensor {
+    /// `aten::lt_.Tensor`.
+    pub const NAME: &'static str = "aten::lt_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lt__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::atan2.out`: `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct atan2_out;
+
+impl OpSignature for atan2_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl atan2_out {
+    /// `aten::atan2.out`.
+    pub const NAME: &'static str = "aten::atan2.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<atan2_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::atan2_`: `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct atan2_;
+
+impl OpSignature for atan2_ {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl atan2_ {
+    /// `aten::atan2_`.
+    pub const NAME: &'static str = "aten::atan2_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<atan2_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::atan2`: `atan2(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct atan2;
+
+impl OpSignature for atan2 {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl atan2 {
+    /// `aten::atan2`.
+    pub const NAME: &'static str = "aten::atan2";
+    /// The schema.
+    pub const SCHEMA: &'static str = "atan2(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<atan2>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod.Scalar_out`: `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct fmod_Scalar_out;
+
+impl OpSignature for fmod_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl fmod_Scalar_out {
+    /// `aten::fmod.Scalar_out`.
+    pub const NAME: &'static str = "aten::fmod.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fmod_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::fmod.Scalar`: `fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct fmod_Scalar;
+
+impl OpSignature for fmod_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl fmod_Scalar {
+    /// `aten::fmod.Scalar`.
+    pub const NAME: &'static str = "aten::fmod.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fmod.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fmod_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod_.Scalar`: `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct fmod__Scalar;
+
+impl OpSignature for fmod__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl fmod__Scalar {
+    /// `aten::fmod_.Scalar`.
+    pub const NAME: &'static str = "aten::fmod_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fmod__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod.Tensor_out`: `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct fmod_Tensor_out;
+
+impl OpSignature for fmod_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl fmod_Tensor_out {
+    /// `aten::fmod.Tensor_out`.
+    pub const NAME: &'static str = "aten::fmod.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fmod_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::fmod.Tensor`: `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct fmod_Tensor;
+
+impl OpSignature for fmod_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl fmod_Tensor {
+    /// `aten::fmod.Tensor`.
+    pub const NAME: &'static str = "aten::fmod.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fmod.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fmod_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::fmod_.Tensor`: `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct fmod__Tensor;
+
+impl OpSignature for fmod__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl fmod__Tensor {
+    /// `aten::fmod_.Tensor`.
+    pub const NAME: &'static str = "aten::fmod_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fmod__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder.Scalar_out`: `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct remainder_Scalar_out;
+
+impl OpSignature for remainder_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl remainder_Scalar_out {
+    /// `aten::remainder.Scalar_out`.
+    pub const NAME: &'static str = "aten::remainder.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::remainder.Scalar`: `remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct remainder_Scalar;
+
+impl OpSignature for remainder_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl remainder_Scalar {
+    /// `aten::remainder.Scalar`.
+    pub const NAME: &'static str = "aten::remainder.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder.Scalar(Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder_.Scalar`: `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct remainder__Scalar;
+
+impl OpSignature for remainder__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl remainder__Scalar {
+    /// `aten::remainder_.Scalar`.
+    pub const NAME: &'static str = "aten::remainder_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder.Tensor_out`: `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct remainder_Tensor_out;
+
+impl OpSignature for remainder_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl remainder_Tensor_out {
+    /// `aten::remainder.Tensor_out`.
+    pub const NAME: &'static str = "aten::remainder.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::remainder.Tensor`: `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct remainder_Tensor;
+
+impl OpSignature for remainder_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl remainder_Tensor {
+    /// `aten::remainder.Tensor`.
+    pub const NAME: &'static str = "aten::remainder.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder.Tensor(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder_.Tensor`: `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct remainder__Tensor;
+
+impl OpSignature for remainder__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl remainder__Tensor {
+    /// `aten::remainder_.Tensor`.
+    pub const NAME: &'static str = "aten::remainder_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::remainder.Scalar_Tensor`: `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct remainder_Scalar_Tensor;
+
+impl OpSignature for remainder_Scalar_Tensor {
+    type Args<'a> = (Scalar, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl remainder_Scalar_Tensor {
+    /// `aten::remainder.Scalar_Tensor`.
+    pub const NAME: &'static str = "aten::remainder.Scalar_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder_Scalar_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::maximum`: `maximum(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct maximum;
+
+impl OpSignature for maximum {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl maximum {
+    /// `aten::maximum`.
+    pub const NAME: &'static str = "aten::maximum";
+    /// The schema.
+    pub const SCHEMA: &'static str = "maximum(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<maximum>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::maximum.out`: `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct maximum_out;
+
+impl OpSignature for maximum_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl maximum_out {
+    /// `aten::maximum.out`.
+    pub const NAME: &'static str = "aten::maximum.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<maximum_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::minimum`: `minimum(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct minimum;
+
+impl OpSignature for minimum {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl minimum {
+    /// `aten::minimum`.
+    pub const NAME: &'static str = "aten::minimum";
+    /// The schema.
+    pub const SCHEMA: &'static str = "minimum(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<minimum>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::minimum.out`: `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct minimum_out;
+
+impl OpSignature for minimum_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl minimum_out {
+    /// `aten::minimum.out`.
+    pub const NAME: &'static str = "aten::minimum.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<minimum_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::pow.Tensor_Tensor_out`: `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct pow_Tensor_Tensor_out;
+
+impl OpSignature for pow_Tensor_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl pow_Tensor_Tensor_out {
+    /// `aten::pow.Tensor_Tensor_out`.
+    pub const NAME: &'static str = "aten::pow.Tensor_Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow_Tensor_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent, out))
+    }
+}
+
+/// `aten::pow.Tensor_Tensor`: `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct pow_Tensor_Tensor;
+
+impl OpSignature for pow_Tensor_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl pow_Tensor_Tensor {
+    /// `aten::pow.Tensor_Tensor`.
+    pub const NAME: &'static str = "aten::pow.Tensor_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow_Tensor_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow.Scalar_out`: `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct pow_Scalar_out;
+
+impl OpSignature for pow_Scalar_out {
+    type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl pow_Scalar_out {
+    /// `aten::pow.Scalar_out`.
+    pub const NAME: &'static str = "aten::pow.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent, out))
+    }
+}
+
+/// `aten::pow.Scalar`: `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct pow_Scalar;
+
+impl OpSignature for pow_Scalar {
+    type Args<'a> = (Scalar, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl pow_Scalar {
+    /// `aten::pow.Scalar`.
+    pub const NAME: &'static str = "aten::pow.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow.Scalar(Scalar self, Tensor exponent) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow.Tensor_Scalar_out`: `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct pow_Tensor_Scalar_out;
+
+impl OpSignature for pow_Tensor_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl pow_Tensor_Scalar_out {
+    /// `aten::pow.Tensor_Scalar_out`.
+    pub const NAME: &'static str = "aten::pow.Tensor_Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow_Tensor_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, exponent: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent, out))
+    }
+}
+
+/// `aten::pow.Tensor_Scalar`: `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct pow_Tensor_Scalar;
+
+impl OpSignature for pow_Tensor_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl pow_Tensor_Scalar {
+    /// `aten::pow.Tensor_Scalar`.
+    pub const NAME: &'static str = "aten::pow.Tensor_Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow_Tensor_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow_.Scalar`: `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct pow__Scalar;
+
+impl OpSignature for pow__Scalar {
+    type Args<'a> = (&'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl pow__Scalar {
+    /// `aten::pow_.Scalar`.
+    pub const NAME: &'static str = "aten::pow_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
+/// `aten::pow_.Tensor`: `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct pow__Tensor;
+
+impl OpSignature for pow__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl pow__Tensor {
+    /// `aten::pow_.Tensor`.
+    pub const NAME: &'static str = "aten::pow_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<pow__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, exponent))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, exponent))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;
@@ -8070,6 +12814,321 @@ impl convolution_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out))
+    }
+}
+
+/// `aten::add.Scalar_out`: `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct add_Scalar_out;
+
+impl OpSignature for add_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl add_Scalar_out {
+    /// `aten::add.Scalar_out`.
+    pub const NAME: &'static str = "aten::add.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<add_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::div.Scalar_out`: `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div_Scalar_out;
+
+impl OpSignature for div_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl div_Scalar_out {
+    /// `aten::div.Scalar_out`.
+    pub const NAME: &'static str = "aten::div.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::div.Scalar_mode_out`: `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct div_Scalar_mode_out;
+
+impl OpSignature for div_Scalar_mode_out {
+    type Args<'a> = (&'a Tensor, Scalar, Option<&'a str>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl div_Scalar_mode_out {
+    /// `aten::div.Scalar_mode_out`.
+    pub const NAME: &'static str = "aten::div.Scalar_mode_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<div_Scalar_mode_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, rounding_mode, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, rounding_mode: Option<&str>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, rounding_mode, out))
+    }
+}
+
+/// `aten::mul.Scalar_out`: `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct mul_Scalar_out;
+
+impl OpSignature for mul_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl mul_Scalar_out {
+    /// `aten::mul.Scalar_out`.
+    pub const NAME: &'static str = "aten::mul.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mul_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::sub.Scalar_out`: `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sub_Scalar_out;
+
+impl OpSignature for sub_Scalar_out {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sub_Scalar_out {
+    /// `aten::sub.Scalar_out`.
+    pub const NAME: &'static str = "aten::sub.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sub_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, alpha, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: Scalar, alpha: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, alpha, out))
+    }
+}
+
+/// `aten::bitwise_and.Scalar_Tensor_out`: `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_and_Scalar_Tensor_out;
+
+impl OpSignature for bitwise_and_Scalar_Tensor_out {
+    type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_and_Scalar_Tensor_out {
+    /// `aten::bitwise_and.Scalar_Tensor_out`.
+    pub const NAME: &'static str = "aten::bitwise_and.Scalar_Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_and_Scalar_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_or.Scalar_Tensor_out`: `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_or_Scalar_Tensor_out;
+
+impl OpSignature for bitwise_or_Scalar_Tensor_out {
+    type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_or_Scalar_Tensor_out {
+    /// `aten::bitwise_or.Scalar_Tensor_out`.
+    pub const NAME: &'static str = "aten::bitwise_or.Scalar_Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_or_Scalar_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::bitwise_xor.Scalar_Tensor_out`: `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_xor_Scalar_Tensor_out;
+
+impl OpSignature for bitwise_xor_Scalar_Tensor_out {
+    type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_xor_Scalar_Tensor_out {
+    /// `aten::bitwise_xor.Scalar_Tensor_out`.
+    pub const NAME: &'static str = "aten::bitwise_xor.Scalar_Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_xor_Scalar_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::remainder.Scalar_Tensor_out`: `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct remainder_Scalar_Tensor_out;
+
+impl OpSignature for remainder_Scalar_Tensor_out {
+    type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl remainder_Scalar_Tensor_out {
+    /// `aten::remainder.Scalar_Tensor_out`.
+    pub const NAME: &'static str = "aten::remainder.Scalar_Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<remainder_Scalar_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
     }
 }
 

@@ -209,6 +209,143 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")?;
     defs.def("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor")?;
     defs.def("conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor")?;
+    defs.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")?;
+    defs.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)")?;
+    defs.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor")?;
+    defs.def("add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)")?;
+    defs.def("div.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor")?;
+    defs.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)")?;
+    defs.def("div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("div.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor")?;
+    defs.def("div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)")?;
+    defs.def("mul.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("mul.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")?;
+    defs.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)")?;
+    defs.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor")?;
+    defs.def("sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)")?;
+    defs.def("logical_xor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("logical_and(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("logical_or(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor")?;
+    defs.def("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")?;
+    defs.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)")?;
+    defs.def("clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")?;
+    defs.def("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("clamp_max(Tensor self, Scalar max) -> Tensor")?;
+    defs.def("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor")?;
+    defs.def("clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)")?;
+    defs.def("clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)")?;
+    defs.def("clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("clamp_min(Tensor self, Scalar min) -> Tensor")?;
+    defs.def("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor")?;
+    defs.def("clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)")?;
+    defs.def("clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)")?;
+    defs.def("clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")?;
+    defs.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")?;
+    defs.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")?;
+    defs.def("bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ne.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ne.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("eq.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("eq.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ge.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ge.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("le.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("le.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("gt.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("gt.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("lt.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("lt.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("atan2(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("fmod.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("fmod.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("remainder.Scalar(Tensor self, Scalar other) -> Tensor")?;
+    defs.def("remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")?;
+    defs.def("remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("remainder.Tensor(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")?;
+    defs.def("remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")?;
+    defs.def("maximum(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("minimum(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor")?;
+    defs.def("pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("pow.Scalar(Scalar self, Tensor exponent) -> Tensor")?;
+    defs.def("pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor")?;
+    defs.def("pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)")?;
+    defs.def("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -251,6 +388,15 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
     defs.def("native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
     defs.def("convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -328,6 +474,92 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_ADInplaceOrView_matmul_out).debug("wrapper_ADInplaceOrView_matmul_out"))?;
     lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(wrapper_ADInplaceOrView_nll_loss_out).debug("wrapper_ADInplaceOrView_nll_loss_out"))?;
     lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_ADInplaceOrView_dropout_).debug("wrapper_ADInplaceOrView_dropout_"))?;
+    lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_ADInplaceOrView_add__Tensor).debug("wrapper_ADInplaceOrView_add__Tensor"))?;
+    lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_ADInplaceOrView_add_out).debug("wrapper_ADInplaceOrView_add_out"))?;
+    lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(wrapper_ADInplaceOrView_add__Scalar).debug("wrapper_ADInplaceOrView_add__Scalar"))?;
+    lib.impl_("div_.Tensor", Kernel::typed::<op::div__Tensor>(wrapper_ADInplaceOrView_div__Tensor).debug("wrapper_ADInplaceOrView_div__Tensor"))?;
+    lib.impl_("div.out", Kernel::typed::<op::div_out>(wrapper_ADInplaceOrView_div_out).debug("wrapper_ADInplaceOrView_div_out"))?;
+    lib.impl_("div_.Tensor_mode", Kernel::typed::<op::div__Tensor_mode>(wrapper_ADInplaceOrView_div__Tensor_mode).debug("wrapper_ADInplaceOrView_div__Tensor_mode"))?;
+    lib.impl_("div.out_mode", Kernel::typed::<op::div_out_mode>(wrapper_ADInplaceOrView_div_out_mode).debug("wrapper_ADInplaceOrView_div_out_mode"))?;
+    lib.impl_("div_.Scalar", Kernel::typed::<op::div__Scalar>(wrapper_ADInplaceOrView_div__Scalar).debug("wrapper_ADInplaceOrView_div__Scalar"))?;
+    lib.impl_("div_.Scalar_mode", Kernel::typed::<op::div__Scalar_mode>(wrapper_ADInplaceOrView_div__Scalar_mode).debug("wrapper_ADInplaceOrView_div__Scalar_mode"))?;
+    lib.impl_("mul_.Tensor", Kernel::typed::<op::mul__Tensor>(wrapper_ADInplaceOrView_mul__Tensor).debug("wrapper_ADInplaceOrView_mul__Tensor"))?;
+    lib.impl_("mul.out", Kernel::typed::<op::mul_out>(wrapper_ADInplaceOrView_mul_out).debug("wrapper_ADInplaceOrView_mul_out"))?;
+    lib.impl_("mul_.Scalar", Kernel::typed::<op::mul__Scalar>(wrapper_ADInplaceOrView_mul__Scalar).debug("wrapper_ADInplaceOrView_mul__Scalar"))?;
+    lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_ADInplaceOrView_sub_out).debug("wrapper_ADInplaceOrView_sub_out"))?;
+    lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_ADInplaceOrView_sub__Tensor).debug("wrapper_ADInplaceOrView_sub__Tensor"))?;
+    lib.impl_("sub_.Scalar", Kernel::typed::<op::sub__Scalar>(wrapper_ADInplaceOrView_sub__Scalar).debug("wrapper_ADInplaceOrView_sub__Scalar"))?;
+    lib.impl_("logical_xor_", Kernel::typed::<op::logical_xor_>(wrapper_ADInplaceOrView_logical_xor_).debug("wrapper_ADInplaceOrView_logical_xor_"))?;
+    lib.impl_("logical_xor.out", Kernel::typed::<op::logical_xor_out>(wrapper_ADInplaceOrView_logical_xor_out).debug("wrapper_ADInplaceOrView_logical_xor_out"))?;
+    lib.impl_("logical_and_", Kernel::typed::<op::logical_and_>(wrapper_ADInplaceOrView_logical_and_).debug("wrapper_ADInplaceOrView_logical_and_"))?;
+    lib.impl_("logical_and.out", Kernel::typed::<op::logical_and_out>(wrapper_ADInplaceOrView_logical_and_out).debug("wrapper_ADInplaceOrView_logical_and_out"))?;
+    lib.impl_("logical_or_", Kernel::typed::<op::logical_or_>(wrapper_ADInplaceOrView_logical_or_).debug("wrapper_ADInplaceOrView_logical_or_"))?;
+    lib.impl_("logical_or.out", Kernel::typed::<op::logical_or_out>(wrapper_ADInplaceOrView_logical_or_out).debug("wrapper_ADInplaceOrView_logical_or_out"))?;
+    lib.impl_("clamp_", Kernel::typed::<op::clamp_>(wrapper_ADInplaceOrView_clamp_).debug("wrapper_ADInplaceOrView_clamp_"))?;
+    lib.impl_("clamp_.Tensor", Kernel::typed::<op::clamp__Tensor>(wrapper_ADInplaceOrView_clamp__Tensor).debug("wrapper_ADInplaceOrView_clamp__Tensor"))?;
+    lib.impl_("clamp.out", Kernel::typed::<op::clamp_out>(wrapper_ADInplaceOrView_clamp_out).debug("wrapper_ADInplaceOrView_clamp_out"))?;
+    lib.impl_("clamp.Tensor_out", Kernel::typed::<op::clamp_Tensor_out>(wrapper_ADInplaceOrView_clamp_Tensor_out).debug("wrapper_ADInplaceOrView_clamp_Tensor_out"))?;
+    lib.impl_("clamp_max_", Kernel::typed::<op::clamp_max_>(wrapper_ADInplaceOrView_clamp_max_).debug("wrapper_ADInplaceOrView_clamp_max_"))?;
+    lib.impl_("clamp_max_.Tensor", Kernel::typed::<op::clamp_max__Tensor>(wrapper_ADInplaceOrView_clamp_max__Tensor).debug("wrapper_ADInplaceOrView_clamp_max__Tensor"))?;
+    lib.impl_("clamp_max.out", Kernel::typed::<op::clamp_max_out>(wrapper_ADInplaceOrView_clamp_max_out).debug("wrapper_ADInplaceOrView_clamp_max_out"))?;
+    lib.impl_("clamp_max.Tensor_out", Kernel::typed::<op::clamp_max_Tensor_out>(wrapper_ADInplaceOrView_clamp_max_Tensor_out).debug("wrapper_ADInplaceOrView_clamp_max_Tensor_out"))?;
+    lib.impl_("clamp_min_", Kernel::typed::<op::clamp_min_>(wrapper_ADInplaceOrView_clamp_min_).debug("wrapper_ADInplaceOrView_clamp_min_"))?;
+    lib.impl_("clamp_min_.Tensor", Kernel::typed::<op::clamp_min__Tensor>(wrapper_ADInplaceOrView_clamp_min__Tensor).debug("wrapper_ADInplaceOrView_clamp_min__Tensor"))?;
+    lib.impl_("clamp_min.out", Kernel::typed::<op::clamp_min_out>(wrapper_ADInplaceOrView_clamp_min_out).debug("wrapper_ADInplaceOrView_clamp_min_out"))?;
+    lib.impl_("clamp_min.Tensor_out", Kernel::typed::<op::clamp_min_Tensor_out>(wrapper_ADInplaceOrView_clamp_min_Tensor_out).debug("wrapper_ADInplaceOrView_clamp_min_Tensor_out"))?;
+    lib.impl_("eq_.Scalar", Kernel::typed::<op::eq__Scalar>(wrapper_ADInplaceOrView_eq__Scalar).debug("wrapper_ADInplaceOrView_eq__Scalar"))?;
+    lib.impl_("eq_.Tensor", Kernel::typed::<op::eq__Tensor>(wrapper_ADInplaceOrView_eq__Tensor).debug("wrapper_ADInplaceOrView_eq__Tensor"))?;
+    lib.impl_("bitwise_and.Tensor_out", Kernel::typed::<op::bitwise_and_Tensor_out>(wrapper_ADInplaceOrView_bitwise_and_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_and_Tensor_out"))?;
+    lib.impl_("bitwise_and.Scalar_out", Kernel::typed::<op::bitwise_and_Scalar_out>(wrapper_ADInplaceOrView_bitwise_and_Scalar_out).debug("wrapper_ADInplaceOrView_bitwise_and_Scalar_out"))?;
+    lib.impl_("bitwise_and_.Scalar", Kernel::typed::<op::bitwise_and__Scalar>(wrapper_ADInplaceOrView_bitwise_and__Scalar).debug("wrapper_ADInplaceOrView_bitwise_and__Scalar"))?;
+    lib.impl_("bitwise_and_.Tensor", Kernel::typed::<op::bitwise_and__Tensor>(wrapper_ADInplaceOrView_bitwise_and__Tensor).debug("wrapper_ADInplaceOrView_bitwise_and__Tensor"))?;
+    lib.impl_("bitwise_or.Tensor_out", Kernel::typed::<op::bitwise_or_Tensor_out>(wrapper_ADInplaceOrView_bitwise_or_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_or_Tensor_out"))?;
+    lib.impl_("bitwise_or.Scalar_out", Kernel::typed::<op::bitwise_or_Scalar_out>(wrapper_ADInplaceOrView_bitwise_or_Scalar_out).debug("wrapper_ADInplaceOrView_bitwise_or_Scalar_out"))?;
+    lib.impl_("bitwise_or_.Scalar", Kernel::typed::<op::bitwise_or__Scalar>(wrapper_ADInplaceOrView_bitwise_or__Scalar).debug("wrapper_ADInplaceOrView_bitwise_or__Scalar"))?;
+    lib.impl_("bitwise_or_.Tensor", Kernel::typed::<op::bitwise_or__Tensor>(wrapper_ADInplaceOrView_bitwise_or__Tensor).debug("wrapper_ADInplaceOrView_bitwise_or__Tensor"))?;
+    lib.impl_("bitwise_xor.Tensor_out", Kernel::typed::<op::bitwise_xor_Tensor_out>(wrapper_ADInplaceOrView_bitwise_xor_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Tensor_out"))?;
+    lib.impl_("bitwise_xor.Scalar_out", Kernel::typed::<op::bitwise_xor_Scalar_out>(wrapper_ADInplaceOrView_bitwise_xor_Scalar_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Scalar_out"))?;
+    lib.impl_("bitwise_xor_.Scalar", Kernel::typed::<op::bitwise_xor__Scalar>(wrapper_ADInplaceOrView_bitwise_xor__Scalar).debug("wrapper_ADInplaceOrView_bitwise_xor__Scalar"))?;
+    lib.impl_("bitwise_xor_.Tensor", Kernel::typed::<op::bitwise_xor__Tensor>(wrapper_ADInplaceOrView_bitwise_xor__Tensor).debug("wrapper_ADInplaceOrView_bitwise_xor__Tensor"))?;
+    lib.impl_("ne.Scalar_out", Kernel::typed::<op::ne_Scalar_out>(wrapper_ADInplaceOrView_ne_Scalar_out).debug("wrapper_ADInplaceOrView_ne_Scalar_out"))?;
+    lib.impl_("ne.Tensor_out", Kernel::typed::<op::ne_Tensor_out>(wrapper_ADInplaceOrView_ne_Tensor_out).debug("wrapper_ADInplaceOrView_ne_Tensor_out"))?;
+    lib.impl_("ne_.Scalar", Kernel::typed::<op::ne__Scalar>(wrapper_ADInplaceOrView_ne__Scalar).debug("wrapper_ADInplaceOrView_ne__Scalar"))?;
+    lib.impl_("ne_.Tensor", Kernel::typed::<op::ne__Tensor>(wrapper_ADInplaceOrView_ne__Tensor).debug("wrapper_ADInplaceOrView_ne__Tensor"))?;
+    lib.impl_("eq.Scalar_out", Kernel::typed::<op::eq_Scalar_out>(wrapper_ADInplaceOrView_eq_Scalar_out).debug("wrapper_ADInplaceOrView_eq_Scalar_out"))?;
+    lib.impl_("eq.Tensor_out", Kernel::typed::<op::eq_Tensor_out>(wrapper_ADInplaceOrView_eq_Tensor_out).debug("wrapper_ADInplaceOrView_eq_Tensor_out"))?;
+    lib.impl_("ge.Scalar_out", Kernel::typed::<op::ge_Scalar_out>(wrapper_ADInplaceOrView_ge_Scalar_out).debug("wrapper_ADInplaceOrView_ge_Scalar_out"))?;
+    lib.impl_("ge.Tensor_out", Kernel::typed::<op::ge_Tensor_out>(wrapper_ADInplaceOrView_ge_Tensor_out).debug("wrapper_ADInplaceOrView_ge_Tensor_out"))?;
+    lib.impl_("ge_.Scalar", Kernel::typed::<op::ge__Scalar>(wrapper_ADInplaceOrView_ge__Scalar).debug("wrapper_ADInplaceOrView_ge__Scalar"))?;
+    lib.impl_("ge_.Tensor", Kernel::typed::<op::ge__Tensor>(wrapper_ADInplaceOrView_ge__Tensor).debug("wrapper_ADInplaceOrView_ge__Tensor"))?;
+    lib.impl_("le.Scalar_out", Kernel::typed::<op::le_Scalar_out>(wrapper_ADInplaceOrView_le_Scalar_out).debug("wrapper_ADInplaceOrView_le_Scalar_out"))?;
+    lib.impl_("le.Tensor_out", Kernel::typed::<op::le_Tensor_out>(wrapper_ADInplaceOrView_le_Tensor_out).debug("wrapper_ADInplaceOrView_le_Tensor_out"))?;
+    lib.impl_("le_.Scalar", Kernel::typed::<op::le__Scalar>(wrapper_ADInplaceOrView_le__Scalar).debug("wrapper_ADInplaceOrView_le__Scalar"))?;
+    lib.impl_("le_.Tensor", Kernel::typed::<op::le__Tensor>(wrapper_ADInplaceOrView_le__Tensor).debug("wrapper_ADInplaceOrView_le__Tensor"))?;
+    lib.impl_("gt.Scalar_out", Kernel::typed::<op::gt_Scalar_out>(wrapper_ADInplaceOrView_gt_Scalar_out).debug("wrapper_ADInplaceOrView_gt_Scalar_out"))?;
+    lib.impl_("gt.Tensor_out", Kernel::typed::<op::gt_Tensor_out>(wrapper_ADInplaceOrView_gt_Tensor_out).debug("wrapper_ADInplaceOrView_gt_Tensor_out"))?;
+    lib.impl_("gt_.Scalar", Kernel::typed::<op::gt__Scalar>(wrapper_ADInplaceOrView_gt__Scalar).debug("wrapper_ADInplaceOrView_gt__Scalar"))?;
+    lib.impl_("gt_.Tensor", Kernel::typed::<op::gt__Tensor>(wrapper_ADInplaceOrView_gt__Tensor).debug("wrapper_ADInplaceOrView_gt__Tensor"))?;
+    lib.impl_("lt.Scalar_out", Kernel::typed::<op::lt_Scalar_out>(wrapper_ADInplaceOrView_lt_Scalar_out).debug("wrapper_ADInplaceOrView_lt_Scalar_out"))?;
+    lib.impl_("lt.Tensor_out", Kernel::typed::<op::lt_Tensor_out>(wrapper_ADInplaceOrView_lt_Tensor_out).debug("wrapper_ADInplaceOrView_lt_Tensor_out"))?;
+    lib.impl_("lt_.Scalar", Kernel::typed::<op::lt__Scalar>(wrapper_ADInplaceOrView_lt__Scalar).debug("wrapper_ADInplaceOrView_lt__Scalar"))?;
+    lib.impl_("lt_.Tensor", Kernel::typed::<op::lt__Tensor>(wrapper_ADInplaceOrView_lt__Tensor).debug("wrapper_ADInplaceOrView_lt__Tensor"))?;
+    lib.impl_("atan2.out", Kernel::typed::<op::atan2_out>(wrapper_ADInplaceOrView_atan2_out).debug("wrapper_ADInplaceOrView_atan2_out"))?;
+    lib.impl_("atan2_", Kernel::typed::<op::atan2_>(wrapper_ADInplaceOrView_atan2_).debug("wrapper_ADInplaceOrView_atan2_"))?;
+    lib.impl_("fmod.Scalar_out", Kernel::typed::<op::fmod_Scalar_out>(wrapper_ADInplaceOrView_fmod_Scalar_out).debug("wrapper_ADInplaceOrView_fmod_Scalar_out"))?;
+    lib.impl_("fmod_.Scalar", Kernel::typed::<op::fmod__Scalar>(wrapper_ADInplaceOrView_fmod__Scalar).debug("wrapper_ADInplaceOrView_fmod__Scalar"))?;
+    lib.impl_("fmod.Tensor_out", Kernel::typed::<op::fmod_Tensor_out>(wrapper_ADInplaceOrView_fmod_Tensor_out).debug("wrapper_ADInplaceOrView_fmod_Tensor_out"))?;
+    lib.impl_("fmod_.Tensor", Kernel::typed::<op::fmod__Tensor>(wrapper_ADInplaceOrView_fmod__Tensor).debug("wrapper_ADInplaceOrView_fmod__Tensor"))?;
+    lib.impl_("remainder.Scalar_out", Kernel::typed::<op::remainder_Scalar_out>(wrapper_ADInplaceOrView_remainder_Scalar_out).debug("wrapper_ADInplaceOrView_remainder_Scalar_out"))?;
+    lib.impl_("remainder_.Scalar", Kernel::typed::<op::remainder__Scalar>(wrapper_ADInplaceOrView_remainder__Scalar).debug("wrapper_ADInplaceOrView_remainder__Scalar"))?;
+    lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_ADInplaceOrView_remainder_Tensor_out).debug("wrapper_ADInplaceOrView_remainder_Tensor_out"))?;
+    lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_ADInplaceOrView_remainder__Tensor).debug("wrapper_ADInplaceOrView_remainder__Tensor"))?;
+    lib.impl_("maximum.out", Kernel::typed::<op::maximum_out>(wrapper_ADInplaceOrView_maximum_out).debug("wrapper_ADInplaceOrView_maximum_out"))?;
+    lib.impl_("minimum.out", Kernel::typed::<op::minimum_out>(wrapper_ADInplaceOrView_minimum_out).debug("wrapper_ADInplaceOrView_minimum_out"))?;
+    lib.impl_("pow.Tensor_Tensor_out", Kernel::typed::<op::pow_Tensor_Tensor_out>(wrapper_ADInplaceOrView_pow_Tensor_Tensor_out).debug("wrapper_ADInplaceOrView_pow_Tensor_Tensor_out"))?;
+    lib.impl_("pow.Scalar_out", Kernel::typed::<op::pow_Scalar_out>(wrapper_ADInplaceOrView_pow_Scalar_out).debug("wrapper_ADInplaceOrView_pow_Scalar_out"))?;
+    lib.impl_("pow.Tensor_Scalar_out", Kernel::typed::<op::pow_Tensor_Scalar_out>(wrapper_ADInplaceOrView_pow_Tensor_Scalar_out).debug("wrapper_ADInplaceOrView_pow_Tensor_Scalar_out"))?;
+    lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_ADInplaceOrView_pow__Scalar).debug("wrapper_ADInplaceOrView_pow__Scalar"))?;
+    lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_ADInplaceOrView_pow__Tensor).debug("wrapper_ADInplaceOrView_pow__Tensor"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -366,6 +598,15 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_ADInplaceOrView_native_layer_norm_out).debug("wrapper_ADInplaceOrView_native_layer_norm_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_ADInplaceOrView_native_dropout_out).debug("wrapper_ADInplaceOrView_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_ADInplaceOrView_convolution_out).debug("wrapper_ADInplaceOrView_convolution_out"))?;
+    lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(wrapper_ADInplaceOrView_add_Scalar_out).debug("wrapper_ADInplaceOrView_add_Scalar_out"))?;
+    lib.impl_("div.Scalar_out", Kernel::typed::<op::div_Scalar_out>(wrapper_ADInplaceOrView_div_Scalar_out).debug("wrapper_ADInplaceOrView_div_Scalar_out"))?;
+    lib.impl_("div.Scalar_mode_out", Kernel::typed::<op::div_Scalar_mode_out>(wrapper_ADInplaceOrView_div_Scalar_mode_out).debug("wrapper_ADInplaceOrView_div_Scalar_mode_out"))?;
+    lib.impl_("mul.Scalar_out", Kernel::typed::<op::mul_Scalar_out>(wrapper_ADInplaceOrView_mul_Scalar_out).debug("wrapper_ADInplaceOrView_mul_Scalar_out"))?;
+    lib.impl_("sub.Scalar_out", Kernel::typed::<op::sub_Scalar_out>(wrapper_ADInplaceOrView_sub_Scalar_out).debug("wrapper_ADInplaceOrView_sub_Scalar_out"))?;
+    lib.impl_("bitwise_and.Scalar_Tensor_out", Kernel::typed::<op::bitwise_and_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out"))?;
+    lib.impl_("bitwise_or.Scalar_Tensor_out", Kernel::typed::<op::bitwise_or_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out"))?;
+    lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out"))?;
+    lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -459,6 +700,105 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_Meta_max_pool2d_with_indices).debug("wrapper_Meta_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_Meta_linalg_vector_norm).debug("wrapper_Meta_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Meta_linalg_vector_norm_out).debug("wrapper_Meta_linalg_vector_norm_out"))?;
+    lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Meta_add_Tensor).debug("wrapper_Meta_add_Tensor"))?;
+    lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_Meta_add__Tensor).debug("wrapper_Meta_add__Tensor"))?;
+    lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_Meta_add_out).debug("wrapper_Meta_add_out"))?;
+    lib.impl_("div.Tensor", Kernel::typed::<op::div_Tensor>(wrapper_Meta_div_Tensor).debug("wrapper_Meta_div_Tensor"))?;
+    lib.impl_("div_.Tensor", Kernel::typed::<op::div__Tensor>(wrapper_Meta_div__Tensor).debug("wrapper_Meta_div__Tensor"))?;
+    lib.impl_("div.out", Kernel::typed::<op::div_out>(wrapper_Meta_div_out).debug("wrapper_Meta_div_out"))?;
+    lib.impl_("div.Tensor_mode", Kernel::typed::<op::div_Tensor_mode>(wrapper_Meta_div_Tensor_mode).debug("wrapper_Meta_div_Tensor_mode"))?;
+    lib.impl_("div_.Tensor_mode", Kernel::typed::<op::div__Tensor_mode>(wrapper_Meta_div__Tensor_mode).debug("wrapper_Meta_div__Tensor_mode"))?;
+    lib.impl_("div.out_mode", Kernel::typed::<op::div_out_mode>(wrapper_Meta_div_out_mode).debug("wrapper_Meta_div_out_mode"))?;
+    lib.impl_("mul.Tensor", Kernel::typed::<op::mul_Tensor>(wrapper_Meta_mul_Tensor).debug("wrapper_Meta_mul_Tensor"))?;
+    lib.impl_("mul_.Tensor", Kernel::typed::<op::mul__Tensor>(wrapper_Meta_mul__Tensor).debug("wrapper_Meta_mul__Tensor"))?;
+    lib.impl_("mul.out", Kernel::typed::<op::mul_out>(wrapper_Meta_mul_out).debug("wrapper_Meta_mul_out"))?;
+    lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_Meta_sub_out).debug("wrapper_Meta_sub_out"))?;
+    lib.impl_("sub.Tensor", Kernel::typed::<op::sub_Tensor>(wrapper_Meta_sub_Tensor).debug("wrapper_Meta_sub_Tensor"))?;
+    lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_Meta_sub__Tensor).debug("wrapper_Meta_sub__Tensor"))?;
+    lib.impl_("clamp", Kernel::typed::<op::clamp>(wrapper_Meta_clamp).debug("wrapper_Meta_clamp"))?;
+    lib.impl_("clamp.Tensor", Kernel::typed::<op::clamp_Tensor>(wrapper_Meta_clamp_Tensor).debug("wrapper_Meta_clamp_Tensor"))?;
+    lib.impl_("clamp_", Kernel::typed::<op::clamp_>(wrapper_Meta_clamp_).debug("wrapper_Meta_clamp_"))?;
+    lib.impl_("clamp_.Tensor", Kernel::typed::<op::clamp__Tensor>(wrapper_Meta_clamp__Tensor).debug("wrapper_Meta_clamp__Tensor"))?;
+    lib.impl_("clamp.out", Kernel::typed::<op::clamp_out>(wrapper_Meta_clamp_out).debug("wrapper_Meta_clamp_out"))?;
+    lib.impl_("clamp.Tensor_out", Kernel::typed::<op::clamp_Tensor_out>(wrapper_Meta_clamp_Tensor_out).debug("wrapper_Meta_clamp_Tensor_out"))?;
+    lib.impl_("clamp_max", Kernel::typed::<op::clamp_max>(wrapper_Meta_clamp_max).debug("wrapper_Meta_clamp_max"))?;
+    lib.impl_("clamp_max.Tensor", Kernel::typed::<op::clamp_max_Tensor>(wrapper_Meta_clamp_max_Tensor).debug("wrapper_Meta_clamp_max_Tensor"))?;
+    lib.impl_("clamp_max_", Kernel::typed::<op::clamp_max_>(wrapper_Meta_clamp_max_).debug("wrapper_Meta_clamp_max_"))?;
+    lib.impl_("clamp_max_.Tensor", Kernel::typed::<op::clamp_max__Tensor>(wrapper_Meta_clamp_max__Tensor).debug("wrapper_Meta_clamp_max__Tensor"))?;
+    lib.impl_("clamp_max.out", Kernel::typed::<op::clamp_max_out>(wrapper_Meta_clamp_max_out).debug("wrapper_Meta_clamp_max_out"))?;
+    lib.impl_("clamp_max.Tensor_out", Kernel::typed::<op::clamp_max_Tensor_out>(wrapper_Meta_clamp_max_Tensor_out).debug("wrapper_Meta_clamp_max_Tensor_out"))?;
+    lib.impl_("clamp_min", Kernel::typed::<op::clamp_min>(wrapper_Meta_clamp_min).debug("wrapper_Meta_clamp_min"))?;
+    lib.impl_("clamp_min.Tensor", Kernel::typed::<op::clamp_min_Tensor>(wrapper_Meta_clamp_min_Tensor).debug("wrapper_Meta_clamp_min_Tensor"))?;
+    lib.impl_("clamp_min_", Kernel::typed::<op::clamp_min_>(wrapper_Meta_clamp_min_).debug("wrapper_Meta_clamp_min_"))?;
+    lib.impl_("clamp_min_.Tensor", Kernel::typed::<op::clamp_min__Tensor>(wrapper_Meta_clamp_min__Tensor).debug("wrapper_Meta_clamp_min__Tensor"))?;
+    lib.impl_("clamp_min.out", Kernel::typed::<op::clamp_min_out>(wrapper_Meta_clamp_min_out).debug("wrapper_Meta_clamp_min_out"))?;
+    lib.impl_("clamp_min.Tensor_out", Kernel::typed::<op::clamp_min_Tensor_out>(wrapper_Meta_clamp_min_Tensor_out).debug("wrapper_Meta_clamp_min_Tensor_out"))?;
+    lib.impl_("eq_.Scalar", Kernel::typed::<op::eq__Scalar>(wrapper_Meta_eq__Scalar).debug("wrapper_Meta_eq__Scalar"))?;
+    lib.impl_("eq_.Tensor", Kernel::typed::<op::eq__Tensor>(wrapper_Meta_eq__Tensor).debug("wrapper_Meta_eq__Tensor"))?;
+    lib.impl_("bitwise_and.Tensor_out", Kernel::typed::<op::bitwise_and_Tensor_out>(wrapper_Meta_bitwise_and_Tensor_out).debug("wrapper_Meta_bitwise_and_Tensor_out"))?;
+    lib.impl_("bitwise_and.Tensor", Kernel::typed::<op::bitwise_and_Tensor>(wrapper_Meta_bitwise_and_Tensor).debug("wrapper_Meta_bitwise_and_Tensor"))?;
+    lib.impl_("bitwise_and_.Tensor", Kernel::typed::<op::bitwise_and__Tensor>(wrapper_Meta_bitwise_and__Tensor).debug("wrapper_Meta_bitwise_and__Tensor"))?;
+    lib.impl_("bitwise_or.Tensor_out", Kernel::typed::<op::bitwise_or_Tensor_out>(wrapper_Meta_bitwise_or_Tensor_out).debug("wrapper_Meta_bitwise_or_Tensor_out"))?;
+    lib.impl_("bitwise_or.Tensor", Kernel::typed::<op::bitwise_or_Tensor>(wrapper_Meta_bitwise_or_Tensor).debug("wrapper_Meta_bitwise_or_Tensor"))?;
+    lib.impl_("bitwise_or_.Tensor", Kernel::typed::<op::bitwise_or__Tensor>(wrapper_Meta_bitwise_or__Tensor).debug("wrapper_Meta_bitwise_or__Tensor"))?;
+    lib.impl_("bitwise_xor.Tensor_out", Kernel::typed::<op::bitwise_xor_Tensor_out>(wrapper_Meta_bitwise_xor_Tensor_out).debug("wrapper_Meta_bitwise_xor_Tensor_out"))?;
+    lib.impl_("bitwise_xor.Tensor", Kernel::typed::<op::bitwise_xor_Tensor>(wrapper_Meta_bitwise_xor_Tensor).debug("wrapper_Meta_bitwise_xor_Tensor"))?;
+    lib.impl_("bitwise_xor_.Tensor", Kernel::typed::<op::bitwise_xor__Tensor>(wrapper_Meta_bitwise_xor__Tensor).debug("wrapper_Meta_bitwise_xor__Tensor"))?;
+    lib.impl_("ne.Scalar_out", Kernel::typed::<op::ne_Scalar_out>(wrapper_Meta_ne_Scalar_out).debug("wrapper_Meta_ne_Scalar_out"))?;
+    lib.impl_("ne.Scalar", Kernel::typed::<op::ne_Scalar>(wrapper_Meta_ne_Scalar).debug("wrapper_Meta_ne_Scalar"))?;
+    lib.impl_("ne.Tensor_out", Kernel::typed::<op::ne_Tensor_out>(wrapper_Meta_ne_Tensor_out).debug("wrapper_Meta_ne_Tensor_out"))?;
+    lib.impl_("ne.Tensor", Kernel::typed::<op::ne_Tensor>(wrapper_Meta_ne_Tensor).debug("wrapper_Meta_ne_Tensor"))?;
+    lib.impl_("ne_.Scalar", Kernel::typed::<op::ne__Scalar>(wrapper_Meta_ne__Scalar).debug("wrapper_Meta_ne__Scalar"))?;
+    lib.impl_("ne_.Tensor", Kernel::typed::<op::ne__Tensor>(wrapper_Meta_ne__Tensor).debug("wrapper_Meta_ne__Tensor"))?;
+    lib.impl_("eq.Scalar_out", Kernel::typed::<op::eq_Scalar_out>(wrapper_Meta_eq_Scalar_out).debug("wrapper_Meta_eq_Scalar_out"))?;
+    lib.impl_("eq.Scalar", Kernel::typed::<op::eq_Scalar>(wrapper_Meta_eq_Scalar).debug("wrapper_Meta_eq_Scalar"))?;
+    lib.impl_("eq.Tensor_out", Kernel::typed::<op::eq_Tensor_out>(wrapper_Meta_eq_Tensor_out).debug("wrapper_Meta_eq_Tensor_out"))?;
+    lib.impl_("eq.Tensor", Kernel::typed::<op::eq_Tensor>(wrapper_Meta_eq_Tensor).debug("wrapper_Meta_eq_Tensor"))?;
+    lib.impl_("ge.Scalar_out", Kernel::typed::<op::ge_Scalar_out>(wrapper_Meta_ge_Scalar_out).debug("wrapper_Meta_ge_Scalar_out"))?;
+    lib.impl_("ge.Scalar", Kernel::typed::<op::ge_Scalar>(wrapper_Meta_ge_Scalar).debug("wrapper_Meta_ge_Scalar"))?;
+    lib.impl_("ge.Tensor_out", Kernel::typed::<op::ge_Tensor_out>(wrapper_Meta_ge_Tensor_out).debug("wrapper_Meta_ge_Tensor_out"))?;
+    lib.impl_("ge.Tensor", Kernel::typed::<op::ge_Tensor>(wrapper_Meta_ge_Tensor).debug("wrapper_Meta_ge_Tensor"))?;
+    lib.impl_("ge_.Scalar", Kernel::typed::<op::ge__Scalar>(wrapper_Meta_ge__Scalar).debug("wrapper_Meta_ge__Scalar"))?;
+    lib.impl_("ge_.Tensor", Kernel::typed::<op::ge__Tensor>(wrapper_Meta_ge__Tensor).debug("wrapper_Meta_ge__Tensor"))?;
+    lib.impl_("le.Scalar_out", Kernel::typed::<op::le_Scalar_out>(wrapper_Meta_le_Scalar_out).debug("wrapper_Meta_le_Scalar_out"))?;
+    lib.impl_("le.Scalar", Kernel::typed::<op::le_Scalar>(wrapper_Meta_le_Scalar).debug("wrapper_Meta_le_Scalar"))?;
+    lib.impl_("le.Tensor_out", Kernel::typed::<op::le_Tensor_out>(wrapper_Meta_le_Tensor_out).debug("wrapper_Meta_le_Tensor_out"))?;
+    lib.impl_("le.Tensor", Kernel::typed::<op::le_Tensor>(wrapper_Meta_le_Tensor).debug("wrapper_Meta_le_Tensor"))?;
+    lib.impl_("le_.Scalar", Kernel::typed::<op::le__Scalar>(wrapper_Meta_le__Scalar).debug("wrapper_Meta_le__Scalar"))?;
+    lib.impl_("le_.Tensor", Kernel::typed::<op::le__Tensor>(wrapper_Meta_le__Tensor).debug("wrapper_Meta_le__Tensor"))?;
+    lib.impl_("gt.Scalar_out", Kernel::typed::<op::gt_Scalar_out>(wrapper_Meta_gt_Scalar_out).debug("wrapper_Meta_gt_Scalar_out"))?;
+    lib.impl_("gt.Scalar", Kernel::typed::<op::gt_Scalar>(wrapper_Meta_gt_Scalar).debug("wrapper_Meta_gt_Scalar"))?;
+    lib.impl_("gt.Tensor_out", Kernel::typed::<op::gt_Tensor_out>(wrapper_Meta_gt_Tensor_out).debug("wrapper_Meta_gt_Tensor_out"))?;
+    lib.impl_("gt.Tensor", Kernel::typed::<op::gt_Tensor>(wrapper_Meta_gt_Tensor).debug("wrapper_Meta_gt_Tensor"))?;
+    lib.impl_("gt_.Scalar", Kernel::typed::<op::gt__Scalar>(wrapper_Meta_gt__Scalar).debug("wrapper_Meta_gt__Scalar"))?;
+    lib.impl_("gt_.Tensor", Kernel::typed::<op::gt__Tensor>(wrapper_Meta_gt__Tensor).debug("wrapper_Meta_gt__Tensor"))?;
+    lib.impl_("lt.Scalar_out", Kernel::typed::<op::lt_Scalar_out>(wrapper_Meta_lt_Scalar_out).debug("wrapper_Meta_lt_Scalar_out"))?;
+    lib.impl_("lt.Scalar", Kernel::typed::<op::lt_Scalar>(wrapper_Meta_lt_Scalar).debug("wrapper_Meta_lt_Scalar"))?;
+    lib.impl_("lt.Tensor_out", Kernel::typed::<op::lt_Tensor_out>(wrapper_Meta_lt_Tensor_out).debug("wrapper_Meta_lt_Tensor_out"))?;
+    lib.impl_("lt.Tensor", Kernel::typed::<op::lt_Tensor>(wrapper_Meta_lt_Tensor).debug("wrapper_Meta_lt_Tensor"))?;
+    lib.impl_("lt_.Scalar", Kernel::typed::<op::lt__Scalar>(wrapper_Meta_lt__Scalar).debug("wrapper_Meta_lt__Scalar"))?;
+    lib.impl_("lt_.Tensor", Kernel::typed::<op::lt__Tensor>(wrapper_Meta_lt__Tensor).debug("wrapper_Meta_lt__Tensor"))?;
+    lib.impl_("atan2.out", Kernel::typed::<op::atan2_out>(wrapper_Meta_atan2_out).debug("wrapper_Meta_atan2_out"))?;
+    lib.impl_("atan2_", Kernel::typed::<op::atan2_>(wrapper_Meta_atan2_).debug("wrapper_Meta_atan2_"))?;
+    lib.impl_("atan2", Kernel::typed::<op::atan2>(wrapper_Meta_atan2).debug("wrapper_Meta_atan2"))?;
+    lib.impl_("fmod.Tensor_out", Kernel::typed::<op::fmod_Tensor_out>(wrapper_Meta_fmod_Tensor_out).debug("wrapper_Meta_fmod_Tensor_out"))?;
+    lib.impl_("fmod.Tensor", Kernel::typed::<op::fmod_Tensor>(wrapper_Meta_fmod_Tensor).debug("wrapper_Meta_fmod_Tensor"))?;
+    lib.impl_("fmod_.Tensor", Kernel::typed::<op::fmod__Tensor>(wrapper_Meta_fmod__Tensor).debug("wrapper_Meta_fmod__Tensor"))?;
+    lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_Meta_remainder_Tensor_out).debug("wrapper_Meta_remainder_Tensor_out"))?;
+    lib.impl_("remainder.Tensor", Kernel::typed::<op::remainder_Tensor>(wrapper_Meta_remainder_Tensor).debug("wrapper_Meta_remainder_Tensor"))?;
+    lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_Meta_remainder__Tensor).debug("wrapper_Meta_remainder__Tensor"))?;
+    lib.impl_("maximum", Kernel::typed::<op::maximum>(wrapper_Meta_maximum).debug("wrapper_Meta_maximum"))?;
+    lib.impl_("maximum.out", Kernel::typed::<op::maximum_out>(wrapper_Meta_maximum_out).debug("wrapper_Meta_maximum_out"))?;
+    lib.impl_("minimum", Kernel::typed::<op::minimum>(wrapper_Meta_minimum).debug("wrapper_Meta_minimum"))?;
+    lib.impl_("minimum.out", Kernel::typed::<op::minimum_out>(wrapper_Meta_minimum_out).debug("wrapper_Meta_minimum_out"))?;
+    lib.impl_("pow.Tensor_Tensor_out", Kernel::typed::<op::pow_Tensor_Tensor_out>(wrapper_Meta_pow_Tensor_Tensor_out).debug("wrapper_Meta_pow_Tensor_Tensor_out"))?;
+    lib.impl_("pow.Tensor_Tensor", Kernel::typed::<op::pow_Tensor_Tensor>(wrapper_Meta_pow_Tensor_Tensor).debug("wrapper_Meta_pow_Tensor_Tensor"))?;
+    lib.impl_("pow.Scalar_out", Kernel::typed::<op::pow_Scalar_out>(wrapper_Meta_pow_Scalar_out).debug("wrapper_Meta_pow_Scalar_out"))?;
+    lib.impl_("pow.Scalar", Kernel::typed::<op::pow_Scalar>(wrapper_Meta_pow_Scalar).debug("wrapper_Meta_pow_Scalar"))?;
+    lib.impl_("pow.Tensor_Scalar_out", Kernel::typed::<op::pow_Tensor_Scalar_out>(wrapper_Meta_pow_Tensor_Scalar_out).debug("wrapper_Meta_pow_Tensor_Scalar_out"))?;
+    lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(wrapper_Meta_pow_Tensor_Scalar).debug("wrapper_Meta_pow_Tensor_Scalar"))?;
+    lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_Meta_pow__Scalar).debug("wrapper_Meta_pow__Scalar"))?;
+    lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_Meta_pow__Tensor).debug("wrapper_Meta_pow__Tensor"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -529,6 +869,40 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_CompositeExplicitAutograd_linear_out).debug("wrapper_CompositeExplicitAutograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CompositeExplicitAutograd_native_layer_norm).debug("wrapper_CompositeExplicitAutograd_native_layer_norm"))?;
     lib.impl_("convolution", Kernel::typed::<op::convolution>(wrapper_CompositeExplicitAutograd_convolution).debug("wrapper_CompositeExplicitAutograd_convolution"))?;
+    lib.impl_("add.Scalar", Kernel::typed::<op::add_Scalar>(wrapper_CompositeExplicitAutograd_add_Scalar).debug("wrapper_CompositeExplicitAutograd_add_Scalar"))?;
+    lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(wrapper_CompositeExplicitAutograd_add__Scalar).debug("wrapper_CompositeExplicitAutograd_add__Scalar"))?;
+    lib.impl_("div.Scalar", Kernel::typed::<op::div_Scalar>(wrapper_CompositeExplicitAutograd_div_Scalar).debug("wrapper_CompositeExplicitAutograd_div_Scalar"))?;
+    lib.impl_("div_.Scalar", Kernel::typed::<op::div__Scalar>(wrapper_CompositeExplicitAutograd_div__Scalar).debug("wrapper_CompositeExplicitAutograd_div__Scalar"))?;
+    lib.impl_("div.Scalar_mode", Kernel::typed::<op::div_Scalar_mode>(wrapper_CompositeExplicitAutograd_div_Scalar_mode).debug("wrapper_CompositeExplicitAutograd_div_Scalar_mode"))?;
+    lib.impl_("div_.Scalar_mode", Kernel::typed::<op::div__Scalar_mode>(wrapper_CompositeExplicitAutograd_div__Scalar_mode).debug("wrapper_CompositeExplicitAutograd_div__Scalar_mode"))?;
+    lib.impl_("mul.Scalar", Kernel::typed::<op::mul_Scalar>(wrapper_CompositeExplicitAutograd_mul_Scalar).debug("wrapper_CompositeExplicitAutograd_mul_Scalar"))?;
+    lib.impl_("mul_.Scalar", Kernel::typed::<op::mul__Scalar>(wrapper_CompositeExplicitAutograd_mul__Scalar).debug("wrapper_CompositeExplicitAutograd_mul__Scalar"))?;
+    lib.impl_("sub.Scalar", Kernel::typed::<op::sub_Scalar>(wrapper_CompositeExplicitAutograd_sub_Scalar).debug("wrapper_CompositeExplicitAutograd_sub_Scalar"))?;
+    lib.impl_("sub_.Scalar", Kernel::typed::<op::sub__Scalar>(wrapper_CompositeExplicitAutograd_sub__Scalar).debug("wrapper_CompositeExplicitAutograd_sub__Scalar"))?;
+    lib.impl_("logical_xor", Kernel::typed::<op::logical_xor>(wrapper_CompositeExplicitAutograd_logical_xor).debug("wrapper_CompositeExplicitAutograd_logical_xor"))?;
+    lib.impl_("logical_xor_", Kernel::typed::<op::logical_xor_>(wrapper_CompositeExplicitAutograd_logical_xor_).debug("wrapper_CompositeExplicitAutograd_logical_xor_"))?;
+    lib.impl_("logical_and", Kernel::typed::<op::logical_and>(wrapper_CompositeExplicitAutograd_logical_and).debug("wrapper_CompositeExplicitAutograd_logical_and"))?;
+    lib.impl_("logical_and_", Kernel::typed::<op::logical_and_>(wrapper_CompositeExplicitAutograd_logical_and_).debug("wrapper_CompositeExplicitAutograd_logical_and_"))?;
+    lib.impl_("logical_or", Kernel::typed::<op::logical_or>(wrapper_CompositeExplicitAutograd_logical_or).debug("wrapper_CompositeExplicitAutograd_logical_or"))?;
+    lib.impl_("logical_or_", Kernel::typed::<op::logical_or_>(wrapper_CompositeExplicitAutograd_logical_or_).debug("wrapper_CompositeExplicitAutograd_logical_or_"))?;
+    lib.impl_("bitwise_and.Scalar_out", Kernel::typed::<op::bitwise_and_Scalar_out>(wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_out).debug("wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_out"))?;
+    lib.impl_("bitwise_and.Scalar", Kernel::typed::<op::bitwise_and_Scalar>(wrapper_CompositeExplicitAutograd_bitwise_and_Scalar).debug("wrapper_CompositeExplicitAutograd_bitwise_and_Scalar"))?;
+    lib.impl_("bitwise_and.Scalar_Tensor", Kernel::typed::<op::bitwise_and_Scalar_Tensor>(wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor).debug("wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor"))?;
+    lib.impl_("bitwise_and_.Scalar", Kernel::typed::<op::bitwise_and__Scalar>(wrapper_CompositeExplicitAutograd_bitwise_and__Scalar).debug("wrapper_CompositeExplicitAutograd_bitwise_and__Scalar"))?;
+    lib.impl_("bitwise_or.Scalar_out", Kernel::typed::<op::bitwise_or_Scalar_out>(wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_out).debug("wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_out"))?;
+    lib.impl_("bitwise_or.Scalar", Kernel::typed::<op::bitwise_or_Scalar>(wrapper_CompositeExplicitAutograd_bitwise_or_Scalar).debug("wrapper_CompositeExplicitAutograd_bitwise_or_Scalar"))?;
+    lib.impl_("bitwise_or.Scalar_Tensor", Kernel::typed::<op::bitwise_or_Scalar_Tensor>(wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor).debug("wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor"))?;
+    lib.impl_("bitwise_or_.Scalar", Kernel::typed::<op::bitwise_or__Scalar>(wrapper_CompositeExplicitAutograd_bitwise_or__Scalar).debug("wrapper_CompositeExplicitAutograd_bitwise_or__Scalar"))?;
+    lib.impl_("bitwise_xor.Scalar_out", Kernel::typed::<op::bitwise_xor_Scalar_out>(wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_out).debug("wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_out"))?;
+    lib.impl_("bitwise_xor.Scalar", Kernel::typed::<op::bitwise_xor_Scalar>(wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar).debug("wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar"))?;
+    lib.impl_("bitwise_xor.Scalar_Tensor", Kernel::typed::<op::bitwise_xor_Scalar_Tensor>(wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor).debug("wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor"))?;
+    lib.impl_("bitwise_xor_.Scalar", Kernel::typed::<op::bitwise_xor__Scalar>(wrapper_CompositeExplicitAutograd_bitwise_xor__Scalar).debug("wrapper_CompositeExplicitAutograd_bitwise_xor__Scalar"))?;
+    lib.impl_("fmod.Scalar_out", Kernel::typed::<op::fmod_Scalar_out>(wrapper_CompositeExplicitAutograd_fmod_Scalar_out).debug("wrapper_CompositeExplicitAutograd_fmod_Scalar_out"))?;
+    lib.impl_("fmod.Scalar", Kernel::typed::<op::fmod_Scalar>(wrapper_CompositeExplicitAutograd_fmod_Scalar).debug("wrapper_CompositeExplicitAutograd_fmod_Scalar"))?;
+    lib.impl_("fmod_.Scalar", Kernel::typed::<op::fmod__Scalar>(wrapper_CompositeExplicitAutograd_fmod__Scalar).debug("wrapper_CompositeExplicitAutograd_fmod__Scalar"))?;
+    lib.impl_("remainder.Scalar_out", Kernel::typed::<op::remainder_Scalar_out>(wrapper_CompositeExplicitAutograd_remainder_Scalar_out).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar_out"))?;
+    lib.impl_("remainder.Scalar", Kernel::typed::<op::remainder_Scalar>(wrapper_CompositeExplicitAutograd_remainder_Scalar).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar"))?;
+    lib.impl_("remainder_.Scalar", Kernel::typed::<op::remainder__Scalar>(wrapper_CompositeExplicitAutograd_remainder__Scalar).debug("wrapper_CompositeExplicitAutograd_remainder__Scalar"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -571,6 +945,15 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_CompositeExplicitAutograd_native_layer_norm_out).debug("wrapper_CompositeExplicitAutograd_native_layer_norm_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_CompositeExplicitAutograd_native_dropout_out).debug("wrapper_CompositeExplicitAutograd_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_CompositeExplicitAutograd_convolution_out).debug("wrapper_CompositeExplicitAutograd_convolution_out"))?;
+    lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(wrapper_CompositeExplicitAutograd_add_Scalar_out).debug("wrapper_CompositeExplicitAutograd_add_Scalar_out"))?;
+    lib.impl_("div.Scalar_out", Kernel::typed::<op::div_Scalar_out>(wrapper_CompositeExplicitAutograd_div_Scalar_out).debug("wrapper_CompositeExplicitAutograd_div_Scalar_out"))?;
+    lib.impl_("div.Scalar_mode_out", Kernel::typed::<op::div_Scalar_mode_out>(wrapper_CompositeExplicitAutograd_div_Scalar_mode_out).debug("wrapper_CompositeExplicitAutograd_div_Scalar_mode_out"))?;
+    lib.impl_("mul.Scalar_out", Kernel::typed::<op::mul_Scalar_out>(wrapper_CompositeExplicitAutograd_mul_Scalar_out).debug("wrapper_CompositeExplicitAutograd_mul_Scalar_out"))?;
+    lib.impl_("sub.Scalar_out", Kernel::typed::<op::sub_Scalar_out>(wrapper_CompositeExplicitAutograd_sub_Scalar_out).debug("wrapper_CompositeExplicitAutograd_sub_Scalar_out"))?;
+    lib.impl_("bitwise_and.Scalar_Tensor_out", Kernel::typed::<op::bitwise_and_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor_out"))?;
+    lib.impl_("bitwise_or.Scalar_Tensor_out", Kernel::typed::<op::bitwise_or_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out"))?;
+    lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out"))?;
+    lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -2291,6 +2674,1570 @@ fn wrapper_CompositeImplicitAutograd_conv2d(_ks: DispatchKeySet, (input, weight,
     crate::native::conv2d(input, weight, bias, stride, padding, dilation, groups)
 }
 
+/// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+fn wrapper_Meta_add_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_Meta_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::add__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_add_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::add_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_add_Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    crate::native::add(self_, other, alpha)
+}
+
+/// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_add__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    crate::native::add_(self_, other, alpha)
+}
+
+/// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let result = crate::op::add__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `div.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_div_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::div_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::div_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::div_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+fn wrapper_Meta_div_Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+fn wrapper_Meta_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div__Tensor_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let result = crate::op::div__Tensor_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div_out_mode(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div_out_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `div.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_div_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::div_scalar(self_, other)
+}
+
+/// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_div__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::div__scalar(self_, other)
+}
+
+/// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::div__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_div_Scalar_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+    crate::native::div_scalar_mode(self_, other, rounding_mode)
+}
+
+/// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_div__Scalar_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+    crate::native::div__scalar_mode(self_, other, rounding_mode)
+}
+
+/// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div__Scalar_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+    let result = crate::op::div__Scalar_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_mul_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::mul_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::mul_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mul__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::mul_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mul_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mul_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `mul.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_mul_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::mul(self_, other)
+}
+
+/// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_mul__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::mul_(self_, other)
+}
+
+/// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::mul__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sub_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sub_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+fn wrapper_Meta_sub_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_Meta_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::sub__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_sub_Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    crate::native::sub(self_, other, alpha)
+}
+
+/// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_sub__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    crate::native::sub_(self_, other, alpha)
+}
+
+/// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let result = crate::op::sub__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `logical_xor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_logical_xor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_xor(self_, other)
+}
+
+/// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_logical_xor_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_xor_(self_, other)
+}
+
+/// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_xor_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_xor_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_xor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_xor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `logical_and(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_logical_and(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_and(self_, other)
+}
+
+/// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_logical_and_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_and_(self_, other)
+}
+
+/// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_and_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_and_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_and_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_and_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `logical_or(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_logical_or(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_or(self_, other)
+}
+
+/// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_logical_or_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_or_(self_, other)
+}
+
+/// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_or_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_or_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_or_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_or_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+fn wrapper_Meta_clamp(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let meta = crate::meta::clamp(self_, min, max, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+fn wrapper_Meta_clamp_Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+fn wrapper_Meta_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let meta = crate::meta::clamp(self_, min, max, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let result = crate::op::clamp_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+fn wrapper_Meta_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let result = crate::op::clamp__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp(self_, min, max, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_out(ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_Tensor_out(ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor`
+fn wrapper_Meta_clamp_max(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_max(self_, max, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+fn wrapper_Meta_clamp_max_Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+fn wrapper_Meta_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_max(self_, max, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::clamp_max_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+fn wrapper_Meta_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_max__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_max(self_, max, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_max_out(ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_max_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_max_Tensor_out(ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_max_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor`
+fn wrapper_Meta_clamp_min(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_min(self_, min, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+fn wrapper_Meta_clamp_min_Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+fn wrapper_Meta_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_min(self_, min, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::clamp_min_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+fn wrapper_Meta_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_min__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_min(self_, min, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_min_out(ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_min_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_clamp_min_Tensor_out(ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::clamp_min_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_Meta_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::eq_scalar(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::eq__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::eq_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::eq__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_and_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_and_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::bitwise_and_out(self_, other, out)
+}
+
+/// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_and_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_and_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::bitwise_and_scalar(self_, other)
+}
+
+/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor(_ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::bitwise_and_scalar_tensor(self_, other)
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_bitwise_and_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_and__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::bitwise_and_(self_, other)
+}
+
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_and__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::bitwise_and__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_and__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_and__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_or_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_or_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::bitwise_or_out(self_, other, out)
+}
+
+/// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_or_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_or_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::bitwise_or_scalar(self_, other)
+}
+
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor(_ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::bitwise_or_scalar_tensor(self_, other)
+}
+
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_bitwise_or_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_or__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::bitwise_or_(self_, other)
+}
+
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_or__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::bitwise_or__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_or__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_or__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_xor_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_xor_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::bitwise_xor_out(self_, other, out)
+}
+
+/// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_xor_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::bitwise_xor_scalar(self_, other)
+}
+
+/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor(_ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::bitwise_xor_scalar_tensor(self_, other)
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_bitwise_xor_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_xor__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::bitwise_xor_(self_, other)
+}
+
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::bitwise_xor__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_xor__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ne_scalar(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ne_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ne_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_Meta_ne_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::ne_scalar(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ne_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ne_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ne_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_ne_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ne_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_Meta_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::ne_scalar(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::ne__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ne_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ne__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::eq_scalar(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_eq_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::eq_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_Meta_eq_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::eq_scalar(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::eq_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_eq_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::eq_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_eq_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::eq_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ge_scalar(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ge_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ge_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_Meta_ge_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::ge_scalar(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ge_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ge_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ge_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_ge_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ge_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_Meta_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::ge_scalar(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::ge__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ge_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ge__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::le_scalar(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_le_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::le_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `le.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_Meta_le_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::le_scalar(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::le_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_le_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::le_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `le.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_le_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::le_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_Meta_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::le_scalar(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::le__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::le_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::le__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::gt_scalar(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_gt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::gt_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_Meta_gt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::gt_scalar(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::gt_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_gt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::gt_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_gt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::gt_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_Meta_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::gt_scalar(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::gt__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::gt_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::gt__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::lt_scalar(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_lt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::lt_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_Meta_lt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::lt_scalar(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::lt_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_lt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::lt_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_lt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::lt_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_Meta_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::lt_scalar(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::lt__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::lt_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::lt__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::atan2(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_atan2_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::atan2_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::atan2(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::atan2_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `atan2(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_atan2(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::atan2(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_fmod_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::fmod_out(self_, other, out)
+}
+
+/// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_fmod_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::fmod_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_fmod_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::fmod(self_, other)
+}
+
+/// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_fmod__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::fmod_(self_, other)
+}
+
+/// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::fmod__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::fmod_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_fmod_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::fmod_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_fmod_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::fmod_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::fmod_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::fmod__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_remainder_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::remainder_out(self_, other, out)
+}
+
+/// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_remainder_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::remainder_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_remainder_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::remainder(self_, other)
+}
+
+/// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_remainder__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::remainder_(self_, other)
+}
+
+/// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::remainder__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::remainder_tensor(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_remainder_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::remainder_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_remainder_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::remainder_tensor(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_Meta_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::remainder_tensor(self_, other, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::remainder__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `maximum(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_maximum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::maximum(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::maximum(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_maximum_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::maximum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `minimum(Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_minimum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::minimum(self_, other, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::minimum(self_, other, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_minimum_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::minimum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_pow_Tensor_Tensor_out(ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::pow_Tensor_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+fn wrapper_Meta_pow_Tensor_Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::pow_scalar(self_, exponent, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_pow_Scalar_out(ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::pow_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+fn wrapper_Meta_pow_Scalar(_ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::pow_scalar(self_, exponent, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_pow_Tensor_Scalar_out(ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::pow_Tensor_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+fn wrapper_Meta_pow_Tensor_Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+fn wrapper_Meta_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::pow__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+fn wrapper_Meta_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::pow__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
+    self_.bump_version();
+    Ok(result)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -2853,6 +4800,132 @@ fn wrapper_CompositeExplicitAutograd_convolution_out(_ks: DispatchKeySet, (input
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_convolution_out(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
     let result = crate::op::convolution_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_add_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::add_Scalar::call(self_, other, alpha)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_add_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::add_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_div_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div_Scalar::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div_Scalar_mode::call(self_, other, rounding_mode)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_div_Scalar_mode_out(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::div_Scalar_mode_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_mul_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mul_Scalar::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mul_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mul_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_sub_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sub_Scalar::call(self_, other, alpha)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sub_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sub_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_and_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_and_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_or_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_or_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_xor_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_xor_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::remainder_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::remainder_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
 }

@@ -305,6 +305,210 @@ pub trait TensorOps {
     fn dot(&self, tensor: &Tensor) -> Result<Tensor>;
     /// `aten::matmul(Tensor self, Tensor other) -> Tensor`
     fn matmul(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    fn add(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    fn add_with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+    fn add_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+    fn add__with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    fn add_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    fn add_scalar_with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+    fn add_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+    fn add_scalar__with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::div.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn div(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn div_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+    fn div_tensor_mode(&self, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor>;
+    /// `aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+    fn div_tensor_mode_(&self, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor>;
+    /// `aten::div.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn div_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn div_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+    fn div_scalar_mode(&self, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor>;
+    /// `aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+    fn div_scalar_mode_(&self, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor>;
+    /// `aten::mul.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn mul(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn mul_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::mul.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn mul_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn mul_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    fn sub(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
+    fn sub_with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+    fn sub_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+    fn sub__with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    fn sub_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+    fn sub_scalar_with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+    fn sub_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+    fn sub_scalar__with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::logical_xor(Tensor self, Tensor other) -> Tensor`
+    fn logical_xor(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn logical_xor_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::logical_and(Tensor self, Tensor other) -> Tensor`
+    fn logical_and(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn logical_and_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::logical_or(Tensor self, Tensor other) -> Tensor`
+    fn logical_or(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn logical_or_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    fn clamp(&self) -> Result<Tensor>;
+    /// `aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    fn clamp_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor>;
+    /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    fn clamp_tensor(&self) -> Result<Tensor>;
+    /// `aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor>;
+    /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+    fn clamp_(&self) -> Result<Tensor>;
+    /// `aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+    fn clamp__with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor>;
+    /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+    fn clamp_tensor_(&self) -> Result<Tensor>;
+    /// `aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+    fn clamp_tensor__with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor>;
+    /// `aten::clamp_max(Tensor self, Scalar max) -> Tensor`
+    fn clamp_max(&self, max: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+    fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor>;
+    /// `aten::clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+    fn clamp_max_(&self, max: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+    fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor>;
+    /// `aten::clamp_min(Tensor self, Scalar min) -> Tensor`
+    fn clamp_min(&self, min: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+    fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor>;
+    /// `aten::clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+    fn clamp_min_(&self, min: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+    fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor>;
+    /// `aten::eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn eq_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn eq_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn bitwise_and_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn bitwise_and(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn bitwise_and_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn bitwise_or_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn bitwise_or(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn bitwise_or_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn bitwise_xor_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn bitwise_xor_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::ne.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn ne_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::ne.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn ne(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn ne_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn ne_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::eq.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn eq_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::eq.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn eq(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::ge.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn ge_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::ge.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn ge(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn ge_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn ge_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::le.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn le_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::le.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn le(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn le_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn le_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::gt.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn gt_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::gt.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn gt(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn gt_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn gt_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::lt.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn lt_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::lt.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn lt(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn lt_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn lt_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn atan2_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::atan2(Tensor self, Tensor other) -> Tensor`
+    fn atan2(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn fmod_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn fmod_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn fmod(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn fmod_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+    fn remainder_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+    fn remainder_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+    fn remainder(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+    fn remainder_(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::maximum(Tensor self, Tensor other) -> Tensor`
+    fn maximum(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::minimum(Tensor self, Tensor other) -> Tensor`
+    fn minimum(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+    fn pow_tensor_tensor(&self, exponent: &Tensor) -> Result<Tensor>;
+    /// `aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
+    fn pow_tensor_scalar(&self, exponent: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+    fn pow_scalar_(&self, exponent: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+    fn pow_(&self, exponent: &Tensor) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -895,5 +1099,413 @@ impl TensorOps for Tensor {
     #[inline]
     fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         op::matmul::call(self, other)
+    }
+    #[inline]
+    fn add(&self, other: &Tensor) -> Result<Tensor> {
+        op::add_Tensor::call(self, other, Scalar::Int(1))
+    }
+    #[inline]
+    fn add_with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::add_Tensor::call(self, other, alpha.into())
+    }
+    #[inline]
+    fn add_(&self, other: &Tensor) -> Result<Tensor> {
+        op::add__Tensor::call(self, other, Scalar::Int(1))
+    }
+    #[inline]
+    fn add__with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::add__Tensor::call(self, other, alpha.into())
+    }
+    #[inline]
+    fn add_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::add_Scalar::call(self, other.into(), Scalar::Int(1))
+    }
+    #[inline]
+    fn add_scalar_with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::add_Scalar::call(self, other.into(), alpha.into())
+    }
+    #[inline]
+    fn add_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::add__Scalar::call(self, other.into(), Scalar::Int(1))
+    }
+    #[inline]
+    fn add_scalar__with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::add__Scalar::call(self, other.into(), alpha.into())
+    }
+    #[inline]
+    fn div(&self, other: &Tensor) -> Result<Tensor> {
+        op::div_Tensor::call(self, other)
+    }
+    #[inline]
+    fn div_(&self, other: &Tensor) -> Result<Tensor> {
+        op::div__Tensor::call(self, other)
+    }
+    #[inline]
+    fn div_tensor_mode(&self, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        op::div_Tensor_mode::call(self, other, rounding_mode)
+    }
+    #[inline]
+    fn div_tensor_mode_(&self, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        op::div__Tensor_mode::call(self, other, rounding_mode)
+    }
+    #[inline]
+    fn div_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::div_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn div_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::div__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn div_scalar_mode(&self, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor> {
+        op::div_Scalar_mode::call(self, other.into(), rounding_mode)
+    }
+    #[inline]
+    fn div_scalar_mode_(&self, other: impl Into<Scalar>, rounding_mode: Option<&str>) -> Result<Tensor> {
+        op::div__Scalar_mode::call(self, other.into(), rounding_mode)
+    }
+    #[inline]
+    fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        op::mul_Tensor::call(self, other)
+    }
+    #[inline]
+    fn mul_(&self, other: &Tensor) -> Result<Tensor> {
+        op::mul__Tensor::call(self, other)
+    }
+    #[inline]
+    fn mul_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::mul_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn mul_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::mul__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        op::sub_Tensor::call(self, other, Scalar::Int(1))
+    }
+    #[inline]
+    fn sub_with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::sub_Tensor::call(self, other, alpha.into())
+    }
+    #[inline]
+    fn sub_(&self, other: &Tensor) -> Result<Tensor> {
+        op::sub__Tensor::call(self, other, Scalar::Int(1))
+    }
+    #[inline]
+    fn sub__with(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::sub__Tensor::call(self, other, alpha.into())
+    }
+    #[inline]
+    fn sub_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::sub_Scalar::call(self, other.into(), Scalar::Int(1))
+    }
+    #[inline]
+    fn sub_scalar_with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::sub_Scalar::call(self, other.into(), alpha.into())
+    }
+    #[inline]
+    fn sub_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::sub__Scalar::call(self, other.into(), Scalar::Int(1))
+    }
+    #[inline]
+    fn sub_scalar__with(&self, other: impl Into<Scalar>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        op::sub__Scalar::call(self, other.into(), alpha.into())
+    }
+    #[inline]
+    fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        op::logical_xor::call(self, other)
+    }
+    #[inline]
+    fn logical_xor_(&self, other: &Tensor) -> Result<Tensor> {
+        op::logical_xor_::call(self, other)
+    }
+    #[inline]
+    fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        op::logical_and::call(self, other)
+    }
+    #[inline]
+    fn logical_and_(&self, other: &Tensor) -> Result<Tensor> {
+        op::logical_and_::call(self, other)
+    }
+    #[inline]
+    fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        op::logical_or::call(self, other)
+    }
+    #[inline]
+    fn logical_or_(&self, other: &Tensor) -> Result<Tensor> {
+        op::logical_or_::call(self, other)
+    }
+    #[inline]
+    fn clamp(&self) -> Result<Tensor> {
+        op::clamp::call(self, None, None)
+    }
+    #[inline]
+    fn clamp_with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        op::clamp::call(self, min, max)
+    }
+    #[inline]
+    fn clamp_tensor(&self) -> Result<Tensor> {
+        op::clamp_Tensor::call(self, None, None)
+    }
+    #[inline]
+    fn clamp_tensor_with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        op::clamp_Tensor::call(self, min, max)
+    }
+    #[inline]
+    fn clamp_(&self) -> Result<Tensor> {
+        op::clamp_::call(self, None, None)
+    }
+    #[inline]
+    fn clamp__with(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        op::clamp_::call(self, min, max)
+    }
+    #[inline]
+    fn clamp_tensor_(&self) -> Result<Tensor> {
+        op::clamp__Tensor::call(self, None, None)
+    }
+    #[inline]
+    fn clamp_tensor__with(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        op::clamp__Tensor::call(self, min, max)
+    }
+    #[inline]
+    fn clamp_max(&self, max: impl Into<Scalar>) -> Result<Tensor> {
+        op::clamp_max::call(self, max.into())
+    }
+    #[inline]
+    fn clamp_max_tensor(&self, max: &Tensor) -> Result<Tensor> {
+        op::clamp_max_Tensor::call(self, max)
+    }
+    #[inline]
+    fn clamp_max_(&self, max: impl Into<Scalar>) -> Result<Tensor> {
+        op::clamp_max_::call(self, max.into())
+    }
+    #[inline]
+    fn clamp_max_tensor_(&self, max: &Tensor) -> Result<Tensor> {
+        op::clamp_max__Tensor::call(self, max)
+    }
+    #[inline]
+    fn clamp_min(&self, min: impl Into<Scalar>) -> Result<Tensor> {
+        op::clamp_min::call(self, min.into())
+    }
+    #[inline]
+    fn clamp_min_tensor(&self, min: &Tensor) -> Result<Tensor> {
+        op::clamp_min_Tensor::call(self, min)
+    }
+    #[inline]
+    fn clamp_min_(&self, min: impl Into<Scalar>) -> Result<Tensor> {
+        op::clamp_min_::call(self, min.into())
+    }
+    #[inline]
+    fn clamp_min_tensor_(&self, min: &Tensor) -> Result<Tensor> {
+        op::clamp_min__Tensor::call(self, min)
+    }
+    #[inline]
+    fn eq_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::eq__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn eq_(&self, other: &Tensor) -> Result<Tensor> {
+        op::eq__Tensor::call(self, other)
+    }
+    #[inline]
+    fn bitwise_and_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::bitwise_and_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
+        op::bitwise_and_Tensor::call(self, other)
+    }
+    #[inline]
+    fn bitwise_and_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::bitwise_and__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn bitwise_and_(&self, other: &Tensor) -> Result<Tensor> {
+        op::bitwise_and__Tensor::call(self, other)
+    }
+    #[inline]
+    fn bitwise_or_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::bitwise_or_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
+        op::bitwise_or_Tensor::call(self, other)
+    }
+    #[inline]
+    fn bitwise_or_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::bitwise_or__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn bitwise_or_(&self, other: &Tensor) -> Result<Tensor> {
+        op::bitwise_or__Tensor::call(self, other)
+    }
+    #[inline]
+    fn bitwise_xor_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::bitwise_xor_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
+        op::bitwise_xor_Tensor::call(self, other)
+    }
+    #[inline]
+    fn bitwise_xor_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::bitwise_xor__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn bitwise_xor_(&self, other: &Tensor) -> Result<Tensor> {
+        op::bitwise_xor__Tensor::call(self, other)
+    }
+    #[inline]
+    fn ne_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::ne_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn ne(&self, other: &Tensor) -> Result<Tensor> {
+        op::ne_Tensor::call(self, other)
+    }
+    #[inline]
+    fn ne_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::ne__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn ne_(&self, other: &Tensor) -> Result<Tensor> {
+        op::ne__Tensor::call(self, other)
+    }
+    #[inline]
+    fn eq_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::eq_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn eq(&self, other: &Tensor) -> Result<Tensor> {
+        op::eq_Tensor::call(self, other)
+    }
+    #[inline]
+    fn ge_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::ge_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn ge(&self, other: &Tensor) -> Result<Tensor> {
+        op::ge_Tensor::call(self, other)
+    }
+    #[inline]
+    fn ge_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::ge__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn ge_(&self, other: &Tensor) -> Result<Tensor> {
+        op::ge__Tensor::call(self, other)
+    }
+    #[inline]
+    fn le_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::le_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn le(&self, other: &Tensor) -> Result<Tensor> {
+        op::le_Tensor::call(self, other)
+    }
+    #[inline]
+    fn le_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::le__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn le_(&self, other: &Tensor) -> Result<Tensor> {
+        op::le__Tensor::call(self, other)
+    }
+    #[inline]
+    fn gt_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::gt_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn gt(&self, other: &Tensor) -> Result<Tensor> {
+        op::gt_Tensor::call(self, other)
+    }
+    #[inline]
+    fn gt_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::gt__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn gt_(&self, other: &Tensor) -> Result<Tensor> {
+        op::gt__Tensor::call(self, other)
+    }
+    #[inline]
+    fn lt_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::lt_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn lt(&self, other: &Tensor) -> Result<Tensor> {
+        op::lt_Tensor::call(self, other)
+    }
+    #[inline]
+    fn lt_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::lt__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn lt_(&self, other: &Tensor) -> Result<Tensor> {
+        op::lt__Tensor::call(self, other)
+    }
+    #[inline]
+    fn atan2_(&self, other: &Tensor) -> Result<Tensor> {
+        op::atan2_::call(self, other)
+    }
+    #[inline]
+    fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        op::atan2::call(self, other)
+    }
+    #[inline]
+    fn fmod_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::fmod_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn fmod_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::fmod__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn fmod(&self, other: &Tensor) -> Result<Tensor> {
+        op::fmod_Tensor::call(self, other)
+    }
+    #[inline]
+    fn fmod_(&self, other: &Tensor) -> Result<Tensor> {
+        op::fmod__Tensor::call(self, other)
+    }
+    #[inline]
+    fn remainder_scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::remainder_Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn remainder_scalar_(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::remainder__Scalar::call(self, other.into())
+    }
+    #[inline]
+    fn remainder(&self, other: &Tensor) -> Result<Tensor> {
+        op::remainder_Tensor::call(self, other)
+    }
+    #[inline]
+    fn remainder_(&self, other: &Tensor) -> Result<Tensor> {
+        op::remainder__Tensor::call(self, other)
+    }
+    #[inline]
+    fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        op::maximum::call(self, other)
+    }
+    #[inline]
+    fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        op::minimum::call(self, other)
+    }
+    #[inline]
+    fn pow_tensor_tensor(&self, exponent: &Tensor) -> Result<Tensor> {
+        op::pow_Tensor_Tensor::call(self, exponent)
+    }
+    #[inline]
+    fn pow_tensor_scalar(&self, exponent: impl Into<Scalar>) -> Result<Tensor> {
+        op::pow_Tensor_Scalar::call(self, exponent.into())
+    }
+    #[inline]
+    fn pow_scalar_(&self, exponent: impl Into<Scalar>) -> Result<Tensor> {
+        op::pow__Scalar::call(self, exponent.into())
+    }
+    #[inline]
+    fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
+        op::pow__Tensor::call(self, exponent)
     }
 }

@@ -1,1 +1,327 @@
 //! Binary pointwise operators (arithmetic, comparison, logical, bitwise), where and clamp.
+//!
+//! Meta functions follow PyTorch's `TORCH_META_FUNC`s in `BinaryOps.cpp`,
+//! `TensorCompare.cpp` and `Pow.cpp`: shape and dtype through [`IterConfig`], plus the
+//! operator-specific argument checks, in PyTorch's order (the first failing check decides the
+//! message).
+
+use crate::iter_meta::{IterConfig, IterInfo};
+use crate::structured::{Meta, OutputSpec, Outs};
+use switchyard_core::promotion::ResultTypeState;
+use switchyard_core::{Result, Scalar, ScalarType, Tensor, torch_check};
+
+/// PyTorch's `alpha_check`: `alpha` must be representable in the result dtype's kind.
+pub fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
+    torch_check!(
+        !alpha.is_boolean() || dtype == ScalarType::Bool,
+        "Boolean alpha only supported for Boolean results."
+    );
+    torch_check!(
+        dtype.is_floating_point() || !alpha.is_floating_point(),
+        "For integral input tensors, argument alpha must not be a floating point number."
+    );
+    Ok(())
+}
+
+/// PyTorch's `sub_check`: `-` is not defined on bool tensors.
+fn sub_check(self_: &Tensor, other: &Tensor) -> Result<()> {
+    let (a, b) = (
+        self_.dtype() == ScalarType::Bool,
+        other.dtype() == ScalarType::Bool,
+    );
+    torch_check!(
+        !(a && b),
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."
+    );
+    torch_check!(
+        !(a || b),
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+    );
+    Ok(())
+}
+
+/// A binary op meta followed by `alpha_check` on the output dtype (PyTorch checks
+/// `dtype()`, the dtype of the iterator's output).
+fn binary_alpha(
+    self_: &Tensor,
+    other: &Tensor,
+    alpha: Scalar,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    let meta = IterConfig::binary(self_, other, outs).build()?;
+    alpha_check(meta.output(0)?.dtype, alpha)?;
+    Ok(meta)
+}
+
+/// `add.Tensor`: `self + alpha * other`.
+pub fn add_tensor(
+    self_: &Tensor,
+    other: &Tensor,
+    alpha: Scalar,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    binary_alpha(self_, other, alpha, outs)
+}
+
+/// `sub.Tensor`: `self - alpha * other`; bool operands are rejected.
+pub fn sub_tensor(
+    self_: &Tensor,
+    other: &Tensor,
+    alpha: Scalar,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    sub_check(self_, other)?;
+    binary_alpha(self_, other, alpha, outs)
+}
+
+/// `mul.Tensor`.
+pub fn mul_tensor(self_: &Tensor, other: &Tensor, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    IterConfig::binary(self_, other, outs).build()
+}
+
+/// `div.Tensor`: true division (integers compute in the default float dtype).
+pub fn div_tensor(self_: &Tensor, other: &Tensor, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    IterConfig::binary_float(self_, other, outs).build()
+}
+
+/// The rounding modes of `div`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundingMode {
+    /// No rounding (true division).
+    True,
+    /// Round toward zero.
+    Trunc,
+    /// Round toward negative infinity.
+    Floor,
+}
+
+/// Parses `div`'s `rounding_mode` argument with PyTorch's error for unknown modes.
+pub fn rounding_mode(mode: Option<&str>) -> Result<RoundingMode> {
+    match mode {
+        None => Ok(RoundingMode::True),
+        Some("trunc") => Ok(RoundingMode::Trunc),
+        Some("floor") => Ok(RoundingMode::Floor),
+        Some(other) => Err(switchyard_core::Error::runtime(format!(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'"
+        ))),
+    }
+}
+
+/// `div.Tensor_mode`: true division without a mode, otherwise in the common dtype.
+pub fn div_tensor_mode(
+    self_: &Tensor,
+    other: &Tensor,
+    rounding_mode: Option<&str>,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    match self::rounding_mode(rounding_mode)? {
+        RoundingMode::True => IterConfig::binary_float(self_, other, outs).build(),
+        RoundingMode::Trunc | RoundingMode::Floor => IterConfig::binary(self_, other, outs).build(),
+    }
+}
+
+/// Defines comparison metas (`eq.Tensor` → `eq_tensor`, `eq.Scalar` → `eq_scalar`): a `Bool`
+/// result (or the caller's output dtype) over the inputs' common dtype.
+macro_rules! comparison_metas {
+    ($($tensor:ident, $scalar:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($tensor), "`: elementwise comparison of two tensors.")]
+        pub fn $tensor(self_: &Tensor, other: &Tensor, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+            IterConfig::comparison(self_, other, outs).build()
+        }
+
+        #[doc = concat!("`", stringify!($scalar), "`: comparison with a wrapped scalar.")]
+        pub fn $scalar(self_: &Tensor, other: Scalar, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+            let other = Tensor::wrapped_scalar(other)?;
+            IterConfig::comparison(self_, &other, outs).build()
+        }
+    )*};
+}
+comparison_metas! {
+    eq_tensor, eq_scalar;
+    ne_tensor, ne_scalar;
+    lt_tensor, lt_scalar;
+    le_tensor, le_scalar;
+    gt_tensor, gt_scalar;
+    ge_tensor, ge_scalar;
+}
+
+/// Defines metas of plain binary ops (`build_borrowing_binary_op`).
+macro_rules! binary_metas {
+    ($($name:ident),*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: inputs promoted to their common dtype.")]
+        pub fn $name(self_: &Tensor, other: &Tensor, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+            IterConfig::binary(self_, other, outs).build()
+        }
+    )*};
+}
+binary_metas!(
+    bitwise_and_tensor,
+    bitwise_or_tensor,
+    bitwise_xor_tensor,
+    remainder_tensor,
+    fmod_tensor,
+    pow_tensor_tensor,
+    maximum,
+    minimum,
+    clamp_min_tensor,
+    clamp_max_tensor
+);
+
+/// `atan2`: integers compute in the default float dtype.
+pub fn atan2(self_: &Tensor, other: &Tensor, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    IterConfig::binary_float(self_, other, outs).build()
+}
+
+/// `pow.Tensor_Scalar`: integer bases reject negative integer exponents (NumPy's rule); the
+/// base is promoted with the exponent as a wrapped number.
+pub fn pow_tensor_scalar(
+    self_: &Tensor,
+    exponent: Scalar,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    torch_check!(
+        !(self_.dtype().is_integral(true)
+            && !exponent.is_floating_point()
+            && exponent.to_i64_lossy() < 0),
+        "Integers to negative integer powers are not allowed."
+    );
+    let exp = Tensor::wrapped_scalar(exponent)?;
+    unary_in(self_, &[&exp], outs)
+}
+
+/// `pow.Scalar`: the output has the exponent's shape and the caller's dtype if an output is
+/// given, else `result_type(self, exponent)`.
+pub fn pow_scalar(self_: Scalar, exponent: &Tensor, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    let base = Tensor::wrapped_scalar(self_)?;
+    let mut state = ResultTypeState::new();
+    state.update_tensor(&base);
+    state.update_tensor(exponent);
+    let common = state.result().unwrap_or(ScalarType::Float);
+    let dtype = outs.get(0).map_or(common, Tensor::dtype);
+    Ok(Meta::new(
+        [OutputSpec::contiguous(
+            &exponent.sizes(),
+            dtype,
+            exponent.device(),
+        )],
+        IterInfo {
+            common_dtype: common,
+        },
+    ))
+}
+
+/// A unary op on `self` converted to `result_type(self, others)` (PyTorch's
+/// `build_unary_op(out, self.to(result_type))`): the output dtype is that type, and a given
+/// output must have exactly it.
+fn unary_in(self_: &Tensor, others: &[&Tensor], outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    let mut state = ResultTypeState::new();
+    state.update_tensor(self_);
+    for t in others {
+        state.update_tensor(t);
+    }
+    let dtype = state.result().unwrap_or(self_.dtype());
+    unary_as(self_, dtype, outs)
+}
+
+/// `build_unary_op` on `self` converted to `dtype`.
+fn unary_as(self_: &Tensor, dtype: ScalarType, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    if let Some(out) = outs.get(0) {
+        torch_check!(
+            out.dtype() == dtype,
+            "Found dtype {} but expected {}",
+            out.dtype(),
+            dtype
+        );
+    }
+    let mut meta = IterConfig::unary_float(self_, Outs::Functional).build()?;
+    if let Outs::Inplace(out) = outs {
+        torch_check!(
+            out.sizes() == meta.output(0)?.sizes,
+            "output with shape {} doesn't match the broadcast shape {}",
+            switchyard_core::shape::fmt_dims(&out.sizes()),
+            switchyard_core::shape::fmt_dims(&meta.output(0)?.sizes)
+        );
+    }
+    meta.extra.common_dtype = dtype;
+    for o in &mut meta.outputs {
+        o.dtype = dtype;
+    }
+    Ok(meta)
+}
+
+/// Clamp's manual promotion: a floating `self` keeps its dtype, otherwise the scalar bounds
+/// take part (as wrapped numbers); in-place may not change `self`'s dtype.
+fn clamp_scalar_meta(self_: &Tensor, bounds: &[Scalar], outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    let mut dtype = self_.dtype();
+    if !dtype.is_floating_point() {
+        let mut state = ResultTypeState::new();
+        state.update_tensor(self_);
+        for b in bounds {
+            state.update_scalar(*b);
+        }
+        dtype = state.result().unwrap_or(dtype);
+        torch_check!(
+            dtype == self_.dtype() || !outs.is_inplace(),
+            "result type {} can't be cast to the desired output type {}",
+            dtype,
+            type_meta_name(self_.dtype())
+        );
+    }
+    unary_as(self_, dtype, outs)
+}
+
+/// The C++ type name PyTorch's `caffe2::TypeMeta` prints (clamp's in-place error uses it).
+fn type_meta_name(dtype: ScalarType) -> &'static str {
+    match dtype {
+        ScalarType::Bool => "bool",
+        ScalarType::Byte => "unsigned char",
+        ScalarType::Char => "signed char",
+        ScalarType::Short => "short int",
+        ScalarType::Int => "int",
+        ScalarType::Long => "long int",
+        ScalarType::Half => "c10::Half",
+        ScalarType::BFloat16 => "c10::BFloat16",
+        ScalarType::Float => "float",
+        ScalarType::Double => "double",
+    }
+}
+
+/// `clamp`: at least one bound.
+pub fn clamp(
+    self_: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    torch_check!(
+        min.is_some() || max.is_some(),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+    let bounds: Vec<Scalar> = min.into_iter().chain(max).collect();
+    clamp_scalar_meta(self_, &bounds, outs)
+}
+
+/// `clamp_min`.
+pub fn clamp_min(self_: &Tensor, min: Scalar, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    clamp_scalar_meta(self_, &[min], outs)
+}
+
+/// `clamp_max`.
+pub fn clamp_max(self_: &Tensor, max: Scalar, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    clamp_scalar_meta(self_, &[max], outs)
+}
+
+/// `clamp.Tensor`: `self` and the given bounds promoted together.
+pub fn clamp_tensor(
+    self_: &Tensor,
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    outs: Outs<'_>,
+) -> Result<Meta<IterInfo>> {
+    torch_check!(
+        min.is_some() || max.is_some(),
+        "torch.clamp: At least one of 'min' or 'max' must not be None"
+    );
+    let inputs: Vec<&Tensor> = std::iter::once(self_).chain(min).chain(max).collect();
+    IterConfig::nary_promoting(&inputs, outs).build()
+}
