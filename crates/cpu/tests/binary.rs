@@ -193,14 +193,15 @@ fn out_and_inplace_equal_functional() {
     assert_same(&c, &f, "div_ trunc");
 }
 
-/// In-place through an aliasing transposed view reads every old value before writing it.
+/// In-place with the operand being `self` itself (full overlap, which PyTorch allows; a
+/// transposed alias is a partial-overlap error in PyTorch that the shared iterator config does
+/// not implement yet).
 #[test]
-fn inplace_with_aliased_operand() {
+fn inplace_with_self_as_operand() {
     let a = Tensor::from_vec((0..16).map(|i| i as f32).collect(), &[4, 4]).unwrap();
-    let t = a.as_strided_view(&[4, 4], &[1, 4], 0).unwrap();
-    let expected = op::add_Tensor::call(&a, &contiguous(&t), Scalar::Int(1)).unwrap();
-    op::add__Tensor::call(&a, &t, Scalar::Int(1)).unwrap();
-    assert_same(&a, &expected, "a += a.T");
+    let expected = op::mul_Tensor::call(&a, &a).unwrap();
+    op::mul__Tensor::call(&a, &a).unwrap();
+    assert_same(&a, &expected, "a *= a");
 }
 
 /// `where.self` / `where.self_out` are not registered (the generator emits the kernel name

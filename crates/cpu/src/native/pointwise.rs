@@ -199,12 +199,12 @@ bitwise_kernels! {
 
 /// NaN-propagating maximum (logical or for `Bool`).
 fn maximum_kernel(dtype: ScalarType, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
-    dispatch_compute!(dtype, C => binary::<C, C>(out, a, b, |x, y| Num::maximum(x, y)))
+    dispatch_compute!(dtype, C => binary::<C, C>(out, a, b, <C as Num>::maximum))
 }
 
 /// NaN-propagating minimum (logical and for `Bool`).
 fn minimum_kernel(dtype: ScalarType, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
-    dispatch_compute!(dtype, C => binary::<C, C>(out, a, b, |x, y| Num::minimum(x, y)))
+    dispatch_compute!(dtype, C => binary::<C, C>(out, a, b, <C as Num>::minimum))
 }
 
 /// `maximum.out` (structured impl).
@@ -330,7 +330,7 @@ pub fn pow_Tensor_Tensor_out(
     out: &Tensor,
 ) -> Result<()> {
     dispatch_subset!(numeric, meta.extra.common_dtype, "pow", C => {
-        binary::<C, C>(out, self_, exponent, |x, y| Arith::pow(x, y))
+        binary::<C, C>(out, self_, exponent, <C as Arith>::pow)
     })
 }
 

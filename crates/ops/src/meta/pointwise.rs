@@ -8,7 +8,9 @@
 use crate::iter_meta::{IterConfig, IterInfo};
 use crate::structured::{Meta, OutputSpec, Outs};
 use switchyard_core::promotion::ResultTypeState;
-use switchyard_core::{Result, Scalar, ScalarType, Tensor, torch_check};
+use switchyard_core::{
+    Result, Scalar, ScalarType, Tensor, can_cast, torch_check, torch_check_not_implemented,
+};
 
 /// PyTorch's `alpha_check`: `alpha` must be representable in the result dtype's kind.
 pub fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
@@ -29,19 +31,19 @@ fn sub_check(self_: &Tensor, other: &Tensor) -> Result<()> {
         self_.dtype() == ScalarType::Bool,
         other.dtype() == ScalarType::Bool,
     );
-    torch_check!(
+    torch_check_not_implemented!(
         !(a && b),
         "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."
     );
-    torch_check!(
+    torch_check_not_implemented!(
         !(a || b),
         "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
     );
     Ok(())
 }
 
-/// A binary op meta followed by `alpha_check` on the output dtype (PyTorch checks
-/// `dtype()`, the dtype of the iterator's output).
+/// A binary op meta followed by `alpha_check` on the common dtype (the dtype the iterator
+/// computes in).
 fn binary_alpha(
     self_: &Tensor,
     other: &Tensor,
@@ -49,7 +51,7 @@ fn binary_alpha(
     outs: Outs<'_>,
 ) -> Result<Meta<IterInfo>> {
     let meta = IterConfig::binary(self_, other, outs).build()?;
-    alpha_check(meta.output(0)?.dtype, alpha)?;
+    alpha_check(meta.extra.common_dtype, alpha)?;
     Ok(meta)
 }
 
@@ -186,7 +188,41 @@ pub fn pow_tensor_scalar(
         "Integers to negative integer powers are not allowed."
     );
     let exp = Tensor::wrapped_scalar(exponent)?;
-    unary_in(self_, &[&exp], outs)
+    let mut state = ResultTypeState::new();
+    state.update_tensor(self_);
+    state.update_tensor(&exp);
+    let dtype = state.result().unwrap_or(self_.dtype());
+    // `build_output_borrowing_argument_owning_unary_op`: the result is cast to a given
+    // output that can hold it.
+    if let Some(out) = outs.get(0) {
+        torch_check!(
+            can_cast(dtype, out.dtype()),
+            "result type {} can't be cast to the desired output type {}",
+            dtype,
+            out.dtype()
+        );
+    }
+    let mut meta = unary_as(self_, dtype, Outs::Functional)?;
+    if let Some(out) = outs.get(0) {
+        check_inplace_shape(outs, &meta.output(0)?.sizes)?;
+        for o in &mut meta.outputs {
+            o.dtype = out.dtype();
+        }
+    }
+    Ok(meta)
+}
+
+/// In-place outputs must already have the broadcast shape.
+fn check_inplace_shape(outs: Outs<'_>, shape: &[i64]) -> Result<()> {
+    if let Outs::Inplace(out) = outs {
+        torch_check!(
+            out.sizes().as_slice() == shape,
+            "output with shape {} doesn't match the broadcast shape {}",
+            switchyard_core::shape::fmt_dims(&out.sizes()),
+            switchyard_core::shape::fmt_dims(shape)
+        );
+    }
+    Ok(())
 }
 
 /// `pow.Scalar`: the output has the exponent's shape and the caller's dtype if an output is
@@ -210,19 +246,6 @@ pub fn pow_scalar(self_: Scalar, exponent: &Tensor, outs: Outs<'_>) -> Result<Me
     ))
 }
 
-/// A unary op on `self` converted to `result_type(self, others)` (PyTorch's
-/// `build_unary_op(out, self.to(result_type))`): the output dtype is that type, and a given
-/// output must have exactly it.
-fn unary_in(self_: &Tensor, others: &[&Tensor], outs: Outs<'_>) -> Result<Meta<IterInfo>> {
-    let mut state = ResultTypeState::new();
-    state.update_tensor(self_);
-    for t in others {
-        state.update_tensor(t);
-    }
-    let dtype = state.result().unwrap_or(self_.dtype());
-    unary_as(self_, dtype, outs)
-}
-
 /// `build_unary_op` on `self` converted to `dtype`.
 fn unary_as(self_: &Tensor, dtype: ScalarType, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
     if let Some(out) = outs.get(0) {
@@ -234,14 +257,7 @@ fn unary_as(self_: &Tensor, dtype: ScalarType, outs: Outs<'_>) -> Result<Meta<It
         );
     }
     let mut meta = IterConfig::unary_float(self_, Outs::Functional).build()?;
-    if let Outs::Inplace(out) = outs {
-        torch_check!(
-            out.sizes() == meta.output(0)?.sizes,
-            "output with shape {} doesn't match the broadcast shape {}",
-            switchyard_core::shape::fmt_dims(&out.sizes()),
-            switchyard_core::shape::fmt_dims(&meta.output(0)?.sizes)
-        );
-    }
+    check_inplace_shape(outs, &meta.output(0)?.sizes)?;
     meta.extra.common_dtype = dtype;
     for o in &mut meta.outputs {
         o.dtype = dtype;
