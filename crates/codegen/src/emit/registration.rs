@@ -9,7 +9,7 @@
 use super::input::{GenFunction, GenGroup, GenInput};
 use super::operators::schema_text;
 use super::rust::{
-    UnsupportedType, arg_name, args_tuple_type, output_type, tuple, unambiguous_name,
+    UnsupportedType, arg_name, args_tuple_type, fn_name, output_type, tuple, unambiguous_name,
 };
 use super::writer::{header, lines};
 use switchyard_core::DispatchKey;
@@ -120,7 +120,7 @@ fn native_wrapper(
         .iter()
         .map(|a| arg_name(&a.name))
         .collect();
-    let body = format!("    {}::{kernel}({})\n", paths.native, args.join(", "));
+    let body = format!("    {}::{}({})\n", paths.native, fn_name(kernel), args.join(", "));
     Ok(Wrapper::new(
         key,
         f,
@@ -227,8 +227,9 @@ fn structured_wrapper(
             })
             .collect::<Result<_, _>>()?;
         body.push_str(&format!(
-            "    {}::{kernel}(&meta, {}{}{})?;\n",
+            "    {}::{}(&meta, {}{}{})?;\n",
             paths.native,
+            fn_name(kernel),
             impl_args.join(", "),
             if impl_args.is_empty() { "" } else { ", " },
             impl_outputs.join(", ")
@@ -666,7 +667,7 @@ pub fn generate_ops(input: &GenInput) -> Result<String, UnsupportedType> {
         "//! Operator definitions and the kernels of switchyard-ops: composite and Meta kernels, structured\n\
          //! Meta kernels, BackendSelect kernels of factories, and ADInplaceOrView kernels that bump the\n\
          //! version counters of mutated arguments.\n\n\
-         #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity)]\n\n\
+         #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]\n\n\
          use crate::op;\n\
          use crate::structured::Outs;\n\
          use switchyard_core::keys::sets;\n\
@@ -707,7 +708,7 @@ pub fn generate_backend(
     let mut out = header("register_backend");
     out.push_str(&format!(
         "//! The `{}` kernels of {crate_name}, registered at the dispatcher.\n\n\
-         #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity)]\n\n\
+         #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]\n\n\
          use switchyard_core::{{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor}};\n\
          use switchyard_dispatch::{{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS}};\n\
          use switchyard_ops::op;\n\

@@ -3,7 +3,7 @@
 
 //! The `CPU` kernels of switchyard-cpu, registered at the dispatcher.
 
-#![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity)]
+#![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]
 
 use switchyard_core::{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS};
@@ -217,6 +217,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(wrapper_CPU_pow_Tensor_Scalar).debug("wrapper_CPU_pow_Tensor_Scalar"))?;
     lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_CPU_pow__Scalar).debug("wrapper_CPU_pow__Scalar"))?;
     lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_CPU_pow__Tensor).debug("wrapper_CPU_pow__Tensor"))?;
+    lib.impl_("where.self", Kernel::typed::<op::where_self>(wrapper_CPU_where_self).debug("wrapper_CPU_where_self"))?;
+    lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_CPU_where_self_out).debug("wrapper_CPU_where_self_out"))?;
     lib.leak();
     Ok(())
 }
@@ -2249,5 +2251,15 @@ fn wrapper_CPU_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Te
         switchyard_ops::structured::copy_back(self_, p)?;
     }
     Ok(self_.clone())
+}
+
+/// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+fn wrapper_CPU_where_self(_ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::r#where(condition, self_, other)
+}
+
+/// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::where_self_out(condition, self_, other, out)
 }
 

@@ -2513,6 +2513,36 @@ pub fn pow_tensor_scalar(self_: &Tensor, exponent: impl Into<Scalar>) -> Result<
     op::pow_Tensor_Scalar::call(self_, exponent.into())
 }
 
+/// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::where_self::call(condition, self_, other)
+}
+
+/// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn where_out(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::where_self_out::call(condition, self_, other, out)
+}
+
+/// `aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
+#[inline]
+pub fn where_scalarself(condition: &Tensor, self_: impl Into<Scalar>, other: &Tensor) -> Result<Tensor> {
+    op::where_ScalarSelf::call(condition, self_.into(), other)
+}
+
+/// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+#[inline]
+pub fn where_scalarother(condition: &Tensor, self_: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::where_ScalarOther::call(condition, self_, other.into())
+}
+
+/// `aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor`
+#[inline]
+pub fn where_scalar(condition: &Tensor, self_: impl Into<Scalar>, other: impl Into<Scalar>) -> Result<Tensor> {
+    op::where_Scalar::call(condition, self_.into(), other.into())
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.

@@ -11351,6 +11351,177 @@ impl pow__Tensor {
     }
 }
 
+/// `aten::where.self`: `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct where_self;
+
+impl OpSignature for where_self {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl where_self {
+    /// `aten::where.self`.
+    pub const NAME: &'static str = "aten::where.self";
+    /// The schema.
+    pub const SCHEMA: &'static str = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<where_self>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::where.self_out`: `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct where_self_out;
+
+impl OpSignature for where_self_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl where_self_out {
+    /// `aten::where.self_out`.
+    pub const NAME: &'static str = "aten::where.self_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<where_self_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((condition, self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (condition, self_, other, out))
+    }
+}
+
+/// `aten::where.ScalarSelf`: `where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct where_ScalarSelf;
+
+impl OpSignature for where_ScalarSelf {
+    type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl where_ScalarSelf {
+    /// `aten::where.ScalarSelf`.
+    pub const NAME: &'static str = "aten::where.ScalarSelf";
+    /// The schema.
+    pub const SCHEMA: &'static str = "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<where_ScalarSelf>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::where.ScalarOther`: `where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct where_ScalarOther;
+
+impl OpSignature for where_ScalarOther {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl where_ScalarOther {
+    /// `aten::where.ScalarOther`.
+    pub const NAME: &'static str = "aten::where.ScalarOther";
+    /// The schema.
+    pub const SCHEMA: &'static str = "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<where_ScalarOther>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
+/// `aten::where.Scalar`: `where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct where_Scalar;
+
+impl OpSignature for where_Scalar {
+    type Args<'a> = (&'a Tensor, Scalar, Scalar);
+    type Output = Tensor;
+}
+
+impl where_Scalar {
+    /// `aten::where.Scalar`.
+    pub const NAME: &'static str = "aten::where.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<where_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((condition, self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (condition, self_, other))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;

@@ -5,7 +5,7 @@
 //! Meta kernels, BackendSelect kernels of factories, and ADInplaceOrView kernels that bump the
 //! version counters of mutated arguments.
 
-#![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity)]
+#![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]
 
 use crate::op;
 use crate::structured::Outs;
@@ -346,6 +346,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor")?;
     defs.def("pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)")?;
     defs.def("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")?;
+    defs.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")?;
+    defs.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor")?;
+    defs.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor")?;
+    defs.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -560,6 +565,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("pow.Tensor_Scalar_out", Kernel::typed::<op::pow_Tensor_Scalar_out>(wrapper_ADInplaceOrView_pow_Tensor_Scalar_out).debug("wrapper_ADInplaceOrView_pow_Tensor_Scalar_out"))?;
     lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_ADInplaceOrView_pow__Scalar).debug("wrapper_ADInplaceOrView_pow__Scalar"))?;
     lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_ADInplaceOrView_pow__Tensor).debug("wrapper_ADInplaceOrView_pow__Tensor"))?;
+    lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_ADInplaceOrView_where_self_out).debug("wrapper_ADInplaceOrView_where_self_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -830,6 +836,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dropout", Kernel::typed::<op::dropout>(wrapper_CompositeImplicitAutograd_dropout).debug("wrapper_CompositeImplicitAutograd_dropout"))?;
     lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_CompositeImplicitAutograd_dropout_).debug("wrapper_CompositeImplicitAutograd_dropout_"))?;
     lib.impl_("conv2d", Kernel::typed::<op::conv2d>(wrapper_CompositeImplicitAutograd_conv2d).debug("wrapper_CompositeImplicitAutograd_conv2d"))?;
+    lib.impl_("where.ScalarSelf", Kernel::typed::<op::where_ScalarSelf>(wrapper_CompositeImplicitAutograd_where_ScalarSelf).debug("wrapper_CompositeImplicitAutograd_where_ScalarSelf"))?;
+    lib.impl_("where.ScalarOther", Kernel::typed::<op::where_ScalarOther>(wrapper_CompositeImplicitAutograd_where_ScalarOther).debug("wrapper_CompositeImplicitAutograd_where_ScalarOther"))?;
+    lib.impl_("where.Scalar", Kernel::typed::<op::where_Scalar>(wrapper_CompositeImplicitAutograd_where_Scalar).debug("wrapper_CompositeImplicitAutograd_where_Scalar"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -4236,6 +4245,28 @@ fn wrapper_ADInplaceOrView_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&
     let result = crate::op::pow__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_where_self_out(ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::where_self_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, condition, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_where_ScalarSelf(_ks: DispatchKeySet, (condition, self_, other): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::where_scalarself(condition, self_, other)
+}
+
+/// `where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_where_ScalarOther(_ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::where_scalarother(condition, self_, other)
+}
+
+/// `where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_where_Scalar(_ks: DispatchKeySet, (condition, self_, other): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    crate::native::where_scalar(condition, self_, other)
 }
 
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`

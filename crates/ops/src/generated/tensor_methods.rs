@@ -509,6 +509,10 @@ pub trait TensorOps {
     fn pow_scalar_(&self, exponent: impl Into<Scalar>) -> Result<Tensor>;
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
     fn pow_(&self, exponent: &Tensor) -> Result<Tensor>;
+    /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+    fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
+    /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
+    fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -1507,5 +1511,13 @@ impl TensorOps for Tensor {
     #[inline]
     fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
         op::pow__Tensor::call(self, exponent)
+    }
+    #[inline]
+    fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
+        op::where_self::call(condition, self, other)
+    }
+    #[inline]
+    fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
+        op::where_ScalarOther::call(condition, self, other.into())
     }
 }

@@ -137,3 +137,18 @@ pub fn bitwise_or_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor>
 pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
     op::bitwise_xor_Tensor::call(&wrap(self_)?, other)
 }
+
+/// `where.ScalarSelf`: the scalar becomes a wrapped number, as in PyTorch.
+pub fn where_scalarself(condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    op::where_self::call(condition, &wrap(self_)?, other)
+}
+
+/// `where.ScalarOther`.
+pub fn where_scalarother(condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    op::where_self::call(condition, self_, &wrap(other)?)
+}
+
+/// `where.Scalar`: two wrapped numbers promote among themselves (`where(c, 1, 2.5)` is float).
+pub fn where_scalar(condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
+    op::where_self::call(condition, &wrap(self_)?, &wrap(other)?)
+}
