@@ -163,6 +163,8 @@ def make(spec):
         return torch.zeros(size[::-1], dtype=dt).t()
     if view == "strided":
         return torch.zeros(*size[:-1], size[-1] * 2, dtype=dt)[..., ::2]
+    if view == "channels_last":
+        return torch.zeros(size, dtype=dt).contiguous(memory_format=torch.channels_last)
     if view == "permuted3":
         return torch.zeros(size[2], size[0], size[1], dtype=dt).permute(1, 2, 0)
     return torch.zeros(size, dtype=dt)
@@ -256,5 +258,107 @@ for dt in DTYPES:
 random_case(9, [{"op": "random_", "tensor": T(torch.int64, (4, 5), "transposed"), "from": 0, "to": 1000}])
 random_case(9, [{"op": "random_", "tensor": T(torch.int64, (3,)), "from": 5, "to": 5}])
 
+# ----------------------------------------------------------------------------- through the API
+# The composite factories as users call them (the tests go through the dispatcher): fills,
+# dtype inference, `_like` layouts, out= resizing, and the seeded random factories.
+API = []
+
+
+def like_src(spec):
+    return make(spec)
+
+
+def api(rec, f):
+    API.append(run(rec, f))
+
+
+for size in [(2, 3), (), (0, 4)]:
+    for dt in [None] + DTYPES:
+        kw = {} if dt is None else {"dtype": dt}
+        d = None if dt is None else NAME[dt]
+        api({"op": "zeros", "size": list(size), "dtype": d}, lambda: torch.zeros(size, **kw))
+        api({"op": "ones", "size": list(size), "dtype": d}, lambda: torch.ones(size, **kw))
+for v in (True, 3, -2.5, float("inf")):
+    for dt in (None, torch.float16, torch.int32, torch.bool, torch.float64):
+        kw = {} if dt is None else {"dtype": dt}
+        api({"op": "full", "size": [2, 2], "fill": scalar(v), "dtype": None if dt is None else NAME[dt]},
+            lambda: torch.full((2, 2), v, **kw))
+api({"op": "full", "size": [2], "fill": scalar(300), "dtype": "int8"}, lambda: torch.full((2,), 300, dtype=torch.int8))
+api({"op": "zeros", "size": [2, -1], "dtype": None}, lambda: torch.zeros(2, -1))
+LIKE_SRC = [T(torch.float32, (3, 4)), T(torch.int16, (3, 4), "transposed"), T(torch.float64, (3, 4), "strided"),
+            T(torch.bfloat16, (2, 3, 4), "permuted3"), T(torch.bool, (0, 3))]
+for src in LIKE_SRC:
+    for dt in (None, torch.float16, torch.int64):
+        kw = {} if dt is None else {"dtype": dt}
+        d = None if dt is None else NAME[dt]
+        x = make(src)
+        api({"op": "zeros_like", "self": src, "dtype": d}, lambda: torch.zeros_like(x, **kw))
+        api({"op": "ones_like", "self": src, "dtype": d}, lambda: torch.ones_like(x, **kw))
+        api({"op": "full_like", "self": src, "fill": scalar(7), "dtype": d}, lambda: torch.full_like(x, 7, **kw))
+    for fmt in (None, "contiguous_format", "preserve_format"):
+        kw = {} if fmt is None else {"memory_format": getattr(torch, fmt)}
+        x = make(src)
+        rec = {"op": "empty_like", "self": src, "memory_format": fmt}
+        try:
+            t = torch.empty_like(x, **kw)
+            rec["result"] = {"dtype": NAME[t.dtype], "sizes": list(t.shape), "strides": list(t.stride())}
+        except Exception as e:  # noqa: BLE001
+            rec["error"] = error(e)
+        API.append(rec)
+cl = torch.zeros(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+rec = {"op": "empty_like", "self": {"dtype": "float32", "sizes": [2, 3, 4, 5], "view": "channels_last"},
+       "memory_format": None}
+rec["result"] = {"dtype": "float32", "sizes": [2, 3, 4, 5], "strides": list(torch.empty_like(cl).stride())}
+API.append(rec)
+for name, f in [("zeros_out", lambda o: torch.zeros((2, 3), out=o)), ("ones_out", lambda o: torch.ones((2, 3), out=o)),
+                ("full_out", lambda o: torch.full((2, 3), 4, out=o))]:
+    for out in [torch.zeros(2, 3), torch.zeros(0, dtype=torch.int32), torch.zeros(3, 2).t(), torch.zeros(7, dtype=torch.float16)]:
+        spec = {"dtype": NAME[out.dtype], "sizes": list(out.shape), "strides": list(out.stride())}
+        api({"op": name, "size": [2, 3], "fill": scalar(4), "out": spec}, lambda: f(out))
+for end in (5, 2.5, -1):
+    api({"op": "arange_end", "end": scalar(end), "dtype": None}, lambda: torch.arange(end))
+api({"op": "eye_n", "n": 3, "dtype": None}, lambda: torch.eye(3))
+api({"op": "linspace_default", "start": scalar(0), "end": scalar(1), "steps": 5, "dtype": None},
+    lambda: torch.linspace(0, 1, 5))
+
+
+def seeded(rec, f):
+    def go():
+        g = torch.Generator().manual_seed(rec["seed"])
+        return f(g)
+    api(rec, go)
+
+
+for dt in (None,) + tuple(FLOATS) + (torch.int64,):
+    d = None if dt is None else NAME[dt]
+    kw = {} if dt is None else {"dtype": dt}
+    for size in [(3, 5), (40,), (0,)]:
+        seeded({"op": "rand", "seed": 3, "size": list(size), "dtype": d}, lambda g: torch.rand(size, generator=g, **kw))
+        seeded({"op": "randn", "seed": 4, "size": list(size), "dtype": d}, lambda g: torch.randn(size, generator=g, **kw))
+for src in LIKE_SRC[:4]:
+    x = make(src)
+    seeded({"op": "rand_like", "seed": 5, "self": src}, lambda g: torch.rand_like(x, generator=g))
+    seeded({"op": "randn_like", "seed": 5, "self": src}, lambda g: torch.randn_like(x, generator=g))
+    seeded({"op": "normal_functional", "seed": 6, "self": src, "mean": 1.0, "std": 2.0},
+           lambda g: torch.ops.aten.normal_functional(x, 1.0, 2.0, generator=g))
+for dt in (None, torch.int32, torch.uint8, torch.float32, torch.bool, torch.float16):
+    d = None if dt is None else NAME[dt]
+    kw = {} if dt is None else {"dtype": dt}
+    for lo, hi in ((0, 2), (-5, 17), (3, 3)):
+        seeded({"op": "randint", "seed": 7, "low": lo, "high": hi, "size": [4, 5], "dtype": d},
+               lambda g: torch.randint(lo, hi, (4, 5), generator=g, **kw))
+for dt in FLOATS:
+    probs = torch.tensor([[0.1, 0.9, 0.5], [0.0, 1.0, 0.25]], dtype=dt)
+    src = {"dtype": NAME[dt], "sizes": [2, 3], "values": [value(v) for v in probs.reshape(-1).tolist()]}
+    seeded({"op": "bernoulli", "seed": 8, "p": src}, lambda g: torch.bernoulli(probs, generator=g))
+    seeded({"op": "bernoulli_p", "seed": 8, "self": T(dt, (3, 4)), "p": 0.4},
+           lambda g: torch.bernoulli(torch.zeros(3, 4, dtype=dt), 0.4, generator=g))
+for name, f in [("rand_out", lambda o, g: torch.rand((2, 3), generator=g, out=o)),
+                ("randn_out", lambda o, g: torch.randn((2, 3), generator=g, out=o)),
+                ("randint_out", lambda o, g: torch.randint(0, 10, (2, 3), generator=g, out=o))]:
+    for out in [torch.zeros(2, 3), torch.zeros(0, dtype=torch.float64), torch.zeros(3, 2).t()]:
+        spec = {"dtype": NAME[out.dtype], "sizes": list(out.shape), "strides": list(out.stride())}
+        seeded({"op": name, "seed": 9, "size": [2, 3], "out": spec}, lambda g: f(out, g))
+
 print(json.dumps({"torch_version": torch.__version__, "deterministic": DETERMINISTIC, "full": FULL,
-                  "random": RANDOM}, separators=(",", ":")))
+                  "random": RANDOM, "api": API}, separators=(",", ":")))

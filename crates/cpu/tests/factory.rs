@@ -16,6 +16,7 @@ use switchyard_core::{Device, Generator, MemoryFormat, Result, Scalar, ScalarTyp
 use switchyard_cpu::native as cpu;
 use switchyard_ops::meta::factory_support::{arange_dtype, full_dtype, random_fill};
 use switchyard_ops::native as ops;
+use switchyard_ops::op;
 
 fn dtype_of(v: &Value) -> Option<ScalarType> {
     v.as_str().map(|s| ScalarType::parse(s).unwrap())
@@ -33,16 +34,21 @@ fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>) -
     cpu::arange_out_start_out(start, end, step, &out)
 }
 
+/// Runs a `deterministic` case through the dispatcher (the composite factories allocate with
+/// `empty` and call the out= kernels).
 fn run_deterministic(c: &Value) -> Result<Tensor> {
     let dtype = dtype_of(&c["dtype"]);
+    let bounds = || (scalar(&c["start"]), scalar(&c["end"]));
+    let steps = || c["steps"].as_i64().unwrap();
+    let nm = || (c["n"].as_i64().unwrap(), c["m"].as_i64().unwrap());
     match c["op"].as_str().unwrap() {
         "empty" => {
             let mf = c["memory_format"]
                 .as_str()
                 .map(|s| MemoryFormat::parse(s).unwrap());
-            cpu::empty_cpu(&ints(&c["size"]), dtype, None, None, None, mf)
+            op::empty_memory_format::call(&ints(&c["size"]), dtype, None, None, None, mf)
         }
-        "empty_strided" => cpu::empty_strided_cpu(
+        "empty_strided" => op::empty_strided::call(
             &ints(&c["size"]),
             &ints(&c["stride"]),
             dtype,
@@ -50,47 +56,24 @@ fn run_deterministic(c: &Value) -> Result<Tensor> {
             None,
             None,
         ),
-        "arange" => arange(
-            scalar(&c["start"]),
-            scalar(&c["end"]),
-            scalar(&c["step"]),
-            dtype,
-        ),
+        "arange" => {
+            let (s, e) = bounds();
+            op::arange_start_step::call(s, e, scalar(&c["step"]), dtype, None, None, None)
+        }
         "arange_out" => {
-            let out = out_tensor(&c["out"]);
-            cpu::arange_out_start_out(
-                scalar(&c["start"]),
-                scalar(&c["end"]),
-                scalar(&c["step"]),
-                &out,
-            )
+            let (s, e) = bounds();
+            op::arange_start_out::call(s, e, scalar(&c["step"]), &out_tensor(&c["out"]))
         }
         "linspace" => {
-            let out = Tensor::allocate(&[0], dtype.unwrap(), Device::CPU)?;
-            cpu::linspace_out(
-                scalar(&c["start"]),
-                scalar(&c["end"]),
-                c["steps"].as_i64().unwrap(),
-                &out,
-            )
+            let (s, e) = bounds();
+            op::linspace::call(s, e, steps(), dtype, None, None, None)
         }
         "linspace_out" => {
-            let out = out_tensor(&c["out"]);
-            cpu::linspace_out(
-                scalar(&c["start"]),
-                scalar(&c["end"]),
-                c["steps"].as_i64().unwrap(),
-                &out,
-            )
+            let (s, e) = bounds();
+            op::linspace_out::call(s, e, steps(), &out_tensor(&c["out"]))
         }
-        "eye" => {
-            let out = Tensor::allocate(&[0], dtype.unwrap(), Device::CPU)?;
-            cpu::eye_out_cpu_m_out(c["n"].as_i64().unwrap(), c["m"].as_i64().unwrap(), &out)
-        }
-        "eye_out" => {
-            let out = out_tensor(&c["out"]);
-            cpu::eye_out_cpu_m_out(c["n"].as_i64().unwrap(), c["m"].as_i64().unwrap(), &out)
-        }
+        "eye" => op::eye_m::call(nm().0, nm().1, dtype, None, None, None),
+        "eye_out" => op::eye_m_out::call(nm().0, nm().1, &out_tensor(&c["out"])),
         other => panic!("unknown op {other}"),
     }
 }
@@ -173,10 +156,29 @@ fn full_infers_pytorchs_dtype() {
 
 /// A zero tensor laid out as the oracle's `make` lays it out.
 fn make(spec: &Value) -> Tensor {
+    make_on(spec, Device::CPU)
+}
+
+/// [`make`] on `device` (zero-filled on CPU; meta tensors have no data).
+fn make_on(spec: &Value, device: Device) -> Tensor {
     let dtype = dtype_of(&spec["dtype"]).unwrap();
     let sizes = ints(&spec["sizes"]);
-    let alloc = |s: &[i64]| Tensor::allocate(s, dtype, Device::CPU).unwrap();
+    let alloc = |s: &[i64]| {
+        let t = Tensor::allocate(s, dtype, device).unwrap();
+        if device == Device::CPU {
+            op::zero_::call(&t).unwrap();
+        }
+        t
+    };
     match spec["view"].as_str().unwrap_or("contiguous") {
+        "channels_last" => {
+            let strides = switchyard_core::shape::channels_last_strides(&sizes).unwrap();
+            let t = Tensor::allocate_strided(&sizes, &strides, dtype, device).unwrap();
+            if device == Device::CPU {
+                op::zero_::call(&t).unwrap();
+            }
+            t
+        }
         "transposed" => {
             let base = alloc(&[sizes[1], sizes[0]]);
             base.as_strided_view(&sizes, &[1, sizes[0]], 0).unwrap()
@@ -231,10 +233,10 @@ fn run_random_step(step: &Value, g: &Generator) -> Result<Tensor> {
     let t = make(&step["tensor"]);
     let f = |k: &str| number(&step[k]);
     match step["op"].as_str().unwrap() {
-        "uniform_" => cpu::uniform_(&t, f("from"), f("to"), Some(g)),
-        "normal_" => cpu::normal_(&t, f("mean"), f("std"), Some(g)),
-        "bernoulli_float" => cpu::bernoulli__float(&t, f("p"), Some(g)),
-        "bernoulli_tensor" => cpu::bernoulli__tensor(&t, &p_tensor(&step["p"]), Some(g)),
+        "uniform_" => op::uniform_::call(&t, f("from"), f("to"), Some(g)),
+        "normal_" => op::normal_::call(&t, f("mean"), f("std"), Some(g)),
+        "bernoulli_float" => op::bernoulli__float::call(&t, f("p"), Some(g)),
+        "bernoulli_tensor" => op::bernoulli__Tensor::call(&t, &p_tensor(&step["p"]), Some(g)),
         "random_" => random_fill(
             &t,
             step["from"].as_i64().unwrap(),
@@ -418,4 +420,191 @@ fn distributions_have_the_right_moments() {
         (m - 1.5).abs() < 0.03 && values(&i).iter().all(|x| (-3.0..7.0).contains(x)),
         "randint: {m}"
     );
+}
+
+/// An out= argument of a recorded spec on `device`.
+fn out_on(v: &Value, device: Device) -> Tensor {
+    let dtype = dtype_of(&v["dtype"]).unwrap();
+    Tensor::allocate_strided(&ints(&v["sizes"]), &ints(&v["strides"]), dtype, device).unwrap()
+}
+
+/// Runs an `api` case through the dispatcher, creating tensors on `device` (factory options
+/// name the device; `_like` and out= operators get their inputs there).
+fn run_api(c: &Value, device: Device) -> Result<Tensor> {
+    let dtype = dtype_of(&c["dtype"]);
+    let dev = Some(device);
+    let size = || ints(&c["size"]);
+    let mf = |c: &Value| {
+        c["memory_format"]
+            .as_str()
+            .map(|s| MemoryFormat::parse(s).unwrap())
+    };
+    let this = || make_on(&c["self"], device);
+    let out = || out_on(&c["out"], device);
+    let g = Generator::new(Device::CPU);
+    if let Some(seed) = c["seed"].as_u64() {
+        g.manual_seed(seed);
+    }
+    let g = Some(&g);
+    match c["op"].as_str().unwrap() {
+        "zeros" => op::zeros::call(&size(), dtype, None, dev, None),
+        "ones" => op::ones::call(&size(), dtype, None, dev, None),
+        "full" => op::full::call(&size(), scalar(&c["fill"]), dtype, None, dev, None),
+        "zeros_like" => op::zeros_like::call(&this(), dtype, None, None, None, None),
+        "ones_like" => op::ones_like::call(&this(), dtype, None, None, None, None),
+        "full_like" => {
+            op::full_like::call(&this(), scalar(&c["fill"]), dtype, None, None, None, None)
+        }
+        "empty_like" => op::empty_like::call(&this(), None, None, None, None, mf(c)),
+        "zeros_out" => op::zeros_out::call(&size(), &out()),
+        "ones_out" => op::ones_out::call(&size(), &out()),
+        "full_out" => op::full_out::call(&size(), scalar(&c["fill"]), &out()),
+        "arange_end" => op::arange::call(scalar(&c["end"]), dtype, None, dev, None),
+        "eye_n" => op::eye::call(c["n"].as_i64().unwrap(), dtype, None, dev, None),
+        "linspace_default" => op::linspace::call(
+            scalar(&c["start"]),
+            scalar(&c["end"]),
+            c["steps"].as_i64().unwrap(),
+            dtype,
+            None,
+            dev,
+            None,
+        ),
+        "rand" => op::rand_generator::call(&size(), g, dtype, None, dev, None),
+        "randn" => op::randn_generator::call(&size(), g, dtype, None, dev, None),
+        "rand_like" => op::rand_like_generator::call(&this(), g, None, None, None, None, None),
+        "randn_like" => op::randn_like_generator::call(&this(), g, None, None, None, None, None),
+        "normal_functional" => {
+            op::normal_functional::call(&this(), number(&c["mean"]), number(&c["std"]), g)
+        }
+        "randint" => op::randint_low_generator::call(
+            c["low"].as_i64().unwrap(),
+            c["high"].as_i64().unwrap(),
+            &size(),
+            g,
+            Some(dtype.unwrap_or(ScalarType::Long)),
+            None,
+            dev,
+            None,
+        ),
+        "bernoulli" => {
+            let p = &c["p"];
+            let sizes = ints(&p["sizes"]);
+            let p64 = Tensor::from_vec(
+                p["values"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(number)
+                    .collect::<Vec<f64>>(),
+                &sizes,
+            )?;
+            let pt = Tensor::allocate(&sizes, dtype_of(&p["dtype"]).unwrap(), Device::CPU)?;
+            copy_values_converting(&pt, &p64);
+            let pt = if device == Device::META {
+                Tensor::allocate(&sizes, pt.dtype(), device)?
+            } else {
+                pt
+            };
+            op::bernoulli::call(&pt, g)
+        }
+        "bernoulli_p" => op::bernoulli_p::call(&this(), number(&c["p"]), g),
+        "rand_out" => op::rand_generator_out::call(&size(), g, &out()),
+        "randn_out" => op::randn_generator_out::call(&size(), g, &out()),
+        "randint_out" => op::randint_low_generator_out::call(0, 10, &size(), g, &out()),
+        other => panic!("unknown api op {other}"),
+    }
+}
+
+/// Operators whose PyTorch kernels have no Meta implementation in the operator set.
+fn cpu_only(op: &str) -> bool {
+    matches!(op, "bernoulli" | "bernoulli_p")
+}
+
+/// Errors that come from checking a value against data (fill values that overflow the
+/// dtype): a meta tensor has no data, so `fill_` on meta does not check them, as in PyTorch.
+fn data_error(c: &Value) -> bool {
+    c["op"].as_str() == Some("full") && c.get("error").is_some()
+}
+
+#[test]
+fn factories_through_the_dispatcher_match_pytorch() {
+    let fx = fixture("factory.json");
+    let cases = fx["api"].as_array().unwrap();
+    let mut failures = Vec::new();
+    for (n, c) in cases.iter().enumerate() {
+        let label = format!("api case {n} ({} {})", c["op"], c["dtype"]);
+        match (c.get("error"), run_api(c, Device::CPU)) {
+            (Some(e), Err(got)) => check_error(&label, e, &got, &mut failures),
+            (Some(e), Ok(t)) => failures.push(format!("{label}: expected error {e}, got {t:?}")),
+            (None, Err(got)) => failures.push(format!("{label}: unexpected error {got}")),
+            (None, Ok(t)) => {
+                let r = &c["result"];
+                let outcome = if r.get("values").is_some() || r.get("sample").is_some() {
+                    compare(r, &t, true, 0.0)
+                } else if ints(&r["strides"]) != t.strides().as_slice()
+                    || ints(&r["sizes"]) != t.sizes().as_slice()
+                {
+                    Err(format!(
+                        "geometry: expected {r}, got {:?} {:?}",
+                        t.sizes(),
+                        t.strides()
+                    ))
+                } else {
+                    Ok(())
+                };
+                if let Err(msg) = outcome {
+                    failures.push(format!("{label}: {msg}"));
+                }
+            }
+        }
+        // The same call on the meta device: same shape, strides and dtype, or an error.
+        if cpu_only(c["op"].as_str().unwrap()) || data_error(c) {
+            continue;
+        }
+        match (c.get("result"), run_api(c, Device::META)) {
+            (Some(r), Ok(t)) => {
+                let strides_ok = t.numel() <= 1 || ints(&r["strides"]) == t.strides().as_slice();
+                if !t.is_meta()
+                    || ints(&r["sizes"]) != t.sizes().as_slice()
+                    || !strides_ok
+                    || dtype_of(&r["dtype"]) != Some(t.dtype())
+                {
+                    failures.push(format!("{label} on meta: expected {r}, got {t:?}"));
+                }
+            }
+            (Some(_), Err(e)) => failures.push(format!("{label} on meta: unexpected error {e}")),
+            (None, Ok(t)) => {
+                failures.push(format!("{label} on meta: expected an error, got {t:?}"))
+            }
+            (None, Err(_)) => {}
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn random_factories_repeat_per_seed_on_the_default_generator() {
+    // The default generator is shared with concurrently running tests, so this draws from a
+    // private generator twice and from the default one only to check the call path.
+    let g = Generator::new(Device::CPU);
+    let draw = |seed: u64| {
+        g.manual_seed(seed);
+        let a = op::randn_generator::call(&[50], Some(&g), None, None, None, None).unwrap();
+        let b = op::randint_low_generator::call(-3, 9, &[50], Some(&g), None, None, None, None)
+            .unwrap();
+        (values(&a), int_values(&b))
+    };
+    assert_eq!(draw(17), draw(17));
+    assert_ne!(draw(17).0, draw(18).0);
+    let t = op::rand::call(&[10], None, None, None, None).unwrap();
+    assert!(values(&t).iter().all(|v| (0.0..1.0).contains(v)));
+    let t = op::randint::call(5, &[10], Some(ScalarType::Long), None, None, None).unwrap();
+    assert!(int_values(&t).iter().all(|v| (0..5).contains(v)));
 }

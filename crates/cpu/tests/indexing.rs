@@ -14,6 +14,7 @@ use serde_json::Value;
 use switchyard_core::{Device, ErrorKind, Result, Scalar, ScalarType, Tensor};
 use switchyard_cpu::native as cpu;
 use switchyard_ops::meta;
+use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
 
 fn arg_tensor(v: &Value) -> Tensor {
@@ -162,14 +163,15 @@ fn run(op: &str, a: &[Value], outs: &[Tensor]) -> Result<Vec<Tensor>> {
         }
         "index_put" => {
             let (idx, values, acc) = (arg_opt_tensors(&a[1]), arg_tensor(&a[2]), arg_bool(&a[3]));
-            cpu::_index_put_impl_(s.unwrap(), &idx, &values, acc, false).map(|t| vec![t])
+            // Through the dispatcher: index_put_ (composite) -> _index_put_impl_ (CPU).
+            op::index_put_::call(s.unwrap(), &idx, &values, acc).map(|t| vec![t])
         }
         "masked_fill_scalar" => {
-            cpu::masked_fill__cpu_scalar(s.unwrap(), &arg_tensor(&a[1]), scalar(&a[2]))
+            op::masked_fill__Scalar::call(s.unwrap(), &arg_tensor(&a[1]), scalar(&a[2]))
                 .map(|t| vec![t])
         }
         "masked_fill_tensor" => {
-            cpu::masked_fill__cpu_tensor(s.unwrap(), &arg_tensor(&a[1]), &arg_tensor(&a[2]))
+            op::masked_fill__Tensor::call(s.unwrap(), &arg_tensor(&a[1]), &arg_tensor(&a[2]))
                 .map(|t| vec![t])
         }
         "masked_select" => {
@@ -429,4 +431,63 @@ fn large_contiguous_copies_use_the_parallel_paths() {
         assert_eq!(*got, (row * 100 + (i as i64 * 7) % 100) as f64);
     }
     let _ = Scalar::Int(0);
+}
+
+#[test]
+fn functional_masked_fill_and_index_put_equal_clone_plus_inplace() {
+    // masked_fill broadcasts `self` with the mask (PyTorch's expand_outplace) and returns a
+    // contiguous result; the in-place form cannot broadcast `self`.
+    let x = transposed(2, 3).as_strided_view(&[3], &[2], 0).unwrap();
+    let mask = Tensor::from_vec(vec![true, false, true, false, false, true], &[2, 3]).unwrap();
+    let got = op::masked_fill_Scalar::call(&x, &mask, Scalar::Float(-1.0)).unwrap();
+    assert_eq!(got.sizes().as_slice(), &[2, 3]);
+    assert!(got.is_contiguous());
+    let xs = values(&x);
+    let expected: Vec<f64> = (0..6)
+        .map(|i| {
+            if [0, 2, 5].contains(&i) {
+                -1.0
+            } else {
+                xs[i % 3]
+            }
+        })
+        .collect();
+    assert_eq!(values(&got), expected);
+    let v = Tensor::from_vec(vec![9.0f32], &[]).unwrap();
+    let got_t = op::masked_fill_Tensor::call(&x, &mask, &v).unwrap();
+    let expected_t: Vec<f64> = expected
+        .iter()
+        .map(|e| if *e == -1.0 { 9.0 } else { *e })
+        .collect();
+    assert_eq!(values(&got_t), expected_t);
+    let e = op::masked_fill__Scalar::call(&x, &mask, Scalar::Float(0.0)).unwrap_err();
+    assert!(
+        e.message().contains("doesn't match the broadcast shape"),
+        "{e}"
+    );
+
+    // index_put: a copy with the same layout; `self` untouched.
+    let base = transposed(3, 4);
+    let before = values(&base);
+    let idx = vec![Some(Tensor::from_vec(vec![2i64, 0], &[2]).unwrap())];
+    let vals = Tensor::from_vec(vec![5.0f32], &[]).unwrap();
+    let r = op::index_put::call(&base, &idx, &vals, false).unwrap();
+    assert_eq!(values(&base), before);
+    assert_eq!(r.strides(), base.strides());
+    let c = contiguous(&base);
+    op::index_put_::call(&c, &idx, &vals, false).unwrap();
+    assert_eq!(values(&r), values(&c));
+    let acc = op::index_put::call(&base, &idx, &vals, true).unwrap();
+    let expected: Vec<f64> = before
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if i / 4 == 2 || i / 4 == 0 {
+                v + 5.0
+            } else {
+                *v
+            }
+        })
+        .collect();
+    assert_eq!(values(&acc), expected);
 }

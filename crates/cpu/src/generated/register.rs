@@ -219,6 +219,17 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_CPU_pow__Tensor).debug("wrapper_CPU_pow__Tensor"))?;
     lib.impl_("where.self", Kernel::typed::<op::where_self>(wrapper_CPU_where_self).debug("wrapper_CPU_where_self"))?;
     lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_CPU_where_self_out).debug("wrapper_CPU_where_self_out"))?;
+    lib.impl_("arange.start_out", Kernel::typed::<op::arange_start_out>(wrapper_CPU_arange_start_out).debug("wrapper_CPU_arange_start_out"))?;
+    lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_CPU_empty_memory_format).debug("wrapper_CPU_empty_memory_format"))?;
+    lib.impl_("eye.out", Kernel::typed::<op::eye_out>(wrapper_CPU_eye_out).debug("wrapper_CPU_eye_out"))?;
+    lib.impl_("eye.m_out", Kernel::typed::<op::eye_m_out>(wrapper_CPU_eye_m_out).debug("wrapper_CPU_eye_m_out"))?;
+    lib.impl_("linspace.out", Kernel::typed::<op::linspace_out>(wrapper_CPU_linspace_out).debug("wrapper_CPU_linspace_out"))?;
+    lib.impl_("bernoulli.out", Kernel::typed::<op::bernoulli_out>(wrapper_CPU_bernoulli_out).debug("wrapper_CPU_bernoulli_out"))?;
+    lib.impl_("bernoulli_.Tensor", Kernel::typed::<op::bernoulli__Tensor>(wrapper_CPU_bernoulli__Tensor).debug("wrapper_CPU_bernoulli__Tensor"))?;
+    lib.impl_("bernoulli_.float", Kernel::typed::<op::bernoulli__float>(wrapper_CPU_bernoulli__float).debug("wrapper_CPU_bernoulli__float"))?;
+    lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_CPU_normal_).debug("wrapper_CPU_normal_"))?;
+    lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_CPU_masked_fill__Scalar).debug("wrapper_CPU_masked_fill__Scalar"))?;
+    lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_CPU_masked_fill__Tensor).debug("wrapper_CPU_masked_fill__Tensor"))?;
     lib.leak();
     Ok(())
 }
@@ -2261,5 +2272,60 @@ fn wrapper_CPU_where_self(_ks: DispatchKeySet, (condition, self_, other): (&Tens
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::where_self_out(condition, self_, other, out)
+}
+
+/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_arange_start_out(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::arange_out_start_out(start, end, step, out)
+}
+
+/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CPU_empty_memory_format(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory, memory_format): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::empty_cpu(size, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
+    crate::native::eye_out_cpu_out(n, out)
+}
+
+/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::eye_out_cpu_m_out(n, m, out)
+}
+
+/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_linspace_out(_ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::linspace_out(start, end, steps, out)
+}
+
+/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_bernoulli_out(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    crate::native::bernoulli_out(self_, generator, out)
+}
+
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_CPU_bernoulli__Tensor(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::bernoulli__tensor(self_, p, generator)
+}
+
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_CPU_bernoulli__float(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::bernoulli__float(self_, p, generator)
+}
+
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_CPU_normal_(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::normal_(self_, mean, std, generator)
+}
+
+/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+fn wrapper_CPU_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::masked_fill__cpu_scalar(self_, mask, value)
+}
+
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+fn wrapper_CPU_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::masked_fill__cpu_tensor(self_, mask, value)
 }
 

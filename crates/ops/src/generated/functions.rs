@@ -2543,6 +2543,652 @@ pub fn where_scalar(condition: &Tensor, self_: impl Into<Scalar>, other: impl In
     op::where_Scalar::call(condition, self_.into(), other.into())
 }
 
+/// `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn arange(end: impl Into<Scalar>) -> Result<Tensor> {
+    op::arange::call(end.into(), None, None, None, None)
+}
+
+/// `aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn arange_with(end: impl Into<Scalar>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::arange::call(end.into(), dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn arange_start(start: impl Into<Scalar>, end: impl Into<Scalar>) -> Result<Tensor> {
+    op::arange_start::call(start.into(), end.into(), None, None, None, None)
+}
+
+/// `aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn arange_start_with(start: impl Into<Scalar>, end: impl Into<Scalar>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::arange_start::call(start.into(), end.into(), dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn arange_start_step(start: impl Into<Scalar>, end: impl Into<Scalar>) -> Result<Tensor> {
+    op::arange_start_step::call(start.into(), end.into(), Scalar::Int(1), None, None, None, None)
+}
+
+/// `aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn arange_start_step_with(start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::arange_start_step::call(start.into(), end.into(), step.into(), dtype, layout, device, pin_memory)
+}
+
+/// `aten::arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn arange_out(end: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::arange_out::call(end.into(), out)
+}
+
+/// `aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn arange_start_step_out(start: impl Into<Scalar>, end: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::arange_start_out::call(start.into(), end.into(), Scalar::Int(1), out)
+}
+
+/// `aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn arange_start_step_out_with(start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::arange_start_out::call(start.into(), end.into(), step.into(), out)
+}
+
+/// `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn empty(size: &[i64]) -> Result<Tensor> {
+    op::empty_memory_format::call(size, None, None, None, None, None)
+}
+
+/// `aten::empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn empty_with(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::empty_memory_format::call(size, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn empty_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::empty_out::call(size, None, out)
+}
+
+/// `aten::empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn empty_out_with(size: &[i64], memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::empty_out::call(size, memory_format, out)
+}
+
+/// `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn empty_like(self_: &Tensor) -> Result<Tensor> {
+    op::empty_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn empty_like_with(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::empty_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn eye(n: i64) -> Result<Tensor> {
+    op::eye::call(n, None, None, None, None)
+}
+
+/// `aten::eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn eye_with(n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::eye::call(n, dtype, layout, device, pin_memory)
+}
+
+/// `aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn eye_m(n: i64, m: i64) -> Result<Tensor> {
+    op::eye_m::call(n, m, None, None, None, None)
+}
+
+/// `aten::eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn eye_m_with(n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::eye_m::call(n, m, dtype, layout, device, pin_memory)
+}
+
+/// `aten::eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn eye_out(n: i64, out: &Tensor) -> Result<Tensor> {
+    op::eye_out::call(n, out)
+}
+
+/// `aten::eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn eye_m_out(n: i64, m: i64, out: &Tensor) -> Result<Tensor> {
+    op::eye_m_out::call(n, m, out)
+}
+
+/// `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn full(size: &[i64], fill_value: impl Into<Scalar>) -> Result<Tensor> {
+    op::full::call(size, fill_value.into(), None, None, None, None)
+}
+
+/// `aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn full_with(size: &[i64], fill_value: impl Into<Scalar>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::full::call(size, fill_value.into(), dtype, layout, device, pin_memory)
+}
+
+/// `aten::full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn full_out(size: &[i64], fill_value: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::full_out::call(size, fill_value.into(), out)
+}
+
+/// `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn full_like(self_: &Tensor, fill_value: impl Into<Scalar>) -> Result<Tensor> {
+    op::full_like::call(self_, fill_value.into(), None, None, None, None, None)
+}
+
+/// `aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn full_like_with(self_: &Tensor, fill_value: impl Into<Scalar>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::full_like::call(self_, fill_value.into(), dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn linspace(start: impl Into<Scalar>, end: impl Into<Scalar>, steps: i64) -> Result<Tensor> {
+    op::linspace::call(start.into(), end.into(), steps, None, None, None, None)
+}
+
+/// `aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn linspace_with(start: impl Into<Scalar>, end: impl Into<Scalar>, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::linspace::call(start.into(), end.into(), steps, dtype, layout, device, pin_memory)
+}
+
+/// `aten::linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn linspace_out(start: impl Into<Scalar>, end: impl Into<Scalar>, steps: i64, out: &Tensor) -> Result<Tensor> {
+    op::linspace_out::call(start.into(), end.into(), steps, out)
+}
+
+/// `aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn ones(size: &[i64]) -> Result<Tensor> {
+    op::ones::call(size, None, None, None, None)
+}
+
+/// `aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn ones_with(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::ones::call(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ones_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::ones_out::call(size, out)
+}
+
+/// `aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn ones_like(self_: &Tensor) -> Result<Tensor> {
+    op::ones_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn ones_like_with(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::ones_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn zeros(size: &[i64]) -> Result<Tensor> {
+    op::zeros::call(size, None, None, None, None)
+}
+
+/// `aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn zeros_with(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::zeros::call(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn zeros_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::zeros_out::call(size, out)
+}
+
+/// `aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn zeros_like(self_: &Tensor) -> Result<Tensor> {
+    op::zeros_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn zeros_like_with(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::zeros_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn bernoulli(self_: &Tensor) -> Result<Tensor> {
+    op::bernoulli::call(self_, None)
+}
+
+/// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn bernoulli_with(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    op::bernoulli::call(self_, generator)
+}
+
+/// `aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn bernoulli_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bernoulli_out::call(self_, None, out)
+}
+
+/// `aten::bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn bernoulli_out_with(self_: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::bernoulli_out::call(self_, generator, out)
+}
+
+/// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn bernoulli_p(self_: &Tensor, p: f64) -> Result<Tensor> {
+    op::bernoulli_p::call(self_, p, None)
+}
+
+/// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn bernoulli_p_with(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    op::bernoulli_p::call(self_, p, generator)
+}
+
+/// `aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn rand(size: &[i64]) -> Result<Tensor> {
+    op::rand::call(size, None, None, None, None)
+}
+
+/// `aten::rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn rand_with(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::rand::call(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn rand_generator(size: &[i64], generator: Option<&Generator>) -> Result<Tensor> {
+    op::rand_generator::call(size, generator, None, None, None, None)
+}
+
+/// `aten::rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn rand_generator_with(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::rand_generator::call(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn rand_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::rand_out::call(size, out)
+}
+
+/// `aten::rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn rand_generator_out(size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::rand_generator_out::call(size, generator, out)
+}
+
+/// `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn rand_like(self_: &Tensor) -> Result<Tensor> {
+    op::rand_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn rand_like_with(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::rand_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn rand_like_generator(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    op::rand_like_generator::call(self_, generator, None, None, None, None, None)
+}
+
+/// `aten::rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn rand_like_generator_with(self_: &Tensor, generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::rand_like_generator::call(self_, generator, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randint(high: i64, size: &[i64]) -> Result<Tensor> {
+    op::randint::call(high, size, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randint_with(high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::randint::call(high, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randint_generator(high: i64, size: &[i64], generator: Option<&Generator>) -> Result<Tensor> {
+    op::randint_generator::call(high, size, generator, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randint_generator_with(high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::randint_generator::call(high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randint_low(low: i64, high: i64, size: &[i64]) -> Result<Tensor> {
+    op::randint_low::call(low, high, size, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randint_low_with(low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::randint_low::call(low, high, size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randint_low_generator(low: i64, high: i64, size: &[i64], generator: Option<&Generator>) -> Result<Tensor> {
+    op::randint_low_generator::call(low, high, size, generator, Some(ScalarType::Long), None, None, None)
+}
+
+/// `aten::randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randint_low_generator_with(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::randint_low_generator::call(low, high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_out(high: i64, size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::randint_out::call(high, size, out)
+}
+
+/// `aten::randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_generator_out(high: i64, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::randint_generator_out::call(high, size, generator, out)
+}
+
+/// `aten::randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_low_out(low: i64, high: i64, size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::randint_low_out::call(low, high, size, out)
+}
+
+/// `aten::randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randint_low_generator_out(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::randint_low_generator_out::call(low, high, size, generator, out)
+}
+
+/// `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randn(size: &[i64]) -> Result<Tensor> {
+    op::randn::call(size, None, None, None, None)
+}
+
+/// `aten::randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randn_with(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::randn::call(size, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randn_generator(size: &[i64], generator: Option<&Generator>) -> Result<Tensor> {
+    op::randn_generator::call(size, generator, None, None, None, None)
+}
+
+/// `aten::randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randn_generator_with(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+    op::randn_generator::call(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `aten::randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randn_out(size: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::randn_out::call(size, out)
+}
+
+/// `aten::randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn randn_generator_out(size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::randn_generator_out::call(size, generator, out)
+}
+
+/// `aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randn_like(self_: &Tensor) -> Result<Tensor> {
+    op::randn_like::call(self_, None, None, None, None, None)
+}
+
+/// `aten::randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randn_like_with(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::randn_like::call(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randn_like_generator(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    op::randn_like_generator::call(self_, generator, None, None, None, None, None)
+}
+
+/// `aten::randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randn_like_generator_with(self_: &Tensor, generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+    op::randn_like_generator::call(self_, generator, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `aten::normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn normal(self_: &Tensor) -> Result<Tensor> {
+    op::normal_functional::call(self_, 0.0, 1.0, None)
+}
+
+/// `aten::normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn normal_with(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    op::normal_functional::call(self_, mean, std, generator)
+}
+
+/// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn index_put_(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+    op::index_put_::call(self_, indices, values, false)
+}
+
+/// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn index_put__with(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    op::index_put_::call(self_, indices, values, accumulate)
+}
+
+/// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+    op::index_put::call(self_, indices, values, false)
+}
+
+/// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn index_put_with(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    op::index_put::call(self_, indices, values, accumulate)
+}
+
+/// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+#[inline]
+pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+    op::masked_fill_Scalar::call(self_, mask, value.into())
+}
+
+/// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+#[inline]
+pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    op::masked_fill_Tensor::call(self_, mask, value)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -3047,5 +3693,225 @@ pub fn bitwise_xor_scalar_tensor_out(self_: impl Into<Scalar>, other: &Tensor, o
 #[inline]
 pub fn remainder_scalar_tensor_out(self_: impl Into<Scalar>, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::remainder_Scalar_Tensor_out::call(self_.into(), other, out)
+}
+
+/// `aten::empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn empty_like_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::empty_like_out::call(self_, None, out)
+}
+
+/// `aten::empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn empty_like_out_with(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::empty_like_out::call(self_, memory_format, out)
+}
+
+/// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn full_like_out(self_: &Tensor, fill_value: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::full_like_out::call(self_, fill_value.into(), None, out)
+}
+
+/// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn full_like_out_with(self_: &Tensor, fill_value: impl Into<Scalar>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::full_like_out::call(self_, fill_value.into(), memory_format, out)
+}
+
+/// `aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn ones_like_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::ones_like_out::call(self_, None, out)
+}
+
+/// `aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn ones_like_out_with(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::ones_like_out::call(self_, memory_format, out)
+}
+
+/// `aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn zeros_like_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::zeros_like_out::call(self_, None, out)
+}
+
+/// `aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn zeros_like_out_with(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::zeros_like_out::call(self_, memory_format, out)
+}
+
+/// `aten::bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn bernoulli_tensor_out(self_: &Tensor, p: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bernoulli_Tensor_out::call(self_, p, None, out)
+}
+
+/// `aten::bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn bernoulli_tensor_out_with(self_: &Tensor, p: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::bernoulli_Tensor_out::call(self_, p, generator, out)
+}
+
+/// `aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn bernoulli_tensor(self_: &Tensor, p: &Tensor) -> Result<Tensor> {
+    op::bernoulli_Tensor::call(self_, p, None)
+}
+
+/// `aten::bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn bernoulli_tensor_with(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    op::bernoulli_Tensor::call(self_, p, generator)
+}
+
+/// `aten::bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn bernoulli_p_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bernoulli_float_out::call(self_, 0.5, None, out)
+}
+
+/// `aten::bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn bernoulli_p_out_with(self_: &Tensor, p: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::bernoulli_float_out::call(self_, p, generator, out)
+}
+
+/// `aten::rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn rand_like_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::rand_like_out::call(self_, None, out)
+}
+
+/// `aten::rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn rand_like_out_with(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::rand_like_out::call(self_, memory_format, out)
+}
+
+/// `aten::rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn rand_like_generator_out(self_: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::rand_like_generator_out::call(self_, generator, None, out)
+}
+
+/// `aten::rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn rand_like_generator_out_with(self_: &Tensor, generator: Option<&Generator>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::rand_like_generator_out::call(self_, generator, memory_format, out)
+}
+
+/// `aten::randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randn_like_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::randn_like_out::call(self_, None, out)
+}
+
+/// `aten::randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randn_like_out_with(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::randn_like_out::call(self_, memory_format, out)
+}
+
+/// `aten::randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn randn_like_generator_out(self_: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::randn_like_generator_out::call(self_, generator, None, out)
+}
+
+/// `aten::randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn randn_like_generator_out_with(self_: &Tensor, generator: Option<&Generator>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+    op::randn_like_generator_out::call(self_, generator, memory_format, out)
+}
+
+/// `aten::normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn normal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::normal_out::call(self_, 0.0, 1.0, None, out)
+}
+
+/// `aten::normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn normal_out_with(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+    op::normal_out::call(self_, mean, std, generator, out)
+}
+
+/// `aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn index_put_out(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::index_put_out::call(self_, indices, values, false, out)
+}
+
+/// `aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn index_put_out_with(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, out: &Tensor) -> Result<Tensor> {
+    op::index_put_out::call(self_, indices, values, accumulate, out)
+}
+
+/// `aten::masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn masked_fill_scalar_out(self_: &Tensor, mask: &Tensor, value: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::masked_fill_Scalar_out::call(self_, mask, value.into(), out)
+}
+
+/// `aten::masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn masked_fill_out(self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::masked_fill_Tensor_out::call(self_, mask, value, out)
 }
 

@@ -11522,6 +11522,1934 @@ impl where_Scalar {
     }
 }
 
+/// `aten::arange`: `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct arange;
+
+impl OpSignature for arange {
+    type Args<'a> = (Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl arange {
+    /// `aten::arange`.
+    pub const NAME: &'static str = "aten::arange";
+    /// The schema.
+    pub const SCHEMA: &'static str = "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<arange>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((end, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (end, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::arange.start`: `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct arange_start;
+
+impl OpSignature for arange_start {
+    type Args<'a> = (Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl arange_start {
+    /// `aten::arange.start`.
+    pub const NAME: &'static str = "aten::arange.start";
+    /// The schema.
+    pub const SCHEMA: &'static str = "arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<arange_start>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((start, end, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (start, end, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::arange.start_step`: `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct arange_start_step;
+
+impl OpSignature for arange_start_step {
+    type Args<'a> = (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl arange_start_step {
+    /// `aten::arange.start_step`.
+    pub const NAME: &'static str = "aten::arange.start_step";
+    /// The schema.
+    pub const SCHEMA: &'static str = "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<arange_start_step>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((start, end, step, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (start, end, step, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::arange.out`: `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct arange_out;
+
+impl OpSignature for arange_out {
+    type Args<'a> = (Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl arange_out {
+    /// `aten::arange.out`.
+    pub const NAME: &'static str = "aten::arange.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<arange_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(end: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((end, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, end: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (end, out))
+    }
+}
+
+/// `aten::arange.start_out`: `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct arange_start_out;
+
+impl OpSignature for arange_start_out {
+    type Args<'a> = (Scalar, Scalar, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl arange_start_out {
+    /// `aten::arange.start_out`.
+    pub const NAME: &'static str = "aten::arange.start_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<arange_start_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, step: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((start, end, step, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, step: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (start, end, step, out))
+    }
+}
+
+/// `aten::empty.memory_format`: `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct empty_memory_format;
+
+impl OpSignature for empty_memory_format {
+    type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl empty_memory_format {
+    /// `aten::empty.memory_format`.
+    pub const NAME: &'static str = "aten::empty.memory_format";
+    /// The schema.
+    pub const SCHEMA: &'static str = "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<empty_memory_format>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((size, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::empty.out`: `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct empty_out;
+
+impl OpSignature for empty_out {
+    type Args<'a> = (&'a [i64], Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl empty_out {
+    /// `aten::empty.out`.
+    pub const NAME: &'static str = "aten::empty.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<empty_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, memory_format, out))
+    }
+}
+
+/// `aten::empty_like`: `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct empty_like;
+
+impl OpSignature for empty_like {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl empty_like {
+    /// `aten::empty_like`.
+    pub const NAME: &'static str = "aten::empty_like";
+    /// The schema.
+    pub const SCHEMA: &'static str = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<empty_like>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::eye`: `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct eye;
+
+impl OpSignature for eye {
+    type Args<'a> = (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl eye {
+    /// `aten::eye`.
+    pub const NAME: &'static str = "aten::eye";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eye>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((n, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, n: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (n, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::eye.m`: `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct eye_m;
+
+impl OpSignature for eye_m {
+    type Args<'a> = (i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl eye_m {
+    /// `aten::eye.m`.
+    pub const NAME: &'static str = "aten::eye.m";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eye_m>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((n, m, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, n: i64, m: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (n, m, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::eye.out`: `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct eye_out;
+
+impl OpSignature for eye_out {
+    type Args<'a> = (i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl eye_out {
+    /// `aten::eye.out`.
+    pub const NAME: &'static str = "aten::eye.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eye_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(n: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((n, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, n: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (n, out))
+    }
+}
+
+/// `aten::eye.m_out`: `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct eye_m_out;
+
+impl OpSignature for eye_m_out {
+    type Args<'a> = (i64, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl eye_m_out {
+    /// `aten::eye.m_out`.
+    pub const NAME: &'static str = "aten::eye.m_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<eye_m_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(n: i64, m: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((n, m, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, n: i64, m: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (n, m, out))
+    }
+}
+
+/// `aten::full`: `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct full;
+
+impl OpSignature for full {
+    type Args<'a> = (&'a [i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl full {
+    /// `aten::full`.
+    pub const NAME: &'static str = "aten::full";
+    /// The schema.
+    pub const SCHEMA: &'static str = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<full>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, fill_value, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, fill_value, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::full.out`: `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct full_out;
+
+impl OpSignature for full_out {
+    type Args<'a> = (&'a [i64], Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl full_out {
+    /// `aten::full.out`.
+    pub const NAME: &'static str = "aten::full.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<full_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], fill_value: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, fill_value, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], fill_value: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, fill_value, out))
+    }
+}
+
+/// `aten::full_like`: `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct full_like;
+
+impl OpSignature for full_like {
+    type Args<'a> = (&'a Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl full_like {
+    /// `aten::full_like`.
+    pub const NAME: &'static str = "aten::full_like";
+    /// The schema.
+    pub const SCHEMA: &'static str = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<full_like>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, fill_value, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, fill_value, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::linspace`: `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct linspace;
+
+impl OpSignature for linspace {
+    type Args<'a> = (Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl linspace {
+    /// `aten::linspace`.
+    pub const NAME: &'static str = "aten::linspace";
+    /// The schema.
+    pub const SCHEMA: &'static str = "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<linspace>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((start, end, steps, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (start, end, steps, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::linspace.out`: `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct linspace_out;
+
+impl OpSignature for linspace_out {
+    type Args<'a> = (Scalar, Scalar, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl linspace_out {
+    /// `aten::linspace.out`.
+    pub const NAME: &'static str = "aten::linspace.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<linspace_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(start: Scalar, end: Scalar, steps: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((start, end, steps, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, start: Scalar, end: Scalar, steps: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (start, end, steps, out))
+    }
+}
+
+/// `aten::ones`: `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ones;
+
+impl OpSignature for ones {
+    type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl ones {
+    /// `aten::ones`.
+    pub const NAME: &'static str = "aten::ones";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ones>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::ones.out`: `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ones_out;
+
+impl OpSignature for ones_out {
+    type Args<'a> = (&'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ones_out {
+    /// `aten::ones.out`.
+    pub const NAME: &'static str = "aten::ones.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ones_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, out))
+    }
+}
+
+/// `aten::ones_like`: `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ones_like;
+
+impl OpSignature for ones_like {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl ones_like {
+    /// `aten::ones_like`.
+    pub const NAME: &'static str = "aten::ones_like";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ones_like>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::zeros`: `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct zeros;
+
+impl OpSignature for zeros {
+    type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl zeros {
+    /// `aten::zeros`.
+    pub const NAME: &'static str = "aten::zeros";
+    /// The schema.
+    pub const SCHEMA: &'static str = "zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<zeros>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::zeros.out`: `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct zeros_out;
+
+impl OpSignature for zeros_out {
+    type Args<'a> = (&'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl zeros_out {
+    /// `aten::zeros.out`.
+    pub const NAME: &'static str = "aten::zeros.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<zeros_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, out))
+    }
+}
+
+/// `aten::zeros_like`: `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct zeros_like;
+
+impl OpSignature for zeros_like {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl zeros_like {
+    /// `aten::zeros_like`.
+    pub const NAME: &'static str = "aten::zeros_like";
+    /// The schema.
+    pub const SCHEMA: &'static str = "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<zeros_like>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::bernoulli`: `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bernoulli;
+
+impl OpSignature for bernoulli {
+    type Args<'a> = (&'a Tensor, Option<&'a Generator>);
+    type Output = Tensor;
+}
+
+impl bernoulli {
+    /// `aten::bernoulli`.
+    pub const NAME: &'static str = "aten::bernoulli";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, generator))
+    }
+}
+
+/// `aten::bernoulli.out`: `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bernoulli_out;
+
+impl OpSignature for bernoulli_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bernoulli_out {
+    /// `aten::bernoulli.out`.
+    pub const NAME: &'static str = "aten::bernoulli.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, generator, out))
+    }
+}
+
+/// `aten::bernoulli_.Tensor`: `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bernoulli__Tensor;
+
+impl OpSignature for bernoulli__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Generator>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bernoulli__Tensor {
+    /// `aten::bernoulli_.Tensor`.
+    pub const NAME: &'static str = "aten::bernoulli_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::bernoulli_.float`: `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bernoulli__float;
+
+impl OpSignature for bernoulli__float {
+    type Args<'a> = (&'a Tensor, f64, Option<&'a Generator>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bernoulli__float {
+    /// `aten::bernoulli_.float`.
+    pub const NAME: &'static str = "aten::bernoulli_.float";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli__float>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::bernoulli.p`: `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bernoulli_p;
+
+impl OpSignature for bernoulli_p {
+    type Args<'a> = (&'a Tensor, f64, Option<&'a Generator>);
+    type Output = Tensor;
+}
+
+impl bernoulli_p {
+    /// `aten::bernoulli.p`.
+    pub const NAME: &'static str = "aten::bernoulli.p";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli_p>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::rand`: `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct rand;
+
+impl OpSignature for rand {
+    type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl rand {
+    /// `aten::rand`.
+    pub const NAME: &'static str = "aten::rand";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::rand.generator`: `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct rand_generator;
+
+impl OpSignature for rand_generator {
+    type Args<'a> = (&'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl rand_generator {
+    /// `aten::rand.generator`.
+    pub const NAME: &'static str = "aten::rand.generator";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_generator>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, generator, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::rand.out`: `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct rand_out;
+
+impl OpSignature for rand_out {
+    type Args<'a> = (&'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl rand_out {
+    /// `aten::rand.out`.
+    pub const NAME: &'static str = "aten::rand.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, out))
+    }
+}
+
+/// `aten::rand.generator_out`: `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct rand_generator_out;
+
+impl OpSignature for rand_generator_out {
+    type Args<'a> = (&'a [i64], Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl rand_generator_out {
+    /// `aten::rand.generator_out`.
+    pub const NAME: &'static str = "aten::rand.generator_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_generator_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, generator, out))
+    }
+}
+
+/// `aten::rand_like`: `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct rand_like;
+
+impl OpSignature for rand_like {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl rand_like {
+    /// `aten::rand_like`.
+    pub const NAME: &'static str = "aten::rand_like";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_like>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::rand_like.generator`: `rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct rand_like_generator;
+
+impl OpSignature for rand_like_generator {
+    type Args<'a> = (&'a Tensor, Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl rand_like_generator {
+    /// `aten::rand_like.generator`.
+    pub const NAME: &'static str = "aten::rand_like.generator";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_like_generator>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, generator, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, generator, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::randint`: `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randint;
+
+impl OpSignature for randint {
+    type Args<'a> = (i64, &'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl randint {
+    /// `aten::randint`.
+    pub const NAME: &'static str = "aten::randint";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((high, size, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (high, size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randint.generator`: `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randint_generator;
+
+impl OpSignature for randint_generator {
+    type Args<'a> = (i64, &'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl randint_generator {
+    /// `aten::randint.generator`.
+    pub const NAME: &'static str = "aten::randint.generator";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_generator>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((high, size, generator, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (high, size, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randint.low`: `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randint_low;
+
+impl OpSignature for randint_low {
+    type Args<'a> = (i64, i64, &'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl randint_low {
+    /// `aten::randint.low`.
+    pub const NAME: &'static str = "aten::randint.low";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_low>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((low, high, size, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (low, high, size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randint.low_generator`: `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randint_low_generator;
+
+impl OpSignature for randint_low_generator {
+    type Args<'a> = (i64, i64, &'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl randint_low_generator {
+    /// `aten::randint.low_generator`.
+    pub const NAME: &'static str = "aten::randint.low_generator";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_low_generator>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((low, high, size, generator, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (low, high, size, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randint.out`: `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randint_out;
+
+impl OpSignature for randint_out {
+    type Args<'a> = (i64, &'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randint_out {
+    /// `aten::randint.out`.
+    pub const NAME: &'static str = "aten::randint.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(high: i64, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((high, size, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (high, size, out))
+    }
+}
+
+/// `aten::randint.generator_out`: `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randint_generator_out;
+
+impl OpSignature for randint_generator_out {
+    type Args<'a> = (i64, &'a [i64], Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randint_generator_out {
+    /// `aten::randint.generator_out`.
+    pub const NAME: &'static str = "aten::randint.generator_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_generator_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(high: i64, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((high, size, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, high: i64, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (high, size, generator, out))
+    }
+}
+
+/// `aten::randint.low_out`: `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randint_low_out;
+
+impl OpSignature for randint_low_out {
+    type Args<'a> = (i64, i64, &'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randint_low_out {
+    /// `aten::randint.low_out`.
+    pub const NAME: &'static str = "aten::randint.low_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_low_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(low: i64, high: i64, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((low, high, size, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (low, high, size, out))
+    }
+}
+
+/// `aten::randint.low_generator_out`: `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randint_low_generator_out;
+
+impl OpSignature for randint_low_generator_out {
+    type Args<'a> = (i64, i64, &'a [i64], Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randint_low_generator_out {
+    /// `aten::randint.low_generator_out`.
+    pub const NAME: &'static str = "aten::randint.low_generator_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randint_low_generator_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(low: i64, high: i64, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((low, high, size, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, low: i64, high: i64, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (low, high, size, generator, out))
+    }
+}
+
+/// `aten::randn`: `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randn;
+
+impl OpSignature for randn {
+    type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl randn {
+    /// `aten::randn`.
+    pub const NAME: &'static str = "aten::randn";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randn.generator`: `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randn_generator;
+
+impl OpSignature for randn_generator {
+    type Args<'a> = (&'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl randn_generator {
+    /// `aten::randn.generator`.
+    pub const NAME: &'static str = "aten::randn.generator";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_generator>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((size, generator, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, generator, dtype, layout, device, pin_memory))
+    }
+}
+
+/// `aten::randn.out`: `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randn_out;
+
+impl OpSignature for randn_out {
+    type Args<'a> = (&'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randn_out {
+    /// `aten::randn.out`.
+    pub const NAME: &'static str = "aten::randn.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, out))
+    }
+}
+
+/// `aten::randn.generator_out`: `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randn_generator_out;
+
+impl OpSignature for randn_generator_out {
+    type Args<'a> = (&'a [i64], Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randn_generator_out {
+    /// `aten::randn.generator_out`.
+    pub const NAME: &'static str = "aten::randn.generator_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_generator_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((size, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, size: &[i64], generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (size, generator, out))
+    }
+}
+
+/// `aten::randn_like`: `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randn_like;
+
+impl OpSignature for randn_like {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl randn_like {
+    /// `aten::randn_like`.
+    pub const NAME: &'static str = "aten::randn_like";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_like>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::randn_like.generator`: `randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct randn_like_generator;
+
+impl OpSignature for randn_like_generator {
+    type Args<'a> = (&'a Tensor, Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
+    type Output = Tensor;
+}
+
+impl randn_like_generator {
+    /// `aten::randn_like.generator`.
+    pub const NAME: &'static str = "aten::randn_like.generator";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_like_generator>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.call((self_, generator, dtype, layout, device, pin_memory, memory_format))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, generator, dtype, layout, device, pin_memory, memory_format))
+    }
+}
+
+/// `aten::normal_`: `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct normal_;
+
+impl OpSignature for normal_ {
+    type Args<'a> = (&'a Tensor, f64, f64, Option<&'a Generator>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl normal_ {
+    /// `aten::normal_`.
+    pub const NAME: &'static str = "aten::normal_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<normal_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, mean, std, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mean, std, generator))
+    }
+}
+
+/// `aten::normal_functional`: `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct normal_functional;
+
+impl OpSignature for normal_functional {
+    type Args<'a> = (&'a Tensor, f64, f64, Option<&'a Generator>);
+    type Output = Tensor;
+}
+
+impl normal_functional {
+    /// `aten::normal_functional`.
+    pub const NAME: &'static str = "aten::normal_functional";
+    /// The schema.
+    pub const SCHEMA: &'static str = "normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<normal_functional>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, mean, std, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mean, std, generator))
+    }
+}
+
+/// `aten::index_put_`: `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct index_put_;
+
+impl OpSignature for index_put_ {
+    type Args<'a> = (&'a Tensor, &'a [Option<Tensor>], &'a Tensor, bool);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl index_put_ {
+    /// `aten::index_put_`.
+    pub const NAME: &'static str = "aten::index_put_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<index_put_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, indices, values, accumulate))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, indices, values, accumulate))
+    }
+}
+
+/// `aten::index_put`: `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct index_put;
+
+impl OpSignature for index_put {
+    type Args<'a> = (&'a Tensor, &'a [Option<Tensor>], &'a Tensor, bool);
+    type Output = Tensor;
+}
+
+impl index_put {
+    /// `aten::index_put`.
+    pub const NAME: &'static str = "aten::index_put";
+    /// The schema.
+    pub const SCHEMA: &'static str = "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<index_put>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, indices, values, accumulate))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, indices, values, accumulate))
+    }
+}
+
+/// `aten::masked_fill_.Scalar`: `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct masked_fill__Scalar;
+
+impl OpSignature for masked_fill__Scalar {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl masked_fill__Scalar {
+    /// `aten::masked_fill_.Scalar`.
+    pub const NAME: &'static str = "aten::masked_fill_.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<masked_fill__Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, mask, value))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_fill.Scalar`: `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct masked_fill_Scalar;
+
+impl OpSignature for masked_fill_Scalar {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
+    type Output = Tensor;
+}
+
+impl masked_fill_Scalar {
+    /// `aten::masked_fill.Scalar`.
+    pub const NAME: &'static str = "aten::masked_fill.Scalar";
+    /// The schema.
+    pub const SCHEMA: &'static str = "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<masked_fill_Scalar>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, mask, value))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_fill_.Tensor`: `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct masked_fill__Tensor;
+
+impl OpSignature for masked_fill__Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl masked_fill__Tensor {
+    /// `aten::masked_fill_.Tensor`.
+    pub const NAME: &'static str = "aten::masked_fill_.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<masked_fill__Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, mask, value))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::masked_fill.Tensor`: `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct masked_fill_Tensor;
+
+impl OpSignature for masked_fill_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl masked_fill_Tensor {
+    /// `aten::masked_fill.Tensor`.
+    pub const NAME: &'static str = "aten::masked_fill.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<masked_fill_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, mask, value))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mask, value))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;
@@ -13300,6 +15228,530 @@ impl remainder_Scalar_Tensor_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: Scalar, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::empty_like.out`: `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct empty_like_out;
+
+impl OpSignature for empty_like_out {
+    type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl empty_like_out {
+    /// `aten::empty_like.out`.
+    pub const NAME: &'static str = "aten::empty_like.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<empty_like_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::full_like.out`: `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct full_like_out;
+
+impl OpSignature for full_like_out {
+    type Args<'a> = (&'a Tensor, Scalar, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl full_like_out {
+    /// `aten::full_like.out`.
+    pub const NAME: &'static str = "aten::full_like.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<full_like_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, fill_value: Scalar, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, fill_value, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, fill_value: Scalar, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, fill_value, memory_format, out))
+    }
+}
+
+/// `aten::ones_like.out`: `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ones_like_out;
+
+impl OpSignature for ones_like_out {
+    type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ones_like_out {
+    /// `aten::ones_like.out`.
+    pub const NAME: &'static str = "aten::ones_like.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ones_like_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::zeros_like.out`: `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct zeros_like_out;
+
+impl OpSignature for zeros_like_out {
+    type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl zeros_like_out {
+    /// `aten::zeros_like.out`.
+    pub const NAME: &'static str = "aten::zeros_like.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<zeros_like_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::bernoulli.Tensor_out`: `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bernoulli_Tensor_out;
+
+impl OpSignature for bernoulli_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bernoulli_Tensor_out {
+    /// `aten::bernoulli.Tensor_out`.
+    pub const NAME: &'static str = "aten::bernoulli.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: &Tensor, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, generator, out))
+    }
+}
+
+/// `aten::bernoulli.Tensor`: `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bernoulli_Tensor;
+
+impl OpSignature for bernoulli_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Generator>);
+    type Output = Tensor;
+}
+
+impl bernoulli_Tensor {
+    /// `aten::bernoulli.Tensor`.
+    pub const NAME: &'static str = "aten::bernoulli.Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, generator))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, generator))
+    }
+}
+
+/// `aten::bernoulli.float_out`: `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bernoulli_float_out;
+
+impl OpSignature for bernoulli_float_out {
+    type Args<'a> = (&'a Tensor, f64, Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bernoulli_float_out {
+    /// `aten::bernoulli.float_out`.
+    pub const NAME: &'static str = "aten::bernoulli.float_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bernoulli_float_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, p: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, p, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, p: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, p, generator, out))
+    }
+}
+
+/// `aten::rand_like.out`: `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct rand_like_out;
+
+impl OpSignature for rand_like_out {
+    type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl rand_like_out {
+    /// `aten::rand_like.out`.
+    pub const NAME: &'static str = "aten::rand_like.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_like_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::rand_like.generator_out`: `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct rand_like_generator_out;
+
+impl OpSignature for rand_like_generator_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Generator>, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl rand_like_generator_out {
+    /// `aten::rand_like.generator_out`.
+    pub const NAME: &'static str = "aten::rand_like.generator_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rand_like_generator_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, generator, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, generator, memory_format, out))
+    }
+}
+
+/// `aten::randn_like.out`: `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randn_like_out;
+
+impl OpSignature for randn_like_out {
+    type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randn_like_out {
+    /// `aten::randn_like.out`.
+    pub const NAME: &'static str = "aten::randn_like.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_like_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::randn_like.generator_out`: `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct randn_like_generator_out;
+
+impl OpSignature for randn_like_generator_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Generator>, Option<MemoryFormat>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl randn_like_generator_out {
+    /// `aten::randn_like.generator_out`.
+    pub const NAME: &'static str = "aten::randn_like.generator_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<randn_like_generator_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, generator: Option<&Generator>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, generator, memory_format, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, generator: Option<&Generator>, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, generator, memory_format, out))
+    }
+}
+
+/// `aten::normal.out`: `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct normal_out;
+
+impl OpSignature for normal_out {
+    type Args<'a> = (&'a Tensor, f64, f64, Option<&'a Generator>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl normal_out {
+    /// `aten::normal.out`.
+    pub const NAME: &'static str = "aten::normal.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<normal_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, mean, std, generator, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mean, std, generator, out))
+    }
+}
+
+/// `aten::index_put.out`: `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct index_put_out;
+
+impl OpSignature for index_put_out {
+    type Args<'a> = (&'a Tensor, &'a [Option<Tensor>], &'a Tensor, bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl index_put_out {
+    /// `aten::index_put.out`.
+    pub const NAME: &'static str = "aten::index_put.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<index_put_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, indices, values, accumulate, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, indices, values, accumulate, out))
+    }
+}
+
+/// `aten::masked_fill.Scalar_out`: `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct masked_fill_Scalar_out;
+
+impl OpSignature for masked_fill_Scalar_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl masked_fill_Scalar_out {
+    /// `aten::masked_fill.Scalar_out`.
+    pub const NAME: &'static str = "aten::masked_fill.Scalar_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<masked_fill_Scalar_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, value: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, mask, value, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mask, value, out))
+    }
+}
+
+/// `aten::masked_fill.Tensor_out`: `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct masked_fill_Tensor_out;
+
+impl OpSignature for masked_fill_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl masked_fill_Tensor_out {
+    /// `aten::masked_fill.Tensor_out`.
+    pub const NAME: &'static str = "aten::masked_fill.Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<masked_fill_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, mask, value, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mask, value, out))
     }
 }
 

@@ -351,6 +351,62 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor")?;
     defs.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor")?;
     defs.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor")?;
+    defs.def("arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor")?;
+    defs.def("bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)")?;
+    defs.def("bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)")?;
+    defs.def("bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor")?;
+    defs.def("rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
+    defs.def("randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)")?;
+    defs.def("normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor")?;
+    defs.def("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)")?;
+    defs.def("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")?;
+    defs.def("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)")?;
+    defs.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor")?;
+    defs.def("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")?;
+    defs.def("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -402,10 +458,51 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor")?;
+    defs.def("bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
     lib.impl_("_to_copy", Kernel::typed::<op::_to_copy>(wrapper_BackendSelect__to_copy).debug("wrapper_BackendSelect__to_copy"))?;
+    lib.impl_("arange", Kernel::typed::<op::arange>(wrapper_BackendSelect_arange).debug("wrapper_BackendSelect_arange"))?;
+    lib.impl_("arange.start", Kernel::typed::<op::arange_start>(wrapper_BackendSelect_arange_start).debug("wrapper_BackendSelect_arange_start"))?;
+    lib.impl_("arange.start_step", Kernel::typed::<op::arange_start_step>(wrapper_BackendSelect_arange_start_step).debug("wrapper_BackendSelect_arange_start_step"))?;
+    lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_BackendSelect_empty_memory_format).debug("wrapper_BackendSelect_empty_memory_format"))?;
+    lib.impl_("empty_like", Kernel::typed::<op::empty_like>(wrapper_BackendSelect_empty_like).debug("wrapper_BackendSelect_empty_like"))?;
+    lib.impl_("eye", Kernel::typed::<op::eye>(wrapper_BackendSelect_eye).debug("wrapper_BackendSelect_eye"))?;
+    lib.impl_("eye.m", Kernel::typed::<op::eye_m>(wrapper_BackendSelect_eye_m).debug("wrapper_BackendSelect_eye_m"))?;
+    lib.impl_("full", Kernel::typed::<op::full>(wrapper_BackendSelect_full).debug("wrapper_BackendSelect_full"))?;
+    lib.impl_("full_like", Kernel::typed::<op::full_like>(wrapper_BackendSelect_full_like).debug("wrapper_BackendSelect_full_like"))?;
+    lib.impl_("linspace", Kernel::typed::<op::linspace>(wrapper_BackendSelect_linspace).debug("wrapper_BackendSelect_linspace"))?;
+    lib.impl_("ones", Kernel::typed::<op::ones>(wrapper_BackendSelect_ones).debug("wrapper_BackendSelect_ones"))?;
+    lib.impl_("ones_like", Kernel::typed::<op::ones_like>(wrapper_BackendSelect_ones_like).debug("wrapper_BackendSelect_ones_like"))?;
+    lib.impl_("zeros", Kernel::typed::<op::zeros>(wrapper_BackendSelect_zeros).debug("wrapper_BackendSelect_zeros"))?;
+    lib.impl_("zeros_like", Kernel::typed::<op::zeros_like>(wrapper_BackendSelect_zeros_like).debug("wrapper_BackendSelect_zeros_like"))?;
+    lib.impl_("rand", Kernel::typed::<op::rand>(wrapper_BackendSelect_rand).debug("wrapper_BackendSelect_rand"))?;
+    lib.impl_("rand.generator", Kernel::typed::<op::rand_generator>(wrapper_BackendSelect_rand_generator).debug("wrapper_BackendSelect_rand_generator"))?;
+    lib.impl_("rand_like", Kernel::typed::<op::rand_like>(wrapper_BackendSelect_rand_like).debug("wrapper_BackendSelect_rand_like"))?;
+    lib.impl_("rand_like.generator", Kernel::typed::<op::rand_like_generator>(wrapper_BackendSelect_rand_like_generator).debug("wrapper_BackendSelect_rand_like_generator"))?;
+    lib.impl_("randint", Kernel::typed::<op::randint>(wrapper_BackendSelect_randint).debug("wrapper_BackendSelect_randint"))?;
+    lib.impl_("randint.generator", Kernel::typed::<op::randint_generator>(wrapper_BackendSelect_randint_generator).debug("wrapper_BackendSelect_randint_generator"))?;
+    lib.impl_("randint.low", Kernel::typed::<op::randint_low>(wrapper_BackendSelect_randint_low).debug("wrapper_BackendSelect_randint_low"))?;
+    lib.impl_("randint.low_generator", Kernel::typed::<op::randint_low_generator>(wrapper_BackendSelect_randint_low_generator).debug("wrapper_BackendSelect_randint_low_generator"))?;
+    lib.impl_("randn", Kernel::typed::<op::randn>(wrapper_BackendSelect_randn).debug("wrapper_BackendSelect_randn"))?;
+    lib.impl_("randn.generator", Kernel::typed::<op::randn_generator>(wrapper_BackendSelect_randn_generator).debug("wrapper_BackendSelect_randn_generator"))?;
+    lib.impl_("randn_like", Kernel::typed::<op::randn_like>(wrapper_BackendSelect_randn_like).debug("wrapper_BackendSelect_randn_like"))?;
+    lib.impl_("randn_like.generator", Kernel::typed::<op::randn_like_generator>(wrapper_BackendSelect_randn_like_generator).debug("wrapper_BackendSelect_randn_like_generator"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::ADInplaceOrView))?;
     lib.impl_("all.out", Kernel::typed::<op::all_out>(wrapper_ADInplaceOrView_all_out).debug("wrapper_ADInplaceOrView_all_out"))?;
@@ -566,6 +663,30 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_ADInplaceOrView_pow__Scalar).debug("wrapper_ADInplaceOrView_pow__Scalar"))?;
     lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_ADInplaceOrView_pow__Tensor).debug("wrapper_ADInplaceOrView_pow__Tensor"))?;
     lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_ADInplaceOrView_where_self_out).debug("wrapper_ADInplaceOrView_where_self_out"))?;
+    lib.impl_("arange.out", Kernel::typed::<op::arange_out>(wrapper_ADInplaceOrView_arange_out).debug("wrapper_ADInplaceOrView_arange_out"))?;
+    lib.impl_("arange.start_out", Kernel::typed::<op::arange_start_out>(wrapper_ADInplaceOrView_arange_start_out).debug("wrapper_ADInplaceOrView_arange_start_out"))?;
+    lib.impl_("empty.out", Kernel::typed::<op::empty_out>(wrapper_ADInplaceOrView_empty_out).debug("wrapper_ADInplaceOrView_empty_out"))?;
+    lib.impl_("eye.out", Kernel::typed::<op::eye_out>(wrapper_ADInplaceOrView_eye_out).debug("wrapper_ADInplaceOrView_eye_out"))?;
+    lib.impl_("eye.m_out", Kernel::typed::<op::eye_m_out>(wrapper_ADInplaceOrView_eye_m_out).debug("wrapper_ADInplaceOrView_eye_m_out"))?;
+    lib.impl_("full.out", Kernel::typed::<op::full_out>(wrapper_ADInplaceOrView_full_out).debug("wrapper_ADInplaceOrView_full_out"))?;
+    lib.impl_("linspace.out", Kernel::typed::<op::linspace_out>(wrapper_ADInplaceOrView_linspace_out).debug("wrapper_ADInplaceOrView_linspace_out"))?;
+    lib.impl_("ones.out", Kernel::typed::<op::ones_out>(wrapper_ADInplaceOrView_ones_out).debug("wrapper_ADInplaceOrView_ones_out"))?;
+    lib.impl_("zeros.out", Kernel::typed::<op::zeros_out>(wrapper_ADInplaceOrView_zeros_out).debug("wrapper_ADInplaceOrView_zeros_out"))?;
+    lib.impl_("bernoulli.out", Kernel::typed::<op::bernoulli_out>(wrapper_ADInplaceOrView_bernoulli_out).debug("wrapper_ADInplaceOrView_bernoulli_out"))?;
+    lib.impl_("bernoulli_.Tensor", Kernel::typed::<op::bernoulli__Tensor>(wrapper_ADInplaceOrView_bernoulli__Tensor).debug("wrapper_ADInplaceOrView_bernoulli__Tensor"))?;
+    lib.impl_("bernoulli_.float", Kernel::typed::<op::bernoulli__float>(wrapper_ADInplaceOrView_bernoulli__float).debug("wrapper_ADInplaceOrView_bernoulli__float"))?;
+    lib.impl_("rand.out", Kernel::typed::<op::rand_out>(wrapper_ADInplaceOrView_rand_out).debug("wrapper_ADInplaceOrView_rand_out"))?;
+    lib.impl_("rand.generator_out", Kernel::typed::<op::rand_generator_out>(wrapper_ADInplaceOrView_rand_generator_out).debug("wrapper_ADInplaceOrView_rand_generator_out"))?;
+    lib.impl_("randint.out", Kernel::typed::<op::randint_out>(wrapper_ADInplaceOrView_randint_out).debug("wrapper_ADInplaceOrView_randint_out"))?;
+    lib.impl_("randint.generator_out", Kernel::typed::<op::randint_generator_out>(wrapper_ADInplaceOrView_randint_generator_out).debug("wrapper_ADInplaceOrView_randint_generator_out"))?;
+    lib.impl_("randint.low_out", Kernel::typed::<op::randint_low_out>(wrapper_ADInplaceOrView_randint_low_out).debug("wrapper_ADInplaceOrView_randint_low_out"))?;
+    lib.impl_("randint.low_generator_out", Kernel::typed::<op::randint_low_generator_out>(wrapper_ADInplaceOrView_randint_low_generator_out).debug("wrapper_ADInplaceOrView_randint_low_generator_out"))?;
+    lib.impl_("randn.out", Kernel::typed::<op::randn_out>(wrapper_ADInplaceOrView_randn_out).debug("wrapper_ADInplaceOrView_randn_out"))?;
+    lib.impl_("randn.generator_out", Kernel::typed::<op::randn_generator_out>(wrapper_ADInplaceOrView_randn_generator_out).debug("wrapper_ADInplaceOrView_randn_generator_out"))?;
+    lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_ADInplaceOrView_normal_).debug("wrapper_ADInplaceOrView_normal_"))?;
+    lib.impl_("index_put_", Kernel::typed::<op::index_put_>(wrapper_ADInplaceOrView_index_put_).debug("wrapper_ADInplaceOrView_index_put_"))?;
+    lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_ADInplaceOrView_masked_fill__Scalar).debug("wrapper_ADInplaceOrView_masked_fill__Scalar"))?;
+    lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_ADInplaceOrView_masked_fill__Tensor).debug("wrapper_ADInplaceOrView_masked_fill__Tensor"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -613,6 +734,20 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bitwise_or.Scalar_Tensor_out", Kernel::typed::<op::bitwise_or_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out"))?;
     lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out"))?;
     lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out"))?;
+    lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(wrapper_ADInplaceOrView_empty_like_out).debug("wrapper_ADInplaceOrView_empty_like_out"))?;
+    lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(wrapper_ADInplaceOrView_full_like_out).debug("wrapper_ADInplaceOrView_full_like_out"))?;
+    lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(wrapper_ADInplaceOrView_ones_like_out).debug("wrapper_ADInplaceOrView_ones_like_out"))?;
+    lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(wrapper_ADInplaceOrView_zeros_like_out).debug("wrapper_ADInplaceOrView_zeros_like_out"))?;
+    lib.impl_("bernoulli.Tensor_out", Kernel::typed::<op::bernoulli_Tensor_out>(wrapper_ADInplaceOrView_bernoulli_Tensor_out).debug("wrapper_ADInplaceOrView_bernoulli_Tensor_out"))?;
+    lib.impl_("bernoulli.float_out", Kernel::typed::<op::bernoulli_float_out>(wrapper_ADInplaceOrView_bernoulli_float_out).debug("wrapper_ADInplaceOrView_bernoulli_float_out"))?;
+    lib.impl_("rand_like.out", Kernel::typed::<op::rand_like_out>(wrapper_ADInplaceOrView_rand_like_out).debug("wrapper_ADInplaceOrView_rand_like_out"))?;
+    lib.impl_("rand_like.generator_out", Kernel::typed::<op::rand_like_generator_out>(wrapper_ADInplaceOrView_rand_like_generator_out).debug("wrapper_ADInplaceOrView_rand_like_generator_out"))?;
+    lib.impl_("randn_like.out", Kernel::typed::<op::randn_like_out>(wrapper_ADInplaceOrView_randn_like_out).debug("wrapper_ADInplaceOrView_randn_like_out"))?;
+    lib.impl_("randn_like.generator_out", Kernel::typed::<op::randn_like_generator_out>(wrapper_ADInplaceOrView_randn_like_generator_out).debug("wrapper_ADInplaceOrView_randn_like_generator_out"))?;
+    lib.impl_("normal.out", Kernel::typed::<op::normal_out>(wrapper_ADInplaceOrView_normal_out).debug("wrapper_ADInplaceOrView_normal_out"))?;
+    lib.impl_("index_put.out", Kernel::typed::<op::index_put_out>(wrapper_ADInplaceOrView_index_put_out).debug("wrapper_ADInplaceOrView_index_put_out"))?;
+    lib.impl_("masked_fill.Scalar_out", Kernel::typed::<op::masked_fill_Scalar_out>(wrapper_ADInplaceOrView_masked_fill_Scalar_out).debug("wrapper_ADInplaceOrView_masked_fill_Scalar_out"))?;
+    lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_ADInplaceOrView_masked_fill_Tensor_out).debug("wrapper_ADInplaceOrView_masked_fill_Tensor_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -805,6 +940,16 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(wrapper_Meta_pow_Tensor_Scalar).debug("wrapper_Meta_pow_Tensor_Scalar"))?;
     lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_Meta_pow__Scalar).debug("wrapper_Meta_pow__Scalar"))?;
     lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_Meta_pow__Tensor).debug("wrapper_Meta_pow__Tensor"))?;
+    lib.impl_("arange", Kernel::typed::<op::arange>(wrapper_Meta_arange).debug("wrapper_Meta_arange"))?;
+    lib.impl_("arange.start", Kernel::typed::<op::arange_start>(wrapper_Meta_arange_start).debug("wrapper_Meta_arange_start"))?;
+    lib.impl_("arange.start_step", Kernel::typed::<op::arange_start_step>(wrapper_Meta_arange_start_step).debug("wrapper_Meta_arange_start_step"))?;
+    lib.impl_("arange.start_out", Kernel::typed::<op::arange_start_out>(wrapper_Meta_arange_start_out).debug("wrapper_Meta_arange_start_out"))?;
+    lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_Meta_empty_memory_format).debug("wrapper_Meta_empty_memory_format"))?;
+    lib.impl_("eye.out", Kernel::typed::<op::eye_out>(wrapper_Meta_eye_out).debug("wrapper_Meta_eye_out"))?;
+    lib.impl_("eye.m_out", Kernel::typed::<op::eye_m_out>(wrapper_Meta_eye_m_out).debug("wrapper_Meta_eye_m_out"))?;
+    lib.impl_("linspace.out", Kernel::typed::<op::linspace_out>(wrapper_Meta_linspace_out).debug("wrapper_Meta_linspace_out"))?;
+    lib.impl_("ones", Kernel::typed::<op::ones>(wrapper_Meta_ones).debug("wrapper_Meta_ones"))?;
+    lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_Meta_normal_).debug("wrapper_Meta_normal_"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -839,6 +984,10 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("where.ScalarSelf", Kernel::typed::<op::where_ScalarSelf>(wrapper_CompositeImplicitAutograd_where_ScalarSelf).debug("wrapper_CompositeImplicitAutograd_where_ScalarSelf"))?;
     lib.impl_("where.ScalarOther", Kernel::typed::<op::where_ScalarOther>(wrapper_CompositeImplicitAutograd_where_ScalarOther).debug("wrapper_CompositeImplicitAutograd_where_ScalarOther"))?;
     lib.impl_("where.Scalar", Kernel::typed::<op::where_Scalar>(wrapper_CompositeImplicitAutograd_where_Scalar).debug("wrapper_CompositeImplicitAutograd_where_Scalar"))?;
+    lib.impl_("empty.out", Kernel::typed::<op::empty_out>(wrapper_CompositeImplicitAutograd_empty_out).debug("wrapper_CompositeImplicitAutograd_empty_out"))?;
+    lib.impl_("rand.generator_out", Kernel::typed::<op::rand_generator_out>(wrapper_CompositeImplicitAutograd_rand_generator_out).debug("wrapper_CompositeImplicitAutograd_rand_generator_out"))?;
+    lib.impl_("randn.out", Kernel::typed::<op::randn_out>(wrapper_CompositeImplicitAutograd_randn_out).debug("wrapper_CompositeImplicitAutograd_randn_out"))?;
+    lib.impl_("randn.generator_out", Kernel::typed::<op::randn_generator_out>(wrapper_CompositeImplicitAutograd_randn_generator_out).debug("wrapper_CompositeImplicitAutograd_randn_generator_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -912,6 +1061,46 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("remainder.Scalar_out", Kernel::typed::<op::remainder_Scalar_out>(wrapper_CompositeExplicitAutograd_remainder_Scalar_out).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar_out"))?;
     lib.impl_("remainder.Scalar", Kernel::typed::<op::remainder_Scalar>(wrapper_CompositeExplicitAutograd_remainder_Scalar).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar"))?;
     lib.impl_("remainder_.Scalar", Kernel::typed::<op::remainder__Scalar>(wrapper_CompositeExplicitAutograd_remainder__Scalar).debug("wrapper_CompositeExplicitAutograd_remainder__Scalar"))?;
+    lib.impl_("arange", Kernel::typed::<op::arange>(wrapper_CompositeExplicitAutograd_arange).debug("wrapper_CompositeExplicitAutograd_arange"))?;
+    lib.impl_("arange.start", Kernel::typed::<op::arange_start>(wrapper_CompositeExplicitAutograd_arange_start).debug("wrapper_CompositeExplicitAutograd_arange_start"))?;
+    lib.impl_("arange.start_step", Kernel::typed::<op::arange_start_step>(wrapper_CompositeExplicitAutograd_arange_start_step).debug("wrapper_CompositeExplicitAutograd_arange_start_step"))?;
+    lib.impl_("arange.out", Kernel::typed::<op::arange_out>(wrapper_CompositeExplicitAutograd_arange_out).debug("wrapper_CompositeExplicitAutograd_arange_out"))?;
+    lib.impl_("empty_like", Kernel::typed::<op::empty_like>(wrapper_CompositeExplicitAutograd_empty_like).debug("wrapper_CompositeExplicitAutograd_empty_like"))?;
+    lib.impl_("eye", Kernel::typed::<op::eye>(wrapper_CompositeExplicitAutograd_eye).debug("wrapper_CompositeExplicitAutograd_eye"))?;
+    lib.impl_("eye.m", Kernel::typed::<op::eye_m>(wrapper_CompositeExplicitAutograd_eye_m).debug("wrapper_CompositeExplicitAutograd_eye_m"))?;
+    lib.impl_("full", Kernel::typed::<op::full>(wrapper_CompositeExplicitAutograd_full).debug("wrapper_CompositeExplicitAutograd_full"))?;
+    lib.impl_("full.out", Kernel::typed::<op::full_out>(wrapper_CompositeExplicitAutograd_full_out).debug("wrapper_CompositeExplicitAutograd_full_out"))?;
+    lib.impl_("full_like", Kernel::typed::<op::full_like>(wrapper_CompositeExplicitAutograd_full_like).debug("wrapper_CompositeExplicitAutograd_full_like"))?;
+    lib.impl_("linspace", Kernel::typed::<op::linspace>(wrapper_CompositeExplicitAutograd_linspace).debug("wrapper_CompositeExplicitAutograd_linspace"))?;
+    lib.impl_("ones", Kernel::typed::<op::ones>(wrapper_CompositeExplicitAutograd_ones).debug("wrapper_CompositeExplicitAutograd_ones"))?;
+    lib.impl_("ones.out", Kernel::typed::<op::ones_out>(wrapper_CompositeExplicitAutograd_ones_out).debug("wrapper_CompositeExplicitAutograd_ones_out"))?;
+    lib.impl_("ones_like", Kernel::typed::<op::ones_like>(wrapper_CompositeExplicitAutograd_ones_like).debug("wrapper_CompositeExplicitAutograd_ones_like"))?;
+    lib.impl_("zeros", Kernel::typed::<op::zeros>(wrapper_CompositeExplicitAutograd_zeros).debug("wrapper_CompositeExplicitAutograd_zeros"))?;
+    lib.impl_("zeros.out", Kernel::typed::<op::zeros_out>(wrapper_CompositeExplicitAutograd_zeros_out).debug("wrapper_CompositeExplicitAutograd_zeros_out"))?;
+    lib.impl_("zeros_like", Kernel::typed::<op::zeros_like>(wrapper_CompositeExplicitAutograd_zeros_like).debug("wrapper_CompositeExplicitAutograd_zeros_like"))?;
+    lib.impl_("bernoulli", Kernel::typed::<op::bernoulli>(wrapper_CompositeExplicitAutograd_bernoulli).debug("wrapper_CompositeExplicitAutograd_bernoulli"))?;
+    lib.impl_("rand", Kernel::typed::<op::rand>(wrapper_CompositeExplicitAutograd_rand).debug("wrapper_CompositeExplicitAutograd_rand"))?;
+    lib.impl_("rand.generator", Kernel::typed::<op::rand_generator>(wrapper_CompositeExplicitAutograd_rand_generator).debug("wrapper_CompositeExplicitAutograd_rand_generator"))?;
+    lib.impl_("rand.out", Kernel::typed::<op::rand_out>(wrapper_CompositeExplicitAutograd_rand_out).debug("wrapper_CompositeExplicitAutograd_rand_out"))?;
+    lib.impl_("rand_like", Kernel::typed::<op::rand_like>(wrapper_CompositeExplicitAutograd_rand_like).debug("wrapper_CompositeExplicitAutograd_rand_like"))?;
+    lib.impl_("rand_like.generator", Kernel::typed::<op::rand_like_generator>(wrapper_CompositeExplicitAutograd_rand_like_generator).debug("wrapper_CompositeExplicitAutograd_rand_like_generator"))?;
+    lib.impl_("randint", Kernel::typed::<op::randint>(wrapper_CompositeExplicitAutograd_randint).debug("wrapper_CompositeExplicitAutograd_randint"))?;
+    lib.impl_("randint.generator", Kernel::typed::<op::randint_generator>(wrapper_CompositeExplicitAutograd_randint_generator).debug("wrapper_CompositeExplicitAutograd_randint_generator"))?;
+    lib.impl_("randint.low", Kernel::typed::<op::randint_low>(wrapper_CompositeExplicitAutograd_randint_low).debug("wrapper_CompositeExplicitAutograd_randint_low"))?;
+    lib.impl_("randint.low_generator", Kernel::typed::<op::randint_low_generator>(wrapper_CompositeExplicitAutograd_randint_low_generator).debug("wrapper_CompositeExplicitAutograd_randint_low_generator"))?;
+    lib.impl_("randint.out", Kernel::typed::<op::randint_out>(wrapper_CompositeExplicitAutograd_randint_out).debug("wrapper_CompositeExplicitAutograd_randint_out"))?;
+    lib.impl_("randint.generator_out", Kernel::typed::<op::randint_generator_out>(wrapper_CompositeExplicitAutograd_randint_generator_out).debug("wrapper_CompositeExplicitAutograd_randint_generator_out"))?;
+    lib.impl_("randint.low_out", Kernel::typed::<op::randint_low_out>(wrapper_CompositeExplicitAutograd_randint_low_out).debug("wrapper_CompositeExplicitAutograd_randint_low_out"))?;
+    lib.impl_("randint.low_generator_out", Kernel::typed::<op::randint_low_generator_out>(wrapper_CompositeExplicitAutograd_randint_low_generator_out).debug("wrapper_CompositeExplicitAutograd_randint_low_generator_out"))?;
+    lib.impl_("randn", Kernel::typed::<op::randn>(wrapper_CompositeExplicitAutograd_randn).debug("wrapper_CompositeExplicitAutograd_randn"))?;
+    lib.impl_("randn.generator", Kernel::typed::<op::randn_generator>(wrapper_CompositeExplicitAutograd_randn_generator).debug("wrapper_CompositeExplicitAutograd_randn_generator"))?;
+    lib.impl_("randn_like", Kernel::typed::<op::randn_like>(wrapper_CompositeExplicitAutograd_randn_like).debug("wrapper_CompositeExplicitAutograd_randn_like"))?;
+    lib.impl_("randn_like.generator", Kernel::typed::<op::randn_like_generator>(wrapper_CompositeExplicitAutograd_randn_like_generator).debug("wrapper_CompositeExplicitAutograd_randn_like_generator"))?;
+    lib.impl_("normal_functional", Kernel::typed::<op::normal_functional>(wrapper_CompositeExplicitAutograd_normal_functional).debug("wrapper_CompositeExplicitAutograd_normal_functional"))?;
+    lib.impl_("index_put_", Kernel::typed::<op::index_put_>(wrapper_CompositeExplicitAutograd_index_put_).debug("wrapper_CompositeExplicitAutograd_index_put_"))?;
+    lib.impl_("index_put", Kernel::typed::<op::index_put>(wrapper_CompositeExplicitAutograd_index_put).debug("wrapper_CompositeExplicitAutograd_index_put"))?;
+    lib.impl_("masked_fill.Scalar", Kernel::typed::<op::masked_fill_Scalar>(wrapper_CompositeExplicitAutograd_masked_fill_Scalar).debug("wrapper_CompositeExplicitAutograd_masked_fill_Scalar"))?;
+    lib.impl_("masked_fill.Tensor", Kernel::typed::<op::masked_fill_Tensor>(wrapper_CompositeExplicitAutograd_masked_fill_Tensor).debug("wrapper_CompositeExplicitAutograd_masked_fill_Tensor"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -963,6 +1152,21 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bitwise_or.Scalar_Tensor_out", Kernel::typed::<op::bitwise_or_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out"))?;
     lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out"))?;
     lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out"))?;
+    lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(wrapper_CompositeExplicitAutograd_empty_like_out).debug("wrapper_CompositeExplicitAutograd_empty_like_out"))?;
+    lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(wrapper_CompositeExplicitAutograd_full_like_out).debug("wrapper_CompositeExplicitAutograd_full_like_out"))?;
+    lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(wrapper_CompositeExplicitAutograd_ones_like_out).debug("wrapper_CompositeExplicitAutograd_ones_like_out"))?;
+    lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(wrapper_CompositeExplicitAutograd_zeros_like_out).debug("wrapper_CompositeExplicitAutograd_zeros_like_out"))?;
+    lib.impl_("bernoulli.Tensor_out", Kernel::typed::<op::bernoulli_Tensor_out>(wrapper_CompositeExplicitAutograd_bernoulli_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bernoulli_Tensor_out"))?;
+    lib.impl_("bernoulli.Tensor", Kernel::typed::<op::bernoulli_Tensor>(wrapper_CompositeExplicitAutograd_bernoulli_Tensor).debug("wrapper_CompositeExplicitAutograd_bernoulli_Tensor"))?;
+    lib.impl_("bernoulli.float_out", Kernel::typed::<op::bernoulli_float_out>(wrapper_CompositeExplicitAutograd_bernoulli_float_out).debug("wrapper_CompositeExplicitAutograd_bernoulli_float_out"))?;
+    lib.impl_("rand_like.out", Kernel::typed::<op::rand_like_out>(wrapper_CompositeExplicitAutograd_rand_like_out).debug("wrapper_CompositeExplicitAutograd_rand_like_out"))?;
+    lib.impl_("rand_like.generator_out", Kernel::typed::<op::rand_like_generator_out>(wrapper_CompositeExplicitAutograd_rand_like_generator_out).debug("wrapper_CompositeExplicitAutograd_rand_like_generator_out"))?;
+    lib.impl_("randn_like.out", Kernel::typed::<op::randn_like_out>(wrapper_CompositeExplicitAutograd_randn_like_out).debug("wrapper_CompositeExplicitAutograd_randn_like_out"))?;
+    lib.impl_("randn_like.generator_out", Kernel::typed::<op::randn_like_generator_out>(wrapper_CompositeExplicitAutograd_randn_like_generator_out).debug("wrapper_CompositeExplicitAutograd_randn_like_generator_out"))?;
+    lib.impl_("normal.out", Kernel::typed::<op::normal_out>(wrapper_CompositeExplicitAutograd_normal_out).debug("wrapper_CompositeExplicitAutograd_normal_out"))?;
+    lib.impl_("index_put.out", Kernel::typed::<op::index_put_out>(wrapper_CompositeExplicitAutograd_index_put_out).debug("wrapper_CompositeExplicitAutograd_index_put_out"))?;
+    lib.impl_("masked_fill.Scalar_out", Kernel::typed::<op::masked_fill_Scalar_out>(wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out).debug("wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out"))?;
+    lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out).debug("wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -991,6 +1195,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(wrapper_CompositeExplicitAutogradNonFunctional_view_copy_dtype).debug("wrapper_CompositeExplicitAutogradNonFunctional_view_copy_dtype"))?;
     lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy"))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(wrapper_CompositeExplicitAutogradNonFunctional_alias_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_alias_copy"))?;
+    lib.impl_("bernoulli.p", Kernel::typed::<op::bernoulli_p>(wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p).debug("wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p"))?;
     lib.leak();
     Ok(())
 }
@@ -4269,6 +4474,605 @@ fn wrapper_CompositeImplicitAutograd_where_Scalar(_ks: DispatchKeySet, (conditio
     crate::native::where_scalar(condition, self_, other)
 }
 
+/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_arange(_ks: DispatchKeySet, (end, dtype, layout, device, pin_memory): (Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::arange(end, dtype, layout, device, pin_memory)
+}
+
+/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_Meta_arange(_ks: DispatchKeySet, (end, dtype, layout, device, pin_memory): (Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::arange_meta(end, dtype, layout, device, pin_memory)
+}
+
+/// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_arange(_ks: DispatchKeySet, (end, dtype, layout, device, pin_memory): (Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::arange::redispatch(ks, end, dtype, layout, device, pin_memory)
+}
+
+/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_arange_start(_ks: DispatchKeySet, (start, end, dtype, layout, device, pin_memory): (Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::arange_start(start, end, dtype, layout, device, pin_memory)
+}
+
+/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_Meta_arange_start(_ks: DispatchKeySet, (start, end, dtype, layout, device, pin_memory): (Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::arange_meta_start(start, end, dtype, layout, device, pin_memory)
+}
+
+/// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_arange_start(_ks: DispatchKeySet, (start, end, dtype, layout, device, pin_memory): (Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::arange_start::redispatch(ks, start, end, dtype, layout, device, pin_memory)
+}
+
+/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_arange_start_step(_ks: DispatchKeySet, (start, end, step, dtype, layout, device, pin_memory): (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::arange_start_step(start, end, step, dtype, layout, device, pin_memory)
+}
+
+/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_Meta_arange_start_step(_ks: DispatchKeySet, (start, end, step, dtype, layout, device, pin_memory): (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::arange_meta_start_step(start, end, step, dtype, layout, device, pin_memory)
+}
+
+/// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_arange_start_step(_ks: DispatchKeySet, (start, end, step, dtype, layout, device, pin_memory): (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::arange_start_step::redispatch(ks, start, end, step, dtype, layout, device, pin_memory)
+}
+
+/// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_arange_out(_ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::arange_out_out(end, out)
+}
+
+/// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_arange_out(ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::arange_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, end, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_arange_start_out(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::arange_out_start_out(start, end, step, out)
+}
+
+/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_arange_start_out(ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::arange_start_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, start, end, step, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_Meta_empty_memory_format(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory, memory_format): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::empty_meta(size, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_empty_memory_format(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory, memory_format): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::empty_memory_format::redispatch(ks, size, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_empty_out(_ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    crate::native::empty_out(size, memory_format, out)
+}
+
+/// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_empty_out(ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::empty_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_empty_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::empty_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_empty_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::empty_like::redispatch(ks, self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_eye(_ks: DispatchKeySet, (n, dtype, layout, device, pin_memory): (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::eye(n, dtype, layout, device, pin_memory)
+}
+
+/// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_eye(_ks: DispatchKeySet, (n, dtype, layout, device, pin_memory): (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::eye::redispatch(ks, n, dtype, layout, device, pin_memory)
+}
+
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_eye_m(_ks: DispatchKeySet, (n, m, dtype, layout, device, pin_memory): (i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::eye_m(n, m, dtype, layout, device, pin_memory)
+}
+
+/// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_eye_m(_ks: DispatchKeySet, (n, m, dtype, layout, device, pin_memory): (i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::eye_m::redispatch(ks, n, m, dtype, layout, device, pin_memory)
+}
+
+/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
+    crate::native::eye_out_cpu_out(n, out)
+}
+
+/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_eye_out(ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::eye_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, n, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::eye_out_cpu_m_out(n, m, out)
+}
+
+/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_eye_m_out(ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::eye_m_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, n, m, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_full(_ks: DispatchKeySet, (size, fill_value, dtype, layout, device, pin_memory): (&[i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::full(size, fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_full(_ks: DispatchKeySet, (size, fill_value, dtype, layout, device, pin_memory): (&[i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::full::redispatch(ks, size, fill_value, dtype, layout, device, pin_memory)
+}
+
+/// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_full_out(_ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::full_out(size, fill_value, out)
+}
+
+/// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_full_out(ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::full_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, fill_value, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_full_like(_ks: DispatchKeySet, (self_, fill_value, dtype, layout, device, pin_memory, memory_format): (&Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::full_like(self_, fill_value, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_full_like(_ks: DispatchKeySet, (self_, fill_value, dtype, layout, device, pin_memory, memory_format): (&Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::full_like::redispatch(ks, self_, fill_value, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_linspace(_ks: DispatchKeySet, (start, end, steps, dtype, layout, device, pin_memory): (Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::linspace(start, end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_linspace(_ks: DispatchKeySet, (start, end, steps, dtype, layout, device, pin_memory): (Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::linspace::redispatch(ks, start, end, steps, dtype, layout, device, pin_memory)
+}
+
+/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_linspace_out(_ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::linspace_out(start, end, steps, out)
+}
+
+/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_linspace_out(ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::linspace_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, start, end, steps, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_ones(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::ones(size, dtype, layout, device, pin_memory)
+}
+
+/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_Meta_ones(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::ones_meta(size, dtype, layout, device, pin_memory)
+}
+
+/// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_ones(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::ones::redispatch(ks, size, dtype, layout, device, pin_memory)
+}
+
+/// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_ones_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    crate::native::ones_out(size, out)
+}
+
+/// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ones_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ones_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_ones_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::ones_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_ones_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::ones_like::redispatch(ks, self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_zeros(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::zeros(size, dtype, layout, device, pin_memory)
+}
+
+/// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_zeros(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::zeros::redispatch(ks, size, dtype, layout, device, pin_memory)
+}
+
+/// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_zeros_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    crate::native::zeros_out(size, out)
+}
+
+/// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_zeros_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::zeros_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_zeros_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_zeros_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::zeros_like::redispatch(ks, self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bernoulli(_ks: DispatchKeySet, (self_, generator): (&Tensor, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::bernoulli(self_, generator)
+}
+
+/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bernoulli_out(ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bernoulli_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    let result = crate::op::bernoulli__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bernoulli__float(ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    let result = crate::op::bernoulli__float::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+fn wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::bernoulli_p(self_, p, generator)
+}
+
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_rand(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::rand(size, dtype, layout, device, pin_memory)
+}
+
+/// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_rand(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::rand::redispatch(ks, size, dtype, layout, device, pin_memory)
+}
+
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_rand_generator(_ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::rand_generator(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_rand_generator(_ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::rand_generator::redispatch(ks, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_rand_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    crate::native::rand_out_out(size, out)
+}
+
+/// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_rand_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rand_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_rand_generator_out(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    crate::native::rand_out_generator_out(size, generator, out)
+}
+
+/// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_rand_generator_out(ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rand_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_rand_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::rand_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_rand_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::rand_like::redispatch(ks, self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_rand_like_generator(_ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::rand_like_generator(self_, generator, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_rand_like_generator(_ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::rand_like_generator::redispatch(ks, self_, generator, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randint(_ks: DispatchKeySet, (high, size, dtype, layout, device, pin_memory): (i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::randint(high, size, dtype, layout, device, pin_memory)
+}
+
+/// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_randint(_ks: DispatchKeySet, (high, size, dtype, layout, device, pin_memory): (i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::randint::redispatch(ks, high, size, dtype, layout, device, pin_memory)
+}
+
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randint_generator(_ks: DispatchKeySet, (high, size, generator, dtype, layout, device, pin_memory): (i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::randint_generator(high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_randint_generator(_ks: DispatchKeySet, (high, size, generator, dtype, layout, device, pin_memory): (i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::randint_generator::redispatch(ks, high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randint_low(_ks: DispatchKeySet, (low, high, size, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::randint_low(low, high, size, dtype, layout, device, pin_memory)
+}
+
+/// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_randint_low(_ks: DispatchKeySet, (low, high, size, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::randint_low::redispatch(ks, low, high, size, dtype, layout, device, pin_memory)
+}
+
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randint_low_generator(_ks: DispatchKeySet, (low, high, size, generator, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::randint_low_generator(low, high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_randint_low_generator(_ks: DispatchKeySet, (low, high, size, generator, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::randint_low_generator::redispatch(ks, low, high, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_randint_out(_ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
+    crate::native::randint_out_out(high, size, out)
+}
+
+/// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randint_out(ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randint_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, high, size, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_randint_generator_out(_ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    crate::native::randint_out_generator_out(high, size, generator, out)
+}
+
+/// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randint_generator_out(ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randint_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, high, size, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_randint_low_out(_ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
+    crate::native::randint_out_low_out(low, high, size, out)
+}
+
+/// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randint_low_out(ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randint_low_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, low, high, size, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_randint_low_generator_out(_ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    crate::native::randint_out_low_generator_out(low, high, size, generator, out)
+}
+
+/// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randint_low_generator_out(ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randint_low_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, low, high, size, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randn(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::randn(size, dtype, layout, device, pin_memory)
+}
+
+/// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_randn(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::randn::redispatch(ks, size, dtype, layout, device, pin_memory)
+}
+
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randn_generator(_ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::randn_generator(size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_randn_generator(_ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, None)?;
+    crate::op::randn_generator::redispatch(ks, size, generator, dtype, layout, device, pin_memory)
+}
+
+/// `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_randn_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    crate::native::randn_out_out(size, out)
+}
+
+/// `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randn_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randn_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_randn_generator_out(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    crate::native::randn_out_generator_out(size, generator, out)
+}
+
+/// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randn_generator_out(ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randn_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randn_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::randn_like(self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_randn_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::randn_like::redispatch(ks, self_, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_randn_like_generator(_ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    crate::native::randn_like_generator(self_, generator, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+fn wrapper_BackendSelect_randn_like_generator(_ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::randn_like_generator::redispatch(ks, self_, generator, dtype, layout, device, pin_memory, memory_format)
+}
+
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_Meta_normal_(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::normal_meta_(self_, mean, std, generator)
+}
+
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_normal_(ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let result = crate::op::normal_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mean, std, generator)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_normal_functional(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::normal_functional(self_, mean, std, generator)
+}
+
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_index_put_(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
+    crate::native::index_put_(self_, indices, values, accumulate)
+}
+
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_index_put_(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
+    let result = crate::op::index_put_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_index_put(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
+    crate::native::index_put(self_, indices, values, accumulate)
+}
+
+/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let result = crate::op::masked_fill__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::masked_fill_scalar(self_, mask, value)
+}
+
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::masked_fill__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::masked_fill_tensor(self_, mask, value)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -4957,6 +5761,209 @@ fn wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out(_ks: DispatchKe
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::remainder_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_empty_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::empty_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_empty_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::empty_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::full_like::call(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_full_like_out(ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::full_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, fill_value, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_ones_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ones_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ones_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ones_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::zeros_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_zeros_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::zeros_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bernoulli_Tensor::call(self_, p, generator)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bernoulli_Tensor_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bernoulli_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_bernoulli_Tensor(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    let self__clone = crate::runtime::clone_arg(self_)?;
+    crate::op::bernoulli__Tensor::call(&self__clone, p, generator)?;
+    Ok(self__clone)
+}
+
+/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bernoulli_p::call(self_, p, generator)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bernoulli_float_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bernoulli_float_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rand_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_rand_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rand_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_rand_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rand_like_generator::call(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_rand_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rand_like_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randn_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randn_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randn_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_randn_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randn_like_generator::call(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_randn_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::randn_like_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, memory_format, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::normal_functional::call(self_, mean, std, generator)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_normal_out(ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::normal_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mean, std, generator, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_index_put_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::index_put::call(self_, indices, values, accumulate)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_index_put_out(ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::index_put_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::masked_fill_Scalar::call(self_, mask, value)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_masked_fill_Scalar_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::masked_fill_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::masked_fill_Tensor::call(self_, mask, value)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_masked_fill_Tensor_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::masked_fill_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
     out.bump_version();
     Ok(result)
 }

@@ -513,6 +513,42 @@ pub trait TensorOps {
     fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
     /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
     fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+    fn bernoulli(&self) -> Result<Tensor>;
+    /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+    fn bernoulli_with(&self, generator: Option<&Generator>) -> Result<Tensor>;
+    /// `aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+    fn bernoulli_(&self, p: &Tensor) -> Result<Tensor>;
+    /// `aten::bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+    fn bernoulli__with(&self, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor>;
+    /// `aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+    fn bernoulli_float_(&self) -> Result<Tensor>;
+    /// `aten::bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+    fn bernoulli_float__with(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor>;
+    /// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+    fn bernoulli_p(&self, p: f64) -> Result<Tensor>;
+    /// `aten::bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+    fn bernoulli_p_with(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor>;
+    /// `aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+    fn normal_(&self) -> Result<Tensor>;
+    /// `aten::normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+    fn normal__with(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor>;
+    /// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+    fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor>;
+    /// `aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+    fn index_put__with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor>;
+    /// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+    fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor>;
+    /// `aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+    fn index_put_with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor>;
+    /// `aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+    fn masked_fill_scalar_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+    fn masked_fill_scalar(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+    fn masked_fill_(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor>;
+    /// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+    fn masked_fill(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -1519,5 +1555,77 @@ impl TensorOps for Tensor {
     #[inline]
     fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
         op::where_ScalarOther::call(condition, self, other.into())
+    }
+    #[inline]
+    fn bernoulli(&self) -> Result<Tensor> {
+        op::bernoulli::call(self, None)
+    }
+    #[inline]
+    fn bernoulli_with(&self, generator: Option<&Generator>) -> Result<Tensor> {
+        op::bernoulli::call(self, generator)
+    }
+    #[inline]
+    fn bernoulli_(&self, p: &Tensor) -> Result<Tensor> {
+        op::bernoulli__Tensor::call(self, p, None)
+    }
+    #[inline]
+    fn bernoulli__with(&self, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        op::bernoulli__Tensor::call(self, p, generator)
+    }
+    #[inline]
+    fn bernoulli_float_(&self) -> Result<Tensor> {
+        op::bernoulli__float::call(self, 0.5, None)
+    }
+    #[inline]
+    fn bernoulli_float__with(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        op::bernoulli__float::call(self, p, generator)
+    }
+    #[inline]
+    fn bernoulli_p(&self, p: f64) -> Result<Tensor> {
+        op::bernoulli_p::call(self, p, None)
+    }
+    #[inline]
+    fn bernoulli_p_with(&self, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        op::bernoulli_p::call(self, p, generator)
+    }
+    #[inline]
+    fn normal_(&self) -> Result<Tensor> {
+        op::normal_::call(self, 0.0, 1.0, None)
+    }
+    #[inline]
+    fn normal__with(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        op::normal_::call(self, mean, std, generator)
+    }
+    #[inline]
+    fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+        op::index_put_::call(self, indices, values, false)
+    }
+    #[inline]
+    fn index_put__with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        op::index_put_::call(self, indices, values, accumulate)
+    }
+    #[inline]
+    fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor) -> Result<Tensor> {
+        op::index_put::call(self, indices, values, false)
+    }
+    #[inline]
+    fn index_put_with(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        op::index_put::call(self, indices, values, accumulate)
+    }
+    #[inline]
+    fn masked_fill_scalar_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        op::masked_fill__Scalar::call(self, mask, value.into())
+    }
+    #[inline]
+    fn masked_fill_scalar(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        op::masked_fill_Scalar::call(self, mask, value.into())
+    }
+    #[inline]
+    fn masked_fill_(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        op::masked_fill__Tensor::call(self, mask, value)
+    }
+    #[inline]
+    fn masked_fill(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        op::masked_fill_Tensor::call(self, mask, value)
     }
 }
