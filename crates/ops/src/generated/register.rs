@@ -192,6 +192,38 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor")?;
     defs.def("unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor")?;
     defs.def("alias_copy(Tensor self) -> Tensor")?;
+    defs.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")?;
+    defs.def("max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)")?;
+    defs.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")?;
+    defs.def("min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)")?;
+    defs.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("std(Tensor self, bool unbiased=True) -> Tensor")?;
+    defs.def("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")?;
+    defs.def("std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor")?;
+    defs.def("std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var(Tensor self, bool unbiased=True) -> Tensor")?;
+    defs.def("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")?;
+    defs.def("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor")?;
+    defs.def("var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)")?;
+    defs.def("var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)")?;
+    defs.def("var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)")?;
+    defs.def("min(Tensor self) -> Tensor")?;
+    defs.def("min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("max(Tensor self) -> Tensor")?;
+    defs.def("max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -231,6 +263,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -303,6 +337,19 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(wrapper_ADInplaceOrView_unbind_copy_int_out).debug("wrapper_ADInplaceOrView_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(wrapper_ADInplaceOrView_split_copy_Tensor_out).debug("wrapper_ADInplaceOrView_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(wrapper_ADInplaceOrView_split_with_sizes_copy_out).debug("wrapper_ADInplaceOrView_split_with_sizes_copy_out"))?;
+    lib.impl_("log_softmax.int_out", Kernel::typed::<op::log_softmax_int_out>(wrapper_ADInplaceOrView_log_softmax_int_out).debug("wrapper_ADInplaceOrView_log_softmax_int_out"))?;
+    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_ADInplaceOrView_max_dim_max).debug("wrapper_ADInplaceOrView_max_dim_max"))?;
+    lib.impl_("mean.dtype_out", Kernel::typed::<op::mean_dtype_out>(wrapper_ADInplaceOrView_mean_dtype_out).debug("wrapper_ADInplaceOrView_mean_dtype_out"))?;
+    lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_ADInplaceOrView_mean_out).debug("wrapper_ADInplaceOrView_mean_out"))?;
+    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_ADInplaceOrView_min_dim_min).debug("wrapper_ADInplaceOrView_min_dim_min"))?;
+    lib.impl_("softmax.int_out", Kernel::typed::<op::softmax_int_out>(wrapper_ADInplaceOrView_softmax_int_out).debug("wrapper_ADInplaceOrView_softmax_int_out"))?;
+    lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_ADInplaceOrView_sum_IntList_out).debug("wrapper_ADInplaceOrView_sum_IntList_out"))?;
+    lib.impl_("std.out", Kernel::typed::<op::std_out>(wrapper_ADInplaceOrView_std_out).debug("wrapper_ADInplaceOrView_std_out"))?;
+    lib.impl_("std.correction_out", Kernel::typed::<op::std_correction_out>(wrapper_ADInplaceOrView_std_correction_out).debug("wrapper_ADInplaceOrView_std_correction_out"))?;
+    lib.impl_("var.out", Kernel::typed::<op::var_out>(wrapper_ADInplaceOrView_var_out).debug("wrapper_ADInplaceOrView_var_out"))?;
+    lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_ADInplaceOrView_var_correction_out).debug("wrapper_ADInplaceOrView_var_correction_out"))?;
+    lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_ADInplaceOrView_min_unary_out).debug("wrapper_ADInplaceOrView_min_unary_out"))?;
+    lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_ADInplaceOrView_max_unary_out).debug("wrapper_ADInplaceOrView_max_unary_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -338,6 +385,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_ADInplaceOrView_view_copy_dtype_out).debug("wrapper_ADInplaceOrView_view_copy_dtype_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_ADInplaceOrView_unfold_copy_out).debug("wrapper_ADInplaceOrView_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_ADInplaceOrView_alias_copy_out).debug("wrapper_ADInplaceOrView_alias_copy_out"))?;
+    lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_ADInplaceOrView_sum_out).debug("wrapper_ADInplaceOrView_sum_out"))?;
+    lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_ADInplaceOrView_var_mean_correction_out).debug("wrapper_ADInplaceOrView_var_mean_correction_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -431,6 +480,14 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_Meta_max_pool2d_with_indices).debug("wrapper_Meta_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_Meta_linalg_vector_norm).debug("wrapper_Meta_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Meta_linalg_vector_norm_out).debug("wrapper_Meta_linalg_vector_norm_out"))?;
+    lib.impl_("max.dim", Kernel::typed::<op::max_dim>(wrapper_Meta_max_dim).debug("wrapper_Meta_max_dim"))?;
+    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_Meta_max_dim_max).debug("wrapper_Meta_max_dim_max"))?;
+    lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(wrapper_Meta_mean_dim).debug("wrapper_Meta_mean_dim"))?;
+    lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_Meta_mean_out).debug("wrapper_Meta_mean_out"))?;
+    lib.impl_("min.dim", Kernel::typed::<op::min_dim>(wrapper_Meta_min_dim).debug("wrapper_Meta_min_dim"))?;
+    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_Meta_min_dim_min).debug("wrapper_Meta_min_dim_min"))?;
+    lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(wrapper_Meta_sum_dim_IntList).debug("wrapper_Meta_sum_dim_IntList"))?;
+    lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_Meta_sum_IntList_out).debug("wrapper_Meta_sum_IntList_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -451,6 +508,16 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("to.device", Kernel::typed::<op::to_device>(wrapper_CompositeImplicitAutograd_to_device).debug("wrapper_CompositeImplicitAutograd_to_device"))?;
     lib.impl_("to.dtype", Kernel::typed::<op::to_dtype>(wrapper_CompositeImplicitAutograd_to_dtype).debug("wrapper_CompositeImplicitAutograd_to_dtype"))?;
     lib.impl_("to.other", Kernel::typed::<op::to_other>(wrapper_CompositeImplicitAutograd_to_other).debug("wrapper_CompositeImplicitAutograd_to_other"))?;
+    lib.impl_("log_softmax.int", Kernel::typed::<op::log_softmax_int>(wrapper_CompositeImplicitAutograd_log_softmax_int).debug("wrapper_CompositeImplicitAutograd_log_softmax_int"))?;
+    lib.impl_("softmax.int", Kernel::typed::<op::softmax_int>(wrapper_CompositeImplicitAutograd_softmax_int).debug("wrapper_CompositeImplicitAutograd_softmax_int"))?;
+    lib.impl_("std", Kernel::typed::<op::std>(wrapper_CompositeImplicitAutograd_std).debug("wrapper_CompositeImplicitAutograd_std"))?;
+    lib.impl_("std.dim", Kernel::typed::<op::std_dim>(wrapper_CompositeImplicitAutograd_std_dim).debug("wrapper_CompositeImplicitAutograd_std_dim"))?;
+    lib.impl_("std.out", Kernel::typed::<op::std_out>(wrapper_CompositeImplicitAutograd_std_out).debug("wrapper_CompositeImplicitAutograd_std_out"))?;
+    lib.impl_("var", Kernel::typed::<op::var>(wrapper_CompositeImplicitAutograd_var).debug("wrapper_CompositeImplicitAutograd_var"))?;
+    lib.impl_("var.dim", Kernel::typed::<op::var_dim>(wrapper_CompositeImplicitAutograd_var_dim).debug("wrapper_CompositeImplicitAutograd_var_dim"))?;
+    lib.impl_("var.out", Kernel::typed::<op::var_out>(wrapper_CompositeImplicitAutograd_var_out).debug("wrapper_CompositeImplicitAutograd_var_out"))?;
+    lib.impl_("var_mean", Kernel::typed::<op::var_mean>(wrapper_CompositeImplicitAutograd_var_mean).debug("wrapper_CompositeImplicitAutograd_var_mean"))?;
+    lib.impl_("var_mean.dim", Kernel::typed::<op::var_mean_dim>(wrapper_CompositeImplicitAutograd_var_mean_dim).debug("wrapper_CompositeImplicitAutograd_var_mean_dim"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -486,6 +553,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(wrapper_CompositeExplicitAutograd_unbind_copy_int_out).debug("wrapper_CompositeExplicitAutograd_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(wrapper_CompositeExplicitAutograd_split_copy_Tensor_out).debug("wrapper_CompositeExplicitAutograd_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out).debug("wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out"))?;
+    lib.impl_("log_softmax.int_out", Kernel::typed::<op::log_softmax_int_out>(wrapper_CompositeExplicitAutograd_log_softmax_int_out).debug("wrapper_CompositeExplicitAutograd_log_softmax_int_out"))?;
+    lib.impl_("mean", Kernel::typed::<op::mean>(wrapper_CompositeExplicitAutograd_mean).debug("wrapper_CompositeExplicitAutograd_mean"))?;
+    lib.impl_("mean.dtype_out", Kernel::typed::<op::mean_dtype_out>(wrapper_CompositeExplicitAutograd_mean_dtype_out).debug("wrapper_CompositeExplicitAutograd_mean_dtype_out"))?;
+    lib.impl_("softmax.int_out", Kernel::typed::<op::softmax_int_out>(wrapper_CompositeExplicitAutograd_softmax_int_out).debug("wrapper_CompositeExplicitAutograd_softmax_int_out"))?;
+    lib.impl_("sum", Kernel::typed::<op::sum>(wrapper_CompositeExplicitAutograd_sum).debug("wrapper_CompositeExplicitAutograd_sum"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -525,6 +597,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_CompositeExplicitAutograd_view_copy_dtype_out).debug("wrapper_CompositeExplicitAutograd_view_copy_dtype_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_CompositeExplicitAutograd_unfold_copy_out).debug("wrapper_CompositeExplicitAutograd_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_CompositeExplicitAutograd_alias_copy_out).debug("wrapper_CompositeExplicitAutograd_alias_copy_out"))?;
+    lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_CompositeExplicitAutograd_sum_out).debug("wrapper_CompositeExplicitAutograd_sum_out"))?;
+    lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_CompositeExplicitAutograd_var_mean_correction_out).debug("wrapper_CompositeExplicitAutograd_var_mean_correction_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -2135,6 +2209,242 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_alias_copy(_ks: DispatchKeySet
     crate::runtime::clone_contiguous(&crate::op::alias::call(self_)?)
 }
 
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_log_softmax_int(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::log_softmax(self_, dim, dtype)
+}
+
+/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    crate::native::log_softmax_out(self_, dim, dtype, out)
+}
+
+/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::log_softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+fn wrapper_Meta_max_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let out1 = crate::structured::create_out(meta.output(1)?)?;
+    let _ = &meta;
+    Ok((out0, out1))
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_Meta_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]))?;
+    crate::structured::resize_out(max, meta.output(0)?)?;
+    crate::structured::resize_out(max_values, meta.output(1)?)?;
+    let _ = &meta;
+    Ok((max.clone(), max_values.clone()))
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_ADInplaceOrView_max_dim_max(ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::max_dim_max::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, max, max_values)?;
+    max.bump_version();
+    max_values.bump_version();
+    Ok(result)
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_mean(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::mean(self_, dtype)
+}
+
+/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    crate::native::mean_dtype_out(self_, dtype, out)
+}
+
+/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mean_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_Meta_mean_dim(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mean_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mean_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+fn wrapper_Meta_min_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let out1 = crate::structured::create_out(meta.output(1)?)?;
+    let _ = &meta;
+    Ok((out0, out1))
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_Meta_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]))?;
+    crate::structured::resize_out(min, meta.output(0)?)?;
+    crate::structured::resize_out(min_indices, meta.output(1)?)?;
+    let _ = &meta;
+    Ok((min.clone(), min_indices.clone()))
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_ADInplaceOrView_min_dim_min(ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::min_dim_min::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, min, min_indices)?;
+    min.bump_version();
+    min_indices.bump_version();
+    Ok(result)
+}
+
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_softmax_int(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::softmax(self_, dim, dtype)
+}
+
+/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    crate::native::softmax_out(self_, dim, dtype, out)
+}
+
+/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_sum(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::sum(self_, dtype)
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_Meta_sum_dim_IntList(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sum_IntList_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sum_IntList_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `std(Tensor self, bool unbiased=True) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_std(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<Tensor> {
+    crate::native::std(self_, unbiased)
+}
+
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_std_dim(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim): (&Tensor, Option<&[i64]>, bool, bool)) -> Result<Tensor> {
+    crate::native::std_dim(self_, dim, unbiased, keepdim)
+}
+
+/// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_std_out(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::std_out(self_, dim, unbiased, keepdim, out)
+}
+
+/// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_std_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::std_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_std_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::std_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var(Tensor self, bool unbiased=True) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_var(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<Tensor> {
+    crate::native::var(self_, unbiased)
+}
+
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_var_dim(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim): (&Tensor, Option<&[i64]>, bool, bool)) -> Result<Tensor> {
+    crate::native::var_dim(self_, dim, unbiased, keepdim)
+}
+
+/// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_var_out(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::var_out(self_, dim, unbiased, keepdim, out)
+}
+
+/// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_var_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::var_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_var_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::var_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+fn wrapper_CompositeImplicitAutograd_var_mean(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::var_mean(self_, unbiased)
+}
+
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+fn wrapper_CompositeImplicitAutograd_var_mean_dim(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim): (&Tensor, Option<&[i64]>, bool, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::var_mean_dim(self_, dim, unbiased, keepdim)
+}
+
+/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_min_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::min_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_max_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::max_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -2650,6 +2960,36 @@ fn wrapper_CompositeExplicitAutograd_alias_copy_out(_ks: DispatchKeySet, (self_,
 fn wrapper_ADInplaceOrView_alias_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::alias_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
+    Ok(result)
+}
+
+/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sum::call(self_, dtype)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+fn wrapper_CompositeExplicitAutograd_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (r0, r1) = crate::op::var_mean_correction::call(self_, dim, correction, keepdim)?;
+    crate::runtime::copy_to_out(out0, &r0)?;
+    crate::runtime::copy_to_out(out1, &r1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+fn wrapper_ADInplaceOrView_var_mean_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::var_mean_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out0, out1)?;
+    out0.bump_version();
+    out1.bump_version();
     Ok(result)
 }
 
