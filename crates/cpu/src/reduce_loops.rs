@@ -530,7 +530,7 @@ struct Dim {
 
 /// A reduction over one input (see the module documentation).
 #[derive(Clone, Debug)]
-struct Plan {
+pub(crate) struct Plan {
     /// Kept dimensions, outermost first.
     kept: SmallVec<[Dim; 6]>,
     /// Reduced dimensions, outermost first; never empty (a size-1 dimension stands in when
@@ -783,7 +783,7 @@ impl Iterator for Runs<'_> {
 // ---------------------------------------------------------------------------------------------
 
 /// The input's elements: in place when they already are compute values, else converted.
-enum Source<'a, S: Elem, C> {
+pub(crate) enum Source<'a, S: Elem, C> {
     Direct(&'a [C]),
     Convert(&'a [S::Repr]),
 }

@@ -230,6 +230,23 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_CPU_normal_).debug("wrapper_CPU_normal_"))?;
     lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_CPU_masked_fill__Scalar).debug("wrapper_CPU_masked_fill__Scalar"))?;
     lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_CPU_masked_fill__Tensor).debug("wrapper_CPU_masked_fill__Tensor"))?;
+    lib.impl_("max.dim", Kernel::typed::<op::max_dim>(wrapper_CPU_max_dim).debug("wrapper_CPU_max_dim"))?;
+    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_CPU_max_dim_max).debug("wrapper_CPU_max_dim_max"))?;
+    lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(wrapper_CPU_mean_dim).debug("wrapper_CPU_mean_dim"))?;
+    lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_CPU_mean_out).debug("wrapper_CPU_mean_out"))?;
+    lib.impl_("min.dim", Kernel::typed::<op::min_dim>(wrapper_CPU_min_dim).debug("wrapper_CPU_min_dim"))?;
+    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_CPU_min_dim_min).debug("wrapper_CPU_min_dim_min"))?;
+    lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(wrapper_CPU_sum_dim_IntList).debug("wrapper_CPU_sum_dim_IntList"))?;
+    lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_CPU_sum_IntList_out).debug("wrapper_CPU_sum_IntList_out"))?;
+    lib.impl_("std.correction", Kernel::typed::<op::std_correction>(wrapper_CPU_std_correction).debug("wrapper_CPU_std_correction"))?;
+    lib.impl_("std.correction_out", Kernel::typed::<op::std_correction_out>(wrapper_CPU_std_correction_out).debug("wrapper_CPU_std_correction_out"))?;
+    lib.impl_("var.correction", Kernel::typed::<op::var_correction>(wrapper_CPU_var_correction).debug("wrapper_CPU_var_correction"))?;
+    lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_CPU_var_correction_out).debug("wrapper_CPU_var_correction_out"))?;
+    lib.impl_("var_mean.correction", Kernel::typed::<op::var_mean_correction>(wrapper_CPU_var_mean_correction).debug("wrapper_CPU_var_mean_correction"))?;
+    lib.impl_("min", Kernel::typed::<op::min>(wrapper_CPU_min).debug("wrapper_CPU_min"))?;
+    lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_CPU_min_unary_out).debug("wrapper_CPU_min_unary_out"))?;
+    lib.impl_("max", Kernel::typed::<op::max>(wrapper_CPU_max).debug("wrapper_CPU_max"))?;
+    lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_CPU_max_unary_out).debug("wrapper_CPU_max_unary_out"))?;
     lib.leak();
     Ok(())
 }
@@ -2327,5 +2344,142 @@ fn wrapper_CPU_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (&
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
 fn wrapper_CPU_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::masked_fill__cpu_tensor(self_, mask, value)
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+fn wrapper_CPU_max_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
+    crate::native::max_out(&meta, self_, dim, keepdim, &out0, &out1)?;
+    Ok((out0, out1))
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_CPU_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]))?;
+    switchyard_ops::structured::resize_out(max, meta.output(0)?)?;
+    switchyard_ops::structured::resize_out(max_values, meta.output(1)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(max, meta.output(0)?)?;
+    let proxy1 = switchyard_ops::structured::maybe_create_proxy(max_values, meta.output(1)?)?;
+    crate::native::max_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(max), proxy1.as_ref().unwrap_or(max_values))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(max, p)?;
+    }
+    if let Some(p) = &proxy1 {
+        switchyard_ops::structured::copy_back(max_values, p)?;
+    }
+    Ok((max.clone(), max_values.clone()))
+}
+
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CPU_mean_dim(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::mean_out(&meta, self_, dim, keepdim, dtype, &out0)?;
+    Ok(out0)
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::mean_out(&meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+fn wrapper_CPU_min_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
+    crate::native::min_out(&meta, self_, dim, keepdim, &out0, &out1)?;
+    Ok((out0, out1))
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_CPU_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]))?;
+    switchyard_ops::structured::resize_out(min, meta.output(0)?)?;
+    switchyard_ops::structured::resize_out(min_indices, meta.output(1)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(min, meta.output(0)?)?;
+    let proxy1 = switchyard_ops::structured::maybe_create_proxy(min_indices, meta.output(1)?)?;
+    crate::native::min_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(min), proxy1.as_ref().unwrap_or(min_indices))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(min, p)?;
+    }
+    if let Some(p) = &proxy1 {
+        switchyard_ops::structured::copy_back(min_indices, p)?;
+    }
+    Ok((min.clone(), min_indices.clone()))
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CPU_sum_dim_IntList(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::sum_out(&meta, self_, dim, keepdim, dtype, &out0)?;
+    Ok(out0)
+}
+
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::sum_out(&meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+fn wrapper_CPU_std_correction(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+    crate::native::std(self_, dim, correction, keepdim)
+}
+
+/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_std_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::std_out(self_, dim, correction, keepdim, out)
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+fn wrapper_CPU_var_correction(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+    crate::native::var(self_, dim, correction, keepdim)
+}
+
+/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_var_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::var_out(self_, dim, correction, keepdim, out)
+}
+
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+fn wrapper_CPU_var_mean_correction(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::var_mean(self_, dim, correction, keepdim)
+}
+
+/// `min(Tensor self) -> Tensor`
+fn wrapper_CPU_min(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::min(self_)
+}
+
+/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_min_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::min_unary_out(self_, out)
+}
+
+/// `max(Tensor self) -> Tensor`
+fn wrapper_CPU_max(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::max(self_)
+}
+
+/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::max_unary_out(self_, out)
 }
 

@@ -862,10 +862,10 @@ fn softmax_op(
     out: &Tensor,
     log: bool,
 ) -> Result<()> {
+    // PyTorch words this check the same for both operators.
     torch_check!(
         !half_to_float,
-        "{} with half to float conversion is not supported on CPU",
-        if log { "log_softmax" } else { "softmax" }
+        "softmax with half to float conversion is not supported on CPU"
     );
     if input.numel() == 0 {
         return Ok(());

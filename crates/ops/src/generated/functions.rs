@@ -3189,6 +3189,478 @@ pub fn masked_fill(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tens
     op::masked_fill_Tensor::call(self_, mask, value)
 }
 
+/// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn log_softmax(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    op::log_softmax_int::call(self_, dim, None)
+}
+
+/// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn log_softmax_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::log_softmax_int::call(self_, dim, dtype)
+}
+
+/// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn log_softmax_out(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Tensor> {
+    op::log_softmax_int_out::call(self_, dim, None, out)
+}
+
+/// `aten::log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn log_softmax_out_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    op::log_softmax_int_out::call(self_, dim, dtype, out)
+}
+
+/// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn max_dim(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    op::max_dim::call(self_, dim, false)
+}
+
+/// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn max_dim_with(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    op::max_dim::call(self_, dim, keepdim)
+}
+
+/// `aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn max_dim_out(self_: &Tensor, dim: i64, max: &Tensor, max_values: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::max_dim_max::call(self_, dim, false, max, max_values)
+}
+
+/// `aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn max_dim_out_with(self_: &Tensor, dim: i64, keepdim: bool, max: &Tensor, max_values: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::max_dim_max::call(self_, dim, keepdim, max, max_values)
+}
+
+/// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn mean(self_: &Tensor) -> Result<Tensor> {
+    op::mean::call(self_, None)
+}
+
+/// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn mean_with(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::mean::call(self_, dtype)
+}
+
+/// `aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn mean_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::mean_dtype_out::call(self_, None, out)
+}
+
+/// `aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn mean_out_with(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    op::mean_dtype_out::call(self_, dtype, out)
+}
+
+/// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn mean_dim(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    op::mean_dim::call(self_, dim, false, None)
+}
+
+/// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn mean_dim_with(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::mean_dim::call(self_, dim, keepdim, dtype)
+}
+
+/// `aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn mean_dim_out(self_: &Tensor, dim: Option<&[i64]>, out: &Tensor) -> Result<Tensor> {
+    op::mean_out::call(self_, dim, false, None, out)
+}
+
+/// `aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn mean_dim_out_with(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    op::mean_out::call(self_, dim, keepdim, dtype, out)
+}
+
+/// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn min_dim(self_: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    op::min_dim::call(self_, dim, false)
+}
+
+/// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn min_dim_with(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    op::min_dim::call(self_, dim, keepdim)
+}
+
+/// `aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn min_dim_out(self_: &Tensor, dim: i64, min: &Tensor, min_indices: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::min_dim_min::call(self_, dim, false, min, min_indices)
+}
+
+/// `aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn min_dim_out_with(self_: &Tensor, dim: i64, keepdim: bool, min: &Tensor, min_indices: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::min_dim_min::call(self_, dim, keepdim, min, min_indices)
+}
+
+/// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn softmax(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    op::softmax_int::call(self_, dim, None)
+}
+
+/// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn softmax_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::softmax_int::call(self_, dim, dtype)
+}
+
+/// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn softmax_out(self_: &Tensor, dim: i64, out: &Tensor) -> Result<Tensor> {
+    op::softmax_int_out::call(self_, dim, None, out)
+}
+
+/// `aten::softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn softmax_out_with(self_: &Tensor, dim: i64, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    op::softmax_int_out::call(self_, dim, dtype, out)
+}
+
+/// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sum(self_: &Tensor) -> Result<Tensor> {
+    op::sum::call(self_, None)
+}
+
+/// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sum_with(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::sum::call(self_, dtype)
+}
+
+/// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sum_dim_intlist(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    op::sum_dim_IntList::call(self_, dim, false, None)
+}
+
+/// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sum_dim_intlist_with(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::sum_dim_IntList::call(self_, dim, keepdim, dtype)
+}
+
+/// `aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sum_dim_intlist_out(self_: &Tensor, dim: Option<&[i64]>, out: &Tensor) -> Result<Tensor> {
+    op::sum_IntList_out::call(self_, dim, false, None, out)
+}
+
+/// `aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sum_dim_intlist_out_with(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    op::sum_IntList_out::call(self_, dim, keepdim, dtype, out)
+}
+
+/// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn std(self_: &Tensor) -> Result<Tensor> {
+    op::std::call(self_, true)
+}
+
+/// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn std_with(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    op::std::call(self_, unbiased)
+}
+
+/// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn std_dim(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    op::std_dim::call(self_, dim, true, false)
+}
+
+/// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn std_dim_with(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+    op::std_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn std_correction(self_: &Tensor) -> Result<Tensor> {
+    op::std_correction::call(self_, None, None, false)
+}
+
+/// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn std_correction_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+    op::std_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `aten::std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn std_dim_out(self_: &Tensor, dim: Option<&[i64]>, out: &Tensor) -> Result<Tensor> {
+    op::std_out::call(self_, dim, true, false, out)
+}
+
+/// `aten::std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn std_dim_out_with(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    op::std_out::call(self_, dim, unbiased, keepdim, out)
+}
+
+/// `aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn std_correction_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::std_correction_out::call(self_, None, None, false, out)
+}
+
+/// `aten::std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn std_correction_out_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    op::std_correction_out::call(self_, dim, correction, keepdim, out)
+}
+
+/// `aten::var(Tensor self, bool unbiased=True) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var(self_: &Tensor) -> Result<Tensor> {
+    op::var::call(self_, true)
+}
+
+/// `aten::var(Tensor self, bool unbiased=True) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_with(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+    op::var::call(self_, unbiased)
+}
+
+/// `aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_dim(self_: &Tensor, dim: Option<&[i64]>) -> Result<Tensor> {
+    op::var_dim::call(self_, dim, true, false)
+}
+
+/// `aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_dim_with(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+    op::var_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_correction(self_: &Tensor) -> Result<Tensor> {
+    op::var_correction::call(self_, None, None, false)
+}
+
+/// `aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_correction_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+    op::var_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `aten::var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_dim_out(self_: &Tensor, dim: Option<&[i64]>, out: &Tensor) -> Result<Tensor> {
+    op::var_out::call(self_, dim, true, false, out)
+}
+
+/// `aten::var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_dim_out_with(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    op::var_out::call(self_, dim, unbiased, keepdim, out)
+}
+
+/// `aten::var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_correction_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::var_correction_out::call(self_, None, None, false, out)
+}
+
+/// `aten::var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_correction_out_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    op::var_correction_out::call(self_, dim, correction, keepdim, out)
+}
+
+/// `aten::var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_mean(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::var_mean::call(self_, true)
+}
+
+/// `aten::var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_mean_with(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    op::var_mean::call(self_, unbiased)
+}
+
+/// `aten::var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_mean_dim(self_: &Tensor, dim: Option<&[i64]>) -> Result<(Tensor, Tensor)> {
+    op::var_mean_dim::call(self_, dim, true, false)
+}
+
+/// `aten::var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_mean_dim_with(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    op::var_mean_dim::call(self_, dim, unbiased, keepdim)
+}
+
+/// `aten::var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_mean_correction(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::var_mean_correction::call(self_, None, None, false)
+}
+
+/// `aten::var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_mean_correction_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    op::var_mean_correction::call(self_, dim, correction, keepdim)
+}
+
+/// `aten::min(Tensor self) -> Tensor`
+#[inline]
+pub fn min(self_: &Tensor) -> Result<Tensor> {
+    op::min::call(self_)
+}
+
+/// `aten::min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn min_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::min_unary_out::call(self_, out)
+}
+
+/// `aten::max(Tensor self) -> Tensor`
+#[inline]
+pub fn max(self_: &Tensor) -> Result<Tensor> {
+    op::max::call(self_)
+}
+
+/// `aten::max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn max_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::max_unary_out::call(self_, out)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -3913,5 +4385,37 @@ pub fn masked_fill_scalar_out(self_: &Tensor, mask: &Tensor, value: impl Into<Sc
 #[inline]
 pub fn masked_fill_out(self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::masked_fill_Tensor_out::call(self_, mask, value, out)
+}
+
+/// `aten::sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sum_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::sum_out::call(self_, None, out)
+}
+
+/// `aten::sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sum_out_with(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    op::sum_out::call(self_, dtype, out)
+}
+
+/// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn var_mean_correction_out(self_: &Tensor, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::var_mean_correction_out::call(self_, None, None, false, out0, out1)
+}
+
+/// `aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn var_mean_correction_out_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::var_mean_correction_out::call(self_, dim, correction, keepdim, out0, out1)
 }
 

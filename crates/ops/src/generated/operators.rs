@@ -7807,14 +7807,14 @@ impl clamp {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, max))
+    pub fn call(self_: &Tensor, min_: Option<Scalar>, max_: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Option<Scalar>, max_: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, max_))
     }
 }
 
@@ -7841,14 +7841,14 @@ impl clamp_Tensor {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, max))
+    pub fn call(self_: &Tensor, min_: Option<&Tensor>, max_: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Option<&Tensor>, max_: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, max_))
     }
 }
 
@@ -7876,14 +7876,14 @@ impl clamp_ {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, max))
+    pub fn call(self_: &Tensor, min_: Option<Scalar>, max_: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Option<Scalar>, max_: Option<Scalar>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, max_))
     }
 }
 
@@ -7911,14 +7911,14 @@ impl clamp__Tensor {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, max))
+    pub fn call(self_: &Tensor, min_: Option<&Tensor>, max_: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Option<&Tensor>, max_: Option<&Tensor>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, max_))
     }
 }
 
@@ -7946,14 +7946,14 @@ impl clamp_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, max, out))
+    pub fn call(self_: &Tensor, min_: Option<Scalar>, max_: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, max_, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, max, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Option<Scalar>, max_: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, max_, out))
     }
 }
 
@@ -7981,14 +7981,14 @@ impl clamp_Tensor_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, max, out))
+    pub fn call(self_: &Tensor, min_: Option<&Tensor>, max_: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, max_, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, max, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Option<&Tensor>, max_: Option<&Tensor>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, max_, out))
     }
 }
 
@@ -8015,14 +8015,14 @@ impl clamp_max {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, max: Scalar) -> Result<Tensor> {
-        Self::handle()?.call((self_, max))
+    pub fn call(self_: &Tensor, max_: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max_: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max_))
     }
 }
 
@@ -8049,14 +8049,14 @@ impl clamp_max_Tensor {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, max))
+    pub fn call(self_: &Tensor, max_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max_))
     }
 }
 
@@ -8084,14 +8084,14 @@ impl clamp_max_ {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, max: Scalar) -> Result<Tensor> {
-        Self::handle()?.call((self_, max))
+    pub fn call(self_: &Tensor, max_: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: Scalar) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max_: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max_))
     }
 }
 
@@ -8119,14 +8119,14 @@ impl clamp_max__Tensor {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, max))
+    pub fn call(self_: &Tensor, max_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, max))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max_))
     }
 }
 
@@ -8154,14 +8154,14 @@ impl clamp_max_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, max, out))
+    pub fn call(self_: &Tensor, max_: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max_, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: Scalar, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, max, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max_: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max_, out))
     }
 }
 
@@ -8189,14 +8189,14 @@ impl clamp_max_Tensor_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, max, out))
+    pub fn call(self_: &Tensor, max_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, max_, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max: &Tensor, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, max, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, max_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, max_, out))
     }
 }
 
@@ -8223,14 +8223,14 @@ impl clamp_min {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Scalar) -> Result<Tensor> {
-        Self::handle()?.call((self_, min))
+    pub fn call(self_: &Tensor, min_: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_))
     }
 }
 
@@ -8257,14 +8257,14 @@ impl clamp_min_Tensor {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, min))
+    pub fn call(self_: &Tensor, min_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_))
     }
 }
 
@@ -8292,14 +8292,14 @@ impl clamp_min_ {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Scalar) -> Result<Tensor> {
-        Self::handle()?.call((self_, min))
+    pub fn call(self_: &Tensor, min_: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Scalar) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_))
     }
 }
 
@@ -8327,14 +8327,14 @@ impl clamp_min__Tensor {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, min))
+    pub fn call(self_: &Tensor, min_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_))
     }
 }
 
@@ -8362,14 +8362,14 @@ impl clamp_min_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, out))
+    pub fn call(self_: &Tensor, min_: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: Scalar, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, out))
     }
 }
 
@@ -8397,14 +8397,14 @@ impl clamp_min_Tensor_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, min, out))
+    pub fn call(self_: &Tensor, min_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, min_, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min: &Tensor, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, min, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, min_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, min_, out))
     }
 }
 
@@ -13198,14 +13198,14 @@ impl normal_ {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        Self::handle()?.call((self_, mean, std, generator))
+    pub fn call(self_: &Tensor, mean_: f64, std_: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, mean_, std_, generator))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, mean, std, generator))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean_: f64, std_: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mean_, std_, generator))
     }
 }
 
@@ -13232,14 +13232,14 @@ impl normal_functional {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        Self::handle()?.call((self_, mean, std, generator))
+    pub fn call(self_: &Tensor, mean_: f64, std_: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.call((self_, mean_, std_, generator))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, mean, std, generator))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean_: f64, std_: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mean_, std_, generator))
     }
 }
 
@@ -13447,6 +13447,1107 @@ impl masked_fill_Tensor {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, mask, value))
+    }
+}
+
+/// `aten::log_softmax.int`: `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct log_softmax_int;
+
+impl OpSignature for log_softmax_int {
+    type Args<'a> = (&'a Tensor, i64, Option<ScalarType>);
+    type Output = Tensor;
+}
+
+impl log_softmax_int {
+    /// `aten::log_softmax.int`.
+    pub const NAME: &'static str = "aten::log_softmax.int";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log_softmax_int>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, dtype))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::log_softmax.int_out`: `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log_softmax_int_out;
+
+impl OpSignature for log_softmax_int_out {
+    type Args<'a> = (&'a Tensor, i64, Option<ScalarType>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl log_softmax_int_out {
+    /// `aten::log_softmax.int_out`.
+    pub const NAME: &'static str = "aten::log_softmax.int_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log_softmax_int_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, dtype, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, dtype, out))
+    }
+}
+
+/// `aten::max.dim`: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+#[allow(non_camel_case_types)]
+pub struct max_dim;
+
+impl OpSignature for max_dim {
+    type Args<'a> = (&'a Tensor, i64, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl max_dim {
+    /// `aten::max.dim`.
+    pub const NAME: &'static str = "aten::max.dim";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max_dim>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::max.dim_max`: `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+#[allow(non_camel_case_types)]
+pub struct max_dim_max;
+
+impl OpSignature for max_dim_max {
+    type Args<'a> = (&'a Tensor, i64, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl max_dim_max {
+    /// `aten::max.dim_max`.
+    pub const NAME: &'static str = "aten::max.dim_max";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max_dim_max>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool, max_: &Tensor, max_values: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, keepdim, max_, max_values))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool, max_: &Tensor, max_values: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, max_, max_values))
+    }
+}
+
+/// `aten::mean`: `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct mean;
+
+impl OpSignature for mean {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>);
+    type Output = Tensor;
+}
+
+impl mean {
+    /// `aten::mean`.
+    pub const NAME: &'static str = "aten::mean";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mean>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype))
+    }
+}
+
+/// `aten::mean.dtype_out`: `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct mean_dtype_out;
+
+impl OpSignature for mean_dtype_out {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl mean_dtype_out {
+    /// `aten::mean.dtype_out`.
+    pub const NAME: &'static str = "aten::mean.dtype_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mean_dtype_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, out))
+    }
+}
+
+/// `aten::mean.dim`: `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct mean_dim;
+
+impl OpSignature for mean_dim {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, Option<ScalarType>);
+    type Output = Tensor;
+}
+
+impl mean_dim {
+    /// `aten::mean.dim`.
+    pub const NAME: &'static str = "aten::mean.dim";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mean_dim>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, keepdim, dtype))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::mean.out`: `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct mean_out;
+
+impl OpSignature for mean_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, Option<ScalarType>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl mean_out {
+    /// `aten::mean.out`.
+    pub const NAME: &'static str = "aten::mean.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<mean_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, keepdim, dtype, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::min.dim`: `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+#[allow(non_camel_case_types)]
+pub struct min_dim;
+
+impl OpSignature for min_dim {
+    type Args<'a> = (&'a Tensor, i64, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl min_dim {
+    /// `aten::min.dim`.
+    pub const NAME: &'static str = "aten::min.dim";
+    /// The schema.
+    pub const SCHEMA: &'static str = "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<min_dim>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::min.dim_min`: `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+#[allow(non_camel_case_types)]
+pub struct min_dim_min;
+
+impl OpSignature for min_dim_min {
+    type Args<'a> = (&'a Tensor, i64, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl min_dim_min {
+    /// `aten::min.dim_min`.
+    pub const NAME: &'static str = "aten::min.dim_min";
+    /// The schema.
+    pub const SCHEMA: &'static str = "min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<min_dim_min>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, keepdim: bool, min_: &Tensor, min_indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, keepdim, min_, min_indices))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, keepdim: bool, min_: &Tensor, min_indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, min_, min_indices))
+    }
+}
+
+/// `aten::softmax.int`: `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct softmax_int;
+
+impl OpSignature for softmax_int {
+    type Args<'a> = (&'a Tensor, i64, Option<ScalarType>);
+    type Output = Tensor;
+}
+
+impl softmax_int {
+    /// `aten::softmax.int`.
+    pub const NAME: &'static str = "aten::softmax.int";
+    /// The schema.
+    pub const SCHEMA: &'static str = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<softmax_int>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, dtype))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, dtype))
+    }
+}
+
+/// `aten::softmax.int_out`: `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct softmax_int_out;
+
+impl OpSignature for softmax_int_out {
+    type Args<'a> = (&'a Tensor, i64, Option<ScalarType>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl softmax_int_out {
+    /// `aten::softmax.int_out`.
+    pub const NAME: &'static str = "aten::softmax.int_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<softmax_int_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, dtype, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, dtype, out))
+    }
+}
+
+/// `aten::sum`: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sum;
+
+impl OpSignature for sum {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>);
+    type Output = Tensor;
+}
+
+impl sum {
+    /// `aten::sum`.
+    pub const NAME: &'static str = "aten::sum";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sum>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype))
+    }
+}
+
+/// `aten::sum.dim_IntList`: `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sum_dim_IntList;
+
+impl OpSignature for sum_dim_IntList {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, Option<ScalarType>);
+    type Output = Tensor;
+}
+
+impl sum_dim_IntList {
+    /// `aten::sum.dim_IntList`.
+    pub const NAME: &'static str = "aten::sum.dim_IntList";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sum_dim_IntList>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, keepdim, dtype))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, dtype))
+    }
+}
+
+/// `aten::sum.IntList_out`: `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sum_IntList_out;
+
+impl OpSignature for sum_IntList_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, Option<ScalarType>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sum_IntList_out {
+    /// `aten::sum.IntList_out`.
+    pub const NAME: &'static str = "aten::sum.IntList_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sum_IntList_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, keepdim, dtype, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, dtype, out))
+    }
+}
+
+/// `aten::std`: `std(Tensor self, bool unbiased=True) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct std;
+
+impl OpSignature for std {
+    type Args<'a> = (&'a Tensor, bool);
+    type Output = Tensor;
+}
+
+impl std {
+    /// `aten::std`.
+    pub const NAME: &'static str = "aten::std";
+    /// The schema.
+    pub const SCHEMA: &'static str = "std(Tensor self, bool unbiased=True) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<std>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, unbiased))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, unbiased))
+    }
+}
+
+/// `aten::std.dim`: `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct std_dim;
+
+impl OpSignature for std_dim {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, bool);
+    type Output = Tensor;
+}
+
+impl std_dim {
+    /// `aten::std.dim`.
+    pub const NAME: &'static str = "aten::std.dim";
+    /// The schema.
+    pub const SCHEMA: &'static str = "std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<std_dim>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, unbiased, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, unbiased, keepdim))
+    }
+}
+
+/// `aten::std.correction`: `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct std_correction;
+
+impl OpSignature for std_correction {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool);
+    type Output = Tensor;
+}
+
+impl std_correction {
+    /// `aten::std.correction`.
+    pub const NAME: &'static str = "aten::std.correction";
+    /// The schema.
+    pub const SCHEMA: &'static str = "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<std_correction>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, correction, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim))
+    }
+}
+
+/// `aten::std.out`: `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct std_out;
+
+impl OpSignature for std_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl std_out {
+    /// `aten::std.out`.
+    pub const NAME: &'static str = "aten::std.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<std_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, unbiased, keepdim, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, unbiased, keepdim, out))
+    }
+}
+
+/// `aten::std.correction_out`: `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct std_correction_out;
+
+impl OpSignature for std_correction_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl std_correction_out {
+    /// `aten::std.correction_out`.
+    pub const NAME: &'static str = "aten::std.correction_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<std_correction_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, correction, keepdim, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim, out))
+    }
+}
+
+/// `aten::var`: `var(Tensor self, bool unbiased=True) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct var;
+
+impl OpSignature for var {
+    type Args<'a> = (&'a Tensor, bool);
+    type Output = Tensor;
+}
+
+impl var {
+    /// `aten::var`.
+    pub const NAME: &'static str = "aten::var";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var(Tensor self, bool unbiased=True) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, unbiased))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, unbiased))
+    }
+}
+
+/// `aten::var.dim`: `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct var_dim;
+
+impl OpSignature for var_dim {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, bool);
+    type Output = Tensor;
+}
+
+impl var_dim {
+    /// `aten::var.dim`.
+    pub const NAME: &'static str = "aten::var.dim";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_dim>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, unbiased, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, unbiased, keepdim))
+    }
+}
+
+/// `aten::var.correction`: `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct var_correction;
+
+impl OpSignature for var_correction {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool);
+    type Output = Tensor;
+}
+
+impl var_correction {
+    /// `aten::var.correction`.
+    pub const NAME: &'static str = "aten::var.correction";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_correction>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, correction, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim))
+    }
+}
+
+/// `aten::var.out`: `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct var_out;
+
+impl OpSignature for var_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl var_out {
+    /// `aten::var.out`.
+    pub const NAME: &'static str = "aten::var.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, unbiased, keepdim, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, unbiased, keepdim, out))
+    }
+}
+
+/// `aten::var.correction_out`: `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct var_correction_out;
+
+impl OpSignature for var_correction_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl var_correction_out {
+    /// `aten::var.correction_out`.
+    pub const NAME: &'static str = "aten::var.correction_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_correction_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, correction, keepdim, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim, out))
+    }
+}
+
+/// `aten::var_mean`: `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct var_mean;
+
+impl OpSignature for var_mean {
+    type Args<'a> = (&'a Tensor, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl var_mean {
+    /// `aten::var_mean`.
+    pub const NAME: &'static str = "aten::var_mean";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_mean>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, unbiased))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, unbiased))
+    }
+}
+
+/// `aten::var_mean.dim`: `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct var_mean_dim;
+
+impl OpSignature for var_mean_dim {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl var_mean_dim {
+    /// `aten::var_mean.dim`.
+    pub const NAME: &'static str = "aten::var_mean.dim";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_mean_dim>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, unbiased, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, unbiased, keepdim))
+    }
+}
+
+/// `aten::var_mean.correction`: `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct var_mean_correction;
+
+impl OpSignature for var_mean_correction {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl var_mean_correction {
+    /// `aten::var_mean.correction`.
+    pub const NAME: &'static str = "aten::var_mean.correction";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_mean_correction>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, correction, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim))
+    }
+}
+
+/// `aten::min`: `min(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct min;
+
+impl OpSignature for min {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl min {
+    /// `aten::min`.
+    pub const NAME: &'static str = "aten::min";
+    /// The schema.
+    pub const SCHEMA: &'static str = "min(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<min>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::min.unary_out`: `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct min_unary_out;
+
+impl OpSignature for min_unary_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl min_unary_out {
+    /// `aten::min.unary_out`.
+    pub const NAME: &'static str = "aten::min.unary_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<min_unary_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::max`: `max(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct max;
+
+impl OpSignature for max {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl max {
+    /// `aten::max`.
+    pub const NAME: &'static str = "aten::max";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::max.unary_out`: `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct max_unary_out;
+
+impl OpSignature for max_unary_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl max_unary_out {
+    /// `aten::max.unary_out`.
+    pub const NAME: &'static str = "aten::max.unary_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max_unary_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
     }
 }
 
@@ -15639,14 +16740,14 @@ impl normal_out {
 
     /// Calls the operator through the dispatcher.
     #[inline]
-    pub fn call(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.call((self_, mean, std, generator, out))
+    pub fn call(self_: &Tensor, mean_: f64, std_: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, mean_, std_, generator, out))
     }
 
     /// Calls the kernel for `ks` (continuing below the caller's key).
     #[inline]
-    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
-        Self::handle()?.redispatch(ks, (self_, mean, std, generator, out))
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mean_: f64, std_: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, mean_, std_, generator, out))
     }
 }
 
@@ -15752,6 +16853,76 @@ impl masked_fill_Tensor_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, mask, value, out))
+    }
+}
+
+/// `aten::sum.out`: `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sum_out;
+
+impl OpSignature for sum_out {
+    type Args<'a> = (&'a Tensor, Option<ScalarType>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sum_out {
+    /// `aten::sum.out`.
+    pub const NAME: &'static str = "aten::sum.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sum_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dtype, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dtype, out))
+    }
+}
+
+/// `aten::var_mean.correction_out`: `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+#[allow(non_camel_case_types)]
+pub struct var_mean_correction_out;
+
+impl OpSignature for var_mean_correction_out {
+    type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl var_mean_correction_out {
+    /// `aten::var_mean.correction_out`.
+    pub const NAME: &'static str = "aten::var_mean.correction_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<var_mean_correction_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, correction, keepdim, out0, out1))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim, out0, out1))
     }
 }
 

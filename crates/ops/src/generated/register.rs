@@ -407,6 +407,38 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor")?;
     defs.def("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")?;
     defs.def("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor")?;
+    defs.def("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")?;
+    defs.def("max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)")?;
+    defs.def("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")?;
+    defs.def("min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)")?;
+    defs.def("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")?;
+    defs.def("sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("std(Tensor self, bool unbiased=True) -> Tensor")?;
+    defs.def("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")?;
+    defs.def("std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor")?;
+    defs.def("std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var(Tensor self, bool unbiased=True) -> Tensor")?;
+    defs.def("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")?;
+    defs.def("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor")?;
+    defs.def("var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)")?;
+    defs.def("var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)")?;
+    defs.def("var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)")?;
+    defs.def("min(Tensor self) -> Tensor")?;
+    defs.def("min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("max(Tensor self) -> Tensor")?;
+    defs.def("max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -473,6 +505,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -687,6 +721,19 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("index_put_", Kernel::typed::<op::index_put_>(wrapper_ADInplaceOrView_index_put_).debug("wrapper_ADInplaceOrView_index_put_"))?;
     lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_ADInplaceOrView_masked_fill__Scalar).debug("wrapper_ADInplaceOrView_masked_fill__Scalar"))?;
     lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_ADInplaceOrView_masked_fill__Tensor).debug("wrapper_ADInplaceOrView_masked_fill__Tensor"))?;
+    lib.impl_("log_softmax.int_out", Kernel::typed::<op::log_softmax_int_out>(wrapper_ADInplaceOrView_log_softmax_int_out).debug("wrapper_ADInplaceOrView_log_softmax_int_out"))?;
+    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_ADInplaceOrView_max_dim_max).debug("wrapper_ADInplaceOrView_max_dim_max"))?;
+    lib.impl_("mean.dtype_out", Kernel::typed::<op::mean_dtype_out>(wrapper_ADInplaceOrView_mean_dtype_out).debug("wrapper_ADInplaceOrView_mean_dtype_out"))?;
+    lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_ADInplaceOrView_mean_out).debug("wrapper_ADInplaceOrView_mean_out"))?;
+    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_ADInplaceOrView_min_dim_min).debug("wrapper_ADInplaceOrView_min_dim_min"))?;
+    lib.impl_("softmax.int_out", Kernel::typed::<op::softmax_int_out>(wrapper_ADInplaceOrView_softmax_int_out).debug("wrapper_ADInplaceOrView_softmax_int_out"))?;
+    lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_ADInplaceOrView_sum_IntList_out).debug("wrapper_ADInplaceOrView_sum_IntList_out"))?;
+    lib.impl_("std.out", Kernel::typed::<op::std_out>(wrapper_ADInplaceOrView_std_out).debug("wrapper_ADInplaceOrView_std_out"))?;
+    lib.impl_("std.correction_out", Kernel::typed::<op::std_correction_out>(wrapper_ADInplaceOrView_std_correction_out).debug("wrapper_ADInplaceOrView_std_correction_out"))?;
+    lib.impl_("var.out", Kernel::typed::<op::var_out>(wrapper_ADInplaceOrView_var_out).debug("wrapper_ADInplaceOrView_var_out"))?;
+    lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_ADInplaceOrView_var_correction_out).debug("wrapper_ADInplaceOrView_var_correction_out"))?;
+    lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_ADInplaceOrView_min_unary_out).debug("wrapper_ADInplaceOrView_min_unary_out"))?;
+    lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_ADInplaceOrView_max_unary_out).debug("wrapper_ADInplaceOrView_max_unary_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -748,6 +795,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("index_put.out", Kernel::typed::<op::index_put_out>(wrapper_ADInplaceOrView_index_put_out).debug("wrapper_ADInplaceOrView_index_put_out"))?;
     lib.impl_("masked_fill.Scalar_out", Kernel::typed::<op::masked_fill_Scalar_out>(wrapper_ADInplaceOrView_masked_fill_Scalar_out).debug("wrapper_ADInplaceOrView_masked_fill_Scalar_out"))?;
     lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_ADInplaceOrView_masked_fill_Tensor_out).debug("wrapper_ADInplaceOrView_masked_fill_Tensor_out"))?;
+    lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_ADInplaceOrView_sum_out).debug("wrapper_ADInplaceOrView_sum_out"))?;
+    lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_ADInplaceOrView_var_mean_correction_out).debug("wrapper_ADInplaceOrView_var_mean_correction_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -950,6 +999,14 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("linspace.out", Kernel::typed::<op::linspace_out>(wrapper_Meta_linspace_out).debug("wrapper_Meta_linspace_out"))?;
     lib.impl_("ones", Kernel::typed::<op::ones>(wrapper_Meta_ones).debug("wrapper_Meta_ones"))?;
     lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_Meta_normal_).debug("wrapper_Meta_normal_"))?;
+    lib.impl_("max.dim", Kernel::typed::<op::max_dim>(wrapper_Meta_max_dim).debug("wrapper_Meta_max_dim"))?;
+    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_Meta_max_dim_max).debug("wrapper_Meta_max_dim_max"))?;
+    lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(wrapper_Meta_mean_dim).debug("wrapper_Meta_mean_dim"))?;
+    lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_Meta_mean_out).debug("wrapper_Meta_mean_out"))?;
+    lib.impl_("min.dim", Kernel::typed::<op::min_dim>(wrapper_Meta_min_dim).debug("wrapper_Meta_min_dim"))?;
+    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_Meta_min_dim_min).debug("wrapper_Meta_min_dim_min"))?;
+    lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(wrapper_Meta_sum_dim_IntList).debug("wrapper_Meta_sum_dim_IntList"))?;
+    lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_Meta_sum_IntList_out).debug("wrapper_Meta_sum_IntList_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -988,6 +1045,16 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("rand.generator_out", Kernel::typed::<op::rand_generator_out>(wrapper_CompositeImplicitAutograd_rand_generator_out).debug("wrapper_CompositeImplicitAutograd_rand_generator_out"))?;
     lib.impl_("randn.out", Kernel::typed::<op::randn_out>(wrapper_CompositeImplicitAutograd_randn_out).debug("wrapper_CompositeImplicitAutograd_randn_out"))?;
     lib.impl_("randn.generator_out", Kernel::typed::<op::randn_generator_out>(wrapper_CompositeImplicitAutograd_randn_generator_out).debug("wrapper_CompositeImplicitAutograd_randn_generator_out"))?;
+    lib.impl_("log_softmax.int", Kernel::typed::<op::log_softmax_int>(wrapper_CompositeImplicitAutograd_log_softmax_int).debug("wrapper_CompositeImplicitAutograd_log_softmax_int"))?;
+    lib.impl_("softmax.int", Kernel::typed::<op::softmax_int>(wrapper_CompositeImplicitAutograd_softmax_int).debug("wrapper_CompositeImplicitAutograd_softmax_int"))?;
+    lib.impl_("std", Kernel::typed::<op::std>(wrapper_CompositeImplicitAutograd_std).debug("wrapper_CompositeImplicitAutograd_std"))?;
+    lib.impl_("std.dim", Kernel::typed::<op::std_dim>(wrapper_CompositeImplicitAutograd_std_dim).debug("wrapper_CompositeImplicitAutograd_std_dim"))?;
+    lib.impl_("std.out", Kernel::typed::<op::std_out>(wrapper_CompositeImplicitAutograd_std_out).debug("wrapper_CompositeImplicitAutograd_std_out"))?;
+    lib.impl_("var", Kernel::typed::<op::var>(wrapper_CompositeImplicitAutograd_var).debug("wrapper_CompositeImplicitAutograd_var"))?;
+    lib.impl_("var.dim", Kernel::typed::<op::var_dim>(wrapper_CompositeImplicitAutograd_var_dim).debug("wrapper_CompositeImplicitAutograd_var_dim"))?;
+    lib.impl_("var.out", Kernel::typed::<op::var_out>(wrapper_CompositeImplicitAutograd_var_out).debug("wrapper_CompositeImplicitAutograd_var_out"))?;
+    lib.impl_("var_mean", Kernel::typed::<op::var_mean>(wrapper_CompositeImplicitAutograd_var_mean).debug("wrapper_CompositeImplicitAutograd_var_mean"))?;
+    lib.impl_("var_mean.dim", Kernel::typed::<op::var_mean_dim>(wrapper_CompositeImplicitAutograd_var_mean_dim).debug("wrapper_CompositeImplicitAutograd_var_mean_dim"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -1101,6 +1168,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("index_put", Kernel::typed::<op::index_put>(wrapper_CompositeExplicitAutograd_index_put).debug("wrapper_CompositeExplicitAutograd_index_put"))?;
     lib.impl_("masked_fill.Scalar", Kernel::typed::<op::masked_fill_Scalar>(wrapper_CompositeExplicitAutograd_masked_fill_Scalar).debug("wrapper_CompositeExplicitAutograd_masked_fill_Scalar"))?;
     lib.impl_("masked_fill.Tensor", Kernel::typed::<op::masked_fill_Tensor>(wrapper_CompositeExplicitAutograd_masked_fill_Tensor).debug("wrapper_CompositeExplicitAutograd_masked_fill_Tensor"))?;
+    lib.impl_("log_softmax.int_out", Kernel::typed::<op::log_softmax_int_out>(wrapper_CompositeExplicitAutograd_log_softmax_int_out).debug("wrapper_CompositeExplicitAutograd_log_softmax_int_out"))?;
+    lib.impl_("mean", Kernel::typed::<op::mean>(wrapper_CompositeExplicitAutograd_mean).debug("wrapper_CompositeExplicitAutograd_mean"))?;
+    lib.impl_("mean.dtype_out", Kernel::typed::<op::mean_dtype_out>(wrapper_CompositeExplicitAutograd_mean_dtype_out).debug("wrapper_CompositeExplicitAutograd_mean_dtype_out"))?;
+    lib.impl_("softmax.int_out", Kernel::typed::<op::softmax_int_out>(wrapper_CompositeExplicitAutograd_softmax_int_out).debug("wrapper_CompositeExplicitAutograd_softmax_int_out"))?;
+    lib.impl_("sum", Kernel::typed::<op::sum>(wrapper_CompositeExplicitAutograd_sum).debug("wrapper_CompositeExplicitAutograd_sum"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -1167,6 +1239,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("index_put.out", Kernel::typed::<op::index_put_out>(wrapper_CompositeExplicitAutograd_index_put_out).debug("wrapper_CompositeExplicitAutograd_index_put_out"))?;
     lib.impl_("masked_fill.Scalar_out", Kernel::typed::<op::masked_fill_Scalar_out>(wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out).debug("wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out"))?;
     lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out).debug("wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out"))?;
+    lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_CompositeExplicitAutograd_sum_out).debug("wrapper_CompositeExplicitAutograd_sum_out"))?;
+    lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_CompositeExplicitAutograd_var_mean_correction_out).debug("wrapper_CompositeExplicitAutograd_var_mean_correction_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -5073,6 +5147,242 @@ fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor(_ks: DispatchKeySet, (se
     crate::native::masked_fill_tensor(self_, mask, value)
 }
 
+/// `log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_log_softmax_int(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::log_softmax(self_, dim, dtype)
+}
+
+/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    crate::native::log_softmax_out(self_, dim, dtype, out)
+}
+
+/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::log_softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+fn wrapper_Meta_max_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let out1 = crate::structured::create_out(meta.output(1)?)?;
+    let _ = &meta;
+    Ok((out0, out1))
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_Meta_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]))?;
+    crate::structured::resize_out(max, meta.output(0)?)?;
+    crate::structured::resize_out(max_values, meta.output(1)?)?;
+    let _ = &meta;
+    Ok((max.clone(), max_values.clone()))
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_ADInplaceOrView_max_dim_max(ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::max_dim_max::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, max, max_values)?;
+    max.bump_version();
+    max_values.bump_version();
+    Ok(result)
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_mean(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::mean(self_, dtype)
+}
+
+/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    crate::native::mean_dtype_out(self_, dtype, out)
+}
+
+/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mean_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_Meta_mean_dim(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_mean_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::mean_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+fn wrapper_Meta_min_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let out1 = crate::structured::create_out(meta.output(1)?)?;
+    let _ = &meta;
+    Ok((out0, out1))
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_Meta_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]))?;
+    crate::structured::resize_out(min, meta.output(0)?)?;
+    crate::structured::resize_out(min_indices, meta.output(1)?)?;
+    let _ = &meta;
+    Ok((min.clone(), min_indices.clone()))
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_ADInplaceOrView_min_dim_min(ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::min_dim_min::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, min, min_indices)?;
+    min.bump_version();
+    min_indices.bump_version();
+    Ok(result)
+}
+
+/// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_softmax_int(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::softmax(self_, dim, dtype)
+}
+
+/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    crate::native::softmax_out(self_, dim, dtype, out)
+}
+
+/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_sum(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::sum(self_, dtype)
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_Meta_sum_dim_IntList(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sum_IntList_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sum_IntList_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `std(Tensor self, bool unbiased=True) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_std(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<Tensor> {
+    crate::native::std(self_, unbiased)
+}
+
+/// `std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_std_dim(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim): (&Tensor, Option<&[i64]>, bool, bool)) -> Result<Tensor> {
+    crate::native::std_dim(self_, dim, unbiased, keepdim)
+}
+
+/// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_std_out(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::std_out(self_, dim, unbiased, keepdim, out)
+}
+
+/// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_std_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::std_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_std_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::std_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var(Tensor self, bool unbiased=True) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_var(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<Tensor> {
+    crate::native::var(self_, unbiased)
+}
+
+/// `var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_var_dim(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim): (&Tensor, Option<&[i64]>, bool, bool)) -> Result<Tensor> {
+    crate::native::var_dim(self_, dim, unbiased, keepdim)
+}
+
+/// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_var_out(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::var_out(self_, dim, unbiased, keepdim, out)
+}
+
+/// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_var_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::var_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_var_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::var_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
+fn wrapper_CompositeImplicitAutograd_var_mean(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::var_mean(self_, unbiased)
+}
+
+/// `var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)`
+fn wrapper_CompositeImplicitAutograd_var_mean_dim(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim): (&Tensor, Option<&[i64]>, bool, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::var_mean_dim(self_, dim, unbiased, keepdim)
+}
+
+/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_min_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::min_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_max_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::max_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -5965,6 +6275,36 @@ fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out(_ks: DispatchKeySet,
 fn wrapper_ADInplaceOrView_masked_fill_Tensor_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::masked_fill_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
     out.bump_version();
+    Ok(result)
+}
+
+/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sum::call(self_, dtype)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+fn wrapper_CompositeExplicitAutograd_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (r0, r1) = crate::op::var_mean_correction::call(self_, dim, correction, keepdim)?;
+    crate::runtime::copy_to_out(out0, &r0)?;
+    crate::runtime::copy_to_out(out1, &r1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+fn wrapper_ADInplaceOrView_var_mean_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::var_mean_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out0, out1)?;
+    out0.bump_version();
+    out1.bump_version();
     Ok(result)
 }
 

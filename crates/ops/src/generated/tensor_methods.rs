@@ -549,6 +549,66 @@ pub trait TensorOps {
     fn masked_fill_(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor>;
     /// `aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
     fn masked_fill(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor>;
+    /// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    fn log_softmax(&self, dim: i64) -> Result<Tensor>;
+    /// `aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor>;
+    /// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    fn max_dim(&self, dim: i64) -> Result<(Tensor, Tensor)>;
+    /// `aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    fn max_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)>;
+    /// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    fn mean(&self) -> Result<Tensor>;
+    /// `aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    fn mean_with(&self, dtype: Option<ScalarType>) -> Result<Tensor>;
+    /// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    fn mean_dim(&self, dim: Option<&[i64]>) -> Result<Tensor>;
+    /// `aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    fn mean_dim_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor>;
+    /// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    fn min_dim(&self, dim: i64) -> Result<(Tensor, Tensor)>;
+    /// `aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)>;
+    /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    fn softmax(&self, dim: i64) -> Result<Tensor>;
+    /// `aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
+    fn softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor>;
+    /// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    fn sum(&self) -> Result<Tensor>;
+    /// `aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    fn sum_with(&self, dtype: Option<ScalarType>) -> Result<Tensor>;
+    /// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    fn sum_dim_intlist(&self, dim: Option<&[i64]>) -> Result<Tensor>;
+    /// `aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    fn sum_dim_intlist_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor>;
+    /// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+    fn std(&self) -> Result<Tensor>;
+    /// `aten::std(Tensor self, bool unbiased=True) -> Tensor`
+    fn std_with(&self, unbiased: bool) -> Result<Tensor>;
+    /// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+    fn std_dim(&self, dim: Option<&[i64]>) -> Result<Tensor>;
+    /// `aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+    fn std_dim_with(&self, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor>;
+    /// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    fn std_correction(&self) -> Result<Tensor>;
+    /// `aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    fn std_correction_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor>;
+    /// `aten::var(Tensor self, bool unbiased=True) -> Tensor`
+    fn var(&self) -> Result<Tensor>;
+    /// `aten::var(Tensor self, bool unbiased=True) -> Tensor`
+    fn var_with(&self, unbiased: bool) -> Result<Tensor>;
+    /// `aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+    fn var_dim(&self, dim: Option<&[i64]>) -> Result<Tensor>;
+    /// `aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor`
+    fn var_dim_with(&self, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor>;
+    /// `aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    fn var_correction(&self) -> Result<Tensor>;
+    /// `aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    fn var_correction_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor>;
+    /// `aten::min(Tensor self) -> Tensor`
+    fn min(&self) -> Result<Tensor>;
+    /// `aten::max(Tensor self) -> Tensor`
+    fn max(&self) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -1627,5 +1687,125 @@ impl TensorOps for Tensor {
     #[inline]
     fn masked_fill(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
         op::masked_fill_Tensor::call(self, mask, value)
+    }
+    #[inline]
+    fn log_softmax(&self, dim: i64) -> Result<Tensor> {
+        op::log_softmax_int::call(self, dim, None)
+    }
+    #[inline]
+    fn log_softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        op::log_softmax_int::call(self, dim, dtype)
+    }
+    #[inline]
+    fn max_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        op::max_dim::call(self, dim, false)
+    }
+    #[inline]
+    fn max_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        op::max_dim::call(self, dim, keepdim)
+    }
+    #[inline]
+    fn mean(&self) -> Result<Tensor> {
+        op::mean::call(self, None)
+    }
+    #[inline]
+    fn mean_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        op::mean::call(self, dtype)
+    }
+    #[inline]
+    fn mean_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        op::mean_dim::call(self, dim, false, None)
+    }
+    #[inline]
+    fn mean_dim_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        op::mean_dim::call(self, dim, keepdim, dtype)
+    }
+    #[inline]
+    fn min_dim(&self, dim: i64) -> Result<(Tensor, Tensor)> {
+        op::min_dim::call(self, dim, false)
+    }
+    #[inline]
+    fn min_dim_with(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        op::min_dim::call(self, dim, keepdim)
+    }
+    #[inline]
+    fn softmax(&self, dim: i64) -> Result<Tensor> {
+        op::softmax_int::call(self, dim, None)
+    }
+    #[inline]
+    fn softmax_with(&self, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        op::softmax_int::call(self, dim, dtype)
+    }
+    #[inline]
+    fn sum(&self) -> Result<Tensor> {
+        op::sum::call(self, None)
+    }
+    #[inline]
+    fn sum_with(&self, dtype: Option<ScalarType>) -> Result<Tensor> {
+        op::sum::call(self, dtype)
+    }
+    #[inline]
+    fn sum_dim_intlist(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        op::sum_dim_IntList::call(self, dim, false, None)
+    }
+    #[inline]
+    fn sum_dim_intlist_with(&self, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        op::sum_dim_IntList::call(self, dim, keepdim, dtype)
+    }
+    #[inline]
+    fn std(&self) -> Result<Tensor> {
+        op::std::call(self, true)
+    }
+    #[inline]
+    fn std_with(&self, unbiased: bool) -> Result<Tensor> {
+        op::std::call(self, unbiased)
+    }
+    #[inline]
+    fn std_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        op::std_dim::call(self, dim, true, false)
+    }
+    #[inline]
+    fn std_dim_with(&self, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+        op::std_dim::call(self, dim, unbiased, keepdim)
+    }
+    #[inline]
+    fn std_correction(&self) -> Result<Tensor> {
+        op::std_correction::call(self, None, None, false)
+    }
+    #[inline]
+    fn std_correction_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        op::std_correction::call(self, dim, correction, keepdim)
+    }
+    #[inline]
+    fn var(&self) -> Result<Tensor> {
+        op::var::call(self, true)
+    }
+    #[inline]
+    fn var_with(&self, unbiased: bool) -> Result<Tensor> {
+        op::var::call(self, unbiased)
+    }
+    #[inline]
+    fn var_dim(&self, dim: Option<&[i64]>) -> Result<Tensor> {
+        op::var_dim::call(self, dim, true, false)
+    }
+    #[inline]
+    fn var_dim_with(&self, dim: Option<&[i64]>, unbiased: bool, keepdim: bool) -> Result<Tensor> {
+        op::var_dim::call(self, dim, unbiased, keepdim)
+    }
+    #[inline]
+    fn var_correction(&self) -> Result<Tensor> {
+        op::var_correction::call(self, None, None, false)
+    }
+    #[inline]
+    fn var_correction_with(&self, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        op::var_correction::call(self, dim, correction, keepdim)
+    }
+    #[inline]
+    fn min(&self) -> Result<Tensor> {
+        op::min::call(self)
+    }
+    #[inline]
+    fn max(&self) -> Result<Tensor> {
+        op::max::call(self)
     }
 }

@@ -1,1 +1,173 @@
-//! Composite and Meta kernels: reduce operators.
+//! Composite kernels of the reduce operators: the whole-tensor forms of `sum` / `mean`, the
+//! `unbiased` overloads of `std` / `var` / `var_mean`, and `softmax.int` / `log_softmax.int`
+//! with their out= forms. Each follows PyTorch's composite in `ReduceOps.cpp` /
+//! `SoftMax.cpp` and calls the structured or CPU operators through the dispatcher, so it
+//! works on every backend that implements those.
+
+use crate::op;
+use switchyard_core::shape::contiguous_strides;
+use switchyard_core::{Result, Scalar, ScalarType, Tensor, can_cast, torch_check};
+
+/// `sum`: every element (`sum.dim_IntList` with an empty list).
+pub fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::sum_dim_IntList::call(self_, Some(&[]), false, dtype)
+}
+
+/// `mean`: every element (`mean.dim` with an empty list).
+pub fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::mean_dim::call(self_, Some(&[]), false, dtype)
+}
+
+/// `mean.dtype_out`.
+pub fn mean_dtype_out(self_: &Tensor, dtype: Option<ScalarType>, out: &Tensor) -> Result<Tensor> {
+    torch_check!(
+        can_cast(self_.dtype(), out.dtype()),
+        "mean.dtype_out(): input types can't be cast to the desired output type {}",
+        out.dtype()
+    );
+    op::mean_out::call(self_, Some(&[]), false, dtype, out)?;
+    Ok(out.clone())
+}
+
+/// PyTorch's `unbiased` flag as a correction (`1` for Bessel's correction, `0` otherwise).
+fn correction(unbiased: bool) -> Option<Scalar> {
+    Some(Scalar::Int(i64::from(unbiased)))
+}
+
+/// The `unbiased` overloads of `std`, `var` (functional, `.dim`, `.out`) over their
+/// `.correction` forms.
+macro_rules! unbiased_overloads {
+    ($name:literal, $plain:ident, $dim:ident, $out:ident, $op:ident, $op_out:ident) => {
+        #[doc = concat!("`", $name, "`: over every element.")]
+        pub fn $plain(self_: &Tensor, unbiased: bool) -> Result<Tensor> {
+            op::$op::call(self_, None, correction(unbiased), false)
+        }
+
+        #[doc = concat!("`", $name, ".dim`.")]
+        pub fn $dim(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            unbiased: bool,
+            keepdim: bool,
+        ) -> Result<Tensor> {
+            op::$op::call(self_, dim, correction(unbiased), keepdim)
+        }
+
+        #[doc = concat!("`", $name, ".out`.")]
+        pub fn $out(
+            self_: &Tensor,
+            dim: Option<&[i64]>,
+            unbiased: bool,
+            keepdim: bool,
+            out: &Tensor,
+        ) -> Result<Tensor> {
+            op::$op_out::call(self_, dim, correction(unbiased), keepdim, out)
+        }
+    };
+}
+unbiased_overloads!(
+    "std",
+    std,
+    std_dim,
+    std_out,
+    std_correction,
+    std_correction_out
+);
+unbiased_overloads!(
+    "var",
+    var,
+    var_dim,
+    var_out,
+    var_correction,
+    var_correction_out
+);
+
+/// `var_mean`: over every element.
+pub fn var_mean(self_: &Tensor, unbiased: bool) -> Result<(Tensor, Tensor)> {
+    op::var_mean_correction::call(self_, None, correction(unbiased), false)
+}
+
+/// `var_mean.dim`.
+pub fn var_mean_dim(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    unbiased: bool,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    op::var_mean_correction::call(self_, dim, correction(unbiased), keepdim)
+}
+
+/// The input of `softmax` / `log_softmax`: converted to `dtype` first when one is given.
+fn softmax_input(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    match dtype {
+        Some(d) => op::to_dtype::call(self_, d, false, false, None),
+        None => Ok(self_.clone()),
+    }
+}
+
+/// Shared by `softmax.int_out` / `log_softmax.int_out`: computes into `out` directly when it
+/// is contiguous, else into a contiguous temporary of `out`'s dtype that is copied back (as
+/// PyTorch's `softmax_out` does).
+fn softmax_into(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+    log: bool,
+) -> Result<Tensor> {
+    let x = softmax_input(self_, dtype)?;
+    let run = |dest: &Tensor| {
+        if log {
+            op::_log_softmax_out::call(&x, dim, false, dest)
+        } else {
+            op::_softmax_out::call(&x, dim, false, dest)
+        }
+    };
+    if out.is_contiguous() {
+        run(out)?;
+    } else {
+        let sizes = out.sizes();
+        let tmp = op::empty_strided::call(
+            &sizes,
+            &contiguous_strides(&sizes),
+            Some(out.dtype()),
+            None,
+            Some(out.device()),
+            None,
+        )?;
+        run(&tmp)?;
+        op::resize_::call(out, &tmp.sizes(), None)?;
+        op::copy_::call(out, &tmp, false)?;
+    }
+    Ok(out.clone())
+}
+
+/// `softmax.int`: `_softmax` of the input converted to `dtype`.
+pub fn softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::_softmax::call(&softmax_input(self_, dtype)?, dim, false)
+}
+
+/// `softmax.int_out`.
+pub fn softmax_out(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    softmax_into(self_, dim, dtype, out, false)
+}
+
+/// `log_softmax.int`: `_log_softmax` of the input converted to `dtype`.
+pub fn log_softmax(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    op::_log_softmax::call(&softmax_input(self_, dtype)?, dim, false)
+}
+
+/// `log_softmax.int_out`.
+pub fn log_softmax_out(
+    self_: &Tensor,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    softmax_into(self_, dim, dtype, out, true)
+}

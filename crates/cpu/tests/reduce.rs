@@ -1,0 +1,488 @@
+//! The reduce operators against PyTorch's answers recorded by `tools/oracle/reduce.py`, called
+//! through the dispatcher (`switchyard_ops::op::*`), on CPU tensors and on Meta tensors
+//! (shape and dtype only), plus properties (strided == contiguous, out= == functional) and
+//! accuracy / large-input checks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "linalg_support.rs"]
+mod support;
+
+use serde_json::Value;
+use support::Arg;
+use switchyard_core::{Device, MemoryFormat, Result, Scalar, ScalarType, Tensor};
+use switchyard_cpu as _;
+use switchyard_ops::op;
+
+/// A fixture argument: a dtype (`{"dtype": "float32"}`) or anything `support::Arg` parses.
+enum A {
+    Dtype(ScalarType),
+    Arg(Arg),
+}
+
+impl A {
+    fn parse(v: &Value) -> A {
+        match v.get("dtype").and_then(Value::as_str) {
+            Some(d) if v.get("sizes").is_none() => A::Dtype(support::dtype_of(d)),
+            _ => A::Arg(Arg::parse(v)),
+        }
+    }
+    fn arg(&self) -> &Arg {
+        match self {
+            A::Arg(a) => a,
+            A::Dtype(d) => panic!("expected an argument, got dtype {d}"),
+        }
+    }
+    fn t(&self) -> &Tensor {
+        self.arg().tensor()
+    }
+    fn i(&self) -> i64 {
+        self.arg().int()
+    }
+    fn b(&self) -> bool {
+        self.arg().boolean()
+    }
+    fn opt_i(&self) -> Option<i64> {
+        self.arg().opt_int()
+    }
+    fn dims(&self) -> Option<&[i64]> {
+        match self.arg() {
+            Arg::None => None,
+            a => Some(a.ints()),
+        }
+    }
+    fn ints(&self) -> &[i64] {
+        self.arg().ints()
+    }
+    fn dtype(&self) -> Option<ScalarType> {
+        match self {
+            A::Dtype(d) => Some(*d),
+            A::Arg(Arg::None) => None,
+            A::Arg(a) => panic!("expected a dtype, got {a:?}"),
+        }
+    }
+    fn scalar(&self) -> Option<Scalar> {
+        match self.arg() {
+            Arg::None => None,
+            a => Some(a.scalar()),
+        }
+    }
+}
+
+fn one(r: Result<Tensor>) -> Result<Vec<Tensor>> {
+    r.map(|t| vec![t])
+}
+
+fn two(r: Result<(Tensor, Tensor)>) -> Result<Vec<Tensor>> {
+    r.map(|(a, b)| vec![a, b])
+}
+
+/// Calls the case's operator through the dispatcher with `args` (and `outs` for out=
+/// overloads).
+fn call(opname: &str, a: &[A], o: &[Tensor]) -> Result<Vec<Tensor>> {
+    match opname {
+        "sum" => one(op::sum::call(a[0].t(), a[1].dtype())),
+        "sum.out" => one(op::sum_out::call(a[0].t(), a[1].dtype(), &o[0])),
+        "sum.dim_IntList" => one(op::sum_dim_IntList::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].dtype(),
+        )),
+        "sum.IntList_out" => one(op::sum_IntList_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].dtype(),
+            &o[0],
+        )),
+        "mean" => one(op::mean::call(a[0].t(), a[1].dtype())),
+        "mean.dtype_out" => one(op::mean_dtype_out::call(a[0].t(), a[1].dtype(), &o[0])),
+        "mean.dim" => one(op::mean_dim::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].dtype(),
+        )),
+        "mean.out" => one(op::mean_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].dtype(),
+            &o[0],
+        )),
+        "max" => one(op::max::call(a[0].t())),
+        "min" => one(op::min::call(a[0].t())),
+        "max.unary_out" => one(op::max_unary_out::call(a[0].t(), &o[0])),
+        "min.unary_out" => one(op::min_unary_out::call(a[0].t(), &o[0])),
+        "max.dim" => two(op::max_dim::call(a[0].t(), a[1].i(), a[2].b())),
+        "min.dim" => two(op::min_dim::call(a[0].t(), a[1].i(), a[2].b())),
+        "max.dim_max" => two(op::max_dim_max::call(
+            a[0].t(),
+            a[1].i(),
+            a[2].b(),
+            &o[0],
+            &o[1],
+        )),
+        "min.dim_min" => two(op::min_dim_min::call(
+            a[0].t(),
+            a[1].i(),
+            a[2].b(),
+            &o[0],
+            &o[1],
+        )),
+        "amax" => one(op::amax::call(a[0].t(), a[1].ints(), a[2].b())),
+        "amin" => one(op::amin::call(a[0].t(), a[1].ints(), a[2].b())),
+        "argmax" => one(op::argmax::call(a[0].t(), a[1].opt_i(), a[2].b())),
+        "argmin" => one(op::argmin::call(a[0].t(), a[1].opt_i(), a[2].b())),
+        "prod" => one(op::prod::call(a[0].t(), a[1].dtype())),
+        "prod.dim_int" => one(op::prod_dim_int::call(
+            a[0].t(),
+            a[1].i(),
+            a[2].b(),
+            a[3].dtype(),
+        )),
+        "all" => one(op::all::call(a[0].t())),
+        "any.dim" => one(op::any_dim::call(a[0].t(), a[1].i(), a[2].b())),
+        "cumsum" => one(op::cumsum::call(a[0].t(), a[1].i(), a[2].dtype())),
+        "cumprod" => one(op::cumprod::call(a[0].t(), a[1].i(), a[2].dtype())),
+        "linalg_vector_norm" => one(op::linalg_vector_norm::call(
+            a[0].t(),
+            a[1].scalar().unwrap(),
+            a[2].dims(),
+            a[3].b(),
+            a[4].dtype(),
+        )),
+        "std" => one(op::std::call(a[0].t(), a[1].b())),
+        "var" => one(op::var::call(a[0].t(), a[1].b())),
+        "var_mean" => two(op::var_mean::call(a[0].t(), a[1].b())),
+        "std.dim" => one(op::std_dim::call(a[0].t(), a[1].dims(), a[2].b(), a[3].b())),
+        "var.dim" => one(op::var_dim::call(a[0].t(), a[1].dims(), a[2].b(), a[3].b())),
+        "var_mean.dim" => two(op::var_mean_dim::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].b(),
+        )),
+        "std.out" => one(op::std_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].b(),
+            &o[0],
+        )),
+        "var.out" => one(op::var_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].b(),
+            a[3].b(),
+            &o[0],
+        )),
+        "std.correction" => one(op::std_correction::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].scalar(),
+            a[3].b(),
+        )),
+        "var.correction" => one(op::var_correction::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].scalar(),
+            a[3].b(),
+        )),
+        "var_mean.correction" => two(op::var_mean_correction::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].scalar(),
+            a[3].b(),
+        )),
+        "std.correction_out" => one(op::std_correction_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].scalar(),
+            a[3].b(),
+            &o[0],
+        )),
+        "var.correction_out" => one(op::var_correction_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].scalar(),
+            a[3].b(),
+            &o[0],
+        )),
+        "var_mean.correction_out" => two(op::var_mean_correction_out::call(
+            a[0].t(),
+            a[1].dims(),
+            a[2].scalar(),
+            a[3].b(),
+            &o[0],
+            &o[1],
+        )),
+        "softmax.int" => one(op::softmax_int::call(a[0].t(), a[1].i(), a[2].dtype())),
+        "log_softmax.int" => one(op::log_softmax_int::call(a[0].t(), a[1].i(), a[2].dtype())),
+        "softmax.int_out" => one(op::softmax_int_out::call(
+            a[0].t(),
+            a[1].i(),
+            a[2].dtype(),
+            &o[0],
+        )),
+        "log_softmax.int_out" => one(op::log_softmax_int_out::call(
+            a[0].t(),
+            a[1].i(),
+            a[2].dtype(),
+            &o[0],
+        )),
+        "_softmax" => one(op::_softmax::call(a[0].t(), a[1].i(), a[2].b())),
+        "_log_softmax" => one(op::_log_softmax::call(a[0].t(), a[1].i(), a[2].b())),
+        "_softmax.out" => one(op::_softmax_out::call(a[0].t(), a[1].i(), a[2].b(), &o[0])),
+        "_log_softmax.out" => one(op::_log_softmax_out::call(
+            a[0].t(),
+            a[1].i(),
+            a[2].b(),
+            &o[0],
+        )),
+        other => panic!("no runner for {other}"),
+    }
+}
+
+fn parse_args(case: &Value) -> Vec<A> {
+    case["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(A::parse)
+        .collect()
+}
+
+fn run(case: &Value) -> Result<Vec<Tensor>> {
+    let a = parse_args(case);
+    let o = support::outs(case);
+    call(case["op"].as_str().unwrap(), &a, &o)
+}
+
+/// Operators with no Meta kernel (CPU-only in PyTorch's yaml too).
+fn cpu_only(opname: &str) -> bool {
+    let base = opname.split('.').next().unwrap();
+    matches!(base, "std" | "var" | "var_mean")
+        || matches!(
+            opname,
+            "max" | "min" | "max.unary_out" | "min.unary_out" | "prod"
+        )
+}
+
+/// `t` as a Meta tensor of the same sizes, strides and dtype.
+fn to_meta(t: &Tensor) -> Tensor {
+    let m = Tensor::allocate(&[t.numel().max(1) * 4 + 16], t.dtype(), Device::META).unwrap();
+    m.as_strided_view(&t.sizes(), &t.strides(), t.storage_offset())
+        .unwrap()
+}
+
+fn meta_args(a: &[A]) -> Vec<A> {
+    a.iter()
+        .map(|x| match x {
+            A::Dtype(d) => A::Dtype(*d),
+            A::Arg(Arg::Tensor(t)) => A::Arg(Arg::Tensor(to_meta(t))),
+            A::Arg(other) => A::Arg(other.clone()),
+        })
+        .collect()
+}
+
+#[test]
+fn reduce_ops_match_pytorch() {
+    let fixture = support::fixture("reduce.json");
+    let cases = support::cases(&fixture);
+    assert!(cases.len() >= 450, "{} cases", cases.len());
+    support::check_all(cases, true, run);
+}
+
+/// Every warning PyTorch emitted (degrees of freedom <= 0) is emitted here too.
+#[test]
+fn reduce_warnings_match_pytorch() {
+    let fixture = support::fixture("reduce.json");
+    let mut checked = 0;
+    for case in support::cases(&fixture) {
+        let Some(w) = case.get("warning").and_then(Value::as_str) else {
+            continue;
+        };
+        switchyard_dispatch::warnings::take_warnings();
+        let _ = run(case);
+        let got = switchyard_dispatch::warnings::take_warnings();
+        assert!(
+            got.iter().any(|g| g == w),
+            "{}: warnings {got:?}, expected {w:?}",
+            case["name"]
+        );
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} warning cases");
+}
+
+/// On Meta tensors, every operator with a Meta kernel gives PyTorch's shapes and dtypes (and
+/// its errors, except the value-dependent ones).
+#[test]
+fn reduce_ops_on_meta_match_shapes() {
+    let fixture = support::fixture("reduce.json");
+    let mut checked = 0;
+    for case in support::cases(&fixture) {
+        let opname = case["op"].as_str().unwrap();
+        if cpu_only(opname) || case["expect"].get("error").is_some() {
+            continue;
+        }
+        let a = meta_args(&parse_args(case));
+        let o: Vec<Tensor> = support::outs(case).iter().map(to_meta).collect();
+        let got = call(opname, &a, &o).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
+        let want = case["expect"]["results"].as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{}", case["name"]);
+        for (g, w) in got.iter().zip(want) {
+            assert!(g.is_meta(), "{}", case["name"]);
+            assert_eq!(
+                g.dtype(),
+                support::dtype_of(w["dtype"].as_str().unwrap()),
+                "{}",
+                case["name"]
+            );
+            let sizes: Vec<i64> = w["sizes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            assert_eq!(g.sizes().as_slice(), sizes.as_slice(), "{}", case["name"]);
+        }
+        checked += 1;
+    }
+    assert!(checked >= 200, "{checked} meta cases");
+}
+
+fn floats(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// `f32` sums of 16M ones are exact (pairwise / cascade summation), along every layout.
+#[test]
+fn sum_of_16m_ones_is_exact() {
+    let n = 1i64 << 24;
+    let ones = Tensor::from_vec(vec![1.0f32; n as usize], &[n]).unwrap();
+    let s = op::sum::call(&ones, None).unwrap();
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![n as f32]);
+    let m = op::mean::call(&ones, None).unwrap();
+    assert_eq!(m.to_vec::<f32>().unwrap(), vec![1.0]);
+    // Outer reduction of a [4096, 4096] view: each column sums 4096 ones.
+    let sq = ones.as_strided_view(&[4096, 4096], &[4096, 1], 0).unwrap();
+    let cols = op::sum_dim_IntList::call(&sq, Some(&[0]), false, None).unwrap();
+    assert!(cols.to_vec::<f32>().unwrap().iter().all(|v| *v == 4096.0));
+    let all = op::sum_dim_IntList::call(&sq, Some(&[1, 0]), false, None).unwrap();
+    assert_eq!(all.to_vec::<f32>().unwrap(), vec![n as f32]);
+    // Half inputs accumulate in f32: 4096 halves of 1 sum to 4096 exactly.
+    let h = Tensor::from_vec(vec![half::f16::ONE; 4096], &[4096]).unwrap();
+    let hs = op::sum::call(&h, None).unwrap();
+    assert_eq!(hs.to_f64_vec().unwrap(), vec![4096.0]);
+}
+
+/// Strided views reduce like their contiguous copies; out= equals functional; the
+/// `unbiased` overloads equal their correction forms.
+#[test]
+fn properties_hold() {
+    let data = floats(6 * 7 * 8, 7);
+    let base = Tensor::from_vec(data, &[6, 7, 8]).unwrap();
+    let view = base.as_strided_view(&[8, 6, 7], &[1, 56, 8], 0).unwrap();
+    let copy = op::contiguous::call(&view, MemoryFormat::Contiguous).unwrap();
+    assert!(copy.is_contiguous());
+    for dims in [&[0i64][..], &[1], &[2], &[0, 2], &[], &[1, 2]] {
+        for keepdim in [false, true] {
+            let a = op::sum_dim_IntList::call(&view, Some(dims), keepdim, None).unwrap();
+            let b = op::sum_dim_IntList::call(&copy, Some(dims), keepdim, None).unwrap();
+            assert_eq!(a.sizes(), b.sizes());
+            for (x, y) in a
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .zip(b.to_vec::<f32>().unwrap())
+            {
+                assert!(
+                    (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                    "{dims:?}: {x} vs {y}"
+                );
+            }
+            let out = Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap();
+            op::mean_out::call(&view, Some(dims), keepdim, None, &out).unwrap();
+            let f = op::mean_dim::call(&view, Some(dims), keepdim, None).unwrap();
+            assert_eq!(out.sizes(), f.sizes());
+            assert_eq!(out.to_vec::<f32>().unwrap(), f.to_vec::<f32>().unwrap());
+        }
+    }
+    for d in 0..3 {
+        let (v1, i1) = op::max_dim::call(&view, d, false).unwrap();
+        let (v2, i2) = op::max_dim::call(&copy, d, false).unwrap();
+        assert_eq!(v1.to_vec::<f32>().unwrap(), v2.to_vec::<f32>().unwrap());
+        assert_eq!(i1.to_vec::<i64>().unwrap(), i2.to_vec::<i64>().unwrap());
+        let s1 = op::softmax_int::call(&view, d, None).unwrap();
+        let s2 = op::softmax_int::call(&copy, d, None).unwrap();
+        assert_eq!(s1.to_vec::<f32>().unwrap(), s2.to_vec::<f32>().unwrap());
+        let a = op::var_dim::call(&view, Some(&[d]), true, false).unwrap();
+        let b = op::var_correction::call(&copy, Some(&[d]), Some(Scalar::Int(1)), false).unwrap();
+        for (x, y) in a
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .zip(b.to_vec::<f32>().unwrap())
+        {
+            assert!((x - y).abs() <= 1e-6 * (1.0 + y.abs()));
+        }
+    }
+}
+
+/// Large inputs take the multithreaded paths and agree with a double-precision reference.
+#[test]
+fn large_reductions_agree_with_f64() {
+    let (r, c) = (512usize, 1536usize);
+    let data = floats(r * c, 11);
+    let t = Tensor::from_vec(data.clone(), &[r as i64, c as i64]).unwrap();
+    let rows = op::sum_dim_IntList::call(&t, Some(&[1]), false, None).unwrap();
+    let cols = op::sum_dim_IntList::call(&t, Some(&[0]), false, None).unwrap();
+    let rows = rows.to_vec::<f32>().unwrap();
+    let cols = cols.to_vec::<f32>().unwrap();
+    for i in 0..r {
+        let e: f64 = (0..c).map(|j| f64::from(data[i * c + j])).sum();
+        assert!((f64::from(rows[i]) - e).abs() < 1e-3, "row {i}");
+    }
+    for j in 0..c {
+        let e: f64 = (0..r).map(|i| f64::from(data[i * c + j])).sum();
+        assert!((f64::from(cols[j]) - e).abs() < 1e-3, "col {j}");
+    }
+    let sm = op::softmax_int::call(&t, 1, None)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let lsm = op::log_softmax_int::call(&t, 1, None)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for i in (0..r).step_by(37) {
+        let row: Vec<f64> = (0..c).map(|j| f64::from(data[i * c + j])).collect();
+        let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
+        for j in 0..c {
+            let e = (row[j] - m).exp() / z;
+            assert!((f64::from(sm[i * c + j]) - e).abs() <= 1e-6 * e + 1e-9);
+            let le = row[j] - m - z.ln();
+            assert!((f64::from(lsm[i * c + j]) - le).abs() <= 1e-5 * (1.0 + le.abs()));
+        }
+    }
+    let (v, idx) = op::max_dim::call(&t, 0, false).unwrap();
+    let (v, idx) = (v.to_vec::<f32>().unwrap(), idx.to_vec::<i64>().unwrap());
+    for j in (0..c).step_by(53) {
+        let col: Vec<f32> = (0..r).map(|i| data[i * c + j]).collect();
+        let best = col.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!(v[j], best);
+        assert_eq!(idx[j], col.iter().position(|x| *x == best).unwrap() as i64);
+    }
+}
