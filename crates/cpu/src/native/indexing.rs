@@ -419,7 +419,7 @@ fn select_along(
     with_tensors(&[(out, Access::Write), (self_, Access::Read)], |data| {
         let (mut written, shared) = data.split_host_mut(&[0])?;
         let src_bytes = shared[1].ok_or_else(out_of_range)?;
-        let out_bytes: &mut [u8] = &mut written[0];
+        let out_bytes: &mut [u8] = written[0];
         let (out_off, self_off) = (out.storage_offset(), self_.storage_offset());
         dispatch_width!(width, W => {
             let dst = words_mut::<W>(out_bytes)?;
@@ -513,7 +513,7 @@ pub fn gather_out(
                 shared[1].ok_or_else(out_of_range)?,
                 shared[2].ok_or_else(out_of_range)?,
             );
-            let out_bytes: &mut [u8] = &mut written[0];
+            let out_bytes: &mut [u8] = written[0];
             dispatch_index!(index.dtype(), I => dispatch_width!(out.element_size(), W => {
                 let (dst, ix, src) = (words_mut::<W>(out_bytes)?, words::<I>(ib)?, words::<W>(sb)?);
                 let (is, ss) = (plan.inner_stride(1), plan.inner_stride(2));
@@ -614,7 +614,7 @@ fn scatter_kernel(
                 shared[1].ok_or_else(out_of_range)?,
                 shared[2].ok_or_else(out_of_range)?,
             );
-            let out_bytes: &mut [u8] = &mut written[0];
+            let out_bytes: &mut [u8] = written[0];
             let (is, ss, os) = (
                 plan.inner_stride(1),
                 plan.inner_stride(2),
@@ -806,7 +806,7 @@ pub fn index_out(
             .iter()
             .map(|b| b.ok_or_else(out_of_range).and_then(words::<i64>))
             .collect::<Result<_>>()?;
-        let out_bytes: &mut [u8] = &mut written[0];
+        let out_bytes: &mut [u8] = written[0];
         let inner: Vec<i64> = (0..plan.offsets.len())
             .map(|k| plan.inner_stride(k))
             .collect();
@@ -947,7 +947,7 @@ pub fn _index_put_impl_(
             .iter()
             .map(|b| b.ok_or_else(out_of_range).and_then(words::<i64>))
             .collect::<Result<_>>()?;
-        let self_bytes: &mut [u8] = &mut written[0];
+        let self_bytes: &mut [u8] = written[0];
         let inner: Vec<i64> = (0..plan.offsets.len())
             .map(|k| plan.inner_stride(k))
             .collect();
@@ -1089,7 +1089,7 @@ pub fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Res
     with_tensors(&[(out, Access::Write), (&self_b, Access::Read)], |data| {
         let (mut written, shared) = data.split_host_mut(&[0])?;
         let sb = shared[1].ok_or_else(out_of_range)?;
-        let out_bytes: &mut [u8] = &mut written[0];
+        let out_bytes: &mut [u8] = written[0];
         dispatch_width!(out.element_size(), W => {
             let (dst, src) = (words_mut::<W>(out_bytes)?, words::<W>(sb)?);
             for (i, s) in selected.iter().enumerate() {
@@ -1162,7 +1162,7 @@ fn copy_planned(out: &Tensor, src: &Tensor, plan: &Plan) -> Result<()> {
     with_tensors(&[(out, Access::Write), (src, Access::Read)], |data| {
         let (mut written, shared) = data.split_host_mut(&[0])?;
         let sb = shared[1].ok_or_else(out_of_range)?;
-        let out_bytes: &mut [u8] = &mut written[0];
+        let out_bytes: &mut [u8] = written[0];
         dispatch_width!(out.element_size(), W => {
             copy_by_plan(words_mut::<W>(out_bytes)?, words::<W>(sb)?, plan)
         })
@@ -1270,7 +1270,7 @@ fn triangle(self_: &Tensor, out: &Tensor, kept: impl Fn(i64) -> (i64, i64)) -> R
     with_tensors(&requests, |data| {
         let (mut written, shared) = data.split_host_mut(&[0])?;
         let src_bytes = shared.get(1).copied().flatten();
-        let out_bytes: &mut [u8] = &mut written[0];
+        let out_bytes: &mut [u8] = written[0];
         dispatch_width!(out.element_size(), W => {
             let dst = words_mut::<W>(out_bytes)?;
             let src = src_bytes.map(words::<W>).transpose()?;
@@ -1371,8 +1371,8 @@ fn for_each_row<T: Element>(
             let (mut written, shared) = data.split_host_mut(&[0, 1])?;
             let input_bytes = shared[2].ok_or_else(out_of_range)?;
             let (vb, ib) = written.split_at_mut(1);
-            let vals = crate::loops::typed_mut::<T>(&mut vb[0])?;
-            let idxs = words_mut::<i64>(&mut ib[0])?;
+            let vals = crate::loops::typed_mut::<T>(vb[0])?;
+            let idxs = words_mut::<i64>(ib[0])?;
             let src = crate::loops::typed::<T>(input_bytes)?;
             let mut row: Vec<(T, i64)> = Vec::with_capacity(n as usize);
             let strides: Vec<i64> = (0..3).map(|q| plan.inner_stride(q)).collect();
