@@ -63,6 +63,7 @@ macro_rules! multiversion {
         < $($g:ident : $bound:path),* > ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty
     ) => {
         $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
         pub(crate) fn $name<$($g: $bound),*>($($arg: $ty),*) -> $ret {
             #[cfg(target_arch = "x86_64")]
             if has_avx2() {
@@ -74,6 +75,7 @@ macro_rules! multiversion {
 
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
         fn $avx2<$($g: $bound),*>($($arg: $ty),*) -> $ret {
             $body::<$($g),*>($($arg),*)
         }
@@ -615,7 +617,7 @@ impl Plan {
             }
         }
         kept.sort_by(|a, b| b.stride.cmp(&a.stride).then(b.ostride.cmp(&a.ostride)));
-        reduced.sort_by(|a, b| b.stride.cmp(&a.stride));
+        reduced.sort_by_key(|d| std::cmp::Reverse(d.stride));
         let kept = coalesce(&kept);
         let mut reduced = coalesce(&reduced);
         let trivial = reduced.is_empty();
@@ -1138,13 +1140,7 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     const LN2_LO: f32 = -2.121_944_4e-4;
     // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
     const MAGIC: f32 = 12_582_912.0;
-    let xc = if x < -104.0 {
-        -104.0
-    } else if x > 89.0 {
-        89.0
-    } else {
-        x
-    };
+    let xc = x.clamp(-104.0, 89.0);
     let t = xc * LOG2E + MAGIC;
     let n = t - MAGIC;
     let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
@@ -1152,7 +1148,7 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
-        + 5.000_000_1e-1;
+        + 5e-1;
     let y = p * r * r + r + 1.0;
     // 2^n as two factors so that neither exponent leaves the normal range.
     let n1 = ni >> 1;
