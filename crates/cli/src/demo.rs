@@ -38,7 +38,10 @@ fn tensors() -> Result<()> {
     );
     let row = a.select(0, 1)?;
     row.fill_scalar_(0.5)?;
-    println!("after a.select(0, 1).fill_(0.5): a = {a}  (version {})", a.version());
+    println!(
+        "after a.select(0, 1).fill_(0.5): a = {a}  (version {})",
+        a.version()
+    );
     let big = Tensor::from_vec((0..2000).map(|i| i as i64).collect(), &[2000])?;
     println!("a large tensor is summarised: {big}");
     Ok(())
@@ -49,13 +52,27 @@ fn promotion() -> Result<()> {
     let i = Tensor::from_slice(&[1i32, 2])?;
     let h = Tensor::from_slice(&[switchyard_core::half::f16::from_f32(1.0)])?;
     let zero_dim_f64 = Tensor::scalar_tensor(Scalar::from(2.5))?;
-    let (ti, th, tz) = (PromotionArg::Tensor(&i), PromotionArg::Tensor(&h), PromotionArg::Tensor(&zero_dim_f64));
+    let b = Tensor::from_slice(&[true])?;
+    let (ti, th, tz) = (
+        PromotionArg::Tensor(&i),
+        PromotionArg::Tensor(&h),
+        PromotionArg::Tensor(&zero_dim_f64),
+    );
     let cases = [
         ("int32 tensor + float16 tensor", vec![ti, th]),
         ("int32 tensor + 0-dim float64 tensor", vec![ti, tz]),
         ("float16 tensor + 0-dim float64 tensor", vec![th, tz]),
-        ("int32 tensor + Python float 2.5", vec![ti, PromotionArg::Scalar(Scalar::from(2.5))]),
-        ("bool tensor + Python int 1", vec![PromotionArg::Tensor(&Tensor::from_slice(&[true])?), PromotionArg::Scalar(Scalar::from(1i64))]),
+        (
+            "int32 tensor + Python float 2.5",
+            vec![ti, PromotionArg::Scalar(Scalar::from(2.5))],
+        ),
+        (
+            "bool tensor + Python int 1",
+            vec![
+                PromotionArg::Tensor(&b),
+                PromotionArg::Scalar(Scalar::from(1i64)),
+            ],
+        ),
     ];
     for (what, args) in cases {
         let dtype = result_type(&args).map_or_else(|| "-".to_string(), |d| d.torch_name());
@@ -72,7 +89,11 @@ fn dispatch() -> Result<()> {
     println!("key set of a meta tensor: {}", b.key_set());
     let handle = Dispatcher::singleton().find_schema_or_error("aten::add.Tensor")?;
     println!("\ndispatch table of aten::add.Tensor (runtime keys with a kernel):");
-    for line in handle.dump_table().lines().filter(|l| !l.contains("[missing]")) {
+    for line in handle
+        .dump_table()
+        .lines()
+        .filter(|l| !l.contains("[missing]"))
+    {
         println!("  {line}");
     }
     let (result, hops) = trace::capture(|| ops::add(&a, &a));
@@ -94,7 +115,9 @@ fn dispatch() -> Result<()> {
 
 /// A two-layer MLP classifier forward pass, counting the operator calls per dispatch key.
 fn mlp(device: Device) -> Result<()> {
-    section(&format!("MLP forward on {device}: linear -> relu -> linear -> log_softmax -> nll_loss"));
+    section(&format!(
+        "MLP forward on {device}: linear -> relu (clamp_min 0) -> linear -> log_softmax -> nll_loss"
+    ));
     let (batch, features, hidden, classes) = (8i64, 16i64, 32i64, 4i64);
     // Deterministic inputs, so that the printed loss is reproducible.
     // Meta tensors have shapes and dtypes but no data.
@@ -103,7 +126,12 @@ fn mlp(device: Device) -> Result<()> {
             return Tensor::allocate(shape, ScalarType::Float, device);
         }
         let n: i64 = shape.iter().product();
-        Tensor::from_vec((0..n).map(|i| ((i * 37 % 101) as f32 / 101.0 - 0.5) * scale).collect(), shape)
+        Tensor::from_vec(
+            (0..n)
+                .map(|i| ((i * 37 % 101) as f32 / 101.0 - 0.5) * scale)
+                .collect(),
+            shape,
+        )
     };
     let x = param(&[batch, features], 2.0)?;
     let w1 = param(&[hidden, features], 0.5)?;
@@ -117,22 +145,33 @@ fn mlp(device: Device) -> Result<()> {
     };
 
     let (loss, hops) = trace::capture(|| -> Result<(Tensor, Tensor)> {
-        let h = ops::linear_with(&x, &w1, Some(&b1))?.relu()?;
+        // ReLU as clamp_min(0), its definition.
+        let h = ops::linear_with(&x, &w1, Some(&b1))?.clamp_min(0)?;
         let logits = ops::linear_with(&h, &w2, Some(&b2))?;
         let log_probs = ops::log_softmax(&logits, 1)?;
         Ok((ops::nll_loss(&log_probs, &target)?, log_probs))
     });
     let (loss, log_probs) = loss?;
-    println!("log_probs: sizes {:?}, dtype {}", log_probs.sizes().as_slice(), log_probs.dtype().torch_name());
+    println!(
+        "log_probs: sizes {:?}, dtype {}",
+        log_probs.sizes().as_slice(),
+        log_probs.dtype().torch_name()
+    );
     println!("loss = {loss}");
     let mut per_key: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for hop in &hops {
-        *per_key.entry(hop.key.display_name().to_string()).or_default().entry(hop.operator.clone()).or_default() +=
-            1;
+        *per_key
+            .entry(hop.key.display_name().to_string())
+            .or_default()
+            .entry(hop.operator.clone())
+            .or_default() += 1;
     }
     println!("operator calls per dispatch key:");
     for (key, operators) in &per_key {
-        let list: Vec<String> = operators.iter().map(|(op, n)| format!("{op} x{n}")).collect();
+        let list: Vec<String> = operators
+            .iter()
+            .map(|(op, n)| format!("{op} x{n}"))
+            .collect();
         println!("  {key:<28} {}", list.join(", "));
     }
     Ok(())
@@ -142,7 +181,11 @@ fn operators() {
     section("Operators");
     let d = Dispatcher::singleton();
     let all = d.all_operators();
-    let count = |key: DispatchKey| all.iter().filter(|op| matches!(op.describe_slot(key), Some((_, "kernel")))).count();
+    let count = |key: DispatchKey| {
+        all.iter()
+            .filter(|op| matches!(op.describe_slot(key), Some((_, "kernel"))))
+            .count()
+    };
     println!(
         "{} operators from ops.yaml; CPU kernels for {}, Meta kernels for {}; the rest are composites.",
         all.len(),

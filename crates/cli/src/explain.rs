@@ -11,10 +11,18 @@ use switchyard_schema::{BaseType, Type};
 fn sample(ty: &Type, default: Option<&str>, device: Device, requires_grad: bool) -> Result<IValue> {
     if let Some(d) = default {
         return crate::args::parse_value(ty, d.trim_matches(|c| c == '\'' || c == '"'), device)
-            .or_else(|_| if ty.is_optional() { Ok(IValue::None) } else { parse_value(ty, "1", device) });
+            .or_else(|_| {
+                if ty.is_optional() {
+                    Ok(IValue::None)
+                } else {
+                    parse_value(ty, "1", device)
+                }
+            });
     }
     Ok(match ty {
-        Type::Base(BaseType::Tensor) | Type::Optional(_) if ty.is_tensor() || ty.is_optional_tensor() => {
+        Type::Base(BaseType::Tensor) | Type::Optional(_)
+            if ty.is_tensor() || ty.is_optional_tensor() =>
+        {
             let t = Tensor::allocate(&[2, 2], ScalarType::Float, device)?;
             if requires_grad {
                 t.set_requires_grad(true)?;
@@ -41,7 +49,10 @@ pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Resul
         .iter()
         .map(|a| sample(&a.ty, a.default.as_deref(), device, requires_grad))
         .collect::<Result<_>>()?;
-    let mut out = format!("operator: {}\nschema:   {schema}\n\n1. Dispatch keys of the tensor arguments\n", op.name());
+    let mut out = format!(
+        "operator: {}\nschema:   {schema}\n\n1. Dispatch keys of the tensor arguments\n",
+        op.name()
+    );
     let mut union = DispatchKeySet::EMPTY;
     for (a, v) in schema.arguments.iter().zip(&stack) {
         for t in v.tensors() {
@@ -75,7 +86,14 @@ pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Resul
         ));
     }
     match result {
-        Ok(()) => out.push_str(&format!("\nresult: {}\n", stack.iter().map(|v| format!("{v}")).collect::<Vec<_>>().join(", "))),
+        Ok(()) => out.push_str(&format!(
+            "\nresult: {}\n",
+            stack
+                .iter()
+                .map(|v| format!("{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
         Err(e) => out.push_str(&format!("\nthe call failed: {e}\n")),
     }
     Ok(out)

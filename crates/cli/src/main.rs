@@ -75,9 +75,16 @@ enum Command {
 
 fn find_op(name: &str) -> Result<OperatorHandle> {
     let d = Dispatcher::singleton();
-    let qualified = if name.contains("::") { name.to_string() } else { format!("aten::{name}") };
-    d.find_schema(&qualified)
-        .ok_or_else(|| Error::value(format!("unknown operator '{name}' (try `switchyard ops` for the list)")))
+    let qualified = if name.contains("::") {
+        name.to_string()
+    } else {
+        format!("aten::{name}")
+    };
+    d.find_schema(&qualified).ok_or_else(|| {
+        Error::value(format!(
+            "unknown operator '{name}' (try `switchyard ops` for the list)"
+        ))
+    })
 }
 
 fn call(op: &str, texts: &[String], device: &str) -> Result<Vec<switchyard_core::IValue>> {
@@ -103,10 +110,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Demo => demo::run()?,
         Command::Table { op } => print!("{}", find_op(&op)?.dump_table()),
-        Command::Explain { op, device, requires_grad } => {
-            print!("{}", explain::explain(find_op(&op)?, Device::parse(&device)?, requires_grad)?)
+        Command::Explain {
+            op,
+            device,
+            requires_grad,
+        } => {
+            print!(
+                "{}",
+                explain::explain(find_op(&op)?, Device::parse(&device)?, requires_grad)?
+            )
         }
-        Command::Call { op, args, json, device } => match call(&op, &args, &device) {
+        Command::Call {
+            op,
+            args,
+            json,
+            device,
+        } => match call(&op, &args, &device) {
             Ok(values) => {
                 if json {
                     for v in &values {
@@ -134,7 +153,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::YamlCheck { file } => {
-            let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file).map_err(switchyard_core::Error::value)?;
+            let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file)
+                .map_err(switchyard_core::Error::value)?;
             if problems.is_empty() {
                 println!("{}: ok", file.display());
             } else {

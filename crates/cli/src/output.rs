@@ -15,10 +15,22 @@ fn float_json(v: f64) -> Value {
 
 /// A tensor as `{"dtype", "shape", "values"}` with values flattened row-major.
 pub fn tensor_json(t: &Tensor) -> Result<Value> {
-    let host = if t.is_cpu() { t.clone() } else if t.is_meta() {
-        return Ok(json!({"dtype": t.dtype().python_name(), "shape": t.sizes().to_vec(), "device": t.device().to_string(), "values": null}));
+    let host = if t.is_cpu() {
+        t.clone()
+    } else if t.is_meta() {
+        return Ok(
+            json!({"dtype": t.dtype().python_name(), "shape": t.sizes().to_vec(), "device": t.device().to_string(), "values": null}),
+        );
     } else {
-        switchyard_ops::op::_to_copy::call(t, None, None, Some(switchyard_core::Device::CPU), None, false, None)?
+        switchyard_ops::op::_to_copy::call(
+            t,
+            None,
+            None,
+            Some(switchyard_core::Device::CPU),
+            None,
+            false,
+            None,
+        )?
     };
     let values: Vec<Value> = switchyard_core::dispatch_dtype!(host.dtype(), T => {
         use switchyard_core::Element;
@@ -48,7 +60,9 @@ pub fn ivalue_json(v: &IValue) -> Result<Value> {
         IValue::Double(d) => float_json(*d),
         IValue::String(s) => json!(s.as_ref()),
         IValue::TensorList(l) => Value::Array(l.iter().map(tensor_json).collect::<Result<_>>()?),
-        IValue::Tuple(l) | IValue::GenericList(l) => Value::Array(l.iter().map(ivalue_json).collect::<Result<_>>()?),
+        IValue::Tuple(l) | IValue::GenericList(l) => {
+            Value::Array(l.iter().map(ivalue_json).collect::<Result<_>>()?)
+        }
         IValue::IntList(l) => json!(l),
         IValue::DoubleList(l) => Value::Array(l.iter().map(|d| float_json(*d)).collect()),
         IValue::BoolList(l) => json!(l),

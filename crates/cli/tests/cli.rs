@@ -5,7 +5,10 @@ use serde_json::{Value, json};
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchyard")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stdout(o: &Output) -> String {
@@ -13,29 +16,66 @@ fn stdout(o: &Output) -> String {
 }
 
 fn json_lines(o: &Output) -> Vec<Value> {
-    stdout(o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
 fn call_prints_like_pytorch() {
     // torch.add(torch.tensor([[1,2],[3,4]]), torch.tensor([10,20]), alpha=2)
-    let o = run(&["call", "aten::add.Tensor", "[[1,2],[3,4]]", "[10,20]", "alpha=2"]);
+    let o = run(&[
+        "call",
+        "aten::add.Tensor",
+        "[[1,2],[3,4]]",
+        "[10,20]",
+        "alpha=2",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o), "tensor([[21, 42],\n        [23, 44]])\n");
 }
 
 #[test]
 fn call_json_gives_dtype_shape_and_flat_values() {
-    let o = run(&["call", "add.Tensor", "[[1,2],[3,4]]", "[10,20]", "alpha=2", "--json"]);
+    let o = run(&[
+        "call",
+        "add.Tensor",
+        "[[1,2],[3,4]]",
+        "[10,20]",
+        "alpha=2",
+        "--json",
+    ]);
     assert!(o.status.success());
-    assert_eq!(json_lines(&o), vec![json!({"dtype": "int64", "shape": [2, 2], "values": [21, 42, 23, 44]})]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "int64", "shape": [2, 2], "values": [21, 42, 23, 44]})]
+    );
     // dtype inferred as torch.tensor does: any float makes float32; non-finite values as strings.
-    let o = run(&["call", "aten::div.Tensor", "[1, 2.5, 0]", "[0, 2, 0]", "--json"]);
+    let o = run(&[
+        "call",
+        "aten::div.Tensor",
+        "[1, 2.5, 0]",
+        "[0, 2, 0]",
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(json_lines(&o), vec![json!({"dtype": "float32", "shape": [3], "values": ["inf", 1.25, "nan"]})]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "float32", "shape": [3], "values": ["inf", 1.25, "nan"]})]
+    );
     // A JSON tensor object gives its dtype.
-    let o = run(&["call", "aten::mul.Tensor", r#"{"dtype": "float64", "shape": [2], "values": [1.5, -2]}"#, "[2]", "--json"]);
-    assert_eq!(json_lines(&o), vec![json!({"dtype": "float64", "shape": [2], "values": [3.0, -4.0]})]);
+    let o = run(&[
+        "call",
+        "aten::mul.Tensor",
+        r#"{"dtype": "float64", "shape": [2], "values": [1.5, -2]}"#,
+        "[2]",
+        "--json",
+    ]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "float64", "shape": [2], "values": [3.0, -4.0]})]
+    );
 }
 
 #[test]
@@ -75,9 +115,17 @@ fn bad_arguments_name_the_argument() {
     assert!(!o.status.success());
     assert!(String::from_utf8(o.stderr).unwrap().contains("beta"));
     let o = run(&["call", "aten::add.Tensor", "[1]"]);
-    assert!(String::from_utf8(o.stderr).unwrap().contains("missing required argument 'other'"));
+    assert!(
+        String::from_utf8(o.stderr)
+            .unwrap()
+            .contains("missing required argument 'other'")
+    );
     let o = run(&["call", "aten::no_such_op", "[1]"]);
-    assert!(String::from_utf8(o.stderr).unwrap().contains("unknown operator"));
+    assert!(
+        String::from_utf8(o.stderr)
+            .unwrap()
+            .contains("unknown operator")
+    );
 }
 
 #[test]
@@ -100,10 +148,18 @@ fn ops_lists_how_a_backend_serves_each_operator() {
     let o = run(&["ops", "--backend", "Meta"]);
     assert!(o.status.success());
     let text = stdout(&o);
-    let line = |name: &str| text.lines().find(|l| l.split_whitespace().next() == Some(name)).map(str::to_owned);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(str::to_owned)
+    };
     assert!(line("aten::add.Tensor").unwrap().contains("kernel"));
     // A CompositeImplicitAutograd operator reaches Meta through its composite kernel.
-    assert!(line("aten::matmul").unwrap().contains("composite"), "{:?}", line("aten::matmul"));
+    assert!(
+        line("aten::matmul").unwrap().contains("composite"),
+        "{:?}",
+        line("aten::matmul")
+    );
 }
 
 #[test]
@@ -130,7 +186,14 @@ fn demo_and_help_run() {
     let o = run(&["demo"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = stdout(&o);
-    for section in ["Tensors", "Type promotion", "Dispatch", "MLP forward on cpu", "MLP forward on meta", "Operators"] {
+    for section in [
+        "Tensors",
+        "Type promotion",
+        "Dispatch",
+        "MLP forward on cpu",
+        "MLP forward on meta",
+        "Operators",
+    ] {
         assert!(text.contains(section), "missing {section}");
     }
     // The same MLP in PyTorch 2.15 (tools/oracle/demo_mlp.py) gives tensor(1.5558).

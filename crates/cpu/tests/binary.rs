@@ -9,7 +9,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(missing_docs)]
 #[path = "linalg_support.rs"]
 mod support;
 

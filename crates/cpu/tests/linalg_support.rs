@@ -4,7 +4,7 @@
 //!
 //! Compiled on its own as well (an empty test binary), hence the `dead_code` allowance.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
 use switchyard_core::element::{read_element, write_element};

@@ -296,7 +296,7 @@ fn reshape_is_view_or_copy_with_same_elements() {
 /// A strided view gives the same elements as its contiguous copy, for every view op.
 #[test]
 fn views_of_strided_inputs_equal_views_of_contiguous_copies() {
-    let base = Tensor::from_vec((0..60).map(|x| x as i32).collect(), &[3, 4, 5]).unwrap();
+    let base = Tensor::from_vec((0..60).collect::<Vec<i32>>(), &[3, 4, 5]).unwrap();
     let strided = ops::slice(
         &ops::permute(&base, &[2, 0, 1]).unwrap(),
         0,

@@ -120,7 +120,12 @@ fn native_wrapper(
         .iter()
         .map(|a| arg_name(&a.name))
         .collect();
-    let body = format!("    {}::{}({})\n", paths.native, fn_name(kernel), args.join(", "));
+    let body = format!(
+        "    {}::{}({})\n",
+        paths.native,
+        fn_name(kernel),
+        args.join(", ")
+    );
     Ok(Wrapper::new(
         key,
         f,

@@ -9,7 +9,6 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
-mod unary;
 
 pub use copy::*;
 pub use factory::*;
@@ -18,4 +17,3 @@ pub use linalg::*;
 pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
-pub use unary::*;

@@ -540,6 +540,8 @@ struct LayerNorm<'a> {
 
 impl LayerNorm<'_> {
     /// Input stored as `S`, parameters and statistics as `P`, arithmetic in `A`.
+    // The per-row closure takes zipped (index, ((output row, mean), rstd)) items.
+    #[allow(clippy::type_complexity)]
     fn run<S: Element, P: Element, A: Real>(&self) -> Result<(Tensor, Tensor, Tensor)>
     where
         S::Repr: Send + Sync,

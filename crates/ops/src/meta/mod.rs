@@ -9,7 +9,6 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
-mod unary;
 
 pub use factory::*;
 pub use indexing::*;
@@ -17,4 +16,3 @@ pub use linalg::*;
 pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
-pub use unary::*;

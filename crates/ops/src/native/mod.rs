@@ -9,7 +9,6 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
-mod unary;
 mod views;
 
 pub use copy::*;
@@ -19,5 +18,4 @@ pub use linalg::*;
 pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
-pub use unary::*;
 pub use views::*;

@@ -1,1 +1,0 @@
-//! Unary pointwise operators (math functions, rounding, activations, classification).
