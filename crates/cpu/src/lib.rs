@@ -9,6 +9,7 @@
 #[rustfmt::skip]
 mod generated;
 pub(crate) mod loops;
+pub(crate) mod math;
 pub mod native;
 pub(crate) mod num;
 pub(crate) mod random;

@@ -3,6 +3,7 @@
 //! * [`Num`]: every compute type (`bool`, the integers, `f32`, `f64`);
 //! * [`Arith`]: the numeric ones (no `bool`): negation, division, powers, rounding, ...;
 //! * [`Bits`]: the integers and `bool`: bitwise operations;
+//! * `math::Float`: `f32` and `f64`, with the transcendental functions.
 //!
 //! Integer arithmetic wraps like C++'s does in practice (PyTorch's results for overflowing
 //! integer operations are the wrapped ones).
@@ -12,8 +13,6 @@ use switchyard_core::Element;
 /// A type kernels compute in: every dtype except the 16-bit floats, which compute in `f32`.
 /// Integer arithmetic wraps like C++'s; `bool` arithmetic is logical (`add` is or, `mul` is
 /// and).
-// Some items serve the unary pointwise family (neg, floor, not, ...), which lands next.
-#[allow(dead_code)]
 pub(crate) trait Num: Element + PartialOrd {
     /// Floating-point compute type.
     const IS_FLOAT: bool;
@@ -119,8 +118,6 @@ impl Num for bool {
 /// Numeric compute types (integers and floats, not `bool`). Integer division and remainder
 /// by zero are the caller's to rule out (PyTorch raises `ZeroDivisionError`); here they return
 /// 0.
-// Some items serve the unary pointwise family (neg, floor, not, ...), which lands next.
-#[allow(dead_code)]
 pub(crate) trait Arith: Num {
     /// `-self` (wrapping).
     fn neg(self) -> Self;
@@ -267,8 +264,6 @@ macro_rules! float_arith {
 float_arith!(f32, f64);
 
 /// Integer and `bool` compute types: bitwise operations.
-// Some items serve the unary pointwise family (neg, floor, not, ...), which lands next.
-#[allow(dead_code)]
 pub(crate) trait Bits: Num {
     /// `self & o`.
     fn and(self, o: Self) -> Self;

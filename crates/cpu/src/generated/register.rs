@@ -247,6 +247,84 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_CPU_min_unary_out).debug("wrapper_CPU_min_unary_out"))?;
     lib.impl_("max", Kernel::typed::<op::max>(wrapper_CPU_max).debug("wrapper_CPU_max"))?;
     lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_CPU_max_unary_out).debug("wrapper_CPU_max_unary_out"))?;
+    lib.impl_("abs.out", Kernel::typed::<op::abs_out>(wrapper_CPU_abs_out).debug("wrapper_CPU_abs_out"))?;
+    lib.impl_("bitwise_not", Kernel::typed::<op::bitwise_not>(wrapper_CPU_bitwise_not).debug("wrapper_CPU_bitwise_not"))?;
+    lib.impl_("bitwise_not_", Kernel::typed::<op::bitwise_not_>(wrapper_CPU_bitwise_not_).debug("wrapper_CPU_bitwise_not_"))?;
+    lib.impl_("bitwise_not.out", Kernel::typed::<op::bitwise_not_out>(wrapper_CPU_bitwise_not_out).debug("wrapper_CPU_bitwise_not_out"))?;
+    lib.impl_("logical_not.out", Kernel::typed::<op::logical_not_out>(wrapper_CPU_logical_not_out).debug("wrapper_CPU_logical_not_out"))?;
+    lib.impl_("ceil", Kernel::typed::<op::ceil>(wrapper_CPU_ceil).debug("wrapper_CPU_ceil"))?;
+    lib.impl_("ceil_", Kernel::typed::<op::ceil_>(wrapper_CPU_ceil_).debug("wrapper_CPU_ceil_"))?;
+    lib.impl_("ceil.out", Kernel::typed::<op::ceil_out>(wrapper_CPU_ceil_out).debug("wrapper_CPU_ceil_out"))?;
+    lib.impl_("cos", Kernel::typed::<op::cos>(wrapper_CPU_cos).debug("wrapper_CPU_cos"))?;
+    lib.impl_("cos_", Kernel::typed::<op::cos_>(wrapper_CPU_cos_).debug("wrapper_CPU_cos_"))?;
+    lib.impl_("cos.out", Kernel::typed::<op::cos_out>(wrapper_CPU_cos_out).debug("wrapper_CPU_cos_out"))?;
+    lib.impl_("erf", Kernel::typed::<op::erf>(wrapper_CPU_erf).debug("wrapper_CPU_erf"))?;
+    lib.impl_("erf_", Kernel::typed::<op::erf_>(wrapper_CPU_erf_).debug("wrapper_CPU_erf_"))?;
+    lib.impl_("erf.out", Kernel::typed::<op::erf_out>(wrapper_CPU_erf_out).debug("wrapper_CPU_erf_out"))?;
+    lib.impl_("exp", Kernel::typed::<op::exp>(wrapper_CPU_exp).debug("wrapper_CPU_exp"))?;
+    lib.impl_("exp_", Kernel::typed::<op::exp_>(wrapper_CPU_exp_).debug("wrapper_CPU_exp_"))?;
+    lib.impl_("exp.out", Kernel::typed::<op::exp_out>(wrapper_CPU_exp_out).debug("wrapper_CPU_exp_out"))?;
+    lib.impl_("expm1", Kernel::typed::<op::expm1>(wrapper_CPU_expm1).debug("wrapper_CPU_expm1"))?;
+    lib.impl_("expm1_", Kernel::typed::<op::expm1_>(wrapper_CPU_expm1_).debug("wrapper_CPU_expm1_"))?;
+    lib.impl_("expm1.out", Kernel::typed::<op::expm1_out>(wrapper_CPU_expm1_out).debug("wrapper_CPU_expm1_out"))?;
+    lib.impl_("floor", Kernel::typed::<op::floor>(wrapper_CPU_floor).debug("wrapper_CPU_floor"))?;
+    lib.impl_("floor_", Kernel::typed::<op::floor_>(wrapper_CPU_floor_).debug("wrapper_CPU_floor_"))?;
+    lib.impl_("floor.out", Kernel::typed::<op::floor_out>(wrapper_CPU_floor_out).debug("wrapper_CPU_floor_out"))?;
+    lib.impl_("isnan", Kernel::typed::<op::isnan>(wrapper_CPU_isnan).debug("wrapper_CPU_isnan"))?;
+    lib.impl_("nan_to_num.out", Kernel::typed::<op::nan_to_num_out>(wrapper_CPU_nan_to_num_out).debug("wrapper_CPU_nan_to_num_out"))?;
+    lib.impl_("log", Kernel::typed::<op::log>(wrapper_CPU_log).debug("wrapper_CPU_log"))?;
+    lib.impl_("log_", Kernel::typed::<op::log_>(wrapper_CPU_log_).debug("wrapper_CPU_log_"))?;
+    lib.impl_("log.out", Kernel::typed::<op::log_out>(wrapper_CPU_log_out).debug("wrapper_CPU_log_out"))?;
+    lib.impl_("log1p", Kernel::typed::<op::log1p>(wrapper_CPU_log1p).debug("wrapper_CPU_log1p"))?;
+    lib.impl_("log1p_", Kernel::typed::<op::log1p_>(wrapper_CPU_log1p_).debug("wrapper_CPU_log1p_"))?;
+    lib.impl_("log1p.out", Kernel::typed::<op::log1p_out>(wrapper_CPU_log1p_out).debug("wrapper_CPU_log1p_out"))?;
+    lib.impl_("log2", Kernel::typed::<op::log2>(wrapper_CPU_log2).debug("wrapper_CPU_log2"))?;
+    lib.impl_("log2_", Kernel::typed::<op::log2_>(wrapper_CPU_log2_).debug("wrapper_CPU_log2_"))?;
+    lib.impl_("log2.out", Kernel::typed::<op::log2_out>(wrapper_CPU_log2_out).debug("wrapper_CPU_log2_out"))?;
+    lib.impl_("reciprocal", Kernel::typed::<op::reciprocal>(wrapper_CPU_reciprocal).debug("wrapper_CPU_reciprocal"))?;
+    lib.impl_("reciprocal_", Kernel::typed::<op::reciprocal_>(wrapper_CPU_reciprocal_).debug("wrapper_CPU_reciprocal_"))?;
+    lib.impl_("reciprocal.out", Kernel::typed::<op::reciprocal_out>(wrapper_CPU_reciprocal_out).debug("wrapper_CPU_reciprocal_out"))?;
+    lib.impl_("neg", Kernel::typed::<op::neg>(wrapper_CPU_neg).debug("wrapper_CPU_neg"))?;
+    lib.impl_("neg_", Kernel::typed::<op::neg_>(wrapper_CPU_neg_).debug("wrapper_CPU_neg_"))?;
+    lib.impl_("neg.out", Kernel::typed::<op::neg_out>(wrapper_CPU_neg_out).debug("wrapper_CPU_neg_out"))?;
+    lib.impl_("round", Kernel::typed::<op::round>(wrapper_CPU_round).debug("wrapper_CPU_round"))?;
+    lib.impl_("round_", Kernel::typed::<op::round_>(wrapper_CPU_round_).debug("wrapper_CPU_round_"))?;
+    lib.impl_("round.out", Kernel::typed::<op::round_out>(wrapper_CPU_round_out).debug("wrapper_CPU_round_out"))?;
+    lib.impl_("round.decimals", Kernel::typed::<op::round_decimals>(wrapper_CPU_round_decimals).debug("wrapper_CPU_round_decimals"))?;
+    lib.impl_("round_.decimals", Kernel::typed::<op::round__decimals>(wrapper_CPU_round__decimals).debug("wrapper_CPU_round__decimals"))?;
+    lib.impl_("round.decimals_out", Kernel::typed::<op::round_decimals_out>(wrapper_CPU_round_decimals_out).debug("wrapper_CPU_round_decimals_out"))?;
+    lib.impl_("relu", Kernel::typed::<op::relu>(wrapper_CPU_relu).debug("wrapper_CPU_relu"))?;
+    lib.impl_("relu_", Kernel::typed::<op::relu_>(wrapper_CPU_relu_).debug("wrapper_CPU_relu_"))?;
+    lib.impl_("gelu.out", Kernel::typed::<op::gelu_out>(wrapper_CPU_gelu_out).debug("wrapper_CPU_gelu_out"))?;
+    lib.impl_("gelu_", Kernel::typed::<op::gelu_>(wrapper_CPU_gelu_).debug("wrapper_CPU_gelu_"))?;
+    lib.impl_("gelu", Kernel::typed::<op::gelu>(wrapper_CPU_gelu).debug("wrapper_CPU_gelu"))?;
+    lib.impl_("rsqrt", Kernel::typed::<op::rsqrt>(wrapper_CPU_rsqrt).debug("wrapper_CPU_rsqrt"))?;
+    lib.impl_("rsqrt_", Kernel::typed::<op::rsqrt_>(wrapper_CPU_rsqrt_).debug("wrapper_CPU_rsqrt_"))?;
+    lib.impl_("rsqrt.out", Kernel::typed::<op::rsqrt_out>(wrapper_CPU_rsqrt_out).debug("wrapper_CPU_rsqrt_out"))?;
+    lib.impl_("silu", Kernel::typed::<op::silu>(wrapper_CPU_silu).debug("wrapper_CPU_silu"))?;
+    lib.impl_("silu_", Kernel::typed::<op::silu_>(wrapper_CPU_silu_).debug("wrapper_CPU_silu_"))?;
+    lib.impl_("silu.out", Kernel::typed::<op::silu_out>(wrapper_CPU_silu_out).debug("wrapper_CPU_silu_out"))?;
+    lib.impl_("sigmoid", Kernel::typed::<op::sigmoid>(wrapper_CPU_sigmoid).debug("wrapper_CPU_sigmoid"))?;
+    lib.impl_("sigmoid_", Kernel::typed::<op::sigmoid_>(wrapper_CPU_sigmoid_).debug("wrapper_CPU_sigmoid_"))?;
+    lib.impl_("sigmoid.out", Kernel::typed::<op::sigmoid_out>(wrapper_CPU_sigmoid_out).debug("wrapper_CPU_sigmoid_out"))?;
+    lib.impl_("sin", Kernel::typed::<op::sin>(wrapper_CPU_sin).debug("wrapper_CPU_sin"))?;
+    lib.impl_("sin_", Kernel::typed::<op::sin_>(wrapper_CPU_sin_).debug("wrapper_CPU_sin_"))?;
+    lib.impl_("sin.out", Kernel::typed::<op::sin_out>(wrapper_CPU_sin_out).debug("wrapper_CPU_sin_out"))?;
+    lib.impl_("sqrt", Kernel::typed::<op::sqrt>(wrapper_CPU_sqrt).debug("wrapper_CPU_sqrt"))?;
+    lib.impl_("sqrt_", Kernel::typed::<op::sqrt_>(wrapper_CPU_sqrt_).debug("wrapper_CPU_sqrt_"))?;
+    lib.impl_("sqrt.out", Kernel::typed::<op::sqrt_out>(wrapper_CPU_sqrt_out).debug("wrapper_CPU_sqrt_out"))?;
+    lib.impl_("tan", Kernel::typed::<op::tan>(wrapper_CPU_tan).debug("wrapper_CPU_tan"))?;
+    lib.impl_("tan_", Kernel::typed::<op::tan_>(wrapper_CPU_tan_).debug("wrapper_CPU_tan_"))?;
+    lib.impl_("tan.out", Kernel::typed::<op::tan_out>(wrapper_CPU_tan_out).debug("wrapper_CPU_tan_out"))?;
+    lib.impl_("tanh", Kernel::typed::<op::tanh>(wrapper_CPU_tanh).debug("wrapper_CPU_tanh"))?;
+    lib.impl_("tanh_", Kernel::typed::<op::tanh_>(wrapper_CPU_tanh_).debug("wrapper_CPU_tanh_"))?;
+    lib.impl_("tanh.out", Kernel::typed::<op::tanh_out>(wrapper_CPU_tanh_out).debug("wrapper_CPU_tanh_out"))?;
+    lib.impl_("trunc", Kernel::typed::<op::trunc>(wrapper_CPU_trunc).debug("wrapper_CPU_trunc"))?;
+    lib.impl_("trunc_", Kernel::typed::<op::trunc_>(wrapper_CPU_trunc_).debug("wrapper_CPU_trunc_"))?;
+    lib.impl_("trunc.out", Kernel::typed::<op::trunc_out>(wrapper_CPU_trunc_out).debug("wrapper_CPU_trunc_out"))?;
+    lib.impl_("sign", Kernel::typed::<op::sign>(wrapper_CPU_sign).debug("wrapper_CPU_sign"))?;
+    lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_CPU_sign_).debug("wrapper_CPU_sign_"))?;
+    lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_CPU_sign_out).debug("wrapper_CPU_sign_out"))?;
     lib.leak();
     Ok(())
 }
@@ -2481,5 +2559,803 @@ fn wrapper_CPU_max(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> 
 /// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::max_unary_out(self_, out)
+}
+
+/// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::abs_out(self_, out)
+}
+
+/// `bitwise_not(Tensor self) -> Tensor`
+fn wrapper_CPU_bitwise_not(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::bitwise_not_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::bitwise_not_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::bitwise_not_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_not_out(self_, out)
+}
+
+/// `ceil(Tensor self) -> Tensor`
+fn wrapper_CPU_ceil(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::ceil_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::ceil_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::ceil_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `cos(Tensor self) -> Tensor`
+fn wrapper_CPU_cos(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::cos(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::cos_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `cos_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::cos(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::cos_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::cos(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::cos_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `erf(Tensor self) -> Tensor`
+fn wrapper_CPU_erf(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::erf(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::erf_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `erf_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::erf(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::erf_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::erf(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::erf_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `exp(Tensor self) -> Tensor`
+fn wrapper_CPU_exp(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::exp(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::exp_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `exp_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::exp(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::exp_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::exp(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::exp_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `expm1(Tensor self) -> Tensor`
+fn wrapper_CPU_expm1(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::expm1_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::expm1_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::expm1_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `floor(Tensor self) -> Tensor`
+fn wrapper_CPU_floor(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::floor(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::floor_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `floor_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::floor(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::floor_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::floor(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::floor_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `isnan(Tensor self) -> Tensor`
+fn wrapper_CPU_isnan(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::isnan(self_)
+}
+
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
+    crate::native::nan_to_num_out(self_, nan, posinf, neginf, out)
+}
+
+/// `log(Tensor self) -> Tensor`
+fn wrapper_CPU_log(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::log_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `log_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::log_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::log_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `log1p(Tensor self) -> Tensor`
+fn wrapper_CPU_log1p(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::log1p_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::log1p_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::log1p_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `log2(Tensor self) -> Tensor`
+fn wrapper_CPU_log2(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log2(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::log2_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `log2_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log2(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::log2_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::log2(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::log2_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `reciprocal(Tensor self) -> Tensor`
+fn wrapper_CPU_reciprocal(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::reciprocal_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::reciprocal_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::reciprocal_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `neg(Tensor self) -> Tensor`
+fn wrapper_CPU_neg(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::neg(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::neg_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `neg_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::neg(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::neg_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::neg(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::neg_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `round(Tensor self) -> Tensor`
+fn wrapper_CPU_round(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::round(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::round_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `round_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::round(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::round_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::round(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::round_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor`
+fn wrapper_CPU_round_decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::round_decimals_out(&meta, self_, decimals, &out0)?;
+    Ok(out0)
+}
+
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+fn wrapper_CPU_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::round_decimals_out(&meta, self_, decimals, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::round_decimals_out(&meta, self_, decimals, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `relu(Tensor self) -> Tensor`
+fn wrapper_CPU_relu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::relu(self_)
+}
+
+/// `relu_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::relu_(self_)
+}
+
+/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::gelu_out_cpu(&meta, self_, approximate, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+fn wrapper_CPU_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::gelu_out_cpu(&meta, self_, approximate, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor`
+fn wrapper_CPU_gelu(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::gelu_out_cpu(&meta, self_, approximate, &out0)?;
+    Ok(out0)
+}
+
+/// `rsqrt(Tensor self) -> Tensor`
+fn wrapper_CPU_rsqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::rsqrt_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::rsqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::rsqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `silu(Tensor self) -> Tensor`
+fn wrapper_CPU_silu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::silu(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::silu_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `silu_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::silu(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::silu_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::silu(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::silu_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `sigmoid(Tensor self) -> Tensor`
+fn wrapper_CPU_sigmoid(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::sigmoid_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::sigmoid_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::sigmoid_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `sin(Tensor self) -> Tensor`
+fn wrapper_CPU_sin(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sin(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::sin_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `sin_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sin(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::sin_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sin(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::sin_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `sqrt(Tensor self) -> Tensor`
+fn wrapper_CPU_sqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::sqrt_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::sqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::sqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `tan(Tensor self) -> Tensor`
+fn wrapper_CPU_tan(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::tan(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::tan_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `tan_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::tan(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::tan_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::tan(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::tan_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `tanh(Tensor self) -> Tensor`
+fn wrapper_CPU_tanh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::tanh(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::tanh_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::tanh(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::tanh_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::tanh(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::tanh_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `trunc(Tensor self) -> Tensor`
+fn wrapper_CPU_trunc(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::trunc_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::trunc_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::trunc_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
+}
+
+/// `sign(Tensor self) -> Tensor`
+fn wrapper_CPU_sign(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sign(self_, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    crate::native::sign_out(&meta, self_, &out0)?;
+    Ok(out0)
+}
+
+/// `sign_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CPU_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sign(self_, Outs::Inplace(self_))?;
+    switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
+    crate::native::sign_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(self_, p)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = switchyard_ops::meta::sign(self_, Outs::Out(&[out]))?;
+    switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
+    crate::native::sign_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(out, p)?;
+    }
+    Ok(out.clone())
 }
 

@@ -3661,6 +3661,564 @@ pub fn max_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::max_unary_out::call(self_, out)
 }
 
+/// `aten::abs(Tensor self) -> Tensor`
+#[inline]
+pub fn abs(self_: &Tensor) -> Result<Tensor> {
+    op::abs::call(self_)
+}
+
+/// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn abs_(self_: &Tensor) -> Result<Tensor> {
+    op::abs_::call(self_)
+}
+
+/// `aten::abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn abs_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::abs_out::call(self_, out)
+}
+
+/// `aten::bitwise_not(Tensor self) -> Tensor`
+#[inline]
+pub fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+    op::bitwise_not::call(self_)
+}
+
+/// `aten::bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn bitwise_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::bitwise_not_out::call(self_, out)
+}
+
+/// `aten::logical_not(Tensor self) -> Tensor`
+#[inline]
+pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
+    op::logical_not::call(self_)
+}
+
+/// `aten::logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn logical_not_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::logical_not_out::call(self_, out)
+}
+
+/// `aten::ceil(Tensor self) -> Tensor`
+#[inline]
+pub fn ceil(self_: &Tensor) -> Result<Tensor> {
+    op::ceil::call(self_)
+}
+
+/// `aten::ceil_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn ceil_(self_: &Tensor) -> Result<Tensor> {
+    op::ceil_::call(self_)
+}
+
+/// `aten::ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn ceil_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::ceil_out::call(self_, out)
+}
+
+/// `aten::cos(Tensor self) -> Tensor`
+#[inline]
+pub fn cos(self_: &Tensor) -> Result<Tensor> {
+    op::cos::call(self_)
+}
+
+/// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn cos_(self_: &Tensor) -> Result<Tensor> {
+    op::cos_::call(self_)
+}
+
+/// `aten::cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn cos_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::cos_out::call(self_, out)
+}
+
+/// `aten::erf(Tensor self) -> Tensor`
+#[inline]
+pub fn erf(self_: &Tensor) -> Result<Tensor> {
+    op::erf::call(self_)
+}
+
+/// `aten::erf_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn erf_(self_: &Tensor) -> Result<Tensor> {
+    op::erf_::call(self_)
+}
+
+/// `aten::erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn erf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::erf_out::call(self_, out)
+}
+
+/// `aten::exp(Tensor self) -> Tensor`
+#[inline]
+pub fn exp(self_: &Tensor) -> Result<Tensor> {
+    op::exp::call(self_)
+}
+
+/// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn exp_(self_: &Tensor) -> Result<Tensor> {
+    op::exp_::call(self_)
+}
+
+/// `aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn exp_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::exp_out::call(self_, out)
+}
+
+/// `aten::expm1(Tensor self) -> Tensor`
+#[inline]
+pub fn expm1(self_: &Tensor) -> Result<Tensor> {
+    op::expm1::call(self_)
+}
+
+/// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn expm1_(self_: &Tensor) -> Result<Tensor> {
+    op::expm1_::call(self_)
+}
+
+/// `aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn expm1_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::expm1_out::call(self_, out)
+}
+
+/// `aten::floor(Tensor self) -> Tensor`
+#[inline]
+pub fn floor(self_: &Tensor) -> Result<Tensor> {
+    op::floor::call(self_)
+}
+
+/// `aten::floor_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn floor_(self_: &Tensor) -> Result<Tensor> {
+    op::floor_::call(self_)
+}
+
+/// `aten::floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn floor_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::floor_out::call(self_, out)
+}
+
+/// `aten::isnan(Tensor self) -> Tensor`
+#[inline]
+pub fn isnan(self_: &Tensor) -> Result<Tensor> {
+    op::isnan::call(self_)
+}
+
+/// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn nan_to_num(self_: &Tensor) -> Result<Tensor> {
+    op::nan_to_num::call(self_, None, None, None)
+}
+
+/// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn nan_to_num_with(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    op::nan_to_num::call(self_, nan, posinf, neginf)
+}
+
+/// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn nan_to_num_(self_: &Tensor) -> Result<Tensor> {
+    op::nan_to_num_::call(self_, None, None, None)
+}
+
+/// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn nan_to_num__with(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    op::nan_to_num_::call(self_, nan, posinf, neginf)
+}
+
+/// `aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn nan_to_num_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::nan_to_num_out::call(self_, None, None, None, out)
+}
+
+/// `aten::nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn nan_to_num_out_with(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>, out: &Tensor) -> Result<Tensor> {
+    op::nan_to_num_out::call(self_, nan, posinf, neginf, out)
+}
+
+/// `aten::log(Tensor self) -> Tensor`
+#[inline]
+pub fn log(self_: &Tensor) -> Result<Tensor> {
+    op::log::call(self_)
+}
+
+/// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn log_(self_: &Tensor) -> Result<Tensor> {
+    op::log_::call(self_)
+}
+
+/// `aten::log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn log_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::log_out::call(self_, out)
+}
+
+/// `aten::log1p(Tensor self) -> Tensor`
+#[inline]
+pub fn log1p(self_: &Tensor) -> Result<Tensor> {
+    op::log1p::call(self_)
+}
+
+/// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn log1p_(self_: &Tensor) -> Result<Tensor> {
+    op::log1p_::call(self_)
+}
+
+/// `aten::log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn log1p_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::log1p_out::call(self_, out)
+}
+
+/// `aten::log2(Tensor self) -> Tensor`
+#[inline]
+pub fn log2(self_: &Tensor) -> Result<Tensor> {
+    op::log2::call(self_)
+}
+
+/// `aten::log2_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn log2_(self_: &Tensor) -> Result<Tensor> {
+    op::log2_::call(self_)
+}
+
+/// `aten::log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn log2_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::log2_out::call(self_, out)
+}
+
+/// `aten::reciprocal(Tensor self) -> Tensor`
+#[inline]
+pub fn reciprocal(self_: &Tensor) -> Result<Tensor> {
+    op::reciprocal::call(self_)
+}
+
+/// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn reciprocal_(self_: &Tensor) -> Result<Tensor> {
+    op::reciprocal_::call(self_)
+}
+
+/// `aten::reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn reciprocal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::reciprocal_out::call(self_, out)
+}
+
+/// `aten::neg(Tensor self) -> Tensor`
+#[inline]
+pub fn neg(self_: &Tensor) -> Result<Tensor> {
+    op::neg::call(self_)
+}
+
+/// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn neg_(self_: &Tensor) -> Result<Tensor> {
+    op::neg_::call(self_)
+}
+
+/// `aten::neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn neg_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::neg_out::call(self_, out)
+}
+
+/// `aten::round(Tensor self) -> Tensor`
+#[inline]
+pub fn round(self_: &Tensor) -> Result<Tensor> {
+    op::round::call(self_)
+}
+
+/// `aten::round_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn round_(self_: &Tensor) -> Result<Tensor> {
+    op::round_::call(self_)
+}
+
+/// `aten::round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn round_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::round_out::call(self_, out)
+}
+
+/// `aten::round.decimals(Tensor self, *, int decimals) -> Tensor`
+#[inline]
+pub fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    op::round_decimals::call(self_, decimals)
+}
+
+/// `aten::round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+#[inline]
+pub fn round_decimals_(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    op::round__decimals::call(self_, decimals)
+}
+
+/// `aten::round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn round_decimals_out(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
+    op::round_decimals_out::call(self_, decimals, out)
+}
+
+/// `aten::relu(Tensor self) -> Tensor`
+#[inline]
+pub fn relu(self_: &Tensor) -> Result<Tensor> {
+    op::relu::call(self_)
+}
+
+/// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn relu_(self_: &Tensor) -> Result<Tensor> {
+    op::relu_::call(self_)
+}
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn gelu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::gelu_out::call(self_, "none", out)
+}
+
+/// `aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn gelu_out_with(self_: &Tensor, approximate: &str, out: &Tensor) -> Result<Tensor> {
+    op::gelu_out::call(self_, approximate, out)
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn gelu_(self_: &Tensor) -> Result<Tensor> {
+    op::gelu_::call(self_, "none")
+}
+
+/// `aten::gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn gelu__with(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    op::gelu_::call(self_, approximate)
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn gelu(self_: &Tensor) -> Result<Tensor> {
+    op::gelu::call(self_, "none")
+}
+
+/// `aten::gelu(Tensor self, *, str approximate='none') -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn gelu_with(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    op::gelu::call(self_, approximate)
+}
+
+/// `aten::rsqrt(Tensor self) -> Tensor`
+#[inline]
+pub fn rsqrt(self_: &Tensor) -> Result<Tensor> {
+    op::rsqrt::call(self_)
+}
+
+/// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn rsqrt_(self_: &Tensor) -> Result<Tensor> {
+    op::rsqrt_::call(self_)
+}
+
+/// `aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn rsqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::rsqrt_out::call(self_, out)
+}
+
+/// `aten::silu(Tensor self) -> Tensor`
+#[inline]
+pub fn silu(self_: &Tensor) -> Result<Tensor> {
+    op::silu::call(self_)
+}
+
+/// `aten::silu_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn silu_(self_: &Tensor) -> Result<Tensor> {
+    op::silu_::call(self_)
+}
+
+/// `aten::silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn silu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::silu_out::call(self_, out)
+}
+
+/// `aten::sigmoid(Tensor self) -> Tensor`
+#[inline]
+pub fn sigmoid(self_: &Tensor) -> Result<Tensor> {
+    op::sigmoid::call(self_)
+}
+
+/// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn sigmoid_(self_: &Tensor) -> Result<Tensor> {
+    op::sigmoid_::call(self_)
+}
+
+/// `aten::sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn sigmoid_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::sigmoid_out::call(self_, out)
+}
+
+/// `aten::sin(Tensor self) -> Tensor`
+#[inline]
+pub fn sin(self_: &Tensor) -> Result<Tensor> {
+    op::sin::call(self_)
+}
+
+/// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn sin_(self_: &Tensor) -> Result<Tensor> {
+    op::sin_::call(self_)
+}
+
+/// `aten::sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn sin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::sin_out::call(self_, out)
+}
+
+/// `aten::sqrt(Tensor self) -> Tensor`
+#[inline]
+pub fn sqrt(self_: &Tensor) -> Result<Tensor> {
+    op::sqrt::call(self_)
+}
+
+/// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn sqrt_(self_: &Tensor) -> Result<Tensor> {
+    op::sqrt_::call(self_)
+}
+
+/// `aten::sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn sqrt_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::sqrt_out::call(self_, out)
+}
+
+/// `aten::tan(Tensor self) -> Tensor`
+#[inline]
+pub fn tan(self_: &Tensor) -> Result<Tensor> {
+    op::tan::call(self_)
+}
+
+/// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn tan_(self_: &Tensor) -> Result<Tensor> {
+    op::tan_::call(self_)
+}
+
+/// `aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn tan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::tan_out::call(self_, out)
+}
+
+/// `aten::tanh(Tensor self) -> Tensor`
+#[inline]
+pub fn tanh(self_: &Tensor) -> Result<Tensor> {
+    op::tanh::call(self_)
+}
+
+/// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn tanh_(self_: &Tensor) -> Result<Tensor> {
+    op::tanh_::call(self_)
+}
+
+/// `aten::tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn tanh_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::tanh_out::call(self_, out)
+}
+
+/// `aten::trunc(Tensor self) -> Tensor`
+#[inline]
+pub fn trunc(self_: &Tensor) -> Result<Tensor> {
+    op::trunc::call(self_)
+}
+
+/// `aten::trunc_(Tensor(a!) self) -> Tensor(a!)`
+#[inline]
+pub fn trunc_(self_: &Tensor) -> Result<Tensor> {
+    op::trunc_::call(self_)
+}
+
+/// `aten::trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn trunc_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::trunc_out::call(self_, out)
+}
+
+/// `aten::sign(Tensor self) -> Tensor`
+#[inline]
+pub fn sign(self_: &Tensor) -> Result<Tensor> {
+    op::sign::call(self_)
+}
+
+/// `aten::sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn sign_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::sign_out::call(self_, out)
+}
+
+/// `aten::isfinite(Tensor self) -> Tensor`
+#[inline]
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    op::isfinite::call(self_)
+}
+
+/// `aten::isinf(Tensor self) -> Tensor`
+#[inline]
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    op::isinf::call(self_)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -4417,5 +4975,23 @@ pub fn var_mean_correction_out(self_: &Tensor, out0: &Tensor, out1: &Tensor) -> 
 #[inline]
 pub fn var_mean_correction_out_with(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
     op::var_mean_correction_out::call(self_, dim, correction, keepdim, out0, out1)
+}
+
+/// `aten::isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn isnan_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::isnan_out::call(self_, out)
+}
+
+/// `aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::relu_out::call(self_, out)
+}
+
+/// `aten::isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn isinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::isinf_out::call(self_, out)
 }
 

@@ -14551,6 +14551,2985 @@ impl max_unary_out {
     }
 }
 
+/// `aten::abs`: `abs(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct abs;
+
+impl OpSignature for abs {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl abs {
+    /// `aten::abs`.
+    pub const NAME: &'static str = "aten::abs";
+    /// The schema.
+    pub const SCHEMA: &'static str = "abs(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<abs>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::abs_`: `abs_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct abs_;
+
+impl OpSignature for abs_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl abs_ {
+    /// `aten::abs_`.
+    pub const NAME: &'static str = "aten::abs_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "abs_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<abs_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::abs.out`: `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct abs_out;
+
+impl OpSignature for abs_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl abs_out {
+    /// `aten::abs.out`.
+    pub const NAME: &'static str = "aten::abs.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<abs_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::bitwise_not`: `bitwise_not(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct bitwise_not;
+
+impl OpSignature for bitwise_not {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl bitwise_not {
+    /// `aten::bitwise_not`.
+    pub const NAME: &'static str = "aten::bitwise_not";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_not(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_not>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::bitwise_not_`: `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_not_;
+
+impl OpSignature for bitwise_not_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl bitwise_not_ {
+    /// `aten::bitwise_not_`.
+    pub const NAME: &'static str = "aten::bitwise_not_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_not_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_not_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::bitwise_not.out`: `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct bitwise_not_out;
+
+impl OpSignature for bitwise_not_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl bitwise_not_out {
+    /// `aten::bitwise_not.out`.
+    pub const NAME: &'static str = "aten::bitwise_not.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<bitwise_not_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::logical_not`: `logical_not(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct logical_not;
+
+impl OpSignature for logical_not {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl logical_not {
+    /// `aten::logical_not`.
+    pub const NAME: &'static str = "aten::logical_not";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_not(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_not>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::logical_not_`: `logical_not_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_not_;
+
+impl OpSignature for logical_not_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl logical_not_ {
+    /// `aten::logical_not_`.
+    pub const NAME: &'static str = "aten::logical_not_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_not_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_not_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::logical_not.out`: `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logical_not_out;
+
+impl OpSignature for logical_not_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl logical_not_out {
+    /// `aten::logical_not.out`.
+    pub const NAME: &'static str = "aten::logical_not.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logical_not_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::ceil`: `ceil(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct ceil;
+
+impl OpSignature for ceil {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl ceil {
+    /// `aten::ceil`.
+    pub const NAME: &'static str = "aten::ceil";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ceil(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ceil>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::ceil_`: `ceil_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ceil_;
+
+impl OpSignature for ceil_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl ceil_ {
+    /// `aten::ceil_`.
+    pub const NAME: &'static str = "aten::ceil_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ceil_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ceil_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::ceil.out`: `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct ceil_out;
+
+impl OpSignature for ceil_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl ceil_out {
+    /// `aten::ceil.out`.
+    pub const NAME: &'static str = "aten::ceil.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<ceil_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::cos`: `cos(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct cos;
+
+impl OpSignature for cos {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl cos {
+    /// `aten::cos`.
+    pub const NAME: &'static str = "aten::cos";
+    /// The schema.
+    pub const SCHEMA: &'static str = "cos(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<cos>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::cos_`: `cos_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct cos_;
+
+impl OpSignature for cos_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl cos_ {
+    /// `aten::cos_`.
+    pub const NAME: &'static str = "aten::cos_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "cos_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<cos_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::cos.out`: `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct cos_out;
+
+impl OpSignature for cos_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl cos_out {
+    /// `aten::cos.out`.
+    pub const NAME: &'static str = "aten::cos.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<cos_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::erf`: `erf(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct erf;
+
+impl OpSignature for erf {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl erf {
+    /// `aten::erf`.
+    pub const NAME: &'static str = "aten::erf";
+    /// The schema.
+    pub const SCHEMA: &'static str = "erf(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<erf>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::erf_`: `erf_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct erf_;
+
+impl OpSignature for erf_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl erf_ {
+    /// `aten::erf_`.
+    pub const NAME: &'static str = "aten::erf_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "erf_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<erf_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::erf.out`: `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct erf_out;
+
+impl OpSignature for erf_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl erf_out {
+    /// `aten::erf.out`.
+    pub const NAME: &'static str = "aten::erf.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<erf_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::exp`: `exp(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct exp;
+
+impl OpSignature for exp {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl exp {
+    /// `aten::exp`.
+    pub const NAME: &'static str = "aten::exp";
+    /// The schema.
+    pub const SCHEMA: &'static str = "exp(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<exp>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::exp_`: `exp_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct exp_;
+
+impl OpSignature for exp_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl exp_ {
+    /// `aten::exp_`.
+    pub const NAME: &'static str = "aten::exp_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "exp_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<exp_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::exp.out`: `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct exp_out;
+
+impl OpSignature for exp_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl exp_out {
+    /// `aten::exp.out`.
+    pub const NAME: &'static str = "aten::exp.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<exp_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::expm1`: `expm1(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct expm1;
+
+impl OpSignature for expm1 {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl expm1 {
+    /// `aten::expm1`.
+    pub const NAME: &'static str = "aten::expm1";
+    /// The schema.
+    pub const SCHEMA: &'static str = "expm1(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<expm1>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::expm1_`: `expm1_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct expm1_;
+
+impl OpSignature for expm1_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl expm1_ {
+    /// `aten::expm1_`.
+    pub const NAME: &'static str = "aten::expm1_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "expm1_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<expm1_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::expm1.out`: `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct expm1_out;
+
+impl OpSignature for expm1_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl expm1_out {
+    /// `aten::expm1.out`.
+    pub const NAME: &'static str = "aten::expm1.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<expm1_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::floor`: `floor(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct floor;
+
+impl OpSignature for floor {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl floor {
+    /// `aten::floor`.
+    pub const NAME: &'static str = "aten::floor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "floor(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<floor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::floor_`: `floor_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct floor_;
+
+impl OpSignature for floor_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl floor_ {
+    /// `aten::floor_`.
+    pub const NAME: &'static str = "aten::floor_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "floor_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<floor_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::floor.out`: `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct floor_out;
+
+impl OpSignature for floor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl floor_out {
+    /// `aten::floor.out`.
+    pub const NAME: &'static str = "aten::floor.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<floor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::isnan`: `isnan(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct isnan;
+
+impl OpSignature for isnan {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl isnan {
+    /// `aten::isnan`.
+    pub const NAME: &'static str = "aten::isnan";
+    /// The schema.
+    pub const SCHEMA: &'static str = "isnan(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<isnan>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::nan_to_num`: `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct nan_to_num;
+
+impl OpSignature for nan_to_num {
+    type Args<'a> = (&'a Tensor, Option<f64>, Option<f64>, Option<f64>);
+    type Output = Tensor;
+}
+
+impl nan_to_num {
+    /// `aten::nan_to_num`.
+    pub const NAME: &'static str = "aten::nan_to_num";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nan_to_num>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        Self::handle()?.call((self_, nan, posinf, neginf))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, nan, posinf, neginf))
+    }
+}
+
+/// `aten::nan_to_num_`: `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct nan_to_num_;
+
+impl OpSignature for nan_to_num_ {
+    type Args<'a> = (&'a Tensor, Option<f64>, Option<f64>, Option<f64>);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl nan_to_num_ {
+    /// `aten::nan_to_num_`.
+    pub const NAME: &'static str = "aten::nan_to_num_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nan_to_num_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        Self::handle()?.call((self_, nan, posinf, neginf))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, nan, posinf, neginf))
+    }
+}
+
+/// `aten::nan_to_num.out`: `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct nan_to_num_out;
+
+impl OpSignature for nan_to_num_out {
+    type Args<'a> = (&'a Tensor, Option<f64>, Option<f64>, Option<f64>, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl nan_to_num_out {
+    /// `aten::nan_to_num.out`.
+    pub const NAME: &'static str = "aten::nan_to_num.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nan_to_num_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, nan, posinf, neginf, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, nan, posinf, neginf, out))
+    }
+}
+
+/// `aten::log`: `log(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct log;
+
+impl OpSignature for log {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl log {
+    /// `aten::log`.
+    pub const NAME: &'static str = "aten::log";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log_`: `log_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log_;
+
+impl OpSignature for log_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl log_ {
+    /// `aten::log_`.
+    pub const NAME: &'static str = "aten::log_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log.out`: `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log_out;
+
+impl OpSignature for log_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl log_out {
+    /// `aten::log.out`.
+    pub const NAME: &'static str = "aten::log.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::log1p`: `log1p(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct log1p;
+
+impl OpSignature for log1p {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl log1p {
+    /// `aten::log1p`.
+    pub const NAME: &'static str = "aten::log1p";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log1p(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log1p>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log1p_`: `log1p_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log1p_;
+
+impl OpSignature for log1p_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl log1p_ {
+    /// `aten::log1p_`.
+    pub const NAME: &'static str = "aten::log1p_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log1p_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log1p_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log1p.out`: `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log1p_out;
+
+impl OpSignature for log1p_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl log1p_out {
+    /// `aten::log1p.out`.
+    pub const NAME: &'static str = "aten::log1p.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log1p_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::log2`: `log2(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct log2;
+
+impl OpSignature for log2 {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl log2 {
+    /// `aten::log2`.
+    pub const NAME: &'static str = "aten::log2";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log2(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log2>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log2_`: `log2_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log2_;
+
+impl OpSignature for log2_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl log2_ {
+    /// `aten::log2_`.
+    pub const NAME: &'static str = "aten::log2_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log2_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log2_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::log2.out`: `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct log2_out;
+
+impl OpSignature for log2_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl log2_out {
+    /// `aten::log2.out`.
+    pub const NAME: &'static str = "aten::log2.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<log2_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::reciprocal`: `reciprocal(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct reciprocal;
+
+impl OpSignature for reciprocal {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl reciprocal {
+    /// `aten::reciprocal`.
+    pub const NAME: &'static str = "aten::reciprocal";
+    /// The schema.
+    pub const SCHEMA: &'static str = "reciprocal(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<reciprocal>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::reciprocal_`: `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct reciprocal_;
+
+impl OpSignature for reciprocal_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl reciprocal_ {
+    /// `aten::reciprocal_`.
+    pub const NAME: &'static str = "aten::reciprocal_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "reciprocal_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<reciprocal_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::reciprocal.out`: `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct reciprocal_out;
+
+impl OpSignature for reciprocal_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl reciprocal_out {
+    /// `aten::reciprocal.out`.
+    pub const NAME: &'static str = "aten::reciprocal.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<reciprocal_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::neg`: `neg(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct neg;
+
+impl OpSignature for neg {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl neg {
+    /// `aten::neg`.
+    pub const NAME: &'static str = "aten::neg";
+    /// The schema.
+    pub const SCHEMA: &'static str = "neg(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<neg>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::neg_`: `neg_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct neg_;
+
+impl OpSignature for neg_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl neg_ {
+    /// `aten::neg_`.
+    pub const NAME: &'static str = "aten::neg_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "neg_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<neg_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::neg.out`: `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct neg_out;
+
+impl OpSignature for neg_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl neg_out {
+    /// `aten::neg.out`.
+    pub const NAME: &'static str = "aten::neg.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<neg_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::round`: `round(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct round;
+
+impl OpSignature for round {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl round {
+    /// `aten::round`.
+    pub const NAME: &'static str = "aten::round";
+    /// The schema.
+    pub const SCHEMA: &'static str = "round(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<round>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::round_`: `round_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct round_;
+
+impl OpSignature for round_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl round_ {
+    /// `aten::round_`.
+    pub const NAME: &'static str = "aten::round_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "round_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<round_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::round.out`: `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct round_out;
+
+impl OpSignature for round_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl round_out {
+    /// `aten::round.out`.
+    pub const NAME: &'static str = "aten::round.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<round_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::round.decimals`: `round.decimals(Tensor self, *, int decimals) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct round_decimals;
+
+impl OpSignature for round_decimals {
+    type Args<'a> = (&'a Tensor, i64);
+    type Output = Tensor;
+}
+
+impl round_decimals {
+    /// `aten::round.decimals`.
+    pub const NAME: &'static str = "aten::round.decimals";
+    /// The schema.
+    pub const SCHEMA: &'static str = "round.decimals(Tensor self, *, int decimals) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<round_decimals>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+        Self::handle()?.call((self_, decimals))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, decimals))
+    }
+}
+
+/// `aten::round_.decimals`: `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct round__decimals;
+
+impl OpSignature for round__decimals {
+    type Args<'a> = (&'a Tensor, i64);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl round__decimals {
+    /// `aten::round_.decimals`.
+    pub const NAME: &'static str = "aten::round_.decimals";
+    /// The schema.
+    pub const SCHEMA: &'static str = "round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<round__decimals>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+        Self::handle()?.call((self_, decimals))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, decimals: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, decimals))
+    }
+}
+
+/// `aten::round.decimals_out`: `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct round_decimals_out;
+
+impl OpSignature for round_decimals_out {
+    type Args<'a> = (&'a Tensor, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl round_decimals_out {
+    /// `aten::round.decimals_out`.
+    pub const NAME: &'static str = "aten::round.decimals_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<round_decimals_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, decimals, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, decimals: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, decimals, out))
+    }
+}
+
+/// `aten::relu`: `relu(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct relu;
+
+impl OpSignature for relu {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl relu {
+    /// `aten::relu`.
+    pub const NAME: &'static str = "aten::relu";
+    /// The schema.
+    pub const SCHEMA: &'static str = "relu(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<relu>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::relu_`: `relu_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct relu_;
+
+impl OpSignature for relu_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl relu_ {
+    /// `aten::relu_`.
+    pub const NAME: &'static str = "aten::relu_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "relu_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<relu_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::gelu.out`: `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct gelu_out;
+
+impl OpSignature for gelu_out {
+    type Args<'a> = (&'a Tensor, &'a str, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl gelu_out {
+    /// `aten::gelu.out`.
+    pub const NAME: &'static str = "aten::gelu.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gelu_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, approximate: &str, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, approximate, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, approximate: &str, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, approximate, out))
+    }
+}
+
+/// `aten::gelu_`: `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct gelu_;
+
+impl OpSignature for gelu_ {
+    type Args<'a> = (&'a Tensor, &'a str);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl gelu_ {
+    /// `aten::gelu_`.
+    pub const NAME: &'static str = "aten::gelu_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gelu_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::handle()?.call((self_, approximate))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, approximate))
+    }
+}
+
+/// `aten::gelu`: `gelu(Tensor self, *, str approximate='none') -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct gelu;
+
+impl OpSignature for gelu {
+    type Args<'a> = (&'a Tensor, &'a str);
+    type Output = Tensor;
+}
+
+impl gelu {
+    /// `aten::gelu`.
+    pub const NAME: &'static str = "aten::gelu";
+    /// The schema.
+    pub const SCHEMA: &'static str = "gelu(Tensor self, *, str approximate='none') -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<gelu>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::handle()?.call((self_, approximate))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, approximate))
+    }
+}
+
+/// `aten::rsqrt`: `rsqrt(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct rsqrt;
+
+impl OpSignature for rsqrt {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl rsqrt {
+    /// `aten::rsqrt`.
+    pub const NAME: &'static str = "aten::rsqrt";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rsqrt(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rsqrt>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::rsqrt_`: `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct rsqrt_;
+
+impl OpSignature for rsqrt_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl rsqrt_ {
+    /// `aten::rsqrt_`.
+    pub const NAME: &'static str = "aten::rsqrt_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rsqrt_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rsqrt_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::rsqrt.out`: `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct rsqrt_out;
+
+impl OpSignature for rsqrt_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl rsqrt_out {
+    /// `aten::rsqrt.out`.
+    pub const NAME: &'static str = "aten::rsqrt.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<rsqrt_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::silu`: `silu(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct silu;
+
+impl OpSignature for silu {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl silu {
+    /// `aten::silu`.
+    pub const NAME: &'static str = "aten::silu";
+    /// The schema.
+    pub const SCHEMA: &'static str = "silu(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<silu>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::silu_`: `silu_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct silu_;
+
+impl OpSignature for silu_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl silu_ {
+    /// `aten::silu_`.
+    pub const NAME: &'static str = "aten::silu_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "silu_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<silu_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::silu.out`: `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct silu_out;
+
+impl OpSignature for silu_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl silu_out {
+    /// `aten::silu.out`.
+    pub const NAME: &'static str = "aten::silu.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<silu_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sigmoid`: `sigmoid(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sigmoid;
+
+impl OpSignature for sigmoid {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl sigmoid {
+    /// `aten::sigmoid`.
+    pub const NAME: &'static str = "aten::sigmoid";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sigmoid(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sigmoid>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sigmoid_`: `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sigmoid_;
+
+impl OpSignature for sigmoid_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl sigmoid_ {
+    /// `aten::sigmoid_`.
+    pub const NAME: &'static str = "aten::sigmoid_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sigmoid_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sigmoid_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sigmoid.out`: `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sigmoid_out;
+
+impl OpSignature for sigmoid_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sigmoid_out {
+    /// `aten::sigmoid.out`.
+    pub const NAME: &'static str = "aten::sigmoid.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sigmoid_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sin`: `sin(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sin;
+
+impl OpSignature for sin {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl sin {
+    /// `aten::sin`.
+    pub const NAME: &'static str = "aten::sin";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sin(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sin>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sin_`: `sin_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sin_;
+
+impl OpSignature for sin_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl sin_ {
+    /// `aten::sin_`.
+    pub const NAME: &'static str = "aten::sin_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sin_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sin_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sin.out`: `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sin_out;
+
+impl OpSignature for sin_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sin_out {
+    /// `aten::sin.out`.
+    pub const NAME: &'static str = "aten::sin.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sin_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sqrt`: `sqrt(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sqrt;
+
+impl OpSignature for sqrt {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl sqrt {
+    /// `aten::sqrt`.
+    pub const NAME: &'static str = "aten::sqrt";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sqrt(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sqrt>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sqrt_`: `sqrt_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sqrt_;
+
+impl OpSignature for sqrt_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl sqrt_ {
+    /// `aten::sqrt_`.
+    pub const NAME: &'static str = "aten::sqrt_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sqrt_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sqrt_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sqrt.out`: `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sqrt_out;
+
+impl OpSignature for sqrt_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sqrt_out {
+    /// `aten::sqrt.out`.
+    pub const NAME: &'static str = "aten::sqrt.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sqrt_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::tan`: `tan(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct tan;
+
+impl OpSignature for tan {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl tan {
+    /// `aten::tan`.
+    pub const NAME: &'static str = "aten::tan";
+    /// The schema.
+    pub const SCHEMA: &'static str = "tan(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<tan>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tan_`: `tan_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct tan_;
+
+impl OpSignature for tan_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl tan_ {
+    /// `aten::tan_`.
+    pub const NAME: &'static str = "aten::tan_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "tan_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<tan_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tan.out`: `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct tan_out;
+
+impl OpSignature for tan_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl tan_out {
+    /// `aten::tan.out`.
+    pub const NAME: &'static str = "aten::tan.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<tan_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::tanh`: `tanh(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct tanh;
+
+impl OpSignature for tanh {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl tanh {
+    /// `aten::tanh`.
+    pub const NAME: &'static str = "aten::tanh";
+    /// The schema.
+    pub const SCHEMA: &'static str = "tanh(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<tanh>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tanh_`: `tanh_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct tanh_;
+
+impl OpSignature for tanh_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl tanh_ {
+    /// `aten::tanh_`.
+    pub const NAME: &'static str = "aten::tanh_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "tanh_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<tanh_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::tanh.out`: `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct tanh_out;
+
+impl OpSignature for tanh_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl tanh_out {
+    /// `aten::tanh.out`.
+    pub const NAME: &'static str = "aten::tanh.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<tanh_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::trunc`: `trunc(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct trunc;
+
+impl OpSignature for trunc {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl trunc {
+    /// `aten::trunc`.
+    pub const NAME: &'static str = "aten::trunc";
+    /// The schema.
+    pub const SCHEMA: &'static str = "trunc(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<trunc>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::trunc_`: `trunc_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct trunc_;
+
+impl OpSignature for trunc_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl trunc_ {
+    /// `aten::trunc_`.
+    pub const NAME: &'static str = "aten::trunc_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "trunc_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<trunc_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::trunc.out`: `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct trunc_out;
+
+impl OpSignature for trunc_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl trunc_out {
+    /// `aten::trunc.out`.
+    pub const NAME: &'static str = "aten::trunc.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<trunc_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::sign`: `sign(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct sign;
+
+impl OpSignature for sign {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl sign {
+    /// `aten::sign`.
+    pub const NAME: &'static str = "aten::sign";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sign(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sign>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sign_`: `sign_(Tensor(a!) self) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sign_;
+
+impl OpSignature for sign_ {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl sign_ {
+    /// `aten::sign_`.
+    pub const NAME: &'static str = "aten::sign_";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sign_(Tensor(a!) self) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sign_>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::sign.out`: `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct sign_out;
+
+impl OpSignature for sign_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl sign_out {
+    /// `aten::sign.out`.
+    pub const NAME: &'static str = "aten::sign.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sign_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::isfinite`: `isfinite(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct isfinite;
+
+impl OpSignature for isfinite {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl isfinite {
+    /// `aten::isfinite`.
+    pub const NAME: &'static str = "aten::isfinite";
+    /// The schema.
+    pub const SCHEMA: &'static str = "isfinite(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<isfinite>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::isinf`: `isinf(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct isinf;
+
+impl OpSignature for isinf {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl isinf {
+    /// `aten::isinf`.
+    pub const NAME: &'static str = "aten::isinf";
+    /// The schema.
+    pub const SCHEMA: &'static str = "isinf(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<isinf>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;
@@ -16923,6 +19902,111 @@ impl var_mean_correction_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
         Self::handle()?.redispatch(ks, (self_, dim, correction, keepdim, out0, out1))
+    }
+}
+
+/// `aten::isnan.out`: `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct isnan_out;
+
+impl OpSignature for isnan_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl isnan_out {
+    /// `aten::isnan.out`.
+    pub const NAME: &'static str = "aten::isnan.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<isnan_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::relu.out`: `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct relu_out;
+
+impl OpSignature for relu_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl relu_out {
+    /// `aten::relu.out`.
+    pub const NAME: &'static str = "aten::relu.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<relu_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::isinf.out`: `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct isinf_out;
+
+impl OpSignature for isinf_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl isinf_out {
+    /// `aten::isinf.out`.
+    pub const NAME: &'static str = "aten::isinf.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<isinf_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
     }
 }
 

@@ -439,6 +439,92 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("max(Tensor self) -> Tensor")?;
     defs.def("max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("abs(Tensor self) -> Tensor")?;
+    defs.def("abs_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("bitwise_not(Tensor self) -> Tensor")?;
+    defs.def("bitwise_not_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("logical_not(Tensor self) -> Tensor")?;
+    defs.def("logical_not_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("ceil(Tensor self) -> Tensor")?;
+    defs.def("ceil_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("cos(Tensor self) -> Tensor")?;
+    defs.def("cos_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("erf(Tensor self) -> Tensor")?;
+    defs.def("erf_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("exp(Tensor self) -> Tensor")?;
+    defs.def("exp_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("expm1(Tensor self) -> Tensor")?;
+    defs.def("expm1_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("floor(Tensor self) -> Tensor")?;
+    defs.def("floor_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("isnan(Tensor self) -> Tensor")?;
+    defs.def("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor")?;
+    defs.def("nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)")?;
+    defs.def("nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("log(Tensor self) -> Tensor")?;
+    defs.def("log_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("log1p(Tensor self) -> Tensor")?;
+    defs.def("log1p_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("log2(Tensor self) -> Tensor")?;
+    defs.def("log2_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("reciprocal(Tensor self) -> Tensor")?;
+    defs.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("neg(Tensor self) -> Tensor")?;
+    defs.def("neg_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("round(Tensor self) -> Tensor")?;
+    defs.def("round_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("round.decimals(Tensor self, *, int decimals) -> Tensor")?;
+    defs.def("round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)")?;
+    defs.def("round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("relu(Tensor self) -> Tensor")?;
+    defs.def("relu_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)")?;
+    defs.def("gelu(Tensor self, *, str approximate='none') -> Tensor")?;
+    defs.def("rsqrt(Tensor self) -> Tensor")?;
+    defs.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("silu(Tensor self) -> Tensor")?;
+    defs.def("silu_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sigmoid(Tensor self) -> Tensor")?;
+    defs.def("sigmoid_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sin(Tensor self) -> Tensor")?;
+    defs.def("sin_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sqrt(Tensor self) -> Tensor")?;
+    defs.def("sqrt_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("tan(Tensor self) -> Tensor")?;
+    defs.def("tan_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("tanh(Tensor self) -> Tensor")?;
+    defs.def("tanh_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("trunc(Tensor self) -> Tensor")?;
+    defs.def("trunc_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("sign(Tensor self) -> Tensor")?;
+    defs.def("sign_(Tensor(a!) self) -> Tensor(a!)")?;
+    defs.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("isfinite(Tensor self) -> Tensor")?;
+    defs.def("isinf(Tensor self) -> Tensor")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -507,6 +593,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
+    defs.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -734,6 +823,61 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_ADInplaceOrView_var_correction_out).debug("wrapper_ADInplaceOrView_var_correction_out"))?;
     lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_ADInplaceOrView_min_unary_out).debug("wrapper_ADInplaceOrView_min_unary_out"))?;
     lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_ADInplaceOrView_max_unary_out).debug("wrapper_ADInplaceOrView_max_unary_out"))?;
+    lib.impl_("abs_", Kernel::typed::<op::abs_>(wrapper_ADInplaceOrView_abs_).debug("wrapper_ADInplaceOrView_abs_"))?;
+    lib.impl_("abs.out", Kernel::typed::<op::abs_out>(wrapper_ADInplaceOrView_abs_out).debug("wrapper_ADInplaceOrView_abs_out"))?;
+    lib.impl_("bitwise_not_", Kernel::typed::<op::bitwise_not_>(wrapper_ADInplaceOrView_bitwise_not_).debug("wrapper_ADInplaceOrView_bitwise_not_"))?;
+    lib.impl_("bitwise_not.out", Kernel::typed::<op::bitwise_not_out>(wrapper_ADInplaceOrView_bitwise_not_out).debug("wrapper_ADInplaceOrView_bitwise_not_out"))?;
+    lib.impl_("logical_not_", Kernel::typed::<op::logical_not_>(wrapper_ADInplaceOrView_logical_not_).debug("wrapper_ADInplaceOrView_logical_not_"))?;
+    lib.impl_("logical_not.out", Kernel::typed::<op::logical_not_out>(wrapper_ADInplaceOrView_logical_not_out).debug("wrapper_ADInplaceOrView_logical_not_out"))?;
+    lib.impl_("ceil_", Kernel::typed::<op::ceil_>(wrapper_ADInplaceOrView_ceil_).debug("wrapper_ADInplaceOrView_ceil_"))?;
+    lib.impl_("ceil.out", Kernel::typed::<op::ceil_out>(wrapper_ADInplaceOrView_ceil_out).debug("wrapper_ADInplaceOrView_ceil_out"))?;
+    lib.impl_("cos_", Kernel::typed::<op::cos_>(wrapper_ADInplaceOrView_cos_).debug("wrapper_ADInplaceOrView_cos_"))?;
+    lib.impl_("cos.out", Kernel::typed::<op::cos_out>(wrapper_ADInplaceOrView_cos_out).debug("wrapper_ADInplaceOrView_cos_out"))?;
+    lib.impl_("erf_", Kernel::typed::<op::erf_>(wrapper_ADInplaceOrView_erf_).debug("wrapper_ADInplaceOrView_erf_"))?;
+    lib.impl_("erf.out", Kernel::typed::<op::erf_out>(wrapper_ADInplaceOrView_erf_out).debug("wrapper_ADInplaceOrView_erf_out"))?;
+    lib.impl_("exp_", Kernel::typed::<op::exp_>(wrapper_ADInplaceOrView_exp_).debug("wrapper_ADInplaceOrView_exp_"))?;
+    lib.impl_("exp.out", Kernel::typed::<op::exp_out>(wrapper_ADInplaceOrView_exp_out).debug("wrapper_ADInplaceOrView_exp_out"))?;
+    lib.impl_("expm1_", Kernel::typed::<op::expm1_>(wrapper_ADInplaceOrView_expm1_).debug("wrapper_ADInplaceOrView_expm1_"))?;
+    lib.impl_("expm1.out", Kernel::typed::<op::expm1_out>(wrapper_ADInplaceOrView_expm1_out).debug("wrapper_ADInplaceOrView_expm1_out"))?;
+    lib.impl_("floor_", Kernel::typed::<op::floor_>(wrapper_ADInplaceOrView_floor_).debug("wrapper_ADInplaceOrView_floor_"))?;
+    lib.impl_("floor.out", Kernel::typed::<op::floor_out>(wrapper_ADInplaceOrView_floor_out).debug("wrapper_ADInplaceOrView_floor_out"))?;
+    lib.impl_("nan_to_num_", Kernel::typed::<op::nan_to_num_>(wrapper_ADInplaceOrView_nan_to_num_).debug("wrapper_ADInplaceOrView_nan_to_num_"))?;
+    lib.impl_("nan_to_num.out", Kernel::typed::<op::nan_to_num_out>(wrapper_ADInplaceOrView_nan_to_num_out).debug("wrapper_ADInplaceOrView_nan_to_num_out"))?;
+    lib.impl_("log_", Kernel::typed::<op::log_>(wrapper_ADInplaceOrView_log_).debug("wrapper_ADInplaceOrView_log_"))?;
+    lib.impl_("log.out", Kernel::typed::<op::log_out>(wrapper_ADInplaceOrView_log_out).debug("wrapper_ADInplaceOrView_log_out"))?;
+    lib.impl_("log1p_", Kernel::typed::<op::log1p_>(wrapper_ADInplaceOrView_log1p_).debug("wrapper_ADInplaceOrView_log1p_"))?;
+    lib.impl_("log1p.out", Kernel::typed::<op::log1p_out>(wrapper_ADInplaceOrView_log1p_out).debug("wrapper_ADInplaceOrView_log1p_out"))?;
+    lib.impl_("log2_", Kernel::typed::<op::log2_>(wrapper_ADInplaceOrView_log2_).debug("wrapper_ADInplaceOrView_log2_"))?;
+    lib.impl_("log2.out", Kernel::typed::<op::log2_out>(wrapper_ADInplaceOrView_log2_out).debug("wrapper_ADInplaceOrView_log2_out"))?;
+    lib.impl_("reciprocal_", Kernel::typed::<op::reciprocal_>(wrapper_ADInplaceOrView_reciprocal_).debug("wrapper_ADInplaceOrView_reciprocal_"))?;
+    lib.impl_("reciprocal.out", Kernel::typed::<op::reciprocal_out>(wrapper_ADInplaceOrView_reciprocal_out).debug("wrapper_ADInplaceOrView_reciprocal_out"))?;
+    lib.impl_("neg_", Kernel::typed::<op::neg_>(wrapper_ADInplaceOrView_neg_).debug("wrapper_ADInplaceOrView_neg_"))?;
+    lib.impl_("neg.out", Kernel::typed::<op::neg_out>(wrapper_ADInplaceOrView_neg_out).debug("wrapper_ADInplaceOrView_neg_out"))?;
+    lib.impl_("round_", Kernel::typed::<op::round_>(wrapper_ADInplaceOrView_round_).debug("wrapper_ADInplaceOrView_round_"))?;
+    lib.impl_("round.out", Kernel::typed::<op::round_out>(wrapper_ADInplaceOrView_round_out).debug("wrapper_ADInplaceOrView_round_out"))?;
+    lib.impl_("round_.decimals", Kernel::typed::<op::round__decimals>(wrapper_ADInplaceOrView_round__decimals).debug("wrapper_ADInplaceOrView_round__decimals"))?;
+    lib.impl_("round.decimals_out", Kernel::typed::<op::round_decimals_out>(wrapper_ADInplaceOrView_round_decimals_out).debug("wrapper_ADInplaceOrView_round_decimals_out"))?;
+    lib.impl_("relu_", Kernel::typed::<op::relu_>(wrapper_ADInplaceOrView_relu_).debug("wrapper_ADInplaceOrView_relu_"))?;
+    lib.impl_("gelu.out", Kernel::typed::<op::gelu_out>(wrapper_ADInplaceOrView_gelu_out).debug("wrapper_ADInplaceOrView_gelu_out"))?;
+    lib.impl_("gelu_", Kernel::typed::<op::gelu_>(wrapper_ADInplaceOrView_gelu_).debug("wrapper_ADInplaceOrView_gelu_"))?;
+    lib.impl_("rsqrt_", Kernel::typed::<op::rsqrt_>(wrapper_ADInplaceOrView_rsqrt_).debug("wrapper_ADInplaceOrView_rsqrt_"))?;
+    lib.impl_("rsqrt.out", Kernel::typed::<op::rsqrt_out>(wrapper_ADInplaceOrView_rsqrt_out).debug("wrapper_ADInplaceOrView_rsqrt_out"))?;
+    lib.impl_("silu_", Kernel::typed::<op::silu_>(wrapper_ADInplaceOrView_silu_).debug("wrapper_ADInplaceOrView_silu_"))?;
+    lib.impl_("silu.out", Kernel::typed::<op::silu_out>(wrapper_ADInplaceOrView_silu_out).debug("wrapper_ADInplaceOrView_silu_out"))?;
+    lib.impl_("sigmoid_", Kernel::typed::<op::sigmoid_>(wrapper_ADInplaceOrView_sigmoid_).debug("wrapper_ADInplaceOrView_sigmoid_"))?;
+    lib.impl_("sigmoid.out", Kernel::typed::<op::sigmoid_out>(wrapper_ADInplaceOrView_sigmoid_out).debug("wrapper_ADInplaceOrView_sigmoid_out"))?;
+    lib.impl_("sin_", Kernel::typed::<op::sin_>(wrapper_ADInplaceOrView_sin_).debug("wrapper_ADInplaceOrView_sin_"))?;
+    lib.impl_("sin.out", Kernel::typed::<op::sin_out>(wrapper_ADInplaceOrView_sin_out).debug("wrapper_ADInplaceOrView_sin_out"))?;
+    lib.impl_("sqrt_", Kernel::typed::<op::sqrt_>(wrapper_ADInplaceOrView_sqrt_).debug("wrapper_ADInplaceOrView_sqrt_"))?;
+    lib.impl_("sqrt.out", Kernel::typed::<op::sqrt_out>(wrapper_ADInplaceOrView_sqrt_out).debug("wrapper_ADInplaceOrView_sqrt_out"))?;
+    lib.impl_("tan_", Kernel::typed::<op::tan_>(wrapper_ADInplaceOrView_tan_).debug("wrapper_ADInplaceOrView_tan_"))?;
+    lib.impl_("tan.out", Kernel::typed::<op::tan_out>(wrapper_ADInplaceOrView_tan_out).debug("wrapper_ADInplaceOrView_tan_out"))?;
+    lib.impl_("tanh_", Kernel::typed::<op::tanh_>(wrapper_ADInplaceOrView_tanh_).debug("wrapper_ADInplaceOrView_tanh_"))?;
+    lib.impl_("tanh.out", Kernel::typed::<op::tanh_out>(wrapper_ADInplaceOrView_tanh_out).debug("wrapper_ADInplaceOrView_tanh_out"))?;
+    lib.impl_("trunc_", Kernel::typed::<op::trunc_>(wrapper_ADInplaceOrView_trunc_).debug("wrapper_ADInplaceOrView_trunc_"))?;
+    lib.impl_("trunc.out", Kernel::typed::<op::trunc_out>(wrapper_ADInplaceOrView_trunc_out).debug("wrapper_ADInplaceOrView_trunc_out"))?;
+    lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_ADInplaceOrView_sign_).debug("wrapper_ADInplaceOrView_sign_"))?;
+    lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_ADInplaceOrView_sign_out).debug("wrapper_ADInplaceOrView_sign_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -797,6 +941,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_ADInplaceOrView_masked_fill_Tensor_out).debug("wrapper_ADInplaceOrView_masked_fill_Tensor_out"))?;
     lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_ADInplaceOrView_sum_out).debug("wrapper_ADInplaceOrView_sum_out"))?;
     lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_ADInplaceOrView_var_mean_correction_out).debug("wrapper_ADInplaceOrView_var_mean_correction_out"))?;
+    lib.impl_("isnan.out", Kernel::typed::<op::isnan_out>(wrapper_ADInplaceOrView_isnan_out).debug("wrapper_ADInplaceOrView_isnan_out"))?;
+    lib.impl_("relu.out", Kernel::typed::<op::relu_out>(wrapper_ADInplaceOrView_relu_out).debug("wrapper_ADInplaceOrView_relu_out"))?;
+    lib.impl_("isinf.out", Kernel::typed::<op::isinf_out>(wrapper_ADInplaceOrView_isinf_out).debug("wrapper_ADInplaceOrView_isinf_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -1007,6 +1154,78 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_Meta_min_dim_min).debug("wrapper_Meta_min_dim_min"))?;
     lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(wrapper_Meta_sum_dim_IntList).debug("wrapper_Meta_sum_dim_IntList"))?;
     lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_Meta_sum_IntList_out).debug("wrapper_Meta_sum_IntList_out"))?;
+    lib.impl_("bitwise_not", Kernel::typed::<op::bitwise_not>(wrapper_Meta_bitwise_not).debug("wrapper_Meta_bitwise_not"))?;
+    lib.impl_("bitwise_not_", Kernel::typed::<op::bitwise_not_>(wrapper_Meta_bitwise_not_).debug("wrapper_Meta_bitwise_not_"))?;
+    lib.impl_("bitwise_not.out", Kernel::typed::<op::bitwise_not_out>(wrapper_Meta_bitwise_not_out).debug("wrapper_Meta_bitwise_not_out"))?;
+    lib.impl_("ceil", Kernel::typed::<op::ceil>(wrapper_Meta_ceil).debug("wrapper_Meta_ceil"))?;
+    lib.impl_("ceil_", Kernel::typed::<op::ceil_>(wrapper_Meta_ceil_).debug("wrapper_Meta_ceil_"))?;
+    lib.impl_("ceil.out", Kernel::typed::<op::ceil_out>(wrapper_Meta_ceil_out).debug("wrapper_Meta_ceil_out"))?;
+    lib.impl_("cos", Kernel::typed::<op::cos>(wrapper_Meta_cos).debug("wrapper_Meta_cos"))?;
+    lib.impl_("cos_", Kernel::typed::<op::cos_>(wrapper_Meta_cos_).debug("wrapper_Meta_cos_"))?;
+    lib.impl_("cos.out", Kernel::typed::<op::cos_out>(wrapper_Meta_cos_out).debug("wrapper_Meta_cos_out"))?;
+    lib.impl_("erf", Kernel::typed::<op::erf>(wrapper_Meta_erf).debug("wrapper_Meta_erf"))?;
+    lib.impl_("erf_", Kernel::typed::<op::erf_>(wrapper_Meta_erf_).debug("wrapper_Meta_erf_"))?;
+    lib.impl_("erf.out", Kernel::typed::<op::erf_out>(wrapper_Meta_erf_out).debug("wrapper_Meta_erf_out"))?;
+    lib.impl_("exp", Kernel::typed::<op::exp>(wrapper_Meta_exp).debug("wrapper_Meta_exp"))?;
+    lib.impl_("exp_", Kernel::typed::<op::exp_>(wrapper_Meta_exp_).debug("wrapper_Meta_exp_"))?;
+    lib.impl_("exp.out", Kernel::typed::<op::exp_out>(wrapper_Meta_exp_out).debug("wrapper_Meta_exp_out"))?;
+    lib.impl_("expm1", Kernel::typed::<op::expm1>(wrapper_Meta_expm1).debug("wrapper_Meta_expm1"))?;
+    lib.impl_("expm1_", Kernel::typed::<op::expm1_>(wrapper_Meta_expm1_).debug("wrapper_Meta_expm1_"))?;
+    lib.impl_("expm1.out", Kernel::typed::<op::expm1_out>(wrapper_Meta_expm1_out).debug("wrapper_Meta_expm1_out"))?;
+    lib.impl_("floor", Kernel::typed::<op::floor>(wrapper_Meta_floor).debug("wrapper_Meta_floor"))?;
+    lib.impl_("floor_", Kernel::typed::<op::floor_>(wrapper_Meta_floor_).debug("wrapper_Meta_floor_"))?;
+    lib.impl_("floor.out", Kernel::typed::<op::floor_out>(wrapper_Meta_floor_out).debug("wrapper_Meta_floor_out"))?;
+    lib.impl_("log", Kernel::typed::<op::log>(wrapper_Meta_log).debug("wrapper_Meta_log"))?;
+    lib.impl_("log_", Kernel::typed::<op::log_>(wrapper_Meta_log_).debug("wrapper_Meta_log_"))?;
+    lib.impl_("log.out", Kernel::typed::<op::log_out>(wrapper_Meta_log_out).debug("wrapper_Meta_log_out"))?;
+    lib.impl_("log1p", Kernel::typed::<op::log1p>(wrapper_Meta_log1p).debug("wrapper_Meta_log1p"))?;
+    lib.impl_("log1p_", Kernel::typed::<op::log1p_>(wrapper_Meta_log1p_).debug("wrapper_Meta_log1p_"))?;
+    lib.impl_("log1p.out", Kernel::typed::<op::log1p_out>(wrapper_Meta_log1p_out).debug("wrapper_Meta_log1p_out"))?;
+    lib.impl_("log2", Kernel::typed::<op::log2>(wrapper_Meta_log2).debug("wrapper_Meta_log2"))?;
+    lib.impl_("log2_", Kernel::typed::<op::log2_>(wrapper_Meta_log2_).debug("wrapper_Meta_log2_"))?;
+    lib.impl_("log2.out", Kernel::typed::<op::log2_out>(wrapper_Meta_log2_out).debug("wrapper_Meta_log2_out"))?;
+    lib.impl_("reciprocal", Kernel::typed::<op::reciprocal>(wrapper_Meta_reciprocal).debug("wrapper_Meta_reciprocal"))?;
+    lib.impl_("reciprocal_", Kernel::typed::<op::reciprocal_>(wrapper_Meta_reciprocal_).debug("wrapper_Meta_reciprocal_"))?;
+    lib.impl_("reciprocal.out", Kernel::typed::<op::reciprocal_out>(wrapper_Meta_reciprocal_out).debug("wrapper_Meta_reciprocal_out"))?;
+    lib.impl_("neg", Kernel::typed::<op::neg>(wrapper_Meta_neg).debug("wrapper_Meta_neg"))?;
+    lib.impl_("neg_", Kernel::typed::<op::neg_>(wrapper_Meta_neg_).debug("wrapper_Meta_neg_"))?;
+    lib.impl_("neg.out", Kernel::typed::<op::neg_out>(wrapper_Meta_neg_out).debug("wrapper_Meta_neg_out"))?;
+    lib.impl_("round", Kernel::typed::<op::round>(wrapper_Meta_round).debug("wrapper_Meta_round"))?;
+    lib.impl_("round_", Kernel::typed::<op::round_>(wrapper_Meta_round_).debug("wrapper_Meta_round_"))?;
+    lib.impl_("round.out", Kernel::typed::<op::round_out>(wrapper_Meta_round_out).debug("wrapper_Meta_round_out"))?;
+    lib.impl_("round.decimals", Kernel::typed::<op::round_decimals>(wrapper_Meta_round_decimals).debug("wrapper_Meta_round_decimals"))?;
+    lib.impl_("round_.decimals", Kernel::typed::<op::round__decimals>(wrapper_Meta_round__decimals).debug("wrapper_Meta_round__decimals"))?;
+    lib.impl_("round.decimals_out", Kernel::typed::<op::round_decimals_out>(wrapper_Meta_round_decimals_out).debug("wrapper_Meta_round_decimals_out"))?;
+    lib.impl_("gelu.out", Kernel::typed::<op::gelu_out>(wrapper_Meta_gelu_out).debug("wrapper_Meta_gelu_out"))?;
+    lib.impl_("gelu_", Kernel::typed::<op::gelu_>(wrapper_Meta_gelu_).debug("wrapper_Meta_gelu_"))?;
+    lib.impl_("gelu", Kernel::typed::<op::gelu>(wrapper_Meta_gelu).debug("wrapper_Meta_gelu"))?;
+    lib.impl_("rsqrt", Kernel::typed::<op::rsqrt>(wrapper_Meta_rsqrt).debug("wrapper_Meta_rsqrt"))?;
+    lib.impl_("rsqrt_", Kernel::typed::<op::rsqrt_>(wrapper_Meta_rsqrt_).debug("wrapper_Meta_rsqrt_"))?;
+    lib.impl_("rsqrt.out", Kernel::typed::<op::rsqrt_out>(wrapper_Meta_rsqrt_out).debug("wrapper_Meta_rsqrt_out"))?;
+    lib.impl_("silu", Kernel::typed::<op::silu>(wrapper_Meta_silu).debug("wrapper_Meta_silu"))?;
+    lib.impl_("silu_", Kernel::typed::<op::silu_>(wrapper_Meta_silu_).debug("wrapper_Meta_silu_"))?;
+    lib.impl_("silu.out", Kernel::typed::<op::silu_out>(wrapper_Meta_silu_out).debug("wrapper_Meta_silu_out"))?;
+    lib.impl_("sigmoid", Kernel::typed::<op::sigmoid>(wrapper_Meta_sigmoid).debug("wrapper_Meta_sigmoid"))?;
+    lib.impl_("sigmoid_", Kernel::typed::<op::sigmoid_>(wrapper_Meta_sigmoid_).debug("wrapper_Meta_sigmoid_"))?;
+    lib.impl_("sigmoid.out", Kernel::typed::<op::sigmoid_out>(wrapper_Meta_sigmoid_out).debug("wrapper_Meta_sigmoid_out"))?;
+    lib.impl_("sin", Kernel::typed::<op::sin>(wrapper_Meta_sin).debug("wrapper_Meta_sin"))?;
+    lib.impl_("sin_", Kernel::typed::<op::sin_>(wrapper_Meta_sin_).debug("wrapper_Meta_sin_"))?;
+    lib.impl_("sin.out", Kernel::typed::<op::sin_out>(wrapper_Meta_sin_out).debug("wrapper_Meta_sin_out"))?;
+    lib.impl_("sqrt", Kernel::typed::<op::sqrt>(wrapper_Meta_sqrt).debug("wrapper_Meta_sqrt"))?;
+    lib.impl_("sqrt_", Kernel::typed::<op::sqrt_>(wrapper_Meta_sqrt_).debug("wrapper_Meta_sqrt_"))?;
+    lib.impl_("sqrt.out", Kernel::typed::<op::sqrt_out>(wrapper_Meta_sqrt_out).debug("wrapper_Meta_sqrt_out"))?;
+    lib.impl_("tan", Kernel::typed::<op::tan>(wrapper_Meta_tan).debug("wrapper_Meta_tan"))?;
+    lib.impl_("tan_", Kernel::typed::<op::tan_>(wrapper_Meta_tan_).debug("wrapper_Meta_tan_"))?;
+    lib.impl_("tan.out", Kernel::typed::<op::tan_out>(wrapper_Meta_tan_out).debug("wrapper_Meta_tan_out"))?;
+    lib.impl_("tanh", Kernel::typed::<op::tanh>(wrapper_Meta_tanh).debug("wrapper_Meta_tanh"))?;
+    lib.impl_("tanh_", Kernel::typed::<op::tanh_>(wrapper_Meta_tanh_).debug("wrapper_Meta_tanh_"))?;
+    lib.impl_("tanh.out", Kernel::typed::<op::tanh_out>(wrapper_Meta_tanh_out).debug("wrapper_Meta_tanh_out"))?;
+    lib.impl_("trunc", Kernel::typed::<op::trunc>(wrapper_Meta_trunc).debug("wrapper_Meta_trunc"))?;
+    lib.impl_("trunc_", Kernel::typed::<op::trunc_>(wrapper_Meta_trunc_).debug("wrapper_Meta_trunc_"))?;
+    lib.impl_("trunc.out", Kernel::typed::<op::trunc_out>(wrapper_Meta_trunc_out).debug("wrapper_Meta_trunc_out"))?;
+    lib.impl_("sign", Kernel::typed::<op::sign>(wrapper_Meta_sign).debug("wrapper_Meta_sign"))?;
+    lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_Meta_sign_).debug("wrapper_Meta_sign_"))?;
+    lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_Meta_sign_out).debug("wrapper_Meta_sign_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -1055,6 +1274,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("var.out", Kernel::typed::<op::var_out>(wrapper_CompositeImplicitAutograd_var_out).debug("wrapper_CompositeImplicitAutograd_var_out"))?;
     lib.impl_("var_mean", Kernel::typed::<op::var_mean>(wrapper_CompositeImplicitAutograd_var_mean).debug("wrapper_CompositeImplicitAutograd_var_mean"))?;
     lib.impl_("var_mean.dim", Kernel::typed::<op::var_mean_dim>(wrapper_CompositeImplicitAutograd_var_mean_dim).debug("wrapper_CompositeImplicitAutograd_var_mean_dim"))?;
+    lib.impl_("isfinite", Kernel::typed::<op::isfinite>(wrapper_CompositeImplicitAutograd_isfinite).debug("wrapper_CompositeImplicitAutograd_isfinite"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -1173,6 +1393,13 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("mean.dtype_out", Kernel::typed::<op::mean_dtype_out>(wrapper_CompositeExplicitAutograd_mean_dtype_out).debug("wrapper_CompositeExplicitAutograd_mean_dtype_out"))?;
     lib.impl_("softmax.int_out", Kernel::typed::<op::softmax_int_out>(wrapper_CompositeExplicitAutograd_softmax_int_out).debug("wrapper_CompositeExplicitAutograd_softmax_int_out"))?;
     lib.impl_("sum", Kernel::typed::<op::sum>(wrapper_CompositeExplicitAutograd_sum).debug("wrapper_CompositeExplicitAutograd_sum"))?;
+    lib.impl_("abs", Kernel::typed::<op::abs>(wrapper_CompositeExplicitAutograd_abs).debug("wrapper_CompositeExplicitAutograd_abs"))?;
+    lib.impl_("abs_", Kernel::typed::<op::abs_>(wrapper_CompositeExplicitAutograd_abs_).debug("wrapper_CompositeExplicitAutograd_abs_"))?;
+    lib.impl_("logical_not", Kernel::typed::<op::logical_not>(wrapper_CompositeExplicitAutograd_logical_not).debug("wrapper_CompositeExplicitAutograd_logical_not"))?;
+    lib.impl_("logical_not_", Kernel::typed::<op::logical_not_>(wrapper_CompositeExplicitAutograd_logical_not_).debug("wrapper_CompositeExplicitAutograd_logical_not_"))?;
+    lib.impl_("nan_to_num", Kernel::typed::<op::nan_to_num>(wrapper_CompositeExplicitAutograd_nan_to_num).debug("wrapper_CompositeExplicitAutograd_nan_to_num"))?;
+    lib.impl_("nan_to_num_", Kernel::typed::<op::nan_to_num_>(wrapper_CompositeExplicitAutograd_nan_to_num_).debug("wrapper_CompositeExplicitAutograd_nan_to_num_"))?;
+    lib.impl_("isinf", Kernel::typed::<op::isinf>(wrapper_CompositeExplicitAutograd_isinf).debug("wrapper_CompositeExplicitAutograd_isinf"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -1241,6 +1468,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out).debug("wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out"))?;
     lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_CompositeExplicitAutograd_sum_out).debug("wrapper_CompositeExplicitAutograd_sum_out"))?;
     lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_CompositeExplicitAutograd_var_mean_correction_out).debug("wrapper_CompositeExplicitAutograd_var_mean_correction_out"))?;
+    lib.impl_("isnan.out", Kernel::typed::<op::isnan_out>(wrapper_CompositeExplicitAutograd_isnan_out).debug("wrapper_CompositeExplicitAutograd_isnan_out"))?;
+    lib.impl_("relu.out", Kernel::typed::<op::relu_out>(wrapper_CompositeExplicitAutograd_relu_out).debug("wrapper_CompositeExplicitAutograd_relu_out"))?;
+    lib.impl_("isinf.out", Kernel::typed::<op::isinf_out>(wrapper_CompositeExplicitAutograd_isinf_out).debug("wrapper_CompositeExplicitAutograd_isinf_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -5383,6 +5613,1007 @@ fn wrapper_ADInplaceOrView_max_unary_out(ks: DispatchKeySet, (self_, out): (&Ten
     Ok(result)
 }
 
+/// `abs(Tensor self) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_abs(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::abs(self_)
+}
+
+/// `abs_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_abs_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::abs_(self_)
+}
+
+/// `abs_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::abs_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_abs_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::abs_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_not(Tensor self) -> Tensor`
+fn wrapper_Meta_bitwise_not(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_not(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_not(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::bitwise_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::bitwise_not(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_bitwise_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::bitwise_not_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `logical_not(Tensor self) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_logical_not(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::logical_not(self_)
+}
+
+/// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_logical_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::logical_not_(self_)
+}
+
+/// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::logical_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logical_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logical_not_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `ceil(Tensor self) -> Tensor`
+fn wrapper_Meta_ceil(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::ceil(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::ceil(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::ceil_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::ceil(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_ceil_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::ceil_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `cos(Tensor self) -> Tensor`
+fn wrapper_Meta_cos(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::cos(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `cos_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::cos(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `cos_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::cos_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::cos(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_cos_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::cos_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `erf(Tensor self) -> Tensor`
+fn wrapper_Meta_erf(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::erf(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `erf_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::erf(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `erf_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::erf_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::erf(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_erf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::erf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `exp(Tensor self) -> Tensor`
+fn wrapper_Meta_exp(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::exp(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `exp_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::exp(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `exp_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::exp_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::exp(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_exp_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::exp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `expm1(Tensor self) -> Tensor`
+fn wrapper_Meta_expm1(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::expm1(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::expm1(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::expm1_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::expm1(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_expm1_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::expm1_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `floor(Tensor self) -> Tensor`
+fn wrapper_Meta_floor(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::floor(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `floor_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::floor(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `floor_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::floor_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::floor(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_floor_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::floor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_nan_to_num(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
+    crate::native::nan_to_num(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_nan_to_num_(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
+    crate::native::nan_to_num_(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
+    let result = crate::op::nan_to_num_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_nan_to_num_out(ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::nan_to_num_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `log(Tensor self) -> Tensor`
+fn wrapper_Meta_log(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::log(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `log_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::log(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `log_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::log_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::log(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::log_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `log1p(Tensor self) -> Tensor`
+fn wrapper_Meta_log1p(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::log1p(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::log1p(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::log1p_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::log1p(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log1p_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::log1p_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `log2(Tensor self) -> Tensor`
+fn wrapper_Meta_log2(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::log2(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `log2_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::log2(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `log2_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::log2_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::log2(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_log2_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::log2_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `reciprocal(Tensor self) -> Tensor`
+fn wrapper_Meta_reciprocal(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::reciprocal(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::reciprocal(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::reciprocal_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::reciprocal(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_reciprocal_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::reciprocal_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `neg(Tensor self) -> Tensor`
+fn wrapper_Meta_neg(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::neg(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `neg_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::neg(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `neg_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::neg_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::neg(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_neg_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::neg_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `round(Tensor self) -> Tensor`
+fn wrapper_Meta_round(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::round(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `round_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::round(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `round_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::round_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::round(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_round_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::round_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor`
+fn wrapper_Meta_round_decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let meta = crate::meta::round_decimals(self_, decimals, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+fn wrapper_Meta_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let meta = crate::meta::round_decimals(self_, decimals, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_round__decimals(ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let result = crate::op::round__decimals::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::round_decimals(self_, decimals, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_round_decimals_out(ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::round_decimals_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `relu_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::relu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::gelu(self_, approximate, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_gelu_out(ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::gelu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, approximate, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+fn wrapper_Meta_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let meta = crate::meta::gelu(self_, approximate, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let result = crate::op::gelu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, approximate)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor`
+fn wrapper_Meta_gelu(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let meta = crate::meta::gelu(self_, approximate, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `rsqrt(Tensor self) -> Tensor`
+fn wrapper_Meta_rsqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::rsqrt(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::rsqrt(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::rsqrt_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::rsqrt(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_rsqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::rsqrt_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `silu(Tensor self) -> Tensor`
+fn wrapper_Meta_silu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::silu(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `silu_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::silu(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `silu_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::silu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::silu(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_silu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::silu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sigmoid(Tensor self) -> Tensor`
+fn wrapper_Meta_sigmoid(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sigmoid(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sigmoid(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::sigmoid_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sigmoid(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sigmoid_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sigmoid_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sin(Tensor self) -> Tensor`
+fn wrapper_Meta_sin(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sin(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sin_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sin(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `sin_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::sin_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sin(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sin_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sqrt(Tensor self) -> Tensor`
+fn wrapper_Meta_sqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sqrt(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sqrt(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::sqrt_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sqrt(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sqrt_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `tan(Tensor self) -> Tensor`
+fn wrapper_Meta_tan(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::tan(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `tan_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::tan(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `tan_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::tan_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::tan(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_tan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::tan_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `tanh(Tensor self) -> Tensor`
+fn wrapper_Meta_tanh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::tanh(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::tanh(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::tanh_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::tanh(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_tanh_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::tanh_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `trunc(Tensor self) -> Tensor`
+fn wrapper_Meta_trunc(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::trunc(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::trunc(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::trunc_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::trunc(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_trunc_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::trunc_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `sign(Tensor self) -> Tensor`
+fn wrapper_Meta_sign(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sign(self_, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out0)
+}
+
+/// `sign_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let meta = crate::meta::sign(self_, Outs::Inplace(self_))?;
+    crate::structured::check_inplace(self_, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(self_.clone())
+}
+
+/// `sign_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let result = crate::op::sign_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
+    self_.bump_version();
+    Ok(result)
+}
+
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let meta = crate::meta::sign(self_, Outs::Out(&[out]))?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    let _ = &meta;
+    Ok(out.clone())
+}
+
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_sign_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::sign_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `isfinite(Tensor self) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_isfinite(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::isfinite(self_)
+}
+
+/// `isinf(Tensor self) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_isinf(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::isinf(self_)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -6305,6 +7536,48 @@ fn wrapper_ADInplaceOrView_var_mean_correction_out(ks: DispatchKeySet, (self_, d
     let result = crate::op::var_mean_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out0, out1)?;
     out0.bump_version();
     out1.bump_version();
+    Ok(result)
+}
+
+/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::isnan::call(self_)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_isnan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::isnan_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::relu::call(self_)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_relu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::relu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::isinf::call(self_)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_isinf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::isinf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
     Ok(result)
 }
 

@@ -609,6 +609,120 @@ pub trait TensorOps {
     fn min(&self) -> Result<Tensor>;
     /// `aten::max(Tensor self) -> Tensor`
     fn max(&self) -> Result<Tensor>;
+    /// `aten::abs(Tensor self) -> Tensor`
+    fn abs(&self) -> Result<Tensor>;
+    /// `aten::abs_(Tensor(a!) self) -> Tensor(a!)`
+    fn abs_(&self) -> Result<Tensor>;
+    /// `aten::bitwise_not(Tensor self) -> Tensor`
+    fn bitwise_not(&self) -> Result<Tensor>;
+    /// `aten::bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+    fn bitwise_not_(&self) -> Result<Tensor>;
+    /// `aten::logical_not(Tensor self) -> Tensor`
+    fn logical_not(&self) -> Result<Tensor>;
+    /// `aten::logical_not_(Tensor(a!) self) -> Tensor(a!)`
+    fn logical_not_(&self) -> Result<Tensor>;
+    /// `aten::ceil(Tensor self) -> Tensor`
+    fn ceil(&self) -> Result<Tensor>;
+    /// `aten::ceil_(Tensor(a!) self) -> Tensor(a!)`
+    fn ceil_(&self) -> Result<Tensor>;
+    /// `aten::cos(Tensor self) -> Tensor`
+    fn cos(&self) -> Result<Tensor>;
+    /// `aten::cos_(Tensor(a!) self) -> Tensor(a!)`
+    fn cos_(&self) -> Result<Tensor>;
+    /// `aten::erf(Tensor self) -> Tensor`
+    fn erf(&self) -> Result<Tensor>;
+    /// `aten::erf_(Tensor(a!) self) -> Tensor(a!)`
+    fn erf_(&self) -> Result<Tensor>;
+    /// `aten::exp(Tensor self) -> Tensor`
+    fn exp(&self) -> Result<Tensor>;
+    /// `aten::exp_(Tensor(a!) self) -> Tensor(a!)`
+    fn exp_(&self) -> Result<Tensor>;
+    /// `aten::expm1(Tensor self) -> Tensor`
+    fn expm1(&self) -> Result<Tensor>;
+    /// `aten::expm1_(Tensor(a!) self) -> Tensor(a!)`
+    fn expm1_(&self) -> Result<Tensor>;
+    /// `aten::floor(Tensor self) -> Tensor`
+    fn floor(&self) -> Result<Tensor>;
+    /// `aten::floor_(Tensor(a!) self) -> Tensor(a!)`
+    fn floor_(&self) -> Result<Tensor>;
+    /// `aten::isnan(Tensor self) -> Tensor`
+    fn isnan(&self) -> Result<Tensor>;
+    /// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+    fn nan_to_num(&self) -> Result<Tensor>;
+    /// `aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+    fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor>;
+    /// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+    fn nan_to_num_(&self) -> Result<Tensor>;
+    /// `aten::nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+    fn nan_to_num__with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor>;
+    /// `aten::log(Tensor self) -> Tensor`
+    fn log(&self) -> Result<Tensor>;
+    /// `aten::log_(Tensor(a!) self) -> Tensor(a!)`
+    fn log_(&self) -> Result<Tensor>;
+    /// `aten::log1p(Tensor self) -> Tensor`
+    fn log1p(&self) -> Result<Tensor>;
+    /// `aten::log1p_(Tensor(a!) self) -> Tensor(a!)`
+    fn log1p_(&self) -> Result<Tensor>;
+    /// `aten::log2(Tensor self) -> Tensor`
+    fn log2(&self) -> Result<Tensor>;
+    /// `aten::log2_(Tensor(a!) self) -> Tensor(a!)`
+    fn log2_(&self) -> Result<Tensor>;
+    /// `aten::reciprocal(Tensor self) -> Tensor`
+    fn reciprocal(&self) -> Result<Tensor>;
+    /// `aten::reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+    fn reciprocal_(&self) -> Result<Tensor>;
+    /// `aten::neg(Tensor self) -> Tensor`
+    fn neg(&self) -> Result<Tensor>;
+    /// `aten::neg_(Tensor(a!) self) -> Tensor(a!)`
+    fn neg_(&self) -> Result<Tensor>;
+    /// `aten::round(Tensor self) -> Tensor`
+    fn round(&self) -> Result<Tensor>;
+    /// `aten::round_(Tensor(a!) self) -> Tensor(a!)`
+    fn round_(&self) -> Result<Tensor>;
+    /// `aten::round.decimals(Tensor self, *, int decimals) -> Tensor`
+    fn round_decimals(&self, decimals: i64) -> Result<Tensor>;
+    /// `aten::round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+    fn round_decimals_(&self, decimals: i64) -> Result<Tensor>;
+    /// `aten::relu(Tensor self) -> Tensor`
+    fn relu(&self) -> Result<Tensor>;
+    /// `aten::relu_(Tensor(a!) self) -> Tensor(a!)`
+    fn relu_(&self) -> Result<Tensor>;
+    /// `aten::rsqrt(Tensor self) -> Tensor`
+    fn rsqrt(&self) -> Result<Tensor>;
+    /// `aten::rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+    fn rsqrt_(&self) -> Result<Tensor>;
+    /// `aten::sigmoid(Tensor self) -> Tensor`
+    fn sigmoid(&self) -> Result<Tensor>;
+    /// `aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+    fn sigmoid_(&self) -> Result<Tensor>;
+    /// `aten::sin(Tensor self) -> Tensor`
+    fn sin(&self) -> Result<Tensor>;
+    /// `aten::sin_(Tensor(a!) self) -> Tensor(a!)`
+    fn sin_(&self) -> Result<Tensor>;
+    /// `aten::sqrt(Tensor self) -> Tensor`
+    fn sqrt(&self) -> Result<Tensor>;
+    /// `aten::sqrt_(Tensor(a!) self) -> Tensor(a!)`
+    fn sqrt_(&self) -> Result<Tensor>;
+    /// `aten::tan(Tensor self) -> Tensor`
+    fn tan(&self) -> Result<Tensor>;
+    /// `aten::tan_(Tensor(a!) self) -> Tensor(a!)`
+    fn tan_(&self) -> Result<Tensor>;
+    /// `aten::tanh(Tensor self) -> Tensor`
+    fn tanh(&self) -> Result<Tensor>;
+    /// `aten::tanh_(Tensor(a!) self) -> Tensor(a!)`
+    fn tanh_(&self) -> Result<Tensor>;
+    /// `aten::trunc(Tensor self) -> Tensor`
+    fn trunc(&self) -> Result<Tensor>;
+    /// `aten::trunc_(Tensor(a!) self) -> Tensor(a!)`
+    fn trunc_(&self) -> Result<Tensor>;
+    /// `aten::sign(Tensor self) -> Tensor`
+    fn sign(&self) -> Result<Tensor>;
+    /// `aten::sign_(Tensor(a!) self) -> Tensor(a!)`
+    fn sign_(&self) -> Result<Tensor>;
+    /// `aten::isfinite(Tensor self) -> Tensor`
+    fn isfinite(&self) -> Result<Tensor>;
+    /// `aten::isinf(Tensor self) -> Tensor`
+    fn isinf(&self) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -1807,5 +1921,233 @@ impl TensorOps for Tensor {
     #[inline]
     fn max(&self) -> Result<Tensor> {
         op::max::call(self)
+    }
+    #[inline]
+    fn abs(&self) -> Result<Tensor> {
+        op::abs::call(self)
+    }
+    #[inline]
+    fn abs_(&self) -> Result<Tensor> {
+        op::abs_::call(self)
+    }
+    #[inline]
+    fn bitwise_not(&self) -> Result<Tensor> {
+        op::bitwise_not::call(self)
+    }
+    #[inline]
+    fn bitwise_not_(&self) -> Result<Tensor> {
+        op::bitwise_not_::call(self)
+    }
+    #[inline]
+    fn logical_not(&self) -> Result<Tensor> {
+        op::logical_not::call(self)
+    }
+    #[inline]
+    fn logical_not_(&self) -> Result<Tensor> {
+        op::logical_not_::call(self)
+    }
+    #[inline]
+    fn ceil(&self) -> Result<Tensor> {
+        op::ceil::call(self)
+    }
+    #[inline]
+    fn ceil_(&self) -> Result<Tensor> {
+        op::ceil_::call(self)
+    }
+    #[inline]
+    fn cos(&self) -> Result<Tensor> {
+        op::cos::call(self)
+    }
+    #[inline]
+    fn cos_(&self) -> Result<Tensor> {
+        op::cos_::call(self)
+    }
+    #[inline]
+    fn erf(&self) -> Result<Tensor> {
+        op::erf::call(self)
+    }
+    #[inline]
+    fn erf_(&self) -> Result<Tensor> {
+        op::erf_::call(self)
+    }
+    #[inline]
+    fn exp(&self) -> Result<Tensor> {
+        op::exp::call(self)
+    }
+    #[inline]
+    fn exp_(&self) -> Result<Tensor> {
+        op::exp_::call(self)
+    }
+    #[inline]
+    fn expm1(&self) -> Result<Tensor> {
+        op::expm1::call(self)
+    }
+    #[inline]
+    fn expm1_(&self) -> Result<Tensor> {
+        op::expm1_::call(self)
+    }
+    #[inline]
+    fn floor(&self) -> Result<Tensor> {
+        op::floor::call(self)
+    }
+    #[inline]
+    fn floor_(&self) -> Result<Tensor> {
+        op::floor_::call(self)
+    }
+    #[inline]
+    fn isnan(&self) -> Result<Tensor> {
+        op::isnan::call(self)
+    }
+    #[inline]
+    fn nan_to_num(&self) -> Result<Tensor> {
+        op::nan_to_num::call(self, None, None, None)
+    }
+    #[inline]
+    fn nan_to_num_with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        op::nan_to_num::call(self, nan, posinf, neginf)
+    }
+    #[inline]
+    fn nan_to_num_(&self) -> Result<Tensor> {
+        op::nan_to_num_::call(self, None, None, None)
+    }
+    #[inline]
+    fn nan_to_num__with(&self, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        op::nan_to_num_::call(self, nan, posinf, neginf)
+    }
+    #[inline]
+    fn log(&self) -> Result<Tensor> {
+        op::log::call(self)
+    }
+    #[inline]
+    fn log_(&self) -> Result<Tensor> {
+        op::log_::call(self)
+    }
+    #[inline]
+    fn log1p(&self) -> Result<Tensor> {
+        op::log1p::call(self)
+    }
+    #[inline]
+    fn log1p_(&self) -> Result<Tensor> {
+        op::log1p_::call(self)
+    }
+    #[inline]
+    fn log2(&self) -> Result<Tensor> {
+        op::log2::call(self)
+    }
+    #[inline]
+    fn log2_(&self) -> Result<Tensor> {
+        op::log2_::call(self)
+    }
+    #[inline]
+    fn reciprocal(&self) -> Result<Tensor> {
+        op::reciprocal::call(self)
+    }
+    #[inline]
+    fn reciprocal_(&self) -> Result<Tensor> {
+        op::reciprocal_::call(self)
+    }
+    #[inline]
+    fn neg(&self) -> Result<Tensor> {
+        op::neg::call(self)
+    }
+    #[inline]
+    fn neg_(&self) -> Result<Tensor> {
+        op::neg_::call(self)
+    }
+    #[inline]
+    fn round(&self) -> Result<Tensor> {
+        op::round::call(self)
+    }
+    #[inline]
+    fn round_(&self) -> Result<Tensor> {
+        op::round_::call(self)
+    }
+    #[inline]
+    fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        op::round_decimals::call(self, decimals)
+    }
+    #[inline]
+    fn round_decimals_(&self, decimals: i64) -> Result<Tensor> {
+        op::round__decimals::call(self, decimals)
+    }
+    #[inline]
+    fn relu(&self) -> Result<Tensor> {
+        op::relu::call(self)
+    }
+    #[inline]
+    fn relu_(&self) -> Result<Tensor> {
+        op::relu_::call(self)
+    }
+    #[inline]
+    fn rsqrt(&self) -> Result<Tensor> {
+        op::rsqrt::call(self)
+    }
+    #[inline]
+    fn rsqrt_(&self) -> Result<Tensor> {
+        op::rsqrt_::call(self)
+    }
+    #[inline]
+    fn sigmoid(&self) -> Result<Tensor> {
+        op::sigmoid::call(self)
+    }
+    #[inline]
+    fn sigmoid_(&self) -> Result<Tensor> {
+        op::sigmoid_::call(self)
+    }
+    #[inline]
+    fn sin(&self) -> Result<Tensor> {
+        op::sin::call(self)
+    }
+    #[inline]
+    fn sin_(&self) -> Result<Tensor> {
+        op::sin_::call(self)
+    }
+    #[inline]
+    fn sqrt(&self) -> Result<Tensor> {
+        op::sqrt::call(self)
+    }
+    #[inline]
+    fn sqrt_(&self) -> Result<Tensor> {
+        op::sqrt_::call(self)
+    }
+    #[inline]
+    fn tan(&self) -> Result<Tensor> {
+        op::tan::call(self)
+    }
+    #[inline]
+    fn tan_(&self) -> Result<Tensor> {
+        op::tan_::call(self)
+    }
+    #[inline]
+    fn tanh(&self) -> Result<Tensor> {
+        op::tanh::call(self)
+    }
+    #[inline]
+    fn tanh_(&self) -> Result<Tensor> {
+        op::tanh_::call(self)
+    }
+    #[inline]
+    fn trunc(&self) -> Result<Tensor> {
+        op::trunc::call(self)
+    }
+    #[inline]
+    fn trunc_(&self) -> Result<Tensor> {
+        op::trunc_::call(self)
+    }
+    #[inline]
+    fn sign(&self) -> Result<Tensor> {
+        op::sign::call(self)
+    }
+    #[inline]
+    fn sign_(&self) -> Result<Tensor> {
+        op::sign_::call(self)
+    }
+    #[inline]
+    fn isfinite(&self) -> Result<Tensor> {
+        op::isfinite::call(self)
+    }
+    #[inline]
+    fn isinf(&self) -> Result<Tensor> {
+        op::isinf::call(self)
     }
 }

@@ -9,6 +9,7 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
+mod unary;
 
 pub use factory::*;
 pub use indexing::*;
@@ -16,3 +17,4 @@ pub use linalg::*;
 pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
+pub use unary::*;

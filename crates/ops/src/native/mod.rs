@@ -9,6 +9,7 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
+mod unary;
 mod views;
 
 pub use copy::*;
@@ -18,4 +19,5 @@ pub use linalg::*;
 pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
+pub use unary::*;
 pub use views::*;

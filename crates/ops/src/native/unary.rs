@@ -1,0 +1,74 @@
+//! Unary pointwise operators (math functions, rounding, activations, classification): the
+//! composite kernels.
+//!
+//! `abs`, `logical_not` and `nan_to_num` allocate their result and call their out= operator
+//! (their in-place forms pass `self` as the output), as PyTorch's `CompositeExplicitAutograd`
+//! kernels do. `isinf` and `isfinite` are written with this family's operators only (PyTorch
+//! uses `abs`, `==` and `*`, which belong to the binary family): `nan_to_num` maps exactly the
+//! values to classify onto NaN, and `isnan` detects them.
+
+use crate::op;
+use switchyard_core::{Result, ScalarType, Tensor};
+
+/// A new contiguous tensor with `t`'s sizes and device.
+fn empty_like(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    Tensor::allocate(&t.sizes(), dtype, t.device())
+}
+
+/// `abs`: a new tensor of `self`'s dtype filled by `abs.out`.
+pub fn abs(self_: &Tensor) -> Result<Tensor> {
+    let out = empty_like(self_, self_.dtype())?;
+    op::abs_out::call(self_, &out)
+}
+
+/// `abs_`: `abs.out` into `self`.
+pub fn abs_(self_: &Tensor) -> Result<Tensor> {
+    op::abs_out::call(self_, self_)
+}
+
+/// `logical_not`: a new bool tensor filled by `logical_not.out`.
+pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
+    let out = empty_like(self_, ScalarType::Bool)?;
+    op::logical_not_out::call(self_, &out)
+}
+
+/// `logical_not_`: `logical_not.out` into `self` (0 or 1 in `self`'s dtype).
+pub fn logical_not_(self_: &Tensor) -> Result<Tensor> {
+    op::logical_not_out::call(self_, self_)
+}
+
+/// `nan_to_num`: a new tensor of `self`'s dtype filled by `nan_to_num.out`.
+pub fn nan_to_num(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let out = empty_like(self_, self_.dtype())?;
+    op::nan_to_num_out::call(self_, nan, posinf, neginf, &out)
+}
+
+/// `nan_to_num_`: `nan_to_num.out` into `self`.
+pub fn nan_to_num_(
+    self_: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    op::nan_to_num_out::call(self_, nan, posinf, neginf, self_)
+}
+
+/// `isinf`: ±inf become NaN and NaN becomes 0, then `isnan`. Integer and bool tensors (which
+/// `nan_to_num` copies) give all false, like PyTorch's `zeros_like(self, kBool)`.
+pub fn isinf(self_: &Tensor) -> Result<Tensor> {
+    let marked = op::nan_to_num::call(self_, Some(0.0), Some(f64::NAN), Some(f64::NAN))?;
+    op::isnan::call(&marked)
+}
+
+/// `isfinite`: NaN and ±inf all become NaN, then `logical_not(isnan(..))`. Integer and bool
+/// tensors give all true, like PyTorch's `ones_like(self, kBool)`.
+pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
+    let marked = op::nan_to_num::call(self_, Some(f64::NAN), Some(f64::NAN), Some(f64::NAN))?;
+    let nan = op::isnan::call(&marked)?;
+    op::logical_not_::call(&nan)
+}
