@@ -14,16 +14,12 @@ use switchyard_core::Element;
 /// Integer arithmetic wraps like C++'s; `bool` arithmetic is logical (`add` is or, `mul` is
 /// and).
 pub(crate) trait Num: Element + PartialOrd {
-    /// Floating-point compute type.
-    const IS_FLOAT: bool;
     /// 0.
     fn zero() -> Self;
     /// 1.
     fn one() -> Self;
     /// `self + o`.
     fn add(self, o: Self) -> Self;
-    /// `self - o`.
-    fn sub(self, o: Self) -> Self;
     /// `self * o`.
     fn mul(self, o: Self) -> Self;
     /// The larger value; NaN if either is NaN (`torch.maximum`).
@@ -45,11 +41,9 @@ pub(crate) trait Num: Element + PartialOrd {
 macro_rules! int_num {
     ($($t:ty),*) => {$(
         impl Num for $t {
-            const IS_FLOAT: bool = false;
             #[inline(always)] fn zero() -> Self { 0 }
             #[inline(always)] fn one() -> Self { 1 }
             #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
-            #[inline(always)] fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             #[inline(always)] fn maximum(self, o: Self) -> Self { if self < o { o } else { self } }
             #[inline(always)] fn minimum(self, o: Self) -> Self { if o < self { o } else { self } }
@@ -61,11 +55,9 @@ int_num!(u8, i8, i16, i32, i64);
 macro_rules! float_num {
     ($($t:ty),*) => {$(
         impl Num for $t {
-            const IS_FLOAT: bool = true;
             #[inline(always)] fn zero() -> Self { 0.0 }
             #[inline(always)] fn one() -> Self { 1.0 }
             #[inline(always)] fn add(self, o: Self) -> Self { self + o }
-            #[inline(always)] fn sub(self, o: Self) -> Self { self - o }
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)]
             fn maximum(self, o: Self) -> Self {
@@ -84,7 +76,6 @@ macro_rules! float_num {
 float_num!(f32, f64);
 
 impl Num for bool {
-    const IS_FLOAT: bool = false;
     #[inline(always)]
     fn zero() -> Self {
         false
@@ -96,10 +87,6 @@ impl Num for bool {
     #[inline(always)]
     fn add(self, o: Self) -> Self {
         self | o
-    }
-    #[inline(always)]
-    fn sub(self, o: Self) -> Self {
-        self ^ o
     }
     #[inline(always)]
     fn mul(self, o: Self) -> Self {
@@ -123,8 +110,6 @@ pub(crate) trait Arith: Num {
     fn neg(self) -> Self;
     /// `|self|` (wrapping for the minimum integer; identity for unsigned).
     fn abs(self) -> Self;
-    /// -1, 0 or 1 (0 for ±0 and NaN stays NaN).
-    fn sign(self) -> Self;
     /// Division rounding toward zero.
     fn div_trunc(self, o: Self) -> Self;
     /// Division rounding toward negative infinity (Python's `//`).
@@ -154,11 +139,6 @@ macro_rules! int_arith {
             #[inline(always)]
             fn abs(self) -> Self {
                 if $signed && self < 0 { self.wrapping_neg() } else { self }
-            }
-            #[inline(always)]
-            fn sign(self) -> Self {
-                let neg = self < 0;
-                if neg { (0 as $t).wrapping_sub(1) } else if self > 0 { 1 } else { 0 }
             }
             #[inline(always)]
             fn div_trunc(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
@@ -220,14 +200,6 @@ macro_rules! float_arith {
         impl Arith for $t {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
-            #[inline(always)]
-            fn sign(self) -> Self {
-                // (0 < x) - (x < 0), which keeps NaN as 0 - 0 = 0 in C++; PyTorch's vectorised
-                // sign returns NaN for NaN... its scalar path returns 0. We follow the
-                // vectorised path, which is what contiguous tensors see.
-                let s = if self > 0.0 { 1.0 } else if self < 0.0 { -1.0 } else { 0.0 };
-                if self.is_nan() { self } else { s }
-            }
             #[inline(always)] fn div_trunc(self, o: Self) -> Self { (self / o).trunc() }
             #[inline(always)]
             fn div_floor(self, o: Self) -> Self {
@@ -415,15 +387,12 @@ mod tests {
     }
 
     #[test]
-    fn powers_and_signs() {
+    fn powers_and_extrema() {
         assert_eq!(Arith::pow(3i32, 4), 81);
         assert_eq!(Arith::pow(-1i32, -3), -1);
         assert_eq!(Arith::pow(-1i32, -2), 1);
         assert_eq!(Arith::pow(2i32, -1), 0);
         assert_eq!(Arith::pow(200u8, 2), 64);
-        assert_eq!(Arith::sign(250u8), 1);
-        assert_eq!(Arith::sign(-3i8), -1);
-        assert!(Arith::sign(f32::NAN).is_nan());
         // Called through the traits: the inherent `i8::abs` panics on overflow in debug
         // builds, and `f32::maximum` is an unstable inherent method that would shadow ours.
         assert!(Num::maximum(f32::NAN, 1.0).is_nan());
