@@ -21,6 +21,7 @@ mod extractor;
 mod kernel;
 mod library;
 mod operator;
+mod schema_facts;
 mod signature;
 pub mod trace;
 pub mod warnings;
@@ -30,7 +31,10 @@ pub use kernel::{BoxedFn, KernelFunction};
 pub use library::{Kernel, Library, LibraryKind};
 pub use linkme;
 pub use operator::{AliasAnalysisKind, OperatorEntry, OperatorHandle, TypedOperatorHandle};
+pub use schema_facts::{
+    ReturnAlias, ReturnFacts, ReturnKindFacts, SchemaFacts, TensorArgument, TensorArgumentKind,
+};
 pub use signature::{
-    ArgTuple, ArgType, OpOutput, OpSignature, ReturnKind, UnboxedFn, inferred_schema,
-    schema_difference,
+    ArgTuple, ArgType, OpOutput, OpSignature, Operator, ReturnKind, UnboxedFn, call_boxed_typed,
+    inferred_schema, schema_difference,
 };

@@ -23,6 +23,8 @@ use switchyard_core::keys::{
 use switchyard_core::{Error, Result, Stack};
 use switchyard_schema::FunctionSchema;
 
+use crate::schema_facts::SchemaFacts;
+
 /// How the JIT treats aliasing for an operator (recorded and printed; not otherwise used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AliasAnalysisKind {
@@ -91,7 +93,7 @@ pub struct OperatorEntry {
     table: [AtomicPtr<KernelFunction>; NUM_RUNTIME_ENTRIES],
     pub(crate) extractor: DispatchKeyExtractor,
     pub(crate) state: Mutex<EntryState>,
-    schema: RwLock<Option<Arc<FunctionSchema>>>,
+    schema: RwLock<Option<(Arc<FunctionSchema>, Arc<SchemaFacts>)>>,
     pub(crate) signature: OnceLock<FixedSignature>,
 }
 
@@ -149,12 +151,27 @@ impl OperatorEntry {
         self.schema
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .as_ref()
+            .map(|(schema, _)| Arc::clone(schema))
+    }
+
+    /// What boxed kernels need to know about the schema's arguments and returns, computed
+    /// when the schema was defined.
+    pub fn schema_facts(&self) -> Option<Arc<SchemaFacts>> {
+        self.schema
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|(_, facts)| Arc::clone(facts))
     }
 
     pub(crate) fn set_schema(&self, schema: Option<Arc<FunctionSchema>>) -> Result<()> {
         self.extractor.set_schema(schema.as_deref())?;
-        *self.schema.write().unwrap_or_else(PoisonError::into_inner) = schema;
+        let with_facts = schema.map(|s| {
+            let facts = Arc::new(SchemaFacts::of(&s));
+            (s, facts)
+        });
+        *self.schema.write().unwrap_or_else(PoisonError::into_inner) = with_facts;
         Ok(())
     }
 
@@ -473,6 +490,17 @@ impl OperatorHandle {
     /// The schema, if the operator was defined.
     pub fn schema(&self) -> Option<Arc<FunctionSchema>> {
         self.entry.schema()
+    }
+
+    /// Argument and return facts for boxed kernels (see [`SchemaFacts`]), or an error saying
+    /// the operator has no schema.
+    pub fn require_schema_facts(&self) -> Result<Arc<SchemaFacts>> {
+        self.entry.schema_facts().ok_or_else(|| {
+            Error::runtime(format!(
+                "Operator {} has no schema (it was never defined with def())",
+                self.name()
+            ))
+        })
     }
 
     /// The schema, or an error saying the operator has none.

@@ -13,6 +13,7 @@ use switchyard_core::{
     Device, DispatchKeySet, Error, Generator, IValue, Layout, MemoryFormat, Result, Scalar,
     ScalarType, Stack, Tensor,
 };
+use crate::OperatorHandle;
 use switchyard_schema::{
     Argument, BaseOperatorName, BaseType, FunctionSchema, OperatorName, Return, Type,
 };
@@ -509,6 +510,30 @@ pub trait OpSignature: 'static {
     type Output: OpOutput;
     /// How the result is formed when the kernel is boxed-only.
     const RETURN_KIND: ReturnKind = ReturnKind::Functional;
+}
+
+/// An operator known by its type: each generated `op::*` struct of switchyard-ops implements
+/// it, so code can name an operator without a string (`call_fallback::<op::addmm>(..)`).
+pub trait Operator: OpSignature + Sized {
+    /// `ns::name.overload`.
+    const QUALIFIED_NAME: &'static str;
+    /// The typed handle (looked up once, then cached).
+    fn typed_handle() -> Result<crate::TypedOperatorHandle<Self>>;
+}
+
+/// Runs the boxed function `f` for operator `op` with typed arguments: the arguments are
+/// pushed on a fresh stack, `f` runs, and the result is read back like a typed call into a
+/// boxed-only kernel (in-place and out= operators give back their mutated arguments).
+pub fn call_boxed_typed<S: OpSignature>(
+    f: impl FnOnce(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()>,
+    op: &OperatorHandle,
+    ks: DispatchKeySet,
+    args: S::Args<'_>,
+) -> Result<S::Output> {
+    let mut stack = Stack::with_capacity(<S::Args<'_> as ArgTuple<'_>>::LEN.max(1));
+    args.push_all(&mut stack);
+    f(op, ks, &mut stack)?;
+    output_after_boxed::<S>(&args, &mut stack)
 }
 
 /// A typed kernel of signature `S`: it receives the dispatch key set that selected it.

@@ -81,6 +81,13 @@ fn one(f: &GenFunction, structs: &HashSet<String>) -> Result<String, Unsupported
          \n\
          impl OpSignature for {name} {{\n    type Args<'a> = {args};\n    type Output = {output};\n{kind_line}}}\n\
          \n\
+         impl Operator for {name} {{\n\
+         \x20   const QUALIFIED_NAME: &'static str = \"{full}\";\n\
+         \x20   fn typed_handle() -> Result<TypedOperatorHandle<Self>> {{\n\
+         \x20       Self::handle()\n\
+         \x20   }}\n\
+         }}\n\
+         \n\
          impl {name} {{\n\
          \x20   /// `{full}`.\n\
          \x20   pub const NAME: &'static str = \"{full}\";\n\
@@ -120,7 +127,7 @@ pub fn generate(input: &GenInput) -> Result<String, UnsupportedType> {
          use crate::runtime::cached_handle;\n\
          use ::std::sync::OnceLock;\n\
          use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
-         use switchyard_dispatch::{OpSignature, ReturnKind, TypedOperatorHandle};\n\n",
+         use switchyard_dispatch::{OpSignature, Operator, ReturnKind, TypedOperatorHandle};\n\n",
     );
     let structs: HashSet<String> = input
         .functions

@@ -9,7 +9,7 @@
 use crate::runtime::cached_handle;
 use ::std::sync::OnceLock;
 use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
-use switchyard_dispatch::{OpSignature, ReturnKind, TypedOperatorHandle};
+use switchyard_dispatch::{OpSignature, Operator, ReturnKind, TypedOperatorHandle};
 
 /// `aten::all.dim`: `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 #[allow(non_camel_case_types)]
@@ -18,6 +18,13 @@ pub struct all_dim;
 impl OpSignature for all_dim {
     type Args<'a> = (&'a Tensor, i64, bool);
     type Output = Tensor;
+}
+
+impl Operator for all_dim {
+    const QUALIFIED_NAME: &'static str = "aten::all.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl all_dim {
@@ -52,6 +59,13 @@ pub struct all_dims;
 impl OpSignature for all_dims {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool);
     type Output = Tensor;
+}
+
+impl Operator for all_dims {
+    const QUALIFIED_NAME: &'static str = "aten::all.dims";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl all_dims {
@@ -89,6 +103,13 @@ impl OpSignature for all_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for all_out {
+    const QUALIFIED_NAME: &'static str = "aten::all.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl all_out {
     /// `aten::all.out`.
     pub const NAME: &'static str = "aten::all.out";
@@ -122,6 +143,13 @@ impl OpSignature for all_dims_out {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for all_dims_out {
+    const QUALIFIED_NAME: &'static str = "aten::all.dims_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl all_dims_out {
@@ -158,6 +186,13 @@ impl OpSignature for any_dim {
     type Output = Tensor;
 }
 
+impl Operator for any_dim {
+    const QUALIFIED_NAME: &'static str = "aten::any.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl any_dim {
     /// `aten::any.dim`.
     pub const NAME: &'static str = "aten::any.dim";
@@ -190,6 +225,13 @@ pub struct any_dims;
 impl OpSignature for any_dims {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool);
     type Output = Tensor;
+}
+
+impl Operator for any_dims {
+    const QUALIFIED_NAME: &'static str = "aten::any.dims";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl any_dims {
@@ -227,6 +269,13 @@ impl OpSignature for any_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for any_out {
+    const QUALIFIED_NAME: &'static str = "aten::any.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl any_out {
     /// `aten::any.out`.
     pub const NAME: &'static str = "aten::any.out";
@@ -262,6 +311,13 @@ impl OpSignature for any_dims_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for any_dims_out {
+    const QUALIFIED_NAME: &'static str = "aten::any.dims_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl any_dims_out {
     /// `aten::any.dims_out`.
     pub const NAME: &'static str = "aten::any.dims_out";
@@ -294,6 +350,13 @@ pub struct argmax;
 impl OpSignature for argmax {
     type Args<'a> = (&'a Tensor, Option<i64>, bool);
     type Output = Tensor;
+}
+
+impl Operator for argmax {
+    const QUALIFIED_NAME: &'static str = "aten::argmax";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl argmax {
@@ -331,6 +394,13 @@ impl OpSignature for argmax_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for argmax_out {
+    const QUALIFIED_NAME: &'static str = "aten::argmax.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl argmax_out {
     /// `aten::argmax.out`.
     pub const NAME: &'static str = "aten::argmax.out";
@@ -363,6 +433,13 @@ pub struct argmin;
 impl OpSignature for argmin {
     type Args<'a> = (&'a Tensor, Option<i64>, bool);
     type Output = Tensor;
+}
+
+impl Operator for argmin {
+    const QUALIFIED_NAME: &'static str = "aten::argmin";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl argmin {
@@ -400,6 +477,13 @@ impl OpSignature for argmin_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for argmin_out {
+    const QUALIFIED_NAME: &'static str = "aten::argmin.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl argmin_out {
     /// `aten::argmin.out`.
     pub const NAME: &'static str = "aten::argmin.out";
@@ -432,6 +516,13 @@ pub struct as_strided;
 impl OpSignature for as_strided {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], Option<i64>);
     type Output = Tensor;
+}
+
+impl Operator for as_strided {
+    const QUALIFIED_NAME: &'static str = "aten::as_strided";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl as_strided {
@@ -469,6 +560,13 @@ impl OpSignature for as_strided_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for as_strided_ {
+    const QUALIFIED_NAME: &'static str = "aten::as_strided_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl as_strided_ {
     /// `aten::as_strided_`.
     pub const NAME: &'static str = "aten::as_strided_";
@@ -501,6 +599,13 @@ pub struct baddbmm;
 impl OpSignature for baddbmm {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, Scalar, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for baddbmm {
+    const QUALIFIED_NAME: &'static str = "aten::baddbmm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl baddbmm {
@@ -538,6 +643,13 @@ impl OpSignature for baddbmm_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for baddbmm_ {
+    const QUALIFIED_NAME: &'static str = "aten::baddbmm_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl baddbmm_ {
     /// `aten::baddbmm_`.
     pub const NAME: &'static str = "aten::baddbmm_";
@@ -573,6 +685,13 @@ impl OpSignature for baddbmm_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for baddbmm_out {
+    const QUALIFIED_NAME: &'static str = "aten::baddbmm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl baddbmm_out {
     /// `aten::baddbmm.out`.
     pub const NAME: &'static str = "aten::baddbmm.out";
@@ -605,6 +724,13 @@ pub struct bmm;
 impl OpSignature for bmm {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for bmm {
+    const QUALIFIED_NAME: &'static str = "aten::bmm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bmm {
@@ -642,6 +768,13 @@ impl OpSignature for bmm_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bmm_out {
+    const QUALIFIED_NAME: &'static str = "aten::bmm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bmm_out {
     /// `aten::bmm.out`.
     pub const NAME: &'static str = "aten::bmm.out";
@@ -674,6 +807,13 @@ pub struct cat;
 impl OpSignature for cat {
     type Args<'a> = (&'a [Tensor], i64);
     type Output = Tensor;
+}
+
+impl Operator for cat {
+    const QUALIFIED_NAME: &'static str = "aten::cat";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl cat {
@@ -711,6 +851,13 @@ impl OpSignature for cat_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for cat_out {
+    const QUALIFIED_NAME: &'static str = "aten::cat.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cat_out {
     /// `aten::cat.out`.
     pub const NAME: &'static str = "aten::cat.out";
@@ -743,6 +890,13 @@ pub struct chunk;
 impl OpSignature for chunk {
     type Args<'a> = (&'a Tensor, i64, i64);
     type Output = Vec<Tensor>;
+}
+
+impl Operator for chunk {
+    const QUALIFIED_NAME: &'static str = "aten::chunk";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl chunk {
@@ -779,6 +933,13 @@ impl OpSignature for contiguous {
     type Output = Tensor;
 }
 
+impl Operator for contiguous {
+    const QUALIFIED_NAME: &'static str = "aten::contiguous";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl contiguous {
     /// `aten::contiguous`.
     pub const NAME: &'static str = "aten::contiguous";
@@ -811,6 +972,13 @@ pub struct copy;
 impl OpSignature for copy {
     type Args<'a> = (&'a Tensor, &'a Tensor, bool);
     type Output = Tensor;
+}
+
+impl Operator for copy {
+    const QUALIFIED_NAME: &'static str = "aten::copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl copy {
@@ -848,6 +1016,13 @@ impl OpSignature for copy_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for copy_ {
+    const QUALIFIED_NAME: &'static str = "aten::copy_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl copy_ {
     /// `aten::copy_`.
     pub const NAME: &'static str = "aten::copy_";
@@ -880,6 +1055,13 @@ pub struct _copy_from;
 impl OpSignature for _copy_from {
     type Args<'a> = (&'a Tensor, &'a Tensor, bool);
     type Output = Tensor;
+}
+
+impl Operator for _copy_from {
+    const QUALIFIED_NAME: &'static str = "aten::_copy_from";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _copy_from {
@@ -916,6 +1098,13 @@ impl OpSignature for _copy_from_and_resize {
     type Output = Tensor;
 }
 
+impl Operator for _copy_from_and_resize {
+    const QUALIFIED_NAME: &'static str = "aten::_copy_from_and_resize";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _copy_from_and_resize {
     /// `aten::_copy_from_and_resize`.
     pub const NAME: &'static str = "aten::_copy_from_and_resize";
@@ -948,6 +1137,13 @@ pub struct cumprod;
 impl OpSignature for cumprod {
     type Args<'a> = (&'a Tensor, i64, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for cumprod {
+    const QUALIFIED_NAME: &'static str = "aten::cumprod";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl cumprod {
@@ -985,6 +1181,13 @@ impl OpSignature for cumprod_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for cumprod_ {
+    const QUALIFIED_NAME: &'static str = "aten::cumprod_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cumprod_ {
     /// `aten::cumprod_`.
     pub const NAME: &'static str = "aten::cumprod_";
@@ -1020,6 +1223,13 @@ impl OpSignature for cumprod_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for cumprod_out {
+    const QUALIFIED_NAME: &'static str = "aten::cumprod.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cumprod_out {
     /// `aten::cumprod.out`.
     pub const NAME: &'static str = "aten::cumprod.out";
@@ -1052,6 +1262,13 @@ pub struct cumsum;
 impl OpSignature for cumsum {
     type Args<'a> = (&'a Tensor, i64, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for cumsum {
+    const QUALIFIED_NAME: &'static str = "aten::cumsum";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl cumsum {
@@ -1089,6 +1306,13 @@ impl OpSignature for cumsum_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for cumsum_ {
+    const QUALIFIED_NAME: &'static str = "aten::cumsum_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cumsum_ {
     /// `aten::cumsum_`.
     pub const NAME: &'static str = "aten::cumsum_";
@@ -1124,6 +1348,13 @@ impl OpSignature for cumsum_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for cumsum_out {
+    const QUALIFIED_NAME: &'static str = "aten::cumsum.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cumsum_out {
     /// `aten::cumsum.out`.
     pub const NAME: &'static str = "aten::cumsum.out";
@@ -1156,6 +1387,13 @@ pub struct diagonal;
 impl OpSignature for diagonal {
     type Args<'a> = (&'a Tensor, i64, i64, i64);
     type Output = Tensor;
+}
+
+impl Operator for diagonal {
+    const QUALIFIED_NAME: &'static str = "aten::diagonal";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl diagonal {
@@ -1193,6 +1431,13 @@ impl OpSignature for resize_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for resize_ {
+    const QUALIFIED_NAME: &'static str = "aten::resize_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl resize_ {
     /// `aten::resize_`.
     pub const NAME: &'static str = "aten::resize_";
@@ -1225,6 +1470,13 @@ pub struct empty_strided;
 impl OpSignature for empty_strided {
     type Args<'a> = (&'a [i64], &'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for empty_strided {
+    const QUALIFIED_NAME: &'static str = "aten::empty_strided";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl empty_strided {
@@ -1261,6 +1513,13 @@ impl OpSignature for expand {
     type Output = Tensor;
 }
 
+impl Operator for expand {
+    const QUALIFIED_NAME: &'static str = "aten::expand";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl expand {
     /// `aten::expand`.
     pub const NAME: &'static str = "aten::expand";
@@ -1293,6 +1552,13 @@ pub struct expand_as;
 impl OpSignature for expand_as {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for expand_as {
+    const QUALIFIED_NAME: &'static str = "aten::expand_as";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl expand_as {
@@ -1329,6 +1595,13 @@ impl OpSignature for flatten_using_ints {
     type Output = Tensor;
 }
 
+impl Operator for flatten_using_ints {
+    const QUALIFIED_NAME: &'static str = "aten::flatten.using_ints";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl flatten_using_ints {
     /// `aten::flatten.using_ints`.
     pub const NAME: &'static str = "aten::flatten.using_ints";
@@ -1363,6 +1636,13 @@ impl OpSignature for fill_Scalar {
     type Output = Tensor;
 }
 
+impl Operator for fill_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::fill.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fill_Scalar {
     /// `aten::fill.Scalar`.
     pub const NAME: &'static str = "aten::fill.Scalar";
@@ -1395,6 +1675,13 @@ pub struct fill_Tensor;
 impl OpSignature for fill_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for fill_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::fill.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl fill_Tensor {
@@ -1432,6 +1719,13 @@ impl OpSignature for fill__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for fill__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::fill_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fill__Scalar {
     /// `aten::fill_.Scalar`.
     pub const NAME: &'static str = "aten::fill_.Scalar";
@@ -1467,6 +1761,13 @@ impl OpSignature for fill__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for fill__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::fill_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fill__Tensor {
     /// `aten::fill_.Tensor`.
     pub const NAME: &'static str = "aten::fill_.Tensor";
@@ -1499,6 +1800,13 @@ pub struct index_Tensor;
 impl OpSignature for index_Tensor {
     type Args<'a> = (&'a Tensor, &'a [Option<Tensor>]);
     type Output = Tensor;
+}
+
+impl Operator for index_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::index.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl index_Tensor {
@@ -1536,6 +1844,13 @@ impl OpSignature for index_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for index_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::index.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl index_Tensor_out {
     /// `aten::index.Tensor_out`.
     pub const NAME: &'static str = "aten::index.Tensor_out";
@@ -1571,6 +1886,13 @@ impl OpSignature for _index_put_impl_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for _index_put_impl_ {
+    const QUALIFIED_NAME: &'static str = "aten::_index_put_impl_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _index_put_impl_ {
     /// `aten::_index_put_impl_`.
     pub const NAME: &'static str = "aten::_index_put_impl_";
@@ -1603,6 +1925,13 @@ pub struct _log_softmax;
 impl OpSignature for _log_softmax {
     type Args<'a> = (&'a Tensor, i64, bool);
     type Output = Tensor;
+}
+
+impl Operator for _log_softmax {
+    const QUALIFIED_NAME: &'static str = "aten::_log_softmax";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _log_softmax {
@@ -1640,6 +1969,13 @@ impl OpSignature for _log_softmax_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for _log_softmax_out {
+    const QUALIFIED_NAME: &'static str = "aten::_log_softmax.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _log_softmax_out {
     /// `aten::_log_softmax.out`.
     pub const NAME: &'static str = "aten::_log_softmax.out";
@@ -1672,6 +2008,13 @@ pub struct amax;
 impl OpSignature for amax {
     type Args<'a> = (&'a Tensor, &'a [i64], bool);
     type Output = Tensor;
+}
+
+impl Operator for amax {
+    const QUALIFIED_NAME: &'static str = "aten::amax";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl amax {
@@ -1709,6 +2052,13 @@ impl OpSignature for amax_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for amax_out {
+    const QUALIFIED_NAME: &'static str = "aten::amax.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl amax_out {
     /// `aten::amax.out`.
     pub const NAME: &'static str = "aten::amax.out";
@@ -1741,6 +2091,13 @@ pub struct amin;
 impl OpSignature for amin {
     type Args<'a> = (&'a Tensor, &'a [i64], bool);
     type Output = Tensor;
+}
+
+impl Operator for amin {
+    const QUALIFIED_NAME: &'static str = "aten::amin";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl amin {
@@ -1778,6 +2135,13 @@ impl OpSignature for amin_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for amin_out {
+    const QUALIFIED_NAME: &'static str = "aten::amin.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl amin_out {
     /// `aten::amin.out`.
     pub const NAME: &'static str = "aten::amin.out";
@@ -1810,6 +2174,13 @@ pub struct mm;
 impl OpSignature for mm {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for mm {
+    const QUALIFIED_NAME: &'static str = "aten::mm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mm {
@@ -1847,6 +2218,13 @@ impl OpSignature for mm_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for mm_out {
+    const QUALIFIED_NAME: &'static str = "aten::mm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mm_out {
     /// `aten::mm.out`.
     pub const NAME: &'static str = "aten::mm.out";
@@ -1879,6 +2257,13 @@ pub struct narrow;
 impl OpSignature for narrow {
     type Args<'a> = (&'a Tensor, i64, i64, i64);
     type Output = Tensor;
+}
+
+impl Operator for narrow {
+    const QUALIFIED_NAME: &'static str = "aten::narrow";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl narrow {
@@ -1915,6 +2300,13 @@ impl OpSignature for permute {
     type Output = Tensor;
 }
 
+impl Operator for permute {
+    const QUALIFIED_NAME: &'static str = "aten::permute";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl permute {
     /// `aten::permute`.
     pub const NAME: &'static str = "aten::permute";
@@ -1947,6 +2339,13 @@ pub struct movedim_intlist;
 impl OpSignature for movedim_intlist {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64]);
     type Output = Tensor;
+}
+
+impl Operator for movedim_intlist {
+    const QUALIFIED_NAME: &'static str = "aten::movedim.intlist";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl movedim_intlist {
@@ -1983,6 +2382,13 @@ impl OpSignature for movedim_int {
     type Output = Tensor;
 }
 
+impl Operator for movedim_int {
+    const QUALIFIED_NAME: &'static str = "aten::movedim.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl movedim_int {
     /// `aten::movedim.int`.
     pub const NAME: &'static str = "aten::movedim.int";
@@ -2015,6 +2421,13 @@ pub struct reshape;
 impl OpSignature for reshape {
     type Args<'a> = (&'a Tensor, &'a [i64]);
     type Output = Tensor;
+}
+
+impl Operator for reshape {
+    const QUALIFIED_NAME: &'static str = "aten::reshape";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl reshape {
@@ -2051,6 +2464,13 @@ impl OpSignature for reshape_as {
     type Output = Tensor;
 }
 
+impl Operator for reshape_as {
+    const QUALIFIED_NAME: &'static str = "aten::reshape_as";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl reshape_as {
     /// `aten::reshape_as`.
     pub const NAME: &'static str = "aten::reshape_as";
@@ -2085,6 +2505,13 @@ impl OpSignature for select_int {
     type Output = Tensor;
 }
 
+impl Operator for select_int {
+    const QUALIFIED_NAME: &'static str = "aten::select.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl select_int {
     /// `aten::select.int`.
     pub const NAME: &'static str = "aten::select.int";
@@ -2117,6 +2544,13 @@ pub struct detach;
 impl OpSignature for detach {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for detach {
+    const QUALIFIED_NAME: &'static str = "aten::detach";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl detach {
@@ -2154,6 +2588,13 @@ impl OpSignature for detach_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for detach_ {
+    const QUALIFIED_NAME: &'static str = "aten::detach_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl detach_ {
     /// `aten::detach_`.
     pub const NAME: &'static str = "aten::detach_";
@@ -2186,6 +2627,13 @@ pub struct slice_Tensor;
 impl OpSignature for slice_Tensor {
     type Args<'a> = (&'a Tensor, i64, Option<i64>, Option<i64>, i64);
     type Output = Tensor;
+}
+
+impl Operator for slice_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::slice.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl slice_Tensor {
@@ -2222,6 +2670,13 @@ impl OpSignature for slice_scatter {
     type Output = Tensor;
 }
 
+impl Operator for slice_scatter {
+    const QUALIFIED_NAME: &'static str = "aten::slice_scatter";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl slice_scatter {
     /// `aten::slice_scatter`.
     pub const NAME: &'static str = "aten::slice_scatter";
@@ -2254,6 +2709,13 @@ pub struct select_scatter;
 impl OpSignature for select_scatter {
     type Args<'a> = (&'a Tensor, &'a Tensor, i64, i64);
     type Output = Tensor;
+}
+
+impl Operator for select_scatter {
+    const QUALIFIED_NAME: &'static str = "aten::select_scatter";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl select_scatter {
@@ -2290,6 +2752,13 @@ impl OpSignature for diagonal_scatter {
     type Output = Tensor;
 }
 
+impl Operator for diagonal_scatter {
+    const QUALIFIED_NAME: &'static str = "aten::diagonal_scatter";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl diagonal_scatter {
     /// `aten::diagonal_scatter`.
     pub const NAME: &'static str = "aten::diagonal_scatter";
@@ -2324,6 +2793,13 @@ impl OpSignature for as_strided_scatter {
     type Output = Tensor;
 }
 
+impl Operator for as_strided_scatter {
+    const QUALIFIED_NAME: &'static str = "aten::as_strided_scatter";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl as_strided_scatter {
     /// `aten::as_strided_scatter`.
     pub const NAME: &'static str = "aten::as_strided_scatter";
@@ -2356,6 +2832,13 @@ pub struct _softmax;
 impl OpSignature for _softmax {
     type Args<'a> = (&'a Tensor, i64, bool);
     type Output = Tensor;
+}
+
+impl Operator for _softmax {
+    const QUALIFIED_NAME: &'static str = "aten::_softmax";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _softmax {
@@ -2393,6 +2876,13 @@ impl OpSignature for _softmax_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for _softmax_out {
+    const QUALIFIED_NAME: &'static str = "aten::_softmax.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _softmax_out {
     /// `aten::_softmax.out`.
     pub const NAME: &'static str = "aten::_softmax.out";
@@ -2425,6 +2915,13 @@ pub struct split_Tensor;
 impl OpSignature for split_Tensor {
     type Args<'a> = (&'a Tensor, i64, i64);
     type Output = Vec<Tensor>;
+}
+
+impl Operator for split_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::split.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl split_Tensor {
@@ -2461,6 +2958,13 @@ impl OpSignature for split_sizes {
     type Output = Vec<Tensor>;
 }
 
+impl Operator for split_sizes {
+    const QUALIFIED_NAME: &'static str = "aten::split.sizes";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl split_sizes {
     /// `aten::split.sizes`.
     pub const NAME: &'static str = "aten::split.sizes";
@@ -2493,6 +2997,13 @@ pub struct split_with_sizes;
 impl OpSignature for split_with_sizes {
     type Args<'a> = (&'a Tensor, &'a [i64], i64);
     type Output = Vec<Tensor>;
+}
+
+impl Operator for split_with_sizes {
+    const QUALIFIED_NAME: &'static str = "aten::split_with_sizes";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl split_with_sizes {
@@ -2529,6 +3040,13 @@ impl OpSignature for squeeze {
     type Output = Tensor;
 }
 
+impl Operator for squeeze {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze {
     /// `aten::squeeze`.
     pub const NAME: &'static str = "aten::squeeze";
@@ -2563,6 +3081,13 @@ impl OpSignature for squeeze_dim {
     type Output = Tensor;
 }
 
+impl Operator for squeeze_dim {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze_dim {
     /// `aten::squeeze.dim`.
     pub const NAME: &'static str = "aten::squeeze.dim";
@@ -2595,6 +3120,13 @@ pub struct squeeze_dims;
 impl OpSignature for squeeze_dims {
     type Args<'a> = (&'a Tensor, &'a [i64]);
     type Output = Tensor;
+}
+
+impl Operator for squeeze_dims {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze.dims";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl squeeze_dims {
@@ -2632,6 +3164,13 @@ impl OpSignature for squeeze_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for squeeze_ {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze_ {
     /// `aten::squeeze_`.
     pub const NAME: &'static str = "aten::squeeze_";
@@ -2665,6 +3204,13 @@ impl OpSignature for squeeze__dim {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for squeeze__dim {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl squeeze__dim {
@@ -2702,6 +3248,13 @@ impl OpSignature for squeeze__dims {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for squeeze__dims {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_.dims";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze__dims {
     /// `aten::squeeze_.dims`.
     pub const NAME: &'static str = "aten::squeeze_.dims";
@@ -2736,6 +3289,13 @@ impl OpSignature for prod {
     type Output = Tensor;
 }
 
+impl Operator for prod {
+    const QUALIFIED_NAME: &'static str = "aten::prod";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl prod {
     /// `aten::prod`.
     pub const NAME: &'static str = "aten::prod";
@@ -2768,6 +3328,13 @@ pub struct prod_dim_int;
 impl OpSignature for prod_dim_int {
     type Args<'a> = (&'a Tensor, i64, bool, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for prod_dim_int {
+    const QUALIFIED_NAME: &'static str = "aten::prod.dim_int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl prod_dim_int {
@@ -2805,6 +3372,13 @@ impl OpSignature for prod_int_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for prod_int_out {
+    const QUALIFIED_NAME: &'static str = "aten::prod.int_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl prod_int_out {
     /// `aten::prod.int_out`.
     pub const NAME: &'static str = "aten::prod.int_out";
@@ -2837,6 +3411,13 @@ pub struct t;
 impl OpSignature for t {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for t {
+    const QUALIFIED_NAME: &'static str = "aten::t";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl t {
@@ -2874,6 +3455,13 @@ impl OpSignature for t_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for t_ {
+    const QUALIFIED_NAME: &'static str = "aten::t_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl t_ {
     /// `aten::t_`.
     pub const NAME: &'static str = "aten::t_";
@@ -2906,6 +3494,13 @@ pub struct transpose_int;
 impl OpSignature for transpose_int {
     type Args<'a> = (&'a Tensor, i64, i64);
     type Output = Tensor;
+}
+
+impl Operator for transpose_int {
+    const QUALIFIED_NAME: &'static str = "aten::transpose.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl transpose_int {
@@ -2943,6 +3538,13 @@ impl OpSignature for transpose_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for transpose_ {
+    const QUALIFIED_NAME: &'static str = "aten::transpose_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl transpose_ {
     /// `aten::transpose_`.
     pub const NAME: &'static str = "aten::transpose_";
@@ -2975,6 +3577,13 @@ pub struct flip;
 impl OpSignature for flip {
     type Args<'a> = (&'a Tensor, &'a [i64]);
     type Output = Tensor;
+}
+
+impl Operator for flip {
+    const QUALIFIED_NAME: &'static str = "aten::flip";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl flip {
@@ -3011,6 +3620,13 @@ impl OpSignature for roll {
     type Output = Tensor;
 }
 
+impl Operator for roll {
+    const QUALIFIED_NAME: &'static str = "aten::roll";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl roll {
     /// `aten::roll`.
     pub const NAME: &'static str = "aten::roll";
@@ -3045,6 +3661,13 @@ impl OpSignature for _unsafe_view {
     type Output = Tensor;
 }
 
+impl Operator for _unsafe_view {
+    const QUALIFIED_NAME: &'static str = "aten::_unsafe_view";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _unsafe_view {
     /// `aten::_unsafe_view`.
     pub const NAME: &'static str = "aten::_unsafe_view";
@@ -3077,6 +3700,13 @@ pub struct unsqueeze;
 impl OpSignature for unsqueeze {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for unsqueeze {
+    const QUALIFIED_NAME: &'static str = "aten::unsqueeze";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl unsqueeze {
@@ -3114,6 +3744,13 @@ impl OpSignature for unsqueeze_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for unsqueeze_ {
+    const QUALIFIED_NAME: &'static str = "aten::unsqueeze_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl unsqueeze_ {
     /// `aten::unsqueeze_`.
     pub const NAME: &'static str = "aten::unsqueeze_";
@@ -3148,6 +3785,13 @@ impl OpSignature for view_as {
     type Output = Tensor;
 }
 
+impl Operator for view_as {
+    const QUALIFIED_NAME: &'static str = "aten::view_as";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl view_as {
     /// `aten::view_as`.
     pub const NAME: &'static str = "aten::view_as";
@@ -3180,6 +3824,13 @@ pub struct clone;
 impl OpSignature for clone {
     type Args<'a> = (&'a Tensor, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for clone {
+    const QUALIFIED_NAME: &'static str = "aten::clone";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clone {
@@ -3217,6 +3868,13 @@ impl OpSignature for zero_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for zero_ {
+    const QUALIFIED_NAME: &'static str = "aten::zero_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl zero_ {
     /// `aten::zero_`.
     pub const NAME: &'static str = "aten::zero_";
@@ -3252,6 +3910,13 @@ impl OpSignature for addmm_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for addmm_out {
+    const QUALIFIED_NAME: &'static str = "aten::addmm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl addmm_out {
     /// `aten::addmm.out`.
     pub const NAME: &'static str = "aten::addmm.out";
@@ -3284,6 +3949,13 @@ pub struct addmm;
 impl OpSignature for addmm {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, Scalar, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for addmm {
+    const QUALIFIED_NAME: &'static str = "aten::addmm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl addmm {
@@ -3321,6 +3993,13 @@ impl OpSignature for addmm_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for addmm_ {
+    const QUALIFIED_NAME: &'static str = "aten::addmm_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl addmm_ {
     /// `aten::addmm_`.
     pub const NAME: &'static str = "aten::addmm_";
@@ -3353,6 +4032,13 @@ pub struct _to_cpu;
 impl OpSignature for _to_cpu {
     type Args<'a> = (&'a [Tensor],);
     type Output = Vec<Tensor>;
+}
+
+impl Operator for _to_cpu {
+    const QUALIFIED_NAME: &'static str = "aten::_to_cpu";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _to_cpu {
@@ -3389,6 +4075,13 @@ impl OpSignature for unbind_int {
     type Output = Vec<Tensor>;
 }
 
+impl Operator for unbind_int {
+    const QUALIFIED_NAME: &'static str = "aten::unbind.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl unbind_int {
     /// `aten::unbind.int`.
     pub const NAME: &'static str = "aten::unbind.int";
@@ -3421,6 +4114,13 @@ pub struct _to_copy;
 impl OpSignature for _to_copy {
     type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, bool, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for _to_copy {
+    const QUALIFIED_NAME: &'static str = "aten::_to_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _to_copy {
@@ -3457,6 +4157,13 @@ impl OpSignature for to_dtype_layout {
     type Output = Tensor;
 }
 
+impl Operator for to_dtype_layout {
+    const QUALIFIED_NAME: &'static str = "aten::to.dtype_layout";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl to_dtype_layout {
     /// `aten::to.dtype_layout`.
     pub const NAME: &'static str = "aten::to.dtype_layout";
@@ -3489,6 +4196,13 @@ pub struct to_device;
 impl OpSignature for to_device {
     type Args<'a> = (&'a Tensor, Device, ScalarType, bool, bool, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for to_device {
+    const QUALIFIED_NAME: &'static str = "aten::to.device";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl to_device {
@@ -3525,6 +4239,13 @@ impl OpSignature for to_dtype {
     type Output = Tensor;
 }
 
+impl Operator for to_dtype {
+    const QUALIFIED_NAME: &'static str = "aten::to.dtype";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl to_dtype {
     /// `aten::to.dtype`.
     pub const NAME: &'static str = "aten::to.dtype";
@@ -3557,6 +4278,13 @@ pub struct to_other;
 impl OpSignature for to_other {
     type Args<'a> = (&'a Tensor, &'a Tensor, bool, bool, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for to_other {
+    const QUALIFIED_NAME: &'static str = "aten::to.other";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl to_other {
@@ -3593,6 +4321,13 @@ impl OpSignature for view {
     type Output = Tensor;
 }
 
+impl Operator for view {
+    const QUALIFIED_NAME: &'static str = "aten::view";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl view {
     /// `aten::view`.
     pub const NAME: &'static str = "aten::view";
@@ -3627,6 +4362,13 @@ impl OpSignature for view_dtype {
     type Output = Tensor;
 }
 
+impl Operator for view_dtype {
+    const QUALIFIED_NAME: &'static str = "aten::view.dtype";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl view_dtype {
     /// `aten::view.dtype`.
     pub const NAME: &'static str = "aten::view.dtype";
@@ -3659,6 +4401,13 @@ pub struct scatter_src;
 impl OpSignature for scatter_src {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for scatter_src {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.src";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl scatter_src {
@@ -3696,6 +4445,13 @@ impl OpSignature for scatter__src {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for scatter__src {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_.src";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter__src {
     /// `aten::scatter_.src`.
     pub const NAME: &'static str = "aten::scatter_.src";
@@ -3731,6 +4487,13 @@ impl OpSignature for scatter_src_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for scatter_src_out {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.src_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter_src_out {
     /// `aten::scatter.src_out`.
     pub const NAME: &'static str = "aten::scatter.src_out";
@@ -3763,6 +4526,13 @@ pub struct scatter_value;
 impl OpSignature for scatter_value {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for scatter_value {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.value";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl scatter_value {
@@ -3800,6 +4570,13 @@ impl OpSignature for scatter__value {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for scatter__value {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_.value";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter__value {
     /// `aten::scatter_.value`.
     pub const NAME: &'static str = "aten::scatter_.value";
@@ -3835,6 +4612,13 @@ impl OpSignature for scatter_value_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for scatter_value_out {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.value_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter_value_out {
     /// `aten::scatter.value_out`.
     pub const NAME: &'static str = "aten::scatter.value_out";
@@ -3867,6 +4651,13 @@ pub struct scatter_reduce;
 impl OpSignature for scatter_reduce {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, &'a Tensor, &'a str);
     type Output = Tensor;
+}
+
+impl Operator for scatter_reduce {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.reduce";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl scatter_reduce {
@@ -3904,6 +4695,13 @@ impl OpSignature for scatter__reduce {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for scatter__reduce {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_.reduce";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter__reduce {
     /// `aten::scatter_.reduce`.
     pub const NAME: &'static str = "aten::scatter_.reduce";
@@ -3939,6 +4737,13 @@ impl OpSignature for scatter_reduce_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for scatter_reduce_out {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.reduce_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter_reduce_out {
     /// `aten::scatter.reduce_out`.
     pub const NAME: &'static str = "aten::scatter.reduce_out";
@@ -3971,6 +4776,13 @@ pub struct scatter_value_reduce;
 impl OpSignature for scatter_value_reduce {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, Scalar, &'a str);
     type Output = Tensor;
+}
+
+impl Operator for scatter_value_reduce {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.value_reduce";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl scatter_value_reduce {
@@ -4008,6 +4820,13 @@ impl OpSignature for scatter__value_reduce {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for scatter__value_reduce {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_.value_reduce";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter__value_reduce {
     /// `aten::scatter_.value_reduce`.
     pub const NAME: &'static str = "aten::scatter_.value_reduce";
@@ -4043,6 +4862,13 @@ impl OpSignature for scatter_value_reduce_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for scatter_value_reduce_out {
+    const QUALIFIED_NAME: &'static str = "aten::scatter.value_reduce_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter_value_reduce_out {
     /// `aten::scatter.value_reduce_out`.
     pub const NAME: &'static str = "aten::scatter.value_reduce_out";
@@ -4075,6 +4901,13 @@ pub struct scatter_add;
 impl OpSignature for scatter_add {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for scatter_add {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_add";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl scatter_add {
@@ -4112,6 +4945,13 @@ impl OpSignature for scatter_add_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for scatter_add_ {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_add_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl scatter_add_ {
     /// `aten::scatter_add_`.
     pub const NAME: &'static str = "aten::scatter_add_";
@@ -4145,6 +4985,13 @@ impl OpSignature for scatter_add_out {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, &'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for scatter_add_out {
+    const QUALIFIED_NAME: &'static str = "aten::scatter_add.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl scatter_add_out {
@@ -4182,6 +5029,13 @@ impl OpSignature for tril_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for tril_ {
+    const QUALIFIED_NAME: &'static str = "aten::tril_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl tril_ {
     /// `aten::tril_`.
     pub const NAME: &'static str = "aten::tril_";
@@ -4215,6 +5069,13 @@ impl OpSignature for triu_ {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for triu_ {
+    const QUALIFIED_NAME: &'static str = "aten::triu_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl triu_ {
@@ -4252,6 +5113,13 @@ impl OpSignature for uniform_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for uniform_ {
+    const QUALIFIED_NAME: &'static str = "aten::uniform_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl uniform_ {
     /// `aten::uniform_`.
     pub const NAME: &'static str = "aten::uniform_";
@@ -4287,6 +5155,13 @@ impl OpSignature for triu_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for triu_out {
+    const QUALIFIED_NAME: &'static str = "aten::triu.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl triu_out {
     /// `aten::triu.out`.
     pub const NAME: &'static str = "aten::triu.out";
@@ -4319,6 +5194,13 @@ pub struct triu;
 impl OpSignature for triu {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for triu {
+    const QUALIFIED_NAME: &'static str = "aten::triu";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl triu {
@@ -4356,6 +5238,13 @@ impl OpSignature for tril_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for tril_out {
+    const QUALIFIED_NAME: &'static str = "aten::tril.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl tril_out {
     /// `aten::tril.out`.
     pub const NAME: &'static str = "aten::tril.out";
@@ -4388,6 +5277,13 @@ pub struct tril;
 impl OpSignature for tril {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for tril {
+    const QUALIFIED_NAME: &'static str = "aten::tril";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl tril {
@@ -4425,6 +5321,13 @@ impl OpSignature for index_select_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for index_select_out {
+    const QUALIFIED_NAME: &'static str = "aten::index_select.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl index_select_out {
     /// `aten::index_select.out`.
     pub const NAME: &'static str = "aten::index_select.out";
@@ -4457,6 +5360,13 @@ pub struct index_select;
 impl OpSignature for index_select {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for index_select {
+    const QUALIFIED_NAME: &'static str = "aten::index_select";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl index_select {
@@ -4494,6 +5404,13 @@ impl OpSignature for masked_select_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for masked_select_out {
+    const QUALIFIED_NAME: &'static str = "aten::masked_select.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl masked_select_out {
     /// `aten::masked_select.out`.
     pub const NAME: &'static str = "aten::masked_select.out";
@@ -4526,6 +5443,13 @@ pub struct masked_select;
 impl OpSignature for masked_select {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for masked_select {
+    const QUALIFIED_NAME: &'static str = "aten::masked_select";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl masked_select {
@@ -4563,6 +5487,13 @@ impl OpSignature for gather_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for gather_out {
+    const QUALIFIED_NAME: &'static str = "aten::gather.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl gather_out {
     /// `aten::gather.out`.
     pub const NAME: &'static str = "aten::gather.out";
@@ -4595,6 +5526,13 @@ pub struct gather;
 impl OpSignature for gather {
     type Args<'a> = (&'a Tensor, i64, &'a Tensor, bool);
     type Output = Tensor;
+}
+
+impl Operator for gather {
+    const QUALIFIED_NAME: &'static str = "aten::gather";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl gather {
@@ -4632,6 +5570,13 @@ impl OpSignature for topk_values {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for topk_values {
+    const QUALIFIED_NAME: &'static str = "aten::topk.values";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl topk_values {
     /// `aten::topk.values`.
     pub const NAME: &'static str = "aten::topk.values";
@@ -4666,6 +5611,13 @@ impl OpSignature for topk {
     type Output = (Tensor, Tensor);
 }
 
+impl Operator for topk {
+    const QUALIFIED_NAME: &'static str = "aten::topk";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl topk {
     /// `aten::topk`.
     pub const NAME: &'static str = "aten::topk";
@@ -4698,6 +5650,13 @@ pub struct all;
 impl OpSignature for all {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for all {
+    const QUALIFIED_NAME: &'static str = "aten::all";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl all {
@@ -4735,6 +5694,13 @@ impl OpSignature for all_all_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for all_all_out {
+    const QUALIFIED_NAME: &'static str = "aten::all.all_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl all_all_out {
     /// `aten::all.all_out`.
     pub const NAME: &'static str = "aten::all.all_out";
@@ -4767,6 +5733,13 @@ pub struct any;
 impl OpSignature for any {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for any {
+    const QUALIFIED_NAME: &'static str = "aten::any";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl any {
@@ -4804,6 +5777,13 @@ impl OpSignature for any_all_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for any_all_out {
+    const QUALIFIED_NAME: &'static str = "aten::any.all_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl any_all_out {
     /// `aten::any.all_out`.
     pub const NAME: &'static str = "aten::any.all_out";
@@ -4838,6 +5818,13 @@ impl OpSignature for unfold {
     type Output = Tensor;
 }
 
+impl Operator for unfold {
+    const QUALIFIED_NAME: &'static str = "aten::unfold";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl unfold {
     /// `aten::unfold`.
     pub const NAME: &'static str = "aten::unfold";
@@ -4870,6 +5857,13 @@ pub struct alias;
 impl OpSignature for alias {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for alias {
+    const QUALIFIED_NAME: &'static str = "aten::alias";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl alias {
@@ -4907,6 +5901,13 @@ impl OpSignature for mse_loss_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for mse_loss_out {
+    const QUALIFIED_NAME: &'static str = "aten::mse_loss.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mse_loss_out {
     /// `aten::mse_loss.out`.
     pub const NAME: &'static str = "aten::mse_loss.out";
@@ -4939,6 +5940,13 @@ pub struct mse_loss;
 impl OpSignature for mse_loss {
     type Args<'a> = (&'a Tensor, &'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for mse_loss {
+    const QUALIFIED_NAME: &'static str = "aten::mse_loss";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mse_loss {
@@ -4976,6 +5984,13 @@ impl OpSignature for nll_loss_forward_output {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for nll_loss_forward_output {
+    const QUALIFIED_NAME: &'static str = "aten::nll_loss_forward.output";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl nll_loss_forward_output {
     /// `aten::nll_loss_forward.output`.
     pub const NAME: &'static str = "aten::nll_loss_forward.output";
@@ -5008,6 +6023,13 @@ pub struct nll_loss_forward;
 impl OpSignature for nll_loss_forward {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, i64, i64);
     type Output = (Tensor, Tensor);
+}
+
+impl Operator for nll_loss_forward {
+    const QUALIFIED_NAME: &'static str = "aten::nll_loss_forward";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl nll_loss_forward {
@@ -5045,6 +6067,13 @@ impl OpSignature for avg_pool2d_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for avg_pool2d_out {
+    const QUALIFIED_NAME: &'static str = "aten::avg_pool2d.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl avg_pool2d_out {
     /// `aten::avg_pool2d.out`.
     pub const NAME: &'static str = "aten::avg_pool2d.out";
@@ -5077,6 +6106,13 @@ pub struct avg_pool2d;
 impl OpSignature for avg_pool2d {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], &'a [i64], bool, bool, Option<i64>);
     type Output = Tensor;
+}
+
+impl Operator for avg_pool2d {
+    const QUALIFIED_NAME: &'static str = "aten::avg_pool2d";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl avg_pool2d {
@@ -5114,6 +6150,13 @@ impl OpSignature for max_pool2d_with_indices_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for max_pool2d_with_indices_out {
+    const QUALIFIED_NAME: &'static str = "aten::max_pool2d_with_indices.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl max_pool2d_with_indices_out {
     /// `aten::max_pool2d_with_indices.out`.
     pub const NAME: &'static str = "aten::max_pool2d_with_indices.out";
@@ -5148,6 +6191,13 @@ impl OpSignature for max_pool2d_with_indices {
     type Output = (Tensor, Tensor);
 }
 
+impl Operator for max_pool2d_with_indices {
+    const QUALIFIED_NAME: &'static str = "aten::max_pool2d_with_indices";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl max_pool2d_with_indices {
     /// `aten::max_pool2d_with_indices`.
     pub const NAME: &'static str = "aten::max_pool2d_with_indices";
@@ -5180,6 +6230,13 @@ pub struct linalg_vector_norm;
 impl OpSignature for linalg_vector_norm {
     type Args<'a> = (&'a Tensor, Scalar, Option<&'a [i64]>, bool, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for linalg_vector_norm {
+    const QUALIFIED_NAME: &'static str = "aten::linalg_vector_norm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl linalg_vector_norm {
@@ -5217,6 +6274,13 @@ impl OpSignature for linalg_vector_norm_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for linalg_vector_norm_out {
+    const QUALIFIED_NAME: &'static str = "aten::linalg_vector_norm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl linalg_vector_norm_out {
     /// `aten::linalg_vector_norm.out`.
     pub const NAME: &'static str = "aten::linalg_vector_norm.out";
@@ -5249,6 +6313,13 @@ pub struct as_strided_copy;
 impl OpSignature for as_strided_copy {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], Option<i64>);
     type Output = Tensor;
+}
+
+impl Operator for as_strided_copy {
+    const QUALIFIED_NAME: &'static str = "aten::as_strided_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl as_strided_copy {
@@ -5285,6 +6356,13 @@ impl OpSignature for diagonal_copy {
     type Output = Tensor;
 }
 
+impl Operator for diagonal_copy {
+    const QUALIFIED_NAME: &'static str = "aten::diagonal_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl diagonal_copy {
     /// `aten::diagonal_copy`.
     pub const NAME: &'static str = "aten::diagonal_copy";
@@ -5317,6 +6395,13 @@ pub struct expand_copy;
 impl OpSignature for expand_copy {
     type Args<'a> = (&'a Tensor, &'a [i64], bool);
     type Output = Tensor;
+}
+
+impl Operator for expand_copy {
+    const QUALIFIED_NAME: &'static str = "aten::expand_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl expand_copy {
@@ -5353,6 +6438,13 @@ impl OpSignature for permute_copy {
     type Output = Tensor;
 }
 
+impl Operator for permute_copy {
+    const QUALIFIED_NAME: &'static str = "aten::permute_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl permute_copy {
     /// `aten::permute_copy`.
     pub const NAME: &'static str = "aten::permute_copy";
@@ -5385,6 +6477,13 @@ pub struct select_copy_int;
 impl OpSignature for select_copy_int {
     type Args<'a> = (&'a Tensor, i64, i64);
     type Output = Tensor;
+}
+
+impl Operator for select_copy_int {
+    const QUALIFIED_NAME: &'static str = "aten::select_copy.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl select_copy_int {
@@ -5421,6 +6520,13 @@ impl OpSignature for detach_copy {
     type Output = Tensor;
 }
 
+impl Operator for detach_copy {
+    const QUALIFIED_NAME: &'static str = "aten::detach_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl detach_copy {
     /// `aten::detach_copy`.
     pub const NAME: &'static str = "aten::detach_copy";
@@ -5453,6 +6559,13 @@ pub struct slice_copy_Tensor;
 impl OpSignature for slice_copy_Tensor {
     type Args<'a> = (&'a Tensor, i64, Option<i64>, Option<i64>, i64);
     type Output = Tensor;
+}
+
+impl Operator for slice_copy_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::slice_copy.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl slice_copy_Tensor {
@@ -5489,6 +6602,13 @@ impl OpSignature for split_copy_Tensor {
     type Output = Vec<Tensor>;
 }
 
+impl Operator for split_copy_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::split_copy.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl split_copy_Tensor {
     /// `aten::split_copy.Tensor`.
     pub const NAME: &'static str = "aten::split_copy.Tensor";
@@ -5521,6 +6641,13 @@ pub struct split_with_sizes_copy;
 impl OpSignature for split_with_sizes_copy {
     type Args<'a> = (&'a Tensor, &'a [i64], i64);
     type Output = Vec<Tensor>;
+}
+
+impl Operator for split_with_sizes_copy {
+    const QUALIFIED_NAME: &'static str = "aten::split_with_sizes_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl split_with_sizes_copy {
@@ -5557,6 +6684,13 @@ impl OpSignature for squeeze_copy {
     type Output = Tensor;
 }
 
+impl Operator for squeeze_copy {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze_copy {
     /// `aten::squeeze_copy`.
     pub const NAME: &'static str = "aten::squeeze_copy";
@@ -5589,6 +6723,13 @@ pub struct squeeze_copy_dim;
 impl OpSignature for squeeze_copy_dim {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for squeeze_copy_dim {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_copy.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl squeeze_copy_dim {
@@ -5625,6 +6766,13 @@ impl OpSignature for squeeze_copy_dims {
     type Output = Tensor;
 }
 
+impl Operator for squeeze_copy_dims {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_copy.dims";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze_copy_dims {
     /// `aten::squeeze_copy.dims`.
     pub const NAME: &'static str = "aten::squeeze_copy.dims";
@@ -5657,6 +6805,13 @@ pub struct t_copy;
 impl OpSignature for t_copy {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for t_copy {
+    const QUALIFIED_NAME: &'static str = "aten::t_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl t_copy {
@@ -5693,6 +6848,13 @@ impl OpSignature for transpose_copy_int {
     type Output = Tensor;
 }
 
+impl Operator for transpose_copy_int {
+    const QUALIFIED_NAME: &'static str = "aten::transpose_copy.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl transpose_copy_int {
     /// `aten::transpose_copy.int`.
     pub const NAME: &'static str = "aten::transpose_copy.int";
@@ -5725,6 +6887,13 @@ pub struct unsqueeze_copy;
 impl OpSignature for unsqueeze_copy {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for unsqueeze_copy {
+    const QUALIFIED_NAME: &'static str = "aten::unsqueeze_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl unsqueeze_copy {
@@ -5761,6 +6930,13 @@ impl OpSignature for unbind_copy_int {
     type Output = Vec<Tensor>;
 }
 
+impl Operator for unbind_copy_int {
+    const QUALIFIED_NAME: &'static str = "aten::unbind_copy.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl unbind_copy_int {
     /// `aten::unbind_copy.int`.
     pub const NAME: &'static str = "aten::unbind_copy.int";
@@ -5793,6 +6969,13 @@ pub struct unbind_copy_int_out;
 impl OpSignature for unbind_copy_int_out {
     type Args<'a> = (&'a Tensor, i64, &'a [Tensor]);
     type Output = ();
+}
+
+impl Operator for unbind_copy_int_out {
+    const QUALIFIED_NAME: &'static str = "aten::unbind_copy.int_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl unbind_copy_int_out {
@@ -5829,6 +7012,13 @@ impl OpSignature for split_copy_Tensor_out {
     type Output = ();
 }
 
+impl Operator for split_copy_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::split_copy.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl split_copy_Tensor_out {
     /// `aten::split_copy.Tensor_out`.
     pub const NAME: &'static str = "aten::split_copy.Tensor_out";
@@ -5861,6 +7051,13 @@ pub struct split_with_sizes_copy_out;
 impl OpSignature for split_with_sizes_copy_out {
     type Args<'a> = (&'a Tensor, &'a [i64], i64, &'a [Tensor]);
     type Output = ();
+}
+
+impl Operator for split_with_sizes_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::split_with_sizes_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl split_with_sizes_copy_out {
@@ -5897,6 +7094,13 @@ impl OpSignature for view_copy {
     type Output = Tensor;
 }
 
+impl Operator for view_copy {
+    const QUALIFIED_NAME: &'static str = "aten::view_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl view_copy {
     /// `aten::view_copy`.
     pub const NAME: &'static str = "aten::view_copy";
@@ -5929,6 +7133,13 @@ pub struct view_copy_dtype;
 impl OpSignature for view_copy_dtype {
     type Args<'a> = (&'a Tensor, ScalarType);
     type Output = Tensor;
+}
+
+impl Operator for view_copy_dtype {
+    const QUALIFIED_NAME: &'static str = "aten::view_copy.dtype";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl view_copy_dtype {
@@ -5965,6 +7176,13 @@ impl OpSignature for unfold_copy {
     type Output = Tensor;
 }
 
+impl Operator for unfold_copy {
+    const QUALIFIED_NAME: &'static str = "aten::unfold_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl unfold_copy {
     /// `aten::unfold_copy`.
     pub const NAME: &'static str = "aten::unfold_copy";
@@ -5999,6 +7217,13 @@ impl OpSignature for alias_copy {
     type Output = Tensor;
 }
 
+impl Operator for alias_copy {
+    const QUALIFIED_NAME: &'static str = "aten::alias_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl alias_copy {
     /// `aten::alias_copy`.
     pub const NAME: &'static str = "aten::alias_copy";
@@ -6031,6 +7256,13 @@ pub struct dot;
 impl OpSignature for dot {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for dot {
+    const QUALIFIED_NAME: &'static str = "aten::dot";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl dot {
@@ -6068,6 +7300,13 @@ impl OpSignature for dot_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for dot_out {
+    const QUALIFIED_NAME: &'static str = "aten::dot.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl dot_out {
     /// `aten::dot.out`.
     pub const NAME: &'static str = "aten::dot.out";
@@ -6100,6 +7339,13 @@ pub struct linear;
 impl OpSignature for linear {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>);
     type Output = Tensor;
+}
+
+impl Operator for linear {
+    const QUALIFIED_NAME: &'static str = "aten::linear";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl linear {
@@ -6137,6 +7383,13 @@ impl OpSignature for linear_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for linear_out {
+    const QUALIFIED_NAME: &'static str = "aten::linear.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl linear_out {
     /// `aten::linear.out`.
     pub const NAME: &'static str = "aten::linear.out";
@@ -6169,6 +7422,13 @@ pub struct matmul;
 impl OpSignature for matmul {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for matmul {
+    const QUALIFIED_NAME: &'static str = "aten::matmul";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl matmul {
@@ -6206,6 +7466,13 @@ impl OpSignature for matmul_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for matmul_out {
+    const QUALIFIED_NAME: &'static str = "aten::matmul.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl matmul_out {
     /// `aten::matmul.out`.
     pub const NAME: &'static str = "aten::matmul.out";
@@ -6238,6 +7505,13 @@ pub struct native_layer_norm;
 impl OpSignature for native_layer_norm {
     type Args<'a> = (&'a Tensor, &'a [i64], Option<&'a Tensor>, Option<&'a Tensor>, f64);
     type Output = (Tensor, Tensor, Tensor);
+}
+
+impl Operator for native_layer_norm {
+    const QUALIFIED_NAME: &'static str = "aten::native_layer_norm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl native_layer_norm {
@@ -6274,6 +7548,13 @@ impl OpSignature for layer_norm {
     type Output = Tensor;
 }
 
+impl Operator for layer_norm {
+    const QUALIFIED_NAME: &'static str = "aten::layer_norm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl layer_norm {
     /// `aten::layer_norm`.
     pub const NAME: &'static str = "aten::layer_norm";
@@ -6306,6 +7587,13 @@ pub struct max_pool2d;
 impl OpSignature for max_pool2d {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], &'a [i64], &'a [i64], bool);
     type Output = Tensor;
+}
+
+impl Operator for max_pool2d {
+    const QUALIFIED_NAME: &'static str = "aten::max_pool2d";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl max_pool2d {
@@ -6343,6 +7631,13 @@ impl OpSignature for nll_loss_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for nll_loss_out {
+    const QUALIFIED_NAME: &'static str = "aten::nll_loss.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl nll_loss_out {
     /// `aten::nll_loss.out`.
     pub const NAME: &'static str = "aten::nll_loss.out";
@@ -6375,6 +7670,13 @@ pub struct nll_loss_nd;
 impl OpSignature for nll_loss_nd {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, i64, i64);
     type Output = Tensor;
+}
+
+impl Operator for nll_loss_nd {
+    const QUALIFIED_NAME: &'static str = "aten::nll_loss_nd";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl nll_loss_nd {
@@ -6411,6 +7713,13 @@ impl OpSignature for nll_loss {
     type Output = Tensor;
 }
 
+impl Operator for nll_loss {
+    const QUALIFIED_NAME: &'static str = "aten::nll_loss";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl nll_loss {
     /// `aten::nll_loss`.
     pub const NAME: &'static str = "aten::nll_loss";
@@ -6445,6 +7754,13 @@ impl OpSignature for native_dropout {
     type Output = (Tensor, Tensor);
 }
 
+impl Operator for native_dropout {
+    const QUALIFIED_NAME: &'static str = "aten::native_dropout";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl native_dropout {
     /// `aten::native_dropout`.
     pub const NAME: &'static str = "aten::native_dropout";
@@ -6477,6 +7793,13 @@ pub struct dropout;
 impl OpSignature for dropout {
     type Args<'a> = (&'a Tensor, f64, bool);
     type Output = Tensor;
+}
+
+impl Operator for dropout {
+    const QUALIFIED_NAME: &'static str = "aten::dropout";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl dropout {
@@ -6514,6 +7837,13 @@ impl OpSignature for dropout_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for dropout_ {
+    const QUALIFIED_NAME: &'static str = "aten::dropout_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl dropout_ {
     /// `aten::dropout_`.
     pub const NAME: &'static str = "aten::dropout_";
@@ -6546,6 +7876,13 @@ pub struct convolution;
 impl OpSignature for convolution {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, &'a [i64], &'a [i64], &'a [i64], bool, &'a [i64], i64);
     type Output = Tensor;
+}
+
+impl Operator for convolution {
+    const QUALIFIED_NAME: &'static str = "aten::convolution";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl convolution {
@@ -6582,6 +7919,13 @@ impl OpSignature for conv2d {
     type Output = Tensor;
 }
 
+impl Operator for conv2d {
+    const QUALIFIED_NAME: &'static str = "aten::conv2d";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl conv2d {
     /// `aten::conv2d`.
     pub const NAME: &'static str = "aten::conv2d";
@@ -6614,6 +7958,13 @@ pub struct add_Tensor;
 impl OpSignature for add_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for add_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::add.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl add_Tensor {
@@ -6651,6 +8002,13 @@ impl OpSignature for add__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for add__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::add_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl add__Tensor {
     /// `aten::add_.Tensor`.
     pub const NAME: &'static str = "aten::add_.Tensor";
@@ -6686,6 +8044,13 @@ impl OpSignature for add_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for add_out {
+    const QUALIFIED_NAME: &'static str = "aten::add.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl add_out {
     /// `aten::add.out`.
     pub const NAME: &'static str = "aten::add.out";
@@ -6718,6 +8083,13 @@ pub struct add_Scalar;
 impl OpSignature for add_Scalar {
     type Args<'a> = (&'a Tensor, Scalar, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for add_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::add.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl add_Scalar {
@@ -6755,6 +8127,13 @@ impl OpSignature for add__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for add__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::add_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl add__Scalar {
     /// `aten::add_.Scalar`.
     pub const NAME: &'static str = "aten::add_.Scalar";
@@ -6787,6 +8166,13 @@ pub struct div_Tensor;
 impl OpSignature for div_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for div_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::div.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl div_Tensor {
@@ -6824,6 +8210,13 @@ impl OpSignature for div__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for div__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::div_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div__Tensor {
     /// `aten::div_.Tensor`.
     pub const NAME: &'static str = "aten::div_.Tensor";
@@ -6859,6 +8252,13 @@ impl OpSignature for div_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for div_out {
+    const QUALIFIED_NAME: &'static str = "aten::div.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div_out {
     /// `aten::div.out`.
     pub const NAME: &'static str = "aten::div.out";
@@ -6891,6 +8291,13 @@ pub struct div_Tensor_mode;
 impl OpSignature for div_Tensor_mode {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a str>);
     type Output = Tensor;
+}
+
+impl Operator for div_Tensor_mode {
+    const QUALIFIED_NAME: &'static str = "aten::div.Tensor_mode";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl div_Tensor_mode {
@@ -6928,6 +8335,13 @@ impl OpSignature for div__Tensor_mode {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for div__Tensor_mode {
+    const QUALIFIED_NAME: &'static str = "aten::div_.Tensor_mode";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div__Tensor_mode {
     /// `aten::div_.Tensor_mode`.
     pub const NAME: &'static str = "aten::div_.Tensor_mode";
@@ -6963,6 +8377,13 @@ impl OpSignature for div_out_mode {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for div_out_mode {
+    const QUALIFIED_NAME: &'static str = "aten::div.out_mode";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div_out_mode {
     /// `aten::div.out_mode`.
     pub const NAME: &'static str = "aten::div.out_mode";
@@ -6995,6 +8416,13 @@ pub struct div_Scalar;
 impl OpSignature for div_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for div_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::div.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl div_Scalar {
@@ -7032,6 +8460,13 @@ impl OpSignature for div__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for div__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::div_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div__Scalar {
     /// `aten::div_.Scalar`.
     pub const NAME: &'static str = "aten::div_.Scalar";
@@ -7064,6 +8499,13 @@ pub struct div_Scalar_mode;
 impl OpSignature for div_Scalar_mode {
     type Args<'a> = (&'a Tensor, Scalar, Option<&'a str>);
     type Output = Tensor;
+}
+
+impl Operator for div_Scalar_mode {
+    const QUALIFIED_NAME: &'static str = "aten::div.Scalar_mode";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl div_Scalar_mode {
@@ -7101,6 +8543,13 @@ impl OpSignature for div__Scalar_mode {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for div__Scalar_mode {
+    const QUALIFIED_NAME: &'static str = "aten::div_.Scalar_mode";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div__Scalar_mode {
     /// `aten::div_.Scalar_mode`.
     pub const NAME: &'static str = "aten::div_.Scalar_mode";
@@ -7133,6 +8582,13 @@ pub struct mul_Tensor;
 impl OpSignature for mul_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for mul_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::mul.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mul_Tensor {
@@ -7170,6 +8626,13 @@ impl OpSignature for mul__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for mul__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::mul_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mul__Tensor {
     /// `aten::mul_.Tensor`.
     pub const NAME: &'static str = "aten::mul_.Tensor";
@@ -7205,6 +8668,13 @@ impl OpSignature for mul_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for mul_out {
+    const QUALIFIED_NAME: &'static str = "aten::mul.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mul_out {
     /// `aten::mul.out`.
     pub const NAME: &'static str = "aten::mul.out";
@@ -7237,6 +8707,13 @@ pub struct mul_Scalar;
 impl OpSignature for mul_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for mul_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::mul.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mul_Scalar {
@@ -7274,6 +8751,13 @@ impl OpSignature for mul__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for mul__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::mul_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mul__Scalar {
     /// `aten::mul_.Scalar`.
     pub const NAME: &'static str = "aten::mul_.Scalar";
@@ -7309,6 +8793,13 @@ impl OpSignature for sub_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for sub_out {
+    const QUALIFIED_NAME: &'static str = "aten::sub.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sub_out {
     /// `aten::sub.out`.
     pub const NAME: &'static str = "aten::sub.out";
@@ -7341,6 +8832,13 @@ pub struct sub_Tensor;
 impl OpSignature for sub_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for sub_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::sub.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sub_Tensor {
@@ -7378,6 +8876,13 @@ impl OpSignature for sub__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for sub__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::sub_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sub__Tensor {
     /// `aten::sub_.Tensor`.
     pub const NAME: &'static str = "aten::sub_.Tensor";
@@ -7410,6 +8915,13 @@ pub struct sub_Scalar;
 impl OpSignature for sub_Scalar {
     type Args<'a> = (&'a Tensor, Scalar, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for sub_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::sub.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sub_Scalar {
@@ -7447,6 +8959,13 @@ impl OpSignature for sub__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for sub__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::sub_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sub__Scalar {
     /// `aten::sub_.Scalar`.
     pub const NAME: &'static str = "aten::sub_.Scalar";
@@ -7479,6 +8998,13 @@ pub struct logical_xor;
 impl OpSignature for logical_xor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for logical_xor {
+    const QUALIFIED_NAME: &'static str = "aten::logical_xor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl logical_xor {
@@ -7516,6 +9042,13 @@ impl OpSignature for logical_xor_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for logical_xor_ {
+    const QUALIFIED_NAME: &'static str = "aten::logical_xor_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_xor_ {
     /// `aten::logical_xor_`.
     pub const NAME: &'static str = "aten::logical_xor_";
@@ -7551,6 +9084,13 @@ impl OpSignature for logical_xor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for logical_xor_out {
+    const QUALIFIED_NAME: &'static str = "aten::logical_xor.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_xor_out {
     /// `aten::logical_xor.out`.
     pub const NAME: &'static str = "aten::logical_xor.out";
@@ -7583,6 +9123,13 @@ pub struct logical_and;
 impl OpSignature for logical_and {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for logical_and {
+    const QUALIFIED_NAME: &'static str = "aten::logical_and";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl logical_and {
@@ -7620,6 +9167,13 @@ impl OpSignature for logical_and_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for logical_and_ {
+    const QUALIFIED_NAME: &'static str = "aten::logical_and_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_and_ {
     /// `aten::logical_and_`.
     pub const NAME: &'static str = "aten::logical_and_";
@@ -7655,6 +9209,13 @@ impl OpSignature for logical_and_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for logical_and_out {
+    const QUALIFIED_NAME: &'static str = "aten::logical_and.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_and_out {
     /// `aten::logical_and.out`.
     pub const NAME: &'static str = "aten::logical_and.out";
@@ -7687,6 +9248,13 @@ pub struct logical_or;
 impl OpSignature for logical_or {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for logical_or {
+    const QUALIFIED_NAME: &'static str = "aten::logical_or";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl logical_or {
@@ -7724,6 +9292,13 @@ impl OpSignature for logical_or_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for logical_or_ {
+    const QUALIFIED_NAME: &'static str = "aten::logical_or_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_or_ {
     /// `aten::logical_or_`.
     pub const NAME: &'static str = "aten::logical_or_";
@@ -7757,6 +9332,13 @@ impl OpSignature for logical_or_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for logical_or_out {
+    const QUALIFIED_NAME: &'static str = "aten::logical_or.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl logical_or_out {
@@ -7793,6 +9375,13 @@ impl OpSignature for clamp {
     type Output = Tensor;
 }
 
+impl Operator for clamp {
+    const QUALIFIED_NAME: &'static str = "aten::clamp";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp {
     /// `aten::clamp`.
     pub const NAME: &'static str = "aten::clamp";
@@ -7825,6 +9414,13 @@ pub struct clamp_Tensor;
 impl OpSignature for clamp_Tensor {
     type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>);
     type Output = Tensor;
+}
+
+impl Operator for clamp_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::clamp.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_Tensor {
@@ -7862,6 +9458,13 @@ impl OpSignature for clamp_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for clamp_ {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_ {
     /// `aten::clamp_`.
     pub const NAME: &'static str = "aten::clamp_";
@@ -7895,6 +9498,13 @@ impl OpSignature for clamp__Tensor {
     type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for clamp__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp__Tensor {
@@ -7932,6 +9542,13 @@ impl OpSignature for clamp_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for clamp_out {
+    const QUALIFIED_NAME: &'static str = "aten::clamp.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_out {
     /// `aten::clamp.out`.
     pub const NAME: &'static str = "aten::clamp.out";
@@ -7965,6 +9582,13 @@ impl OpSignature for clamp_Tensor_out {
     type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for clamp_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::clamp.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_Tensor_out {
@@ -8001,6 +9625,13 @@ impl OpSignature for clamp_max {
     type Output = Tensor;
 }
 
+impl Operator for clamp_max {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_max";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_max {
     /// `aten::clamp_max`.
     pub const NAME: &'static str = "aten::clamp_max";
@@ -8033,6 +9664,13 @@ pub struct clamp_max_Tensor;
 impl OpSignature for clamp_max_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for clamp_max_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_max.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_max_Tensor {
@@ -8070,6 +9708,13 @@ impl OpSignature for clamp_max_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for clamp_max_ {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_max_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_max_ {
     /// `aten::clamp_max_`.
     pub const NAME: &'static str = "aten::clamp_max_";
@@ -8103,6 +9748,13 @@ impl OpSignature for clamp_max__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for clamp_max__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_max_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_max__Tensor {
@@ -8140,6 +9792,13 @@ impl OpSignature for clamp_max_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for clamp_max_out {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_max.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_max_out {
     /// `aten::clamp_max.out`.
     pub const NAME: &'static str = "aten::clamp_max.out";
@@ -8173,6 +9832,13 @@ impl OpSignature for clamp_max_Tensor_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for clamp_max_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_max.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_max_Tensor_out {
@@ -8209,6 +9875,13 @@ impl OpSignature for clamp_min {
     type Output = Tensor;
 }
 
+impl Operator for clamp_min {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_min";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_min {
     /// `aten::clamp_min`.
     pub const NAME: &'static str = "aten::clamp_min";
@@ -8241,6 +9914,13 @@ pub struct clamp_min_Tensor;
 impl OpSignature for clamp_min_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for clamp_min_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_min.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_min_Tensor {
@@ -8278,6 +9958,13 @@ impl OpSignature for clamp_min_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for clamp_min_ {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_min_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_min_ {
     /// `aten::clamp_min_`.
     pub const NAME: &'static str = "aten::clamp_min_";
@@ -8311,6 +9998,13 @@ impl OpSignature for clamp_min__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for clamp_min__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_min_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_min__Tensor {
@@ -8348,6 +10042,13 @@ impl OpSignature for clamp_min_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for clamp_min_out {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_min.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clamp_min_out {
     /// `aten::clamp_min.out`.
     pub const NAME: &'static str = "aten::clamp_min.out";
@@ -8381,6 +10082,13 @@ impl OpSignature for clamp_min_Tensor_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for clamp_min_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::clamp_min.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl clamp_min_Tensor_out {
@@ -8418,6 +10126,13 @@ impl OpSignature for eq__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for eq__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::eq_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl eq__Scalar {
     /// `aten::eq_.Scalar`.
     pub const NAME: &'static str = "aten::eq_.Scalar";
@@ -8451,6 +10166,13 @@ impl OpSignature for eq__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for eq__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::eq_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl eq__Tensor {
@@ -8488,6 +10210,13 @@ impl OpSignature for bitwise_and_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bitwise_and_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_and_Tensor_out {
     /// `aten::bitwise_and.Tensor_out`.
     pub const NAME: &'static str = "aten::bitwise_and.Tensor_out";
@@ -8521,6 +10250,13 @@ impl OpSignature for bitwise_and_Scalar_out {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for bitwise_and_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_and_Scalar_out {
@@ -8557,6 +10293,13 @@ impl OpSignature for bitwise_and_Scalar {
     type Output = Tensor;
 }
 
+impl Operator for bitwise_and_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_and_Scalar {
     /// `aten::bitwise_and.Scalar`.
     pub const NAME: &'static str = "aten::bitwise_and.Scalar";
@@ -8591,6 +10334,13 @@ impl OpSignature for bitwise_and_Scalar_Tensor {
     type Output = Tensor;
 }
 
+impl Operator for bitwise_and_Scalar_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and.Scalar_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_and_Scalar_Tensor {
     /// `aten::bitwise_and.Scalar_Tensor`.
     pub const NAME: &'static str = "aten::bitwise_and.Scalar_Tensor";
@@ -8623,6 +10373,13 @@ pub struct bitwise_and_Tensor;
 impl OpSignature for bitwise_and_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for bitwise_and_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_and_Tensor {
@@ -8660,6 +10417,13 @@ impl OpSignature for bitwise_and__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for bitwise_and__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_and__Scalar {
     /// `aten::bitwise_and_.Scalar`.
     pub const NAME: &'static str = "aten::bitwise_and_.Scalar";
@@ -8693,6 +10457,13 @@ impl OpSignature for bitwise_and__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for bitwise_and__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_and__Tensor {
@@ -8730,6 +10501,13 @@ impl OpSignature for bitwise_or_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bitwise_or_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_or_Tensor_out {
     /// `aten::bitwise_or.Tensor_out`.
     pub const NAME: &'static str = "aten::bitwise_or.Tensor_out";
@@ -8763,6 +10541,13 @@ impl OpSignature for bitwise_or_Scalar_out {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for bitwise_or_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_or_Scalar_out {
@@ -8799,6 +10584,13 @@ impl OpSignature for bitwise_or_Scalar {
     type Output = Tensor;
 }
 
+impl Operator for bitwise_or_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_or_Scalar {
     /// `aten::bitwise_or.Scalar`.
     pub const NAME: &'static str = "aten::bitwise_or.Scalar";
@@ -8833,6 +10625,13 @@ impl OpSignature for bitwise_or_Scalar_Tensor {
     type Output = Tensor;
 }
 
+impl Operator for bitwise_or_Scalar_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or.Scalar_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_or_Scalar_Tensor {
     /// `aten::bitwise_or.Scalar_Tensor`.
     pub const NAME: &'static str = "aten::bitwise_or.Scalar_Tensor";
@@ -8865,6 +10664,13 @@ pub struct bitwise_or_Tensor;
 impl OpSignature for bitwise_or_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for bitwise_or_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_or_Tensor {
@@ -8902,6 +10708,13 @@ impl OpSignature for bitwise_or__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for bitwise_or__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_or__Scalar {
     /// `aten::bitwise_or_.Scalar`.
     pub const NAME: &'static str = "aten::bitwise_or_.Scalar";
@@ -8935,6 +10748,13 @@ impl OpSignature for bitwise_or__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for bitwise_or__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_or__Tensor {
@@ -8972,6 +10792,13 @@ impl OpSignature for bitwise_xor_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bitwise_xor_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_xor_Tensor_out {
     /// `aten::bitwise_xor.Tensor_out`.
     pub const NAME: &'static str = "aten::bitwise_xor.Tensor_out";
@@ -9005,6 +10832,13 @@ impl OpSignature for bitwise_xor_Scalar_out {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for bitwise_xor_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_xor_Scalar_out {
@@ -9041,6 +10875,13 @@ impl OpSignature for bitwise_xor_Scalar {
     type Output = Tensor;
 }
 
+impl Operator for bitwise_xor_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_xor_Scalar {
     /// `aten::bitwise_xor.Scalar`.
     pub const NAME: &'static str = "aten::bitwise_xor.Scalar";
@@ -9075,6 +10916,13 @@ impl OpSignature for bitwise_xor_Scalar_Tensor {
     type Output = Tensor;
 }
 
+impl Operator for bitwise_xor_Scalar_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor.Scalar_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_xor_Scalar_Tensor {
     /// `aten::bitwise_xor.Scalar_Tensor`.
     pub const NAME: &'static str = "aten::bitwise_xor.Scalar_Tensor";
@@ -9107,6 +10955,13 @@ pub struct bitwise_xor_Tensor;
 impl OpSignature for bitwise_xor_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for bitwise_xor_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_xor_Tensor {
@@ -9144,6 +10999,13 @@ impl OpSignature for bitwise_xor__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for bitwise_xor__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_xor__Scalar {
     /// `aten::bitwise_xor_.Scalar`.
     pub const NAME: &'static str = "aten::bitwise_xor_.Scalar";
@@ -9177,6 +11039,13 @@ impl OpSignature for bitwise_xor__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for bitwise_xor__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_xor__Tensor {
@@ -9214,6 +11083,13 @@ impl OpSignature for ne_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for ne_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::ne.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ne_Scalar_out {
     /// `aten::ne.Scalar_out`.
     pub const NAME: &'static str = "aten::ne.Scalar_out";
@@ -9246,6 +11122,13 @@ pub struct ne_Scalar;
 impl OpSignature for ne_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for ne_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::ne.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ne_Scalar {
@@ -9283,6 +11166,13 @@ impl OpSignature for ne_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for ne_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::ne.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ne_Tensor_out {
     /// `aten::ne.Tensor_out`.
     pub const NAME: &'static str = "aten::ne.Tensor_out";
@@ -9315,6 +11205,13 @@ pub struct ne_Tensor;
 impl OpSignature for ne_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for ne_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::ne.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ne_Tensor {
@@ -9352,6 +11249,13 @@ impl OpSignature for ne__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for ne__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::ne_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ne__Scalar {
     /// `aten::ne_.Scalar`.
     pub const NAME: &'static str = "aten::ne_.Scalar";
@@ -9385,6 +11289,13 @@ impl OpSignature for ne__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for ne__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::ne_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ne__Tensor {
@@ -9422,6 +11333,13 @@ impl OpSignature for eq_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for eq_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::eq.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl eq_Scalar_out {
     /// `aten::eq.Scalar_out`.
     pub const NAME: &'static str = "aten::eq.Scalar_out";
@@ -9454,6 +11372,13 @@ pub struct eq_Scalar;
 impl OpSignature for eq_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for eq_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::eq.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl eq_Scalar {
@@ -9491,6 +11416,13 @@ impl OpSignature for eq_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for eq_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::eq.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl eq_Tensor_out {
     /// `aten::eq.Tensor_out`.
     pub const NAME: &'static str = "aten::eq.Tensor_out";
@@ -9523,6 +11455,13 @@ pub struct eq_Tensor;
 impl OpSignature for eq_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for eq_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::eq.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl eq_Tensor {
@@ -9560,6 +11499,13 @@ impl OpSignature for ge_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for ge_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::ge.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ge_Scalar_out {
     /// `aten::ge.Scalar_out`.
     pub const NAME: &'static str = "aten::ge.Scalar_out";
@@ -9592,6 +11538,13 @@ pub struct ge_Scalar;
 impl OpSignature for ge_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for ge_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::ge.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ge_Scalar {
@@ -9629,6 +11582,13 @@ impl OpSignature for ge_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for ge_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::ge.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ge_Tensor_out {
     /// `aten::ge.Tensor_out`.
     pub const NAME: &'static str = "aten::ge.Tensor_out";
@@ -9661,6 +11621,13 @@ pub struct ge_Tensor;
 impl OpSignature for ge_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for ge_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::ge.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ge_Tensor {
@@ -9698,6 +11665,13 @@ impl OpSignature for ge__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for ge__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::ge_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ge__Scalar {
     /// `aten::ge_.Scalar`.
     pub const NAME: &'static str = "aten::ge_.Scalar";
@@ -9731,6 +11705,13 @@ impl OpSignature for ge__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for ge__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::ge_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ge__Tensor {
@@ -9768,6 +11749,13 @@ impl OpSignature for le_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for le_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::le.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl le_Scalar_out {
     /// `aten::le.Scalar_out`.
     pub const NAME: &'static str = "aten::le.Scalar_out";
@@ -9800,6 +11788,13 @@ pub struct le_Scalar;
 impl OpSignature for le_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for le_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::le.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl le_Scalar {
@@ -9837,6 +11832,13 @@ impl OpSignature for le_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for le_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::le.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl le_Tensor_out {
     /// `aten::le.Tensor_out`.
     pub const NAME: &'static str = "aten::le.Tensor_out";
@@ -9869,6 +11871,13 @@ pub struct le_Tensor;
 impl OpSignature for le_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for le_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::le.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl le_Tensor {
@@ -9906,6 +11915,13 @@ impl OpSignature for le__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for le__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::le_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl le__Scalar {
     /// `aten::le_.Scalar`.
     pub const NAME: &'static str = "aten::le_.Scalar";
@@ -9939,6 +11955,13 @@ impl OpSignature for le__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for le__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::le_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl le__Tensor {
@@ -9976,6 +11999,13 @@ impl OpSignature for gt_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for gt_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::gt.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl gt_Scalar_out {
     /// `aten::gt.Scalar_out`.
     pub const NAME: &'static str = "aten::gt.Scalar_out";
@@ -10008,6 +12038,13 @@ pub struct gt_Scalar;
 impl OpSignature for gt_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for gt_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::gt.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl gt_Scalar {
@@ -10045,6 +12082,13 @@ impl OpSignature for gt_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for gt_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::gt.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl gt_Tensor_out {
     /// `aten::gt.Tensor_out`.
     pub const NAME: &'static str = "aten::gt.Tensor_out";
@@ -10077,6 +12121,13 @@ pub struct gt_Tensor;
 impl OpSignature for gt_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for gt_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::gt.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl gt_Tensor {
@@ -10114,6 +12165,13 @@ impl OpSignature for gt__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for gt__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::gt_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl gt__Scalar {
     /// `aten::gt_.Scalar`.
     pub const NAME: &'static str = "aten::gt_.Scalar";
@@ -10147,6 +12205,13 @@ impl OpSignature for gt__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for gt__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::gt_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl gt__Tensor {
@@ -10184,6 +12249,13 @@ impl OpSignature for lt_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for lt_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::lt.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl lt_Scalar_out {
     /// `aten::lt.Scalar_out`.
     pub const NAME: &'static str = "aten::lt.Scalar_out";
@@ -10216,6 +12288,13 @@ pub struct lt_Scalar;
 impl OpSignature for lt_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for lt_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::lt.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl lt_Scalar {
@@ -10253,6 +12332,13 @@ impl OpSignature for lt_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for lt_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::lt.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl lt_Tensor_out {
     /// `aten::lt.Tensor_out`.
     pub const NAME: &'static str = "aten::lt.Tensor_out";
@@ -10285,6 +12371,13 @@ pub struct lt_Tensor;
 impl OpSignature for lt_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for lt_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::lt.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl lt_Tensor {
@@ -10322,6 +12415,13 @@ impl OpSignature for lt__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for lt__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::lt_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl lt__Scalar {
     /// `aten::lt_.Scalar`.
     pub const NAME: &'static str = "aten::lt_.Scalar";
@@ -10355,6 +12455,13 @@ impl OpSignature for lt__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for lt__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::lt_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl lt__Tensor {
@@ -10392,6 +12499,13 @@ impl OpSignature for atan2_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for atan2_out {
+    const QUALIFIED_NAME: &'static str = "aten::atan2.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl atan2_out {
     /// `aten::atan2.out`.
     pub const NAME: &'static str = "aten::atan2.out";
@@ -10427,6 +12541,13 @@ impl OpSignature for atan2_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for atan2_ {
+    const QUALIFIED_NAME: &'static str = "aten::atan2_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl atan2_ {
     /// `aten::atan2_`.
     pub const NAME: &'static str = "aten::atan2_";
@@ -10459,6 +12580,13 @@ pub struct atan2;
 impl OpSignature for atan2 {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for atan2 {
+    const QUALIFIED_NAME: &'static str = "aten::atan2";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl atan2 {
@@ -10496,6 +12624,13 @@ impl OpSignature for fmod_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for fmod_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::fmod.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fmod_Scalar_out {
     /// `aten::fmod.Scalar_out`.
     pub const NAME: &'static str = "aten::fmod.Scalar_out";
@@ -10528,6 +12663,13 @@ pub struct fmod_Scalar;
 impl OpSignature for fmod_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for fmod_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::fmod.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl fmod_Scalar {
@@ -10565,6 +12707,13 @@ impl OpSignature for fmod__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for fmod__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::fmod_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fmod__Scalar {
     /// `aten::fmod_.Scalar`.
     pub const NAME: &'static str = "aten::fmod_.Scalar";
@@ -10600,6 +12749,13 @@ impl OpSignature for fmod_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for fmod_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::fmod.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fmod_Tensor_out {
     /// `aten::fmod.Tensor_out`.
     pub const NAME: &'static str = "aten::fmod.Tensor_out";
@@ -10632,6 +12788,13 @@ pub struct fmod_Tensor;
 impl OpSignature for fmod_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for fmod_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::fmod.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl fmod_Tensor {
@@ -10669,6 +12832,13 @@ impl OpSignature for fmod__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for fmod__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::fmod_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fmod__Tensor {
     /// `aten::fmod_.Tensor`.
     pub const NAME: &'static str = "aten::fmod_.Tensor";
@@ -10704,6 +12874,13 @@ impl OpSignature for remainder_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for remainder_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::remainder.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl remainder_Scalar_out {
     /// `aten::remainder.Scalar_out`.
     pub const NAME: &'static str = "aten::remainder.Scalar_out";
@@ -10736,6 +12913,13 @@ pub struct remainder_Scalar;
 impl OpSignature for remainder_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for remainder_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::remainder.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl remainder_Scalar {
@@ -10773,6 +12957,13 @@ impl OpSignature for remainder__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for remainder__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::remainder_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl remainder__Scalar {
     /// `aten::remainder_.Scalar`.
     pub const NAME: &'static str = "aten::remainder_.Scalar";
@@ -10808,6 +12999,13 @@ impl OpSignature for remainder_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for remainder_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::remainder.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl remainder_Tensor_out {
     /// `aten::remainder.Tensor_out`.
     pub const NAME: &'static str = "aten::remainder.Tensor_out";
@@ -10840,6 +13038,13 @@ pub struct remainder_Tensor;
 impl OpSignature for remainder_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for remainder_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::remainder.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl remainder_Tensor {
@@ -10877,6 +13082,13 @@ impl OpSignature for remainder__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for remainder__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::remainder_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl remainder__Tensor {
     /// `aten::remainder_.Tensor`.
     pub const NAME: &'static str = "aten::remainder_.Tensor";
@@ -10911,6 +13123,13 @@ impl OpSignature for remainder_Scalar_Tensor {
     type Output = Tensor;
 }
 
+impl Operator for remainder_Scalar_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::remainder.Scalar_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl remainder_Scalar_Tensor {
     /// `aten::remainder.Scalar_Tensor`.
     pub const NAME: &'static str = "aten::remainder.Scalar_Tensor";
@@ -10943,6 +13162,13 @@ pub struct maximum;
 impl OpSignature for maximum {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for maximum {
+    const QUALIFIED_NAME: &'static str = "aten::maximum";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl maximum {
@@ -10980,6 +13206,13 @@ impl OpSignature for maximum_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for maximum_out {
+    const QUALIFIED_NAME: &'static str = "aten::maximum.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl maximum_out {
     /// `aten::maximum.out`.
     pub const NAME: &'static str = "aten::maximum.out";
@@ -11012,6 +13245,13 @@ pub struct minimum;
 impl OpSignature for minimum {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for minimum {
+    const QUALIFIED_NAME: &'static str = "aten::minimum";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl minimum {
@@ -11049,6 +13289,13 @@ impl OpSignature for minimum_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for minimum_out {
+    const QUALIFIED_NAME: &'static str = "aten::minimum.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl minimum_out {
     /// `aten::minimum.out`.
     pub const NAME: &'static str = "aten::minimum.out";
@@ -11084,6 +13331,13 @@ impl OpSignature for pow_Tensor_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for pow_Tensor_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::pow.Tensor_Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl pow_Tensor_Tensor_out {
     /// `aten::pow.Tensor_Tensor_out`.
     pub const NAME: &'static str = "aten::pow.Tensor_Tensor_out";
@@ -11116,6 +13370,13 @@ pub struct pow_Tensor_Tensor;
 impl OpSignature for pow_Tensor_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for pow_Tensor_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::pow.Tensor_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl pow_Tensor_Tensor {
@@ -11153,6 +13414,13 @@ impl OpSignature for pow_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for pow_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::pow.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl pow_Scalar_out {
     /// `aten::pow.Scalar_out`.
     pub const NAME: &'static str = "aten::pow.Scalar_out";
@@ -11185,6 +13453,13 @@ pub struct pow_Scalar;
 impl OpSignature for pow_Scalar {
     type Args<'a> = (Scalar, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for pow_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::pow.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl pow_Scalar {
@@ -11222,6 +13497,13 @@ impl OpSignature for pow_Tensor_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for pow_Tensor_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::pow.Tensor_Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl pow_Tensor_Scalar_out {
     /// `aten::pow.Tensor_Scalar_out`.
     pub const NAME: &'static str = "aten::pow.Tensor_Scalar_out";
@@ -11254,6 +13536,13 @@ pub struct pow_Tensor_Scalar;
 impl OpSignature for pow_Tensor_Scalar {
     type Args<'a> = (&'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for pow_Tensor_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::pow.Tensor_Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl pow_Tensor_Scalar {
@@ -11291,6 +13580,13 @@ impl OpSignature for pow__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for pow__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::pow_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl pow__Scalar {
     /// `aten::pow_.Scalar`.
     pub const NAME: &'static str = "aten::pow_.Scalar";
@@ -11326,6 +13622,13 @@ impl OpSignature for pow__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for pow__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::pow_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl pow__Tensor {
     /// `aten::pow_.Tensor`.
     pub const NAME: &'static str = "aten::pow_.Tensor";
@@ -11358,6 +13661,13 @@ pub struct where_self;
 impl OpSignature for where_self {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for where_self {
+    const QUALIFIED_NAME: &'static str = "aten::where.self";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl where_self {
@@ -11395,6 +13705,13 @@ impl OpSignature for where_self_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for where_self_out {
+    const QUALIFIED_NAME: &'static str = "aten::where.self_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl where_self_out {
     /// `aten::where.self_out`.
     pub const NAME: &'static str = "aten::where.self_out";
@@ -11427,6 +13744,13 @@ pub struct where_ScalarSelf;
 impl OpSignature for where_ScalarSelf {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
+}
+
+impl Operator for where_ScalarSelf {
+    const QUALIFIED_NAME: &'static str = "aten::where.ScalarSelf";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl where_ScalarSelf {
@@ -11463,6 +13787,13 @@ impl OpSignature for where_ScalarOther {
     type Output = Tensor;
 }
 
+impl Operator for where_ScalarOther {
+    const QUALIFIED_NAME: &'static str = "aten::where.ScalarOther";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl where_ScalarOther {
     /// `aten::where.ScalarOther`.
     pub const NAME: &'static str = "aten::where.ScalarOther";
@@ -11495,6 +13826,13 @@ pub struct where_Scalar;
 impl OpSignature for where_Scalar {
     type Args<'a> = (&'a Tensor, Scalar, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for where_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::where.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl where_Scalar {
@@ -11531,6 +13869,13 @@ impl OpSignature for arange {
     type Output = Tensor;
 }
 
+impl Operator for arange {
+    const QUALIFIED_NAME: &'static str = "aten::arange";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl arange {
     /// `aten::arange`.
     pub const NAME: &'static str = "aten::arange";
@@ -11565,6 +13910,13 @@ impl OpSignature for arange_start {
     type Output = Tensor;
 }
 
+impl Operator for arange_start {
+    const QUALIFIED_NAME: &'static str = "aten::arange.start";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl arange_start {
     /// `aten::arange.start`.
     pub const NAME: &'static str = "aten::arange.start";
@@ -11597,6 +13949,13 @@ pub struct arange_start_step;
 impl OpSignature for arange_start_step {
     type Args<'a> = (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for arange_start_step {
+    const QUALIFIED_NAME: &'static str = "aten::arange.start_step";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl arange_start_step {
@@ -11634,6 +13993,13 @@ impl OpSignature for arange_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for arange_out {
+    const QUALIFIED_NAME: &'static str = "aten::arange.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl arange_out {
     /// `aten::arange.out`.
     pub const NAME: &'static str = "aten::arange.out";
@@ -11669,6 +14035,13 @@ impl OpSignature for arange_start_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for arange_start_out {
+    const QUALIFIED_NAME: &'static str = "aten::arange.start_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl arange_start_out {
     /// `aten::arange.start_out`.
     pub const NAME: &'static str = "aten::arange.start_out";
@@ -11701,6 +14074,13 @@ pub struct empty_memory_format;
 impl OpSignature for empty_memory_format {
     type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for empty_memory_format {
+    const QUALIFIED_NAME: &'static str = "aten::empty.memory_format";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl empty_memory_format {
@@ -11738,6 +14118,13 @@ impl OpSignature for empty_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for empty_out {
+    const QUALIFIED_NAME: &'static str = "aten::empty.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl empty_out {
     /// `aten::empty.out`.
     pub const NAME: &'static str = "aten::empty.out";
@@ -11770,6 +14157,13 @@ pub struct empty_like;
 impl OpSignature for empty_like {
     type Args<'a> = (&'a Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for empty_like {
+    const QUALIFIED_NAME: &'static str = "aten::empty_like";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl empty_like {
@@ -11806,6 +14200,13 @@ impl OpSignature for eye {
     type Output = Tensor;
 }
 
+impl Operator for eye {
+    const QUALIFIED_NAME: &'static str = "aten::eye";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl eye {
     /// `aten::eye`.
     pub const NAME: &'static str = "aten::eye";
@@ -11838,6 +14239,13 @@ pub struct eye_m;
 impl OpSignature for eye_m {
     type Args<'a> = (i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for eye_m {
+    const QUALIFIED_NAME: &'static str = "aten::eye.m";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl eye_m {
@@ -11875,6 +14283,13 @@ impl OpSignature for eye_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for eye_out {
+    const QUALIFIED_NAME: &'static str = "aten::eye.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl eye_out {
     /// `aten::eye.out`.
     pub const NAME: &'static str = "aten::eye.out";
@@ -11910,6 +14325,13 @@ impl OpSignature for eye_m_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for eye_m_out {
+    const QUALIFIED_NAME: &'static str = "aten::eye.m_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl eye_m_out {
     /// `aten::eye.m_out`.
     pub const NAME: &'static str = "aten::eye.m_out";
@@ -11942,6 +14364,13 @@ pub struct full;
 impl OpSignature for full {
     type Args<'a> = (&'a [i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for full {
+    const QUALIFIED_NAME: &'static str = "aten::full";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl full {
@@ -11979,6 +14408,13 @@ impl OpSignature for full_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for full_out {
+    const QUALIFIED_NAME: &'static str = "aten::full.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl full_out {
     /// `aten::full.out`.
     pub const NAME: &'static str = "aten::full.out";
@@ -12013,6 +14449,13 @@ impl OpSignature for full_like {
     type Output = Tensor;
 }
 
+impl Operator for full_like {
+    const QUALIFIED_NAME: &'static str = "aten::full_like";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl full_like {
     /// `aten::full_like`.
     pub const NAME: &'static str = "aten::full_like";
@@ -12045,6 +14488,13 @@ pub struct linspace;
 impl OpSignature for linspace {
     type Args<'a> = (Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for linspace {
+    const QUALIFIED_NAME: &'static str = "aten::linspace";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl linspace {
@@ -12082,6 +14532,13 @@ impl OpSignature for linspace_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for linspace_out {
+    const QUALIFIED_NAME: &'static str = "aten::linspace.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl linspace_out {
     /// `aten::linspace.out`.
     pub const NAME: &'static str = "aten::linspace.out";
@@ -12114,6 +14571,13 @@ pub struct ones;
 impl OpSignature for ones {
     type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for ones {
+    const QUALIFIED_NAME: &'static str = "aten::ones";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ones {
@@ -12151,6 +14615,13 @@ impl OpSignature for ones_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for ones_out {
+    const QUALIFIED_NAME: &'static str = "aten::ones.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ones_out {
     /// `aten::ones.out`.
     pub const NAME: &'static str = "aten::ones.out";
@@ -12185,6 +14656,13 @@ impl OpSignature for ones_like {
     type Output = Tensor;
 }
 
+impl Operator for ones_like {
+    const QUALIFIED_NAME: &'static str = "aten::ones_like";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ones_like {
     /// `aten::ones_like`.
     pub const NAME: &'static str = "aten::ones_like";
@@ -12217,6 +14695,13 @@ pub struct zeros;
 impl OpSignature for zeros {
     type Args<'a> = (&'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for zeros {
+    const QUALIFIED_NAME: &'static str = "aten::zeros";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl zeros {
@@ -12254,6 +14739,13 @@ impl OpSignature for zeros_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for zeros_out {
+    const QUALIFIED_NAME: &'static str = "aten::zeros.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl zeros_out {
     /// `aten::zeros.out`.
     pub const NAME: &'static str = "aten::zeros.out";
@@ -12288,6 +14780,13 @@ impl OpSignature for zeros_like {
     type Output = Tensor;
 }
 
+impl Operator for zeros_like {
+    const QUALIFIED_NAME: &'static str = "aten::zeros_like";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl zeros_like {
     /// `aten::zeros_like`.
     pub const NAME: &'static str = "aten::zeros_like";
@@ -12320,6 +14819,13 @@ pub struct bernoulli;
 impl OpSignature for bernoulli {
     type Args<'a> = (&'a Tensor, Option<&'a Generator>);
     type Output = Tensor;
+}
+
+impl Operator for bernoulli {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bernoulli {
@@ -12357,6 +14863,13 @@ impl OpSignature for bernoulli_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bernoulli_out {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bernoulli_out {
     /// `aten::bernoulli.out`.
     pub const NAME: &'static str = "aten::bernoulli.out";
@@ -12390,6 +14903,13 @@ impl OpSignature for bernoulli__Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Generator>);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for bernoulli__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bernoulli__Tensor {
@@ -12427,6 +14947,13 @@ impl OpSignature for bernoulli__float {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for bernoulli__float {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli_.float";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bernoulli__float {
     /// `aten::bernoulli_.float`.
     pub const NAME: &'static str = "aten::bernoulli_.float";
@@ -12459,6 +14986,13 @@ pub struct bernoulli_p;
 impl OpSignature for bernoulli_p {
     type Args<'a> = (&'a Tensor, f64, Option<&'a Generator>);
     type Output = Tensor;
+}
+
+impl Operator for bernoulli_p {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli.p";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bernoulli_p {
@@ -12495,6 +15029,13 @@ impl OpSignature for rand {
     type Output = Tensor;
 }
 
+impl Operator for rand {
+    const QUALIFIED_NAME: &'static str = "aten::rand";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl rand {
     /// `aten::rand`.
     pub const NAME: &'static str = "aten::rand";
@@ -12527,6 +15068,13 @@ pub struct rand_generator;
 impl OpSignature for rand_generator {
     type Args<'a> = (&'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for rand_generator {
+    const QUALIFIED_NAME: &'static str = "aten::rand.generator";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl rand_generator {
@@ -12564,6 +15112,13 @@ impl OpSignature for rand_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for rand_out {
+    const QUALIFIED_NAME: &'static str = "aten::rand.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl rand_out {
     /// `aten::rand.out`.
     pub const NAME: &'static str = "aten::rand.out";
@@ -12597,6 +15152,13 @@ impl OpSignature for rand_generator_out {
     type Args<'a> = (&'a [i64], Option<&'a Generator>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for rand_generator_out {
+    const QUALIFIED_NAME: &'static str = "aten::rand.generator_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl rand_generator_out {
@@ -12633,6 +15195,13 @@ impl OpSignature for rand_like {
     type Output = Tensor;
 }
 
+impl Operator for rand_like {
+    const QUALIFIED_NAME: &'static str = "aten::rand_like";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl rand_like {
     /// `aten::rand_like`.
     pub const NAME: &'static str = "aten::rand_like";
@@ -12665,6 +15234,13 @@ pub struct rand_like_generator;
 impl OpSignature for rand_like_generator {
     type Args<'a> = (&'a Tensor, Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for rand_like_generator {
+    const QUALIFIED_NAME: &'static str = "aten::rand_like.generator";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl rand_like_generator {
@@ -12701,6 +15277,13 @@ impl OpSignature for randint {
     type Output = Tensor;
 }
 
+impl Operator for randint {
+    const QUALIFIED_NAME: &'static str = "aten::randint";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randint {
     /// `aten::randint`.
     pub const NAME: &'static str = "aten::randint";
@@ -12733,6 +15316,13 @@ pub struct randint_generator;
 impl OpSignature for randint_generator {
     type Args<'a> = (i64, &'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for randint_generator {
+    const QUALIFIED_NAME: &'static str = "aten::randint.generator";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randint_generator {
@@ -12769,6 +15359,13 @@ impl OpSignature for randint_low {
     type Output = Tensor;
 }
 
+impl Operator for randint_low {
+    const QUALIFIED_NAME: &'static str = "aten::randint.low";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randint_low {
     /// `aten::randint.low`.
     pub const NAME: &'static str = "aten::randint.low";
@@ -12801,6 +15398,13 @@ pub struct randint_low_generator;
 impl OpSignature for randint_low_generator {
     type Args<'a> = (i64, i64, &'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for randint_low_generator {
+    const QUALIFIED_NAME: &'static str = "aten::randint.low_generator";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randint_low_generator {
@@ -12838,6 +15442,13 @@ impl OpSignature for randint_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for randint_out {
+    const QUALIFIED_NAME: &'static str = "aten::randint.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randint_out {
     /// `aten::randint.out`.
     pub const NAME: &'static str = "aten::randint.out";
@@ -12871,6 +15482,13 @@ impl OpSignature for randint_generator_out {
     type Args<'a> = (i64, &'a [i64], Option<&'a Generator>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for randint_generator_out {
+    const QUALIFIED_NAME: &'static str = "aten::randint.generator_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randint_generator_out {
@@ -12908,6 +15526,13 @@ impl OpSignature for randint_low_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for randint_low_out {
+    const QUALIFIED_NAME: &'static str = "aten::randint.low_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randint_low_out {
     /// `aten::randint.low_out`.
     pub const NAME: &'static str = "aten::randint.low_out";
@@ -12941,6 +15566,13 @@ impl OpSignature for randint_low_generator_out {
     type Args<'a> = (i64, i64, &'a [i64], Option<&'a Generator>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for randint_low_generator_out {
+    const QUALIFIED_NAME: &'static str = "aten::randint.low_generator_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randint_low_generator_out {
@@ -12977,6 +15609,13 @@ impl OpSignature for randn {
     type Output = Tensor;
 }
 
+impl Operator for randn {
+    const QUALIFIED_NAME: &'static str = "aten::randn";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randn {
     /// `aten::randn`.
     pub const NAME: &'static str = "aten::randn";
@@ -13009,6 +15648,13 @@ pub struct randn_generator;
 impl OpSignature for randn_generator {
     type Args<'a> = (&'a [i64], Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
     type Output = Tensor;
+}
+
+impl Operator for randn_generator {
+    const QUALIFIED_NAME: &'static str = "aten::randn.generator";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randn_generator {
@@ -13046,6 +15692,13 @@ impl OpSignature for randn_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for randn_out {
+    const QUALIFIED_NAME: &'static str = "aten::randn.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randn_out {
     /// `aten::randn.out`.
     pub const NAME: &'static str = "aten::randn.out";
@@ -13079,6 +15732,13 @@ impl OpSignature for randn_generator_out {
     type Args<'a> = (&'a [i64], Option<&'a Generator>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for randn_generator_out {
+    const QUALIFIED_NAME: &'static str = "aten::randn.generator_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randn_generator_out {
@@ -13115,6 +15775,13 @@ impl OpSignature for randn_like {
     type Output = Tensor;
 }
 
+impl Operator for randn_like {
+    const QUALIFIED_NAME: &'static str = "aten::randn_like";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randn_like {
     /// `aten::randn_like`.
     pub const NAME: &'static str = "aten::randn_like";
@@ -13147,6 +15814,13 @@ pub struct randn_like_generator;
 impl OpSignature for randn_like_generator {
     type Args<'a> = (&'a Tensor, Option<&'a Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for randn_like_generator {
+    const QUALIFIED_NAME: &'static str = "aten::randn_like.generator";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randn_like_generator {
@@ -13184,6 +15858,13 @@ impl OpSignature for normal_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for normal_ {
+    const QUALIFIED_NAME: &'static str = "aten::normal_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl normal_ {
     /// `aten::normal_`.
     pub const NAME: &'static str = "aten::normal_";
@@ -13216,6 +15897,13 @@ pub struct normal_functional;
 impl OpSignature for normal_functional {
     type Args<'a> = (&'a Tensor, f64, f64, Option<&'a Generator>);
     type Output = Tensor;
+}
+
+impl Operator for normal_functional {
+    const QUALIFIED_NAME: &'static str = "aten::normal_functional";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl normal_functional {
@@ -13253,6 +15941,13 @@ impl OpSignature for index_put_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for index_put_ {
+    const QUALIFIED_NAME: &'static str = "aten::index_put_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl index_put_ {
     /// `aten::index_put_`.
     pub const NAME: &'static str = "aten::index_put_";
@@ -13285,6 +15980,13 @@ pub struct index_put;
 impl OpSignature for index_put {
     type Args<'a> = (&'a Tensor, &'a [Option<Tensor>], &'a Tensor, bool);
     type Output = Tensor;
+}
+
+impl Operator for index_put {
+    const QUALIFIED_NAME: &'static str = "aten::index_put";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl index_put {
@@ -13322,6 +16024,13 @@ impl OpSignature for masked_fill__Scalar {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for masked_fill__Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::masked_fill_.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl masked_fill__Scalar {
     /// `aten::masked_fill_.Scalar`.
     pub const NAME: &'static str = "aten::masked_fill_.Scalar";
@@ -13354,6 +16063,13 @@ pub struct masked_fill_Scalar;
 impl OpSignature for masked_fill_Scalar {
     type Args<'a> = (&'a Tensor, &'a Tensor, Scalar);
     type Output = Tensor;
+}
+
+impl Operator for masked_fill_Scalar {
+    const QUALIFIED_NAME: &'static str = "aten::masked_fill.Scalar";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl masked_fill_Scalar {
@@ -13391,6 +16107,13 @@ impl OpSignature for masked_fill__Tensor {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for masked_fill__Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::masked_fill_.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl masked_fill__Tensor {
     /// `aten::masked_fill_.Tensor`.
     pub const NAME: &'static str = "aten::masked_fill_.Tensor";
@@ -13425,6 +16148,13 @@ impl OpSignature for masked_fill_Tensor {
     type Output = Tensor;
 }
 
+impl Operator for masked_fill_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::masked_fill.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl masked_fill_Tensor {
     /// `aten::masked_fill.Tensor`.
     pub const NAME: &'static str = "aten::masked_fill.Tensor";
@@ -13457,6 +16187,13 @@ pub struct log_softmax_int;
 impl OpSignature for log_softmax_int {
     type Args<'a> = (&'a Tensor, i64, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for log_softmax_int {
+    const QUALIFIED_NAME: &'static str = "aten::log_softmax.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl log_softmax_int {
@@ -13494,6 +16231,13 @@ impl OpSignature for log_softmax_int_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for log_softmax_int_out {
+    const QUALIFIED_NAME: &'static str = "aten::log_softmax.int_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log_softmax_int_out {
     /// `aten::log_softmax.int_out`.
     pub const NAME: &'static str = "aten::log_softmax.int_out";
@@ -13526,6 +16270,13 @@ pub struct max_dim;
 impl OpSignature for max_dim {
     type Args<'a> = (&'a Tensor, i64, bool);
     type Output = (Tensor, Tensor);
+}
+
+impl Operator for max_dim {
+    const QUALIFIED_NAME: &'static str = "aten::max.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl max_dim {
@@ -13563,6 +16314,13 @@ impl OpSignature for max_dim_max {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for max_dim_max {
+    const QUALIFIED_NAME: &'static str = "aten::max.dim_max";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl max_dim_max {
     /// `aten::max.dim_max`.
     pub const NAME: &'static str = "aten::max.dim_max";
@@ -13595,6 +16353,13 @@ pub struct mean;
 impl OpSignature for mean {
     type Args<'a> = (&'a Tensor, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for mean {
+    const QUALIFIED_NAME: &'static str = "aten::mean";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mean {
@@ -13632,6 +16397,13 @@ impl OpSignature for mean_dtype_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for mean_dtype_out {
+    const QUALIFIED_NAME: &'static str = "aten::mean.dtype_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mean_dtype_out {
     /// `aten::mean.dtype_out`.
     pub const NAME: &'static str = "aten::mean.dtype_out";
@@ -13664,6 +16436,13 @@ pub struct mean_dim;
 impl OpSignature for mean_dim {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for mean_dim {
+    const QUALIFIED_NAME: &'static str = "aten::mean.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mean_dim {
@@ -13701,6 +16480,13 @@ impl OpSignature for mean_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for mean_out {
+    const QUALIFIED_NAME: &'static str = "aten::mean.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl mean_out {
     /// `aten::mean.out`.
     pub const NAME: &'static str = "aten::mean.out";
@@ -13733,6 +16519,13 @@ pub struct min_dim;
 impl OpSignature for min_dim {
     type Args<'a> = (&'a Tensor, i64, bool);
     type Output = (Tensor, Tensor);
+}
+
+impl Operator for min_dim {
+    const QUALIFIED_NAME: &'static str = "aten::min.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl min_dim {
@@ -13770,6 +16563,13 @@ impl OpSignature for min_dim_min {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for min_dim_min {
+    const QUALIFIED_NAME: &'static str = "aten::min.dim_min";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl min_dim_min {
     /// `aten::min.dim_min`.
     pub const NAME: &'static str = "aten::min.dim_min";
@@ -13802,6 +16602,13 @@ pub struct softmax_int;
 impl OpSignature for softmax_int {
     type Args<'a> = (&'a Tensor, i64, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for softmax_int {
+    const QUALIFIED_NAME: &'static str = "aten::softmax.int";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl softmax_int {
@@ -13839,6 +16646,13 @@ impl OpSignature for softmax_int_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for softmax_int_out {
+    const QUALIFIED_NAME: &'static str = "aten::softmax.int_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl softmax_int_out {
     /// `aten::softmax.int_out`.
     pub const NAME: &'static str = "aten::softmax.int_out";
@@ -13873,6 +16687,13 @@ impl OpSignature for sum {
     type Output = Tensor;
 }
 
+impl Operator for sum {
+    const QUALIFIED_NAME: &'static str = "aten::sum";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sum {
     /// `aten::sum`.
     pub const NAME: &'static str = "aten::sum";
@@ -13905,6 +16726,13 @@ pub struct sum_dim_IntList;
 impl OpSignature for sum_dim_IntList {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, Option<ScalarType>);
     type Output = Tensor;
+}
+
+impl Operator for sum_dim_IntList {
+    const QUALIFIED_NAME: &'static str = "aten::sum.dim_IntList";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sum_dim_IntList {
@@ -13942,6 +16770,13 @@ impl OpSignature for sum_IntList_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for sum_IntList_out {
+    const QUALIFIED_NAME: &'static str = "aten::sum.IntList_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sum_IntList_out {
     /// `aten::sum.IntList_out`.
     pub const NAME: &'static str = "aten::sum.IntList_out";
@@ -13974,6 +16809,13 @@ pub struct std;
 impl OpSignature for std {
     type Args<'a> = (&'a Tensor, bool);
     type Output = Tensor;
+}
+
+impl Operator for std {
+    const QUALIFIED_NAME: &'static str = "aten::std";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl std {
@@ -14010,6 +16852,13 @@ impl OpSignature for std_dim {
     type Output = Tensor;
 }
 
+impl Operator for std_dim {
+    const QUALIFIED_NAME: &'static str = "aten::std.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl std_dim {
     /// `aten::std.dim`.
     pub const NAME: &'static str = "aten::std.dim";
@@ -14042,6 +16891,13 @@ pub struct std_correction;
 impl OpSignature for std_correction {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool);
     type Output = Tensor;
+}
+
+impl Operator for std_correction {
+    const QUALIFIED_NAME: &'static str = "aten::std.correction";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl std_correction {
@@ -14079,6 +16935,13 @@ impl OpSignature for std_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for std_out {
+    const QUALIFIED_NAME: &'static str = "aten::std.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl std_out {
     /// `aten::std.out`.
     pub const NAME: &'static str = "aten::std.out";
@@ -14112,6 +16975,13 @@ impl OpSignature for std_correction_out {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for std_correction_out {
+    const QUALIFIED_NAME: &'static str = "aten::std.correction_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl std_correction_out {
@@ -14148,6 +17018,13 @@ impl OpSignature for var {
     type Output = Tensor;
 }
 
+impl Operator for var {
+    const QUALIFIED_NAME: &'static str = "aten::var";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl var {
     /// `aten::var`.
     pub const NAME: &'static str = "aten::var";
@@ -14182,6 +17059,13 @@ impl OpSignature for var_dim {
     type Output = Tensor;
 }
 
+impl Operator for var_dim {
+    const QUALIFIED_NAME: &'static str = "aten::var.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl var_dim {
     /// `aten::var.dim`.
     pub const NAME: &'static str = "aten::var.dim";
@@ -14214,6 +17098,13 @@ pub struct var_correction;
 impl OpSignature for var_correction {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool);
     type Output = Tensor;
+}
+
+impl Operator for var_correction {
+    const QUALIFIED_NAME: &'static str = "aten::var.correction";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl var_correction {
@@ -14251,6 +17142,13 @@ impl OpSignature for var_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for var_out {
+    const QUALIFIED_NAME: &'static str = "aten::var.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl var_out {
     /// `aten::var.out`.
     pub const NAME: &'static str = "aten::var.out";
@@ -14284,6 +17182,13 @@ impl OpSignature for var_correction_out {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, Option<Scalar>, bool, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for var_correction_out {
+    const QUALIFIED_NAME: &'static str = "aten::var.correction_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl var_correction_out {
@@ -14320,6 +17225,13 @@ impl OpSignature for var_mean {
     type Output = (Tensor, Tensor);
 }
 
+impl Operator for var_mean {
+    const QUALIFIED_NAME: &'static str = "aten::var_mean";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl var_mean {
     /// `aten::var_mean`.
     pub const NAME: &'static str = "aten::var_mean";
@@ -14352,6 +17264,13 @@ pub struct var_mean_dim;
 impl OpSignature for var_mean_dim {
     type Args<'a> = (&'a Tensor, Option<&'a [i64]>, bool, bool);
     type Output = (Tensor, Tensor);
+}
+
+impl Operator for var_mean_dim {
+    const QUALIFIED_NAME: &'static str = "aten::var_mean.dim";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl var_mean_dim {
@@ -14388,6 +17307,13 @@ impl OpSignature for var_mean_correction {
     type Output = (Tensor, Tensor);
 }
 
+impl Operator for var_mean_correction {
+    const QUALIFIED_NAME: &'static str = "aten::var_mean.correction";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl var_mean_correction {
     /// `aten::var_mean.correction`.
     pub const NAME: &'static str = "aten::var_mean.correction";
@@ -14420,6 +17346,13 @@ pub struct min;
 impl OpSignature for min {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for min {
+    const QUALIFIED_NAME: &'static str = "aten::min";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl min {
@@ -14457,6 +17390,13 @@ impl OpSignature for min_unary_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for min_unary_out {
+    const QUALIFIED_NAME: &'static str = "aten::min.unary_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl min_unary_out {
     /// `aten::min.unary_out`.
     pub const NAME: &'static str = "aten::min.unary_out";
@@ -14489,6 +17429,13 @@ pub struct max;
 impl OpSignature for max {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for max {
+    const QUALIFIED_NAME: &'static str = "aten::max";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl max {
@@ -14526,6 +17473,13 @@ impl OpSignature for max_unary_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for max_unary_out {
+    const QUALIFIED_NAME: &'static str = "aten::max.unary_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl max_unary_out {
     /// `aten::max.unary_out`.
     pub const NAME: &'static str = "aten::max.unary_out";
@@ -14558,6 +17512,13 @@ pub struct abs;
 impl OpSignature for abs {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for abs {
+    const QUALIFIED_NAME: &'static str = "aten::abs";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl abs {
@@ -14595,6 +17556,13 @@ impl OpSignature for abs_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for abs_ {
+    const QUALIFIED_NAME: &'static str = "aten::abs_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl abs_ {
     /// `aten::abs_`.
     pub const NAME: &'static str = "aten::abs_";
@@ -14630,6 +17598,13 @@ impl OpSignature for abs_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for abs_out {
+    const QUALIFIED_NAME: &'static str = "aten::abs.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl abs_out {
     /// `aten::abs.out`.
     pub const NAME: &'static str = "aten::abs.out";
@@ -14662,6 +17637,13 @@ pub struct bitwise_not;
 impl OpSignature for bitwise_not {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for bitwise_not {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_not";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_not {
@@ -14699,6 +17681,13 @@ impl OpSignature for bitwise_not_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for bitwise_not_ {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_not_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_not_ {
     /// `aten::bitwise_not_`.
     pub const NAME: &'static str = "aten::bitwise_not_";
@@ -14734,6 +17723,13 @@ impl OpSignature for bitwise_not_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bitwise_not_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_not.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_not_out {
     /// `aten::bitwise_not.out`.
     pub const NAME: &'static str = "aten::bitwise_not.out";
@@ -14766,6 +17762,13 @@ pub struct logical_not;
 impl OpSignature for logical_not {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for logical_not {
+    const QUALIFIED_NAME: &'static str = "aten::logical_not";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl logical_not {
@@ -14803,6 +17806,13 @@ impl OpSignature for logical_not_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for logical_not_ {
+    const QUALIFIED_NAME: &'static str = "aten::logical_not_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_not_ {
     /// `aten::logical_not_`.
     pub const NAME: &'static str = "aten::logical_not_";
@@ -14838,6 +17848,13 @@ impl OpSignature for logical_not_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for logical_not_out {
+    const QUALIFIED_NAME: &'static str = "aten::logical_not.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl logical_not_out {
     /// `aten::logical_not.out`.
     pub const NAME: &'static str = "aten::logical_not.out";
@@ -14870,6 +17887,13 @@ pub struct ceil;
 impl OpSignature for ceil {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for ceil {
+    const QUALIFIED_NAME: &'static str = "aten::ceil";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ceil {
@@ -14907,6 +17931,13 @@ impl OpSignature for ceil_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for ceil_ {
+    const QUALIFIED_NAME: &'static str = "aten::ceil_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ceil_ {
     /// `aten::ceil_`.
     pub const NAME: &'static str = "aten::ceil_";
@@ -14942,6 +17973,13 @@ impl OpSignature for ceil_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for ceil_out {
+    const QUALIFIED_NAME: &'static str = "aten::ceil.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl ceil_out {
     /// `aten::ceil.out`.
     pub const NAME: &'static str = "aten::ceil.out";
@@ -14974,6 +18012,13 @@ pub struct cos;
 impl OpSignature for cos {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for cos {
+    const QUALIFIED_NAME: &'static str = "aten::cos";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl cos {
@@ -15011,6 +18056,13 @@ impl OpSignature for cos_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for cos_ {
+    const QUALIFIED_NAME: &'static str = "aten::cos_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cos_ {
     /// `aten::cos_`.
     pub const NAME: &'static str = "aten::cos_";
@@ -15046,6 +18098,13 @@ impl OpSignature for cos_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for cos_out {
+    const QUALIFIED_NAME: &'static str = "aten::cos.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl cos_out {
     /// `aten::cos.out`.
     pub const NAME: &'static str = "aten::cos.out";
@@ -15078,6 +18137,13 @@ pub struct erf;
 impl OpSignature for erf {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for erf {
+    const QUALIFIED_NAME: &'static str = "aten::erf";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl erf {
@@ -15115,6 +18181,13 @@ impl OpSignature for erf_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for erf_ {
+    const QUALIFIED_NAME: &'static str = "aten::erf_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl erf_ {
     /// `aten::erf_`.
     pub const NAME: &'static str = "aten::erf_";
@@ -15150,6 +18223,13 @@ impl OpSignature for erf_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for erf_out {
+    const QUALIFIED_NAME: &'static str = "aten::erf.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl erf_out {
     /// `aten::erf.out`.
     pub const NAME: &'static str = "aten::erf.out";
@@ -15182,6 +18262,13 @@ pub struct exp;
 impl OpSignature for exp {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for exp {
+    const QUALIFIED_NAME: &'static str = "aten::exp";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl exp {
@@ -15219,6 +18306,13 @@ impl OpSignature for exp_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for exp_ {
+    const QUALIFIED_NAME: &'static str = "aten::exp_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl exp_ {
     /// `aten::exp_`.
     pub const NAME: &'static str = "aten::exp_";
@@ -15254,6 +18348,13 @@ impl OpSignature for exp_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for exp_out {
+    const QUALIFIED_NAME: &'static str = "aten::exp.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl exp_out {
     /// `aten::exp.out`.
     pub const NAME: &'static str = "aten::exp.out";
@@ -15286,6 +18387,13 @@ pub struct expm1;
 impl OpSignature for expm1 {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for expm1 {
+    const QUALIFIED_NAME: &'static str = "aten::expm1";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl expm1 {
@@ -15323,6 +18431,13 @@ impl OpSignature for expm1_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for expm1_ {
+    const QUALIFIED_NAME: &'static str = "aten::expm1_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl expm1_ {
     /// `aten::expm1_`.
     pub const NAME: &'static str = "aten::expm1_";
@@ -15358,6 +18473,13 @@ impl OpSignature for expm1_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for expm1_out {
+    const QUALIFIED_NAME: &'static str = "aten::expm1.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl expm1_out {
     /// `aten::expm1.out`.
     pub const NAME: &'static str = "aten::expm1.out";
@@ -15390,6 +18512,13 @@ pub struct floor;
 impl OpSignature for floor {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for floor {
+    const QUALIFIED_NAME: &'static str = "aten::floor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl floor {
@@ -15427,6 +18556,13 @@ impl OpSignature for floor_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for floor_ {
+    const QUALIFIED_NAME: &'static str = "aten::floor_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl floor_ {
     /// `aten::floor_`.
     pub const NAME: &'static str = "aten::floor_";
@@ -15460,6 +18596,13 @@ impl OpSignature for floor_out {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for floor_out {
+    const QUALIFIED_NAME: &'static str = "aten::floor.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl floor_out {
@@ -15496,6 +18639,13 @@ impl OpSignature for isnan {
     type Output = Tensor;
 }
 
+impl Operator for isnan {
+    const QUALIFIED_NAME: &'static str = "aten::isnan";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl isnan {
     /// `aten::isnan`.
     pub const NAME: &'static str = "aten::isnan";
@@ -15528,6 +18678,13 @@ pub struct nan_to_num;
 impl OpSignature for nan_to_num {
     type Args<'a> = (&'a Tensor, Option<f64>, Option<f64>, Option<f64>);
     type Output = Tensor;
+}
+
+impl Operator for nan_to_num {
+    const QUALIFIED_NAME: &'static str = "aten::nan_to_num";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl nan_to_num {
@@ -15565,6 +18722,13 @@ impl OpSignature for nan_to_num_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for nan_to_num_ {
+    const QUALIFIED_NAME: &'static str = "aten::nan_to_num_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl nan_to_num_ {
     /// `aten::nan_to_num_`.
     pub const NAME: &'static str = "aten::nan_to_num_";
@@ -15600,6 +18764,13 @@ impl OpSignature for nan_to_num_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for nan_to_num_out {
+    const QUALIFIED_NAME: &'static str = "aten::nan_to_num.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl nan_to_num_out {
     /// `aten::nan_to_num.out`.
     pub const NAME: &'static str = "aten::nan_to_num.out";
@@ -15632,6 +18803,13 @@ pub struct log;
 impl OpSignature for log {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for log {
+    const QUALIFIED_NAME: &'static str = "aten::log";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl log {
@@ -15669,6 +18847,13 @@ impl OpSignature for log_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for log_ {
+    const QUALIFIED_NAME: &'static str = "aten::log_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log_ {
     /// `aten::log_`.
     pub const NAME: &'static str = "aten::log_";
@@ -15704,6 +18889,13 @@ impl OpSignature for log_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for log_out {
+    const QUALIFIED_NAME: &'static str = "aten::log.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log_out {
     /// `aten::log.out`.
     pub const NAME: &'static str = "aten::log.out";
@@ -15736,6 +18928,13 @@ pub struct log1p;
 impl OpSignature for log1p {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for log1p {
+    const QUALIFIED_NAME: &'static str = "aten::log1p";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl log1p {
@@ -15773,6 +18972,13 @@ impl OpSignature for log1p_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for log1p_ {
+    const QUALIFIED_NAME: &'static str = "aten::log1p_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log1p_ {
     /// `aten::log1p_`.
     pub const NAME: &'static str = "aten::log1p_";
@@ -15808,6 +19014,13 @@ impl OpSignature for log1p_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for log1p_out {
+    const QUALIFIED_NAME: &'static str = "aten::log1p.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log1p_out {
     /// `aten::log1p.out`.
     pub const NAME: &'static str = "aten::log1p.out";
@@ -15840,6 +19053,13 @@ pub struct log2;
 impl OpSignature for log2 {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for log2 {
+    const QUALIFIED_NAME: &'static str = "aten::log2";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl log2 {
@@ -15877,6 +19097,13 @@ impl OpSignature for log2_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for log2_ {
+    const QUALIFIED_NAME: &'static str = "aten::log2_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log2_ {
     /// `aten::log2_`.
     pub const NAME: &'static str = "aten::log2_";
@@ -15912,6 +19139,13 @@ impl OpSignature for log2_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for log2_out {
+    const QUALIFIED_NAME: &'static str = "aten::log2.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl log2_out {
     /// `aten::log2.out`.
     pub const NAME: &'static str = "aten::log2.out";
@@ -15944,6 +19178,13 @@ pub struct reciprocal;
 impl OpSignature for reciprocal {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for reciprocal {
+    const QUALIFIED_NAME: &'static str = "aten::reciprocal";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl reciprocal {
@@ -15981,6 +19222,13 @@ impl OpSignature for reciprocal_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for reciprocal_ {
+    const QUALIFIED_NAME: &'static str = "aten::reciprocal_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl reciprocal_ {
     /// `aten::reciprocal_`.
     pub const NAME: &'static str = "aten::reciprocal_";
@@ -16016,6 +19264,13 @@ impl OpSignature for reciprocal_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for reciprocal_out {
+    const QUALIFIED_NAME: &'static str = "aten::reciprocal.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl reciprocal_out {
     /// `aten::reciprocal.out`.
     pub const NAME: &'static str = "aten::reciprocal.out";
@@ -16048,6 +19303,13 @@ pub struct neg;
 impl OpSignature for neg {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for neg {
+    const QUALIFIED_NAME: &'static str = "aten::neg";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl neg {
@@ -16085,6 +19347,13 @@ impl OpSignature for neg_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for neg_ {
+    const QUALIFIED_NAME: &'static str = "aten::neg_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl neg_ {
     /// `aten::neg_`.
     pub const NAME: &'static str = "aten::neg_";
@@ -16120,6 +19389,13 @@ impl OpSignature for neg_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for neg_out {
+    const QUALIFIED_NAME: &'static str = "aten::neg.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl neg_out {
     /// `aten::neg.out`.
     pub const NAME: &'static str = "aten::neg.out";
@@ -16152,6 +19428,13 @@ pub struct round;
 impl OpSignature for round {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for round {
+    const QUALIFIED_NAME: &'static str = "aten::round";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl round {
@@ -16189,6 +19472,13 @@ impl OpSignature for round_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for round_ {
+    const QUALIFIED_NAME: &'static str = "aten::round_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl round_ {
     /// `aten::round_`.
     pub const NAME: &'static str = "aten::round_";
@@ -16224,6 +19514,13 @@ impl OpSignature for round_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for round_out {
+    const QUALIFIED_NAME: &'static str = "aten::round.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl round_out {
     /// `aten::round.out`.
     pub const NAME: &'static str = "aten::round.out";
@@ -16256,6 +19553,13 @@ pub struct round_decimals;
 impl OpSignature for round_decimals {
     type Args<'a> = (&'a Tensor, i64);
     type Output = Tensor;
+}
+
+impl Operator for round_decimals {
+    const QUALIFIED_NAME: &'static str = "aten::round.decimals";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl round_decimals {
@@ -16293,6 +19597,13 @@ impl OpSignature for round__decimals {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for round__decimals {
+    const QUALIFIED_NAME: &'static str = "aten::round_.decimals";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl round__decimals {
     /// `aten::round_.decimals`.
     pub const NAME: &'static str = "aten::round_.decimals";
@@ -16328,6 +19639,13 @@ impl OpSignature for round_decimals_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for round_decimals_out {
+    const QUALIFIED_NAME: &'static str = "aten::round.decimals_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl round_decimals_out {
     /// `aten::round.decimals_out`.
     pub const NAME: &'static str = "aten::round.decimals_out";
@@ -16360,6 +19678,13 @@ pub struct relu;
 impl OpSignature for relu {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for relu {
+    const QUALIFIED_NAME: &'static str = "aten::relu";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl relu {
@@ -16397,6 +19722,13 @@ impl OpSignature for relu_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for relu_ {
+    const QUALIFIED_NAME: &'static str = "aten::relu_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl relu_ {
     /// `aten::relu_`.
     pub const NAME: &'static str = "aten::relu_";
@@ -16430,6 +19762,13 @@ impl OpSignature for gelu_out {
     type Args<'a> = (&'a Tensor, &'a str, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for gelu_out {
+    const QUALIFIED_NAME: &'static str = "aten::gelu.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl gelu_out {
@@ -16467,6 +19806,13 @@ impl OpSignature for gelu_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for gelu_ {
+    const QUALIFIED_NAME: &'static str = "aten::gelu_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl gelu_ {
     /// `aten::gelu_`.
     pub const NAME: &'static str = "aten::gelu_";
@@ -16501,6 +19847,13 @@ impl OpSignature for gelu {
     type Output = Tensor;
 }
 
+impl Operator for gelu {
+    const QUALIFIED_NAME: &'static str = "aten::gelu";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl gelu {
     /// `aten::gelu`.
     pub const NAME: &'static str = "aten::gelu";
@@ -16533,6 +19886,13 @@ pub struct rsqrt;
 impl OpSignature for rsqrt {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for rsqrt {
+    const QUALIFIED_NAME: &'static str = "aten::rsqrt";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl rsqrt {
@@ -16570,6 +19930,13 @@ impl OpSignature for rsqrt_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for rsqrt_ {
+    const QUALIFIED_NAME: &'static str = "aten::rsqrt_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl rsqrt_ {
     /// `aten::rsqrt_`.
     pub const NAME: &'static str = "aten::rsqrt_";
@@ -16605,6 +19972,13 @@ impl OpSignature for rsqrt_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for rsqrt_out {
+    const QUALIFIED_NAME: &'static str = "aten::rsqrt.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl rsqrt_out {
     /// `aten::rsqrt.out`.
     pub const NAME: &'static str = "aten::rsqrt.out";
@@ -16637,6 +20011,13 @@ pub struct silu;
 impl OpSignature for silu {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for silu {
+    const QUALIFIED_NAME: &'static str = "aten::silu";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl silu {
@@ -16674,6 +20055,13 @@ impl OpSignature for silu_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for silu_ {
+    const QUALIFIED_NAME: &'static str = "aten::silu_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl silu_ {
     /// `aten::silu_`.
     pub const NAME: &'static str = "aten::silu_";
@@ -16709,6 +20097,13 @@ impl OpSignature for silu_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for silu_out {
+    const QUALIFIED_NAME: &'static str = "aten::silu.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl silu_out {
     /// `aten::silu.out`.
     pub const NAME: &'static str = "aten::silu.out";
@@ -16741,6 +20136,13 @@ pub struct sigmoid;
 impl OpSignature for sigmoid {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for sigmoid {
+    const QUALIFIED_NAME: &'static str = "aten::sigmoid";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sigmoid {
@@ -16778,6 +20180,13 @@ impl OpSignature for sigmoid_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for sigmoid_ {
+    const QUALIFIED_NAME: &'static str = "aten::sigmoid_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sigmoid_ {
     /// `aten::sigmoid_`.
     pub const NAME: &'static str = "aten::sigmoid_";
@@ -16813,6 +20222,13 @@ impl OpSignature for sigmoid_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for sigmoid_out {
+    const QUALIFIED_NAME: &'static str = "aten::sigmoid.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sigmoid_out {
     /// `aten::sigmoid.out`.
     pub const NAME: &'static str = "aten::sigmoid.out";
@@ -16845,6 +20261,13 @@ pub struct sin;
 impl OpSignature for sin {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for sin {
+    const QUALIFIED_NAME: &'static str = "aten::sin";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sin {
@@ -16882,6 +20305,13 @@ impl OpSignature for sin_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for sin_ {
+    const QUALIFIED_NAME: &'static str = "aten::sin_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sin_ {
     /// `aten::sin_`.
     pub const NAME: &'static str = "aten::sin_";
@@ -16917,6 +20347,13 @@ impl OpSignature for sin_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for sin_out {
+    const QUALIFIED_NAME: &'static str = "aten::sin.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sin_out {
     /// `aten::sin.out`.
     pub const NAME: &'static str = "aten::sin.out";
@@ -16949,6 +20386,13 @@ pub struct sqrt;
 impl OpSignature for sqrt {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for sqrt {
+    const QUALIFIED_NAME: &'static str = "aten::sqrt";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sqrt {
@@ -16986,6 +20430,13 @@ impl OpSignature for sqrt_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for sqrt_ {
+    const QUALIFIED_NAME: &'static str = "aten::sqrt_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sqrt_ {
     /// `aten::sqrt_`.
     pub const NAME: &'static str = "aten::sqrt_";
@@ -17021,6 +20472,13 @@ impl OpSignature for sqrt_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for sqrt_out {
+    const QUALIFIED_NAME: &'static str = "aten::sqrt.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sqrt_out {
     /// `aten::sqrt.out`.
     pub const NAME: &'static str = "aten::sqrt.out";
@@ -17053,6 +20511,13 @@ pub struct tan;
 impl OpSignature for tan {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for tan {
+    const QUALIFIED_NAME: &'static str = "aten::tan";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl tan {
@@ -17090,6 +20555,13 @@ impl OpSignature for tan_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for tan_ {
+    const QUALIFIED_NAME: &'static str = "aten::tan_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl tan_ {
     /// `aten::tan_`.
     pub const NAME: &'static str = "aten::tan_";
@@ -17125,6 +20597,13 @@ impl OpSignature for tan_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for tan_out {
+    const QUALIFIED_NAME: &'static str = "aten::tan.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl tan_out {
     /// `aten::tan.out`.
     pub const NAME: &'static str = "aten::tan.out";
@@ -17157,6 +20636,13 @@ pub struct tanh;
 impl OpSignature for tanh {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for tanh {
+    const QUALIFIED_NAME: &'static str = "aten::tanh";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl tanh {
@@ -17194,6 +20680,13 @@ impl OpSignature for tanh_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for tanh_ {
+    const QUALIFIED_NAME: &'static str = "aten::tanh_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl tanh_ {
     /// `aten::tanh_`.
     pub const NAME: &'static str = "aten::tanh_";
@@ -17229,6 +20722,13 @@ impl OpSignature for tanh_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for tanh_out {
+    const QUALIFIED_NAME: &'static str = "aten::tanh.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl tanh_out {
     /// `aten::tanh.out`.
     pub const NAME: &'static str = "aten::tanh.out";
@@ -17261,6 +20761,13 @@ pub struct trunc;
 impl OpSignature for trunc {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for trunc {
+    const QUALIFIED_NAME: &'static str = "aten::trunc";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl trunc {
@@ -17298,6 +20805,13 @@ impl OpSignature for trunc_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for trunc_ {
+    const QUALIFIED_NAME: &'static str = "aten::trunc_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl trunc_ {
     /// `aten::trunc_`.
     pub const NAME: &'static str = "aten::trunc_";
@@ -17333,6 +20847,13 @@ impl OpSignature for trunc_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for trunc_out {
+    const QUALIFIED_NAME: &'static str = "aten::trunc.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl trunc_out {
     /// `aten::trunc.out`.
     pub const NAME: &'static str = "aten::trunc.out";
@@ -17365,6 +20886,13 @@ pub struct sign;
 impl OpSignature for sign {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for sign {
+    const QUALIFIED_NAME: &'static str = "aten::sign";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sign {
@@ -17402,6 +20930,13 @@ impl OpSignature for sign_ {
     const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
 }
 
+impl Operator for sign_ {
+    const QUALIFIED_NAME: &'static str = "aten::sign_";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sign_ {
     /// `aten::sign_`.
     pub const NAME: &'static str = "aten::sign_";
@@ -17435,6 +20970,13 @@ impl OpSignature for sign_out {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for sign_out {
+    const QUALIFIED_NAME: &'static str = "aten::sign.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sign_out {
@@ -17471,6 +21013,13 @@ impl OpSignature for isfinite {
     type Output = Tensor;
 }
 
+impl Operator for isfinite {
+    const QUALIFIED_NAME: &'static str = "aten::isfinite";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl isfinite {
     /// `aten::isfinite`.
     pub const NAME: &'static str = "aten::isfinite";
@@ -17503,6 +21052,13 @@ pub struct isinf;
 impl OpSignature for isinf {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for isinf {
+    const QUALIFIED_NAME: &'static str = "aten::isinf";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl isinf {
@@ -17540,6 +21096,13 @@ impl OpSignature for copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl copy_out {
     /// `aten::copy.out`.
     pub const NAME: &'static str = "aten::copy.out";
@@ -17575,6 +21138,13 @@ impl OpSignature for resize_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for resize_out {
+    const QUALIFIED_NAME: &'static str = "aten::resize.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl resize_out {
     /// `aten::resize.out`.
     pub const NAME: &'static str = "aten::resize.out";
@@ -17607,6 +21177,13 @@ pub struct resize;
 impl OpSignature for resize {
     type Args<'a> = (&'a Tensor, &'a [i64], Option<MemoryFormat>);
     type Output = Tensor;
+}
+
+impl Operator for resize {
+    const QUALIFIED_NAME: &'static str = "aten::resize";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl resize {
@@ -17644,6 +21221,13 @@ impl OpSignature for empty_strided_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for empty_strided_out {
+    const QUALIFIED_NAME: &'static str = "aten::empty_strided.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl empty_strided_out {
     /// `aten::empty_strided.out`.
     pub const NAME: &'static str = "aten::empty_strided.out";
@@ -17677,6 +21261,13 @@ impl OpSignature for fill_Scalar_out {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for fill_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::fill.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl fill_Scalar_out {
@@ -17714,6 +21305,13 @@ impl OpSignature for fill_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for fill_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::fill.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl fill_Tensor_out {
     /// `aten::fill.Tensor_out`.
     pub const NAME: &'static str = "aten::fill.Tensor_out";
@@ -17749,6 +21347,13 @@ impl OpSignature for _index_put_impl_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for _index_put_impl_out {
+    const QUALIFIED_NAME: &'static str = "aten::_index_put_impl.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _index_put_impl_out {
     /// `aten::_index_put_impl.out`.
     pub const NAME: &'static str = "aten::_index_put_impl.out";
@@ -17781,6 +21386,13 @@ pub struct _index_put_impl;
 impl OpSignature for _index_put_impl {
     type Args<'a> = (&'a Tensor, &'a [Option<Tensor>], &'a Tensor, bool, bool);
     type Output = Tensor;
+}
+
+impl Operator for _index_put_impl {
+    const QUALIFIED_NAME: &'static str = "aten::_index_put_impl";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _index_put_impl {
@@ -17818,6 +21430,13 @@ impl OpSignature for slice_scatter_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for slice_scatter_out {
+    const QUALIFIED_NAME: &'static str = "aten::slice_scatter.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl slice_scatter_out {
     /// `aten::slice_scatter.out`.
     pub const NAME: &'static str = "aten::slice_scatter.out";
@@ -17851,6 +21470,13 @@ impl OpSignature for select_scatter_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, i64, i64, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for select_scatter_out {
+    const QUALIFIED_NAME: &'static str = "aten::select_scatter.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl select_scatter_out {
@@ -17888,6 +21514,13 @@ impl OpSignature for diagonal_scatter_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for diagonal_scatter_out {
+    const QUALIFIED_NAME: &'static str = "aten::diagonal_scatter.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl diagonal_scatter_out {
     /// `aten::diagonal_scatter.out`.
     pub const NAME: &'static str = "aten::diagonal_scatter.out";
@@ -17921,6 +21554,13 @@ impl OpSignature for as_strided_scatter_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, &'a [i64], &'a [i64], Option<i64>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for as_strided_scatter_out {
+    const QUALIFIED_NAME: &'static str = "aten::as_strided_scatter.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl as_strided_scatter_out {
@@ -17958,6 +21598,13 @@ impl OpSignature for prod_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for prod_out {
+    const QUALIFIED_NAME: &'static str = "aten::prod.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl prod_out {
     /// `aten::prod.out`.
     pub const NAME: &'static str = "aten::prod.out";
@@ -17991,6 +21638,13 @@ impl OpSignature for flip_out {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for flip_out {
+    const QUALIFIED_NAME: &'static str = "aten::flip.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl flip_out {
@@ -18028,6 +21682,13 @@ impl OpSignature for roll_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for roll_out {
+    const QUALIFIED_NAME: &'static str = "aten::roll.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl roll_out {
     /// `aten::roll.out`.
     pub const NAME: &'static str = "aten::roll.out";
@@ -18061,6 +21722,13 @@ impl OpSignature for _unsafe_view_out {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for _unsafe_view_out {
+    const QUALIFIED_NAME: &'static str = "aten::_unsafe_view.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl _unsafe_view_out {
@@ -18098,6 +21766,13 @@ impl OpSignature for clone_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for clone_out {
+    const QUALIFIED_NAME: &'static str = "aten::clone.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl clone_out {
     /// `aten::clone.out`.
     pub const NAME: &'static str = "aten::clone.out";
@@ -18133,6 +21808,13 @@ impl OpSignature for zero_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for zero_out {
+    const QUALIFIED_NAME: &'static str = "aten::zero.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl zero_out {
     /// `aten::zero.out`.
     pub const NAME: &'static str = "aten::zero.out";
@@ -18165,6 +21847,13 @@ pub struct zero;
 impl OpSignature for zero {
     type Args<'a> = (&'a Tensor,);
     type Output = Tensor;
+}
+
+impl Operator for zero {
+    const QUALIFIED_NAME: &'static str = "aten::zero";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl zero {
@@ -18202,6 +21891,13 @@ impl OpSignature for _to_copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for _to_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::_to_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl _to_copy_out {
     /// `aten::_to_copy.out`.
     pub const NAME: &'static str = "aten::_to_copy.out";
@@ -18237,6 +21933,13 @@ impl OpSignature for uniform_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for uniform_out {
+    const QUALIFIED_NAME: &'static str = "aten::uniform.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl uniform_out {
     /// `aten::uniform.out`.
     pub const NAME: &'static str = "aten::uniform.out";
@@ -18269,6 +21972,13 @@ pub struct uniform;
 impl OpSignature for uniform {
     type Args<'a> = (&'a Tensor, f64, f64, Option<&'a Generator>);
     type Output = Tensor;
+}
+
+impl Operator for uniform {
+    const QUALIFIED_NAME: &'static str = "aten::uniform";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl uniform {
@@ -18306,6 +22016,13 @@ impl OpSignature for as_strided_copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for as_strided_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::as_strided_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl as_strided_copy_out {
     /// `aten::as_strided_copy.out`.
     pub const NAME: &'static str = "aten::as_strided_copy.out";
@@ -18339,6 +22056,13 @@ impl OpSignature for diagonal_copy_out {
     type Args<'a> = (&'a Tensor, i64, i64, i64, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for diagonal_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::diagonal_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl diagonal_copy_out {
@@ -18376,6 +22100,13 @@ impl OpSignature for expand_copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for expand_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::expand_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl expand_copy_out {
     /// `aten::expand_copy.out`.
     pub const NAME: &'static str = "aten::expand_copy.out";
@@ -18409,6 +22140,13 @@ impl OpSignature for permute_copy_out {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for permute_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::permute_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl permute_copy_out {
@@ -18446,6 +22184,13 @@ impl OpSignature for select_copy_int_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for select_copy_int_out {
+    const QUALIFIED_NAME: &'static str = "aten::select_copy.int_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl select_copy_int_out {
     /// `aten::select_copy.int_out`.
     pub const NAME: &'static str = "aten::select_copy.int_out";
@@ -18479,6 +22224,13 @@ impl OpSignature for detach_copy_out {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for detach_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::detach_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl detach_copy_out {
@@ -18516,6 +22268,13 @@ impl OpSignature for slice_copy_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for slice_copy_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::slice_copy.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl slice_copy_Tensor_out {
     /// `aten::slice_copy.Tensor_out`.
     pub const NAME: &'static str = "aten::slice_copy.Tensor_out";
@@ -18549,6 +22308,13 @@ impl OpSignature for squeeze_copy_out {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for squeeze_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl squeeze_copy_out {
@@ -18586,6 +22352,13 @@ impl OpSignature for squeeze_copy_dim_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for squeeze_copy_dim_out {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_copy.dim_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl squeeze_copy_dim_out {
     /// `aten::squeeze_copy.dim_out`.
     pub const NAME: &'static str = "aten::squeeze_copy.dim_out";
@@ -18619,6 +22392,13 @@ impl OpSignature for squeeze_copy_dims_out {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for squeeze_copy_dims_out {
+    const QUALIFIED_NAME: &'static str = "aten::squeeze_copy.dims_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl squeeze_copy_dims_out {
@@ -18656,6 +22436,13 @@ impl OpSignature for t_copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for t_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::t_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl t_copy_out {
     /// `aten::t_copy.out`.
     pub const NAME: &'static str = "aten::t_copy.out";
@@ -18689,6 +22476,13 @@ impl OpSignature for transpose_copy_int_out {
     type Args<'a> = (&'a Tensor, i64, i64, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for transpose_copy_int_out {
+    const QUALIFIED_NAME: &'static str = "aten::transpose_copy.int_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl transpose_copy_int_out {
@@ -18726,6 +22520,13 @@ impl OpSignature for unsqueeze_copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for unsqueeze_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::unsqueeze_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl unsqueeze_copy_out {
     /// `aten::unsqueeze_copy.out`.
     pub const NAME: &'static str = "aten::unsqueeze_copy.out";
@@ -18759,6 +22560,13 @@ impl OpSignature for view_copy_out {
     type Args<'a> = (&'a Tensor, &'a [i64], &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for view_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::view_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl view_copy_out {
@@ -18796,6 +22604,13 @@ impl OpSignature for view_copy_dtype_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for view_copy_dtype_out {
+    const QUALIFIED_NAME: &'static str = "aten::view_copy.dtype_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl view_copy_dtype_out {
     /// `aten::view_copy.dtype_out`.
     pub const NAME: &'static str = "aten::view_copy.dtype_out";
@@ -18829,6 +22644,13 @@ impl OpSignature for unfold_copy_out {
     type Args<'a> = (&'a Tensor, i64, i64, i64, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for unfold_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::unfold_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl unfold_copy_out {
@@ -18866,6 +22688,13 @@ impl OpSignature for alias_copy_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for alias_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::alias_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl alias_copy_out {
     /// `aten::alias_copy.out`.
     pub const NAME: &'static str = "aten::alias_copy.out";
@@ -18899,6 +22728,13 @@ impl OpSignature for native_layer_norm_out {
     type Args<'a> = (&'a Tensor, &'a [i64], Option<&'a Tensor>, Option<&'a Tensor>, f64, &'a Tensor, &'a Tensor, &'a Tensor);
     type Output = (Tensor, Tensor, Tensor);
     const RETURN_KIND: ReturnKind = ReturnKind::Out(3);
+}
+
+impl Operator for native_layer_norm_out {
+    const QUALIFIED_NAME: &'static str = "aten::native_layer_norm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl native_layer_norm_out {
@@ -18936,6 +22772,13 @@ impl OpSignature for native_dropout_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for native_dropout_out {
+    const QUALIFIED_NAME: &'static str = "aten::native_dropout.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl native_dropout_out {
     /// `aten::native_dropout.out`.
     pub const NAME: &'static str = "aten::native_dropout.out";
@@ -18969,6 +22812,13 @@ impl OpSignature for convolution_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, &'a [i64], &'a [i64], &'a [i64], bool, &'a [i64], i64, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for convolution_out {
+    const QUALIFIED_NAME: &'static str = "aten::convolution.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl convolution_out {
@@ -19006,6 +22856,13 @@ impl OpSignature for add_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for add_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::add.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl add_Scalar_out {
     /// `aten::add.Scalar_out`.
     pub const NAME: &'static str = "aten::add.Scalar_out";
@@ -19039,6 +22896,13 @@ impl OpSignature for div_Scalar_out {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for div_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::div.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl div_Scalar_out {
@@ -19076,6 +22940,13 @@ impl OpSignature for div_Scalar_mode_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for div_Scalar_mode_out {
+    const QUALIFIED_NAME: &'static str = "aten::div.Scalar_mode_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl div_Scalar_mode_out {
     /// `aten::div.Scalar_mode_out`.
     pub const NAME: &'static str = "aten::div.Scalar_mode_out";
@@ -19109,6 +22980,13 @@ impl OpSignature for mul_Scalar_out {
     type Args<'a> = (&'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for mul_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::mul.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl mul_Scalar_out {
@@ -19146,6 +23024,13 @@ impl OpSignature for sub_Scalar_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for sub_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::sub.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl sub_Scalar_out {
     /// `aten::sub.Scalar_out`.
     pub const NAME: &'static str = "aten::sub.Scalar_out";
@@ -19179,6 +23064,13 @@ impl OpSignature for bitwise_and_Scalar_Tensor_out {
     type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for bitwise_and_Scalar_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_and.Scalar_Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_and_Scalar_Tensor_out {
@@ -19216,6 +23108,13 @@ impl OpSignature for bitwise_or_Scalar_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bitwise_or_Scalar_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_or.Scalar_Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bitwise_or_Scalar_Tensor_out {
     /// `aten::bitwise_or.Scalar_Tensor_out`.
     pub const NAME: &'static str = "aten::bitwise_or.Scalar_Tensor_out";
@@ -19249,6 +23148,13 @@ impl OpSignature for bitwise_xor_Scalar_Tensor_out {
     type Args<'a> = (Scalar, &'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for bitwise_xor_Scalar_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bitwise_xor.Scalar_Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bitwise_xor_Scalar_Tensor_out {
@@ -19286,6 +23192,13 @@ impl OpSignature for remainder_Scalar_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for remainder_Scalar_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::remainder.Scalar_Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl remainder_Scalar_Tensor_out {
     /// `aten::remainder.Scalar_Tensor_out`.
     pub const NAME: &'static str = "aten::remainder.Scalar_Tensor_out";
@@ -19319,6 +23232,13 @@ impl OpSignature for empty_like_out {
     type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for empty_like_out {
+    const QUALIFIED_NAME: &'static str = "aten::empty_like.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl empty_like_out {
@@ -19356,6 +23276,13 @@ impl OpSignature for full_like_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for full_like_out {
+    const QUALIFIED_NAME: &'static str = "aten::full_like.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl full_like_out {
     /// `aten::full_like.out`.
     pub const NAME: &'static str = "aten::full_like.out";
@@ -19389,6 +23316,13 @@ impl OpSignature for ones_like_out {
     type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for ones_like_out {
+    const QUALIFIED_NAME: &'static str = "aten::ones_like.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl ones_like_out {
@@ -19426,6 +23360,13 @@ impl OpSignature for zeros_like_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for zeros_like_out {
+    const QUALIFIED_NAME: &'static str = "aten::zeros_like.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl zeros_like_out {
     /// `aten::zeros_like.out`.
     pub const NAME: &'static str = "aten::zeros_like.out";
@@ -19461,6 +23402,13 @@ impl OpSignature for bernoulli_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bernoulli_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bernoulli_Tensor_out {
     /// `aten::bernoulli.Tensor_out`.
     pub const NAME: &'static str = "aten::bernoulli.Tensor_out";
@@ -19493,6 +23441,13 @@ pub struct bernoulli_Tensor;
 impl OpSignature for bernoulli_Tensor {
     type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Generator>);
     type Output = Tensor;
+}
+
+impl Operator for bernoulli_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli.Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl bernoulli_Tensor {
@@ -19530,6 +23485,13 @@ impl OpSignature for bernoulli_float_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for bernoulli_float_out {
+    const QUALIFIED_NAME: &'static str = "aten::bernoulli.float_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl bernoulli_float_out {
     /// `aten::bernoulli.float_out`.
     pub const NAME: &'static str = "aten::bernoulli.float_out";
@@ -19563,6 +23525,13 @@ impl OpSignature for rand_like_out {
     type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for rand_like_out {
+    const QUALIFIED_NAME: &'static str = "aten::rand_like.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl rand_like_out {
@@ -19600,6 +23569,13 @@ impl OpSignature for rand_like_generator_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for rand_like_generator_out {
+    const QUALIFIED_NAME: &'static str = "aten::rand_like.generator_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl rand_like_generator_out {
     /// `aten::rand_like.generator_out`.
     pub const NAME: &'static str = "aten::rand_like.generator_out";
@@ -19633,6 +23609,13 @@ impl OpSignature for randn_like_out {
     type Args<'a> = (&'a Tensor, Option<MemoryFormat>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for randn_like_out {
+    const QUALIFIED_NAME: &'static str = "aten::randn_like.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl randn_like_out {
@@ -19670,6 +23653,13 @@ impl OpSignature for randn_like_generator_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for randn_like_generator_out {
+    const QUALIFIED_NAME: &'static str = "aten::randn_like.generator_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl randn_like_generator_out {
     /// `aten::randn_like.generator_out`.
     pub const NAME: &'static str = "aten::randn_like.generator_out";
@@ -19703,6 +23693,13 @@ impl OpSignature for normal_out {
     type Args<'a> = (&'a Tensor, f64, f64, Option<&'a Generator>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for normal_out {
+    const QUALIFIED_NAME: &'static str = "aten::normal.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl normal_out {
@@ -19740,6 +23737,13 @@ impl OpSignature for index_put_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for index_put_out {
+    const QUALIFIED_NAME: &'static str = "aten::index_put.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl index_put_out {
     /// `aten::index_put.out`.
     pub const NAME: &'static str = "aten::index_put.out";
@@ -19773,6 +23777,13 @@ impl OpSignature for masked_fill_Scalar_out {
     type Args<'a> = (&'a Tensor, &'a Tensor, Scalar, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for masked_fill_Scalar_out {
+    const QUALIFIED_NAME: &'static str = "aten::masked_fill.Scalar_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl masked_fill_Scalar_out {
@@ -19810,6 +23821,13 @@ impl OpSignature for masked_fill_Tensor_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for masked_fill_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::masked_fill.Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl masked_fill_Tensor_out {
     /// `aten::masked_fill.Tensor_out`.
     pub const NAME: &'static str = "aten::masked_fill.Tensor_out";
@@ -19843,6 +23861,13 @@ impl OpSignature for sum_out {
     type Args<'a> = (&'a Tensor, Option<ScalarType>, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for sum_out {
+    const QUALIFIED_NAME: &'static str = "aten::sum.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl sum_out {
@@ -19880,6 +23905,13 @@ impl OpSignature for var_mean_correction_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
 }
 
+impl Operator for var_mean_correction_out {
+    const QUALIFIED_NAME: &'static str = "aten::var_mean.correction_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl var_mean_correction_out {
     /// `aten::var_mean.correction_out`.
     pub const NAME: &'static str = "aten::var_mean.correction_out";
@@ -19913,6 +23945,13 @@ impl OpSignature for isnan_out {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for isnan_out {
+    const QUALIFIED_NAME: &'static str = "aten::isnan.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl isnan_out {
@@ -19950,6 +23989,13 @@ impl OpSignature for relu_out {
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
 }
 
+impl Operator for relu_out {
+    const QUALIFIED_NAME: &'static str = "aten::relu.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
 impl relu_out {
     /// `aten::relu.out`.
     pub const NAME: &'static str = "aten::relu.out";
@@ -19983,6 +24029,13 @@ impl OpSignature for isinf_out {
     type Args<'a> = (&'a Tensor, &'a Tensor);
     type Output = Tensor;
     const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for isinf_out {
+    const QUALIFIED_NAME: &'static str = "aten::isinf.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
 }
 
 impl isinf_out {
