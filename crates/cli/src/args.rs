@@ -83,7 +83,8 @@ pub fn parse_call_args(
         .collect()
 }
 
-fn parse_default(ty: &Type, d: &str, device: Device) -> Result<IValue> {
+/// The value of a schema default (`None`, `Mean`, `long`, `1` for `int[2]`, `'mean'`, ...).
+pub fn parse_default(ty: &Type, d: &str, device: Device) -> Result<IValue> {
     match (ty, d) {
         (_, "None") => Ok(IValue::None),
         (Type::Base(BaseType::Int | BaseType::SymInt), "Mean") => Ok(IValue::Int(1)),

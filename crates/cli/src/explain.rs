@@ -1,7 +1,7 @@
 //! `switchyard explain`: the key-set computation of a call and every dispatch hop, as in the
 //! walk-through of `torch.add` in PyTorch's "Codegen + Structured Kernels" wiki page.
 
-use crate::args::parse_value;
+use switchyard::args::parse_value;
 use switchyard_core::local_dispatch::tls_local_dispatch_key_set;
 use switchyard_core::{Device, DispatchKeySet, IValue, Result, ScalarType, Stack, Tensor};
 use switchyard_dispatch::{OperatorHandle, trace};
@@ -10,7 +10,7 @@ use switchyard_schema::{BaseType, Type};
 /// A sample value for an argument: small tensors on `device`, defaults, or simple values.
 fn sample(ty: &Type, default: Option<&str>, device: Device, requires_grad: bool) -> Result<IValue> {
     if let Some(d) = default {
-        return crate::args::parse_value(ty, d.trim_matches(|c| c == '\'' || c == '"'), device)
+        return switchyard::args::parse_value(ty, d.trim_matches(|c| c == '\'' || c == '"'), device)
             .or_else(|_| {
                 if ty.is_optional() {
                     Ok(IValue::None)

@@ -1,6 +1,6 @@
 //! The `switchyard` command.
 
-mod args;
+
 mod demo;
 mod explain;
 mod output;
@@ -91,7 +91,7 @@ fn call(op: &str, texts: &[String], device: &str) -> Result<Vec<switchyard_core:
     let handle = find_op(op)?;
     let schema = handle.require_schema()?;
     let device = Device::parse(device)?;
-    let mut stack = args::parse_call_args(&schema, texts, device)?;
+    let mut stack = switchyard::args::parse_call_args(&schema, texts, device)?;
     handle.call_boxed(&mut stack)?;
     Ok(stack)
 }
