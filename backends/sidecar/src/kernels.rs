@@ -1,0 +1,312 @@
+//! The kernels the sidecar implements itself. Each has the dispatcher's typed signature
+//! (`fn(DispatchKeySet, args) -> Result<output>`); a kernel that meets inputs it does not
+//! handle defers to the CPU fallback with [`call_fallback`], naming the operator by type.
+//!
+//! The compute kernels (add, mul, relu, mm) handle contiguous `float32` tensors of equal
+//! shapes on the sidecar, which is what a simple accelerator would offer; everything else
+//! they hand to the fallback.
+
+use std::sync::atomic::Ordering;
+
+use switchyard_backend::{
+    Access, Device, DeviceType, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar, ScalarType,
+    StorageData, Tensor, call_fallback, with_tensors,
+};
+use switchyard_ops::op;
+
+use crate::memory::{COUNTERS, SidecarMemory};
+
+fn memory(data: &StorageData) -> Result<&SidecarMemory> {
+    data.device_memory()
+        .and_then(|m| m.as_any().downcast_ref::<SidecarMemory>())
+        .ok_or_else(|| Error::runtime("sidecar: the tensor's memory is not sidecar memory"))
+}
+
+fn memory_mut(data: &mut StorageData) -> Result<&mut SidecarMemory> {
+    data.device_memory_mut()
+        .and_then(|m| m.as_any_mut().downcast_mut::<SidecarMemory>())
+        .ok_or_else(|| Error::runtime("sidecar: the tensor's memory is not sidecar memory"))
+}
+
+fn out_of_bounds() -> Error {
+    Error::runtime("sidecar: element outside the tensor's storage")
+}
+
+/// The elements of a sidecar tensor in row-major order, as bytes of its dtype (a copy inside
+/// device memory; not a transfer).
+fn gather(t: &Tensor) -> Result<Vec<u8>> {
+    let size = t.element_size();
+    with_tensors(&[(t, Access::Read)], |data| {
+        let mem = memory(data.data(0)?)?;
+        let g = data.geometry(0);
+        let mut out = Vec::with_capacity(usize::try_from(g.numel()).unwrap_or(0) * size);
+        for offset in g.offsets() {
+            let start = usize::try_from(offset).map_err(|_| out_of_bounds())? * size;
+            out.extend_from_slice(mem.bytes.get(start..start + size).ok_or_else(out_of_bounds)?);
+        }
+        Ok(out)
+    })
+}
+
+/// Writes row-major element bytes into a sidecar tensor's strided positions.
+fn scatter(t: &Tensor, bytes: &[u8]) -> Result<()> {
+    let size = t.element_size();
+    with_tensors(&[(t, Access::Write)], |data| {
+        let g = data.geometry(0).clone();
+        let mem = memory_mut(data.data_mut(0)?)?;
+        for (offset, element) in g.offsets().zip(bytes.chunks_exact(size)) {
+            let start = usize::try_from(offset).map_err(|_| out_of_bounds())? * size;
+            mem.bytes
+                .get_mut(start..start + size)
+                .ok_or_else(out_of_bounds)?
+                .copy_from_slice(element);
+        }
+        Ok(())
+    })
+}
+
+/// Copies a sidecar tensor to a new contiguous CPU tensor: one device-to-host transfer.
+pub(crate) fn download(t: &Tensor) -> Result<Tensor> {
+    let bytes = gather(t)?;
+    COUNTERS.device_to_host.fetch_add(1, Ordering::Relaxed);
+    COUNTERS
+        .device_to_host_bytes
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    let host = Tensor::allocate(&t.sizes(), t.dtype(), Device::CPU)?;
+    with_tensors(&[(&host, Access::Write)], |data| {
+        data.bytes_mut(0)?
+            .get_mut(..bytes.len())
+            .ok_or_else(out_of_bounds)?
+            .copy_from_slice(&bytes);
+        Ok(())
+    })?;
+    Ok(host)
+}
+
+/// Copies a CPU tensor (broadcast to `dst`'s shape, converted to its dtype) into the sidecar
+/// tensor `dst`: one host-to-device transfer.
+fn upload(src: &Tensor, dst: &Tensor) -> Result<()> {
+    let staged = op::expand::call(src, &dst.sizes(), false)?;
+    let staged = op::_to_copy::call(
+        &staged,
+        Some(dst.dtype()),
+        None,
+        None,
+        None,
+        false,
+        Some(MemoryFormat::Contiguous),
+    )?;
+    let bytes = with_tensors(&[(&staged, Access::Read)], |data| {
+        let start = usize::try_from(data.geometry(0).storage_offset()).map_err(|_| out_of_bounds())?
+            * staged.element_size();
+        let len = usize::try_from(staged.numel()).map_err(|_| out_of_bounds())? * staged.element_size();
+        Ok(data
+            .bytes(0)?
+            .get(start..start + len)
+            .ok_or_else(out_of_bounds)?
+            .to_vec())
+    })?;
+    COUNTERS.host_to_device.fetch_add(1, Ordering::Relaxed);
+    COUNTERS
+        .host_to_device_bytes
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    scatter(dst, &bytes)
+}
+
+fn is_sidecar(t: &Tensor) -> bool {
+    t.device().kind() == DeviceType::PrivateUse1
+}
+
+/// `_to_cpu(Tensor[] tensors) -> Tensor[]`: the batched transfer the CPU fallback uses; one
+/// call is one batch, however many tensors it carries. CPU tensors pass through.
+pub(crate) fn to_cpu(_ks: DispatchKeySet, (tensors,): (&[Tensor],)) -> Result<Vec<Tensor>> {
+    COUNTERS.to_cpu_batches.fetch_add(1, Ordering::Relaxed);
+    tensors
+        .iter()
+        .map(|t| {
+            if is_sidecar(t) {
+                download(t)
+            } else {
+                Ok(t.clone())
+            }
+        })
+        .collect()
+}
+
+/// `_copy_from(Tensor self, Tensor dst, bool non_blocking=False) -> Tensor`: `copy_` between
+/// the sidecar and the host (either way) or within the sidecar.
+pub(crate) fn copy_from(
+    _ks: DispatchKeySet,
+    (src, dst, _non_blocking): (&Tensor, &Tensor, bool),
+) -> Result<Tensor> {
+    match (is_sidecar(src), is_sidecar(dst)) {
+        (true, true) if src.dtype() == dst.dtype() && src.sizes() == dst.sizes() => {
+            scatter(dst, &gather(src)?)?;
+        }
+        (true, true) => upload(&download(src)?, dst)?,
+        (false, true) => upload(src, dst)?,
+        (true, false) => {
+            op::copy_::call(dst, &download(src)?, false)?;
+        }
+        (false, false) => {
+            return Err(Error::runtime(format!(
+                "sidecar: _copy_from called for {} -> {}",
+                src.device(),
+                dst.device()
+            )));
+        }
+    }
+    Ok(dst.clone())
+}
+
+/// `empty.memory_format`: a new sidecar tensor (contiguous in any memory format request).
+pub(crate) fn empty(
+    _ks: DispatchKeySet,
+    (size, dtype, _layout, device, _pin_memory, _memory_format): (
+        &[i64],
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+        Option<MemoryFormat>,
+    ),
+) -> Result<Tensor> {
+    Tensor::allocate(
+        size,
+        dtype.unwrap_or(ScalarType::Float),
+        device.unwrap_or_else(crate::device),
+    )
+}
+
+/// `empty_strided`: a new sidecar tensor with the given strides.
+pub(crate) fn empty_strided(
+    _ks: DispatchKeySet,
+    (size, stride, dtype, _layout, device, _pin_memory): (
+        &[i64],
+        &[i64],
+        Option<ScalarType>,
+        Option<Layout>,
+        Option<Device>,
+        Option<bool>,
+    ),
+) -> Result<Tensor> {
+    Tensor::allocate_strided(
+        size,
+        stride,
+        dtype.unwrap_or(ScalarType::Float),
+        device.unwrap_or_else(crate::device),
+    )
+}
+
+/// `view`: sidecar tensors are strided, so the generic view kernel serves them.
+pub(crate) fn view(_ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
+    switchyard_ops::native::view(self_, size)
+}
+
+/// `as_strided`: the generic strided kernel.
+pub(crate) fn as_strided(
+    _ks: DispatchKeySet,
+    (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>),
+) -> Result<Tensor> {
+    switchyard_ops::native::as_strided_tensorimpl_meta(self_, size, stride, storage_offset)
+}
+
+/// `resize_`: the generic kernel; storage grows through the sidecar allocator.
+pub(crate) fn resize_(
+    _ks: DispatchKeySet,
+    (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>),
+) -> Result<Tensor> {
+    switchyard_ops::native::resize_(self_, size, memory_format)
+}
+
+/// Whether the sidecar's own compute kernels take these operands: `float32`, contiguous, on
+/// the sidecar, all of one shape.
+fn native_f32(tensors: &[&Tensor]) -> bool {
+    let Some(first) = tensors.first() else {
+        return false;
+    };
+    tensors.iter().all(|t| {
+        is_sidecar(t)
+            && t.dtype() == ScalarType::Float
+            && t.is_contiguous()
+            && t.sizes() == first.sizes()
+    })
+}
+
+fn read_f32(t: &Tensor) -> Result<Vec<f32>> {
+    Ok(gather(t)?
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+fn new_f32(sizes: &[i64], values: &[f32]) -> Result<Tensor> {
+    let out = Tensor::allocate(sizes, ScalarType::Float, crate::device())?;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    scatter(&out, &bytes)?;
+    Ok(out)
+}
+
+fn elementwise(a: &Tensor, b: &Tensor, f: impl Fn(f32, f32) -> f32) -> Result<Tensor> {
+    let (x, y) = (read_f32(a)?, read_f32(b)?);
+    let values: Vec<f32> = x.iter().zip(&y).map(|(p, q)| f(*p, *q)).collect();
+    new_f32(&a.sizes(), &values)
+}
+
+/// `add.Tensor` on the sidecar; other operands go to the CPU fallback.
+pub(crate) fn add(
+    _ks: DispatchKeySet,
+    (self_, other, alpha): (&Tensor, &Tensor, Scalar),
+) -> Result<Tensor> {
+    if native_f32(&[self_, other])
+        && let Ok(a) = alpha.to::<f32>()
+    {
+        return elementwise(self_, other, |x, y| x + a * y);
+    }
+    call_fallback::<op::add_Tensor>(crate::fallback, (self_, other, alpha))
+}
+
+/// `mul.Tensor` on the sidecar; other operands go to the CPU fallback.
+pub(crate) fn mul(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    if native_f32(&[self_, other]) {
+        return elementwise(self_, other, |x, y| x * y);
+    }
+    call_fallback::<op::mul_Tensor>(crate::fallback, (self_, other))
+}
+
+/// `relu` on the sidecar (NaN stays NaN, as PyTorch's); other operands go to the fallback.
+pub(crate) fn relu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if native_f32(&[self_]) {
+        let values: Vec<f32> = read_f32(self_)?
+            .into_iter()
+            .map(|x| if x > 0.0 || x.is_nan() { x } else { 0.0 })
+            .collect();
+        return new_f32(&self_.sizes(), &values);
+    }
+    call_fallback::<op::relu>(crate::fallback, (self_,))
+}
+
+/// `mm` on the sidecar for contiguous `float32` matrices; other operands go to the fallback.
+pub(crate) fn mm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let shapes_ok = self_.dim() == 2 && mat2.dim() == 2 && self_.sizes()[1] == mat2.sizes()[0];
+    let native = [self_, mat2].iter().all(|t| {
+        is_sidecar(t) && t.dtype() == ScalarType::Float && t.is_contiguous()
+    });
+    if !(shapes_ok && native) {
+        return call_fallback::<op::mm>(crate::fallback, (self_, mat2));
+    }
+    let (n, k, m) = (self_.sizes()[0], self_.sizes()[1], mat2.sizes()[1]);
+    let to_usize = |v: i64| usize::try_from(v).map_err(|_| out_of_bounds());
+    let (n, k, m) = (to_usize(n)?, to_usize(k)?, to_usize(m)?);
+    let (a, b) = (read_f32(self_)?, read_f32(mat2)?);
+    let mut c = vec![0.0f32; n * m];
+    for i in 0..n {
+        for p in 0..k {
+            let x = a[i * k + p];
+            for j in 0..m {
+                c[i * m + j] += x * b[p * m + j];
+            }
+        }
+    }
+    new_f32(&[n as i64, m as i64], &c)
+}

@@ -1,0 +1,550 @@
+//! The reference backend against the CPU: its own kernels, the CPU fallback for everything
+//! else (values, mutations, lists and optionals, views refused, one batched transfer per
+//! call, counters), the typed fallback helper, and the whole operator set compared with CPU
+//! results in functional, in-place and out= forms.
+//!
+//! The counters are process-wide, so every test holds [`serial`] while it runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use switchyard::args::parse_call_args;
+use switchyard_core::{Device, ErrorKind, IValue, Scalar, ScalarType, Stack, Tensor};
+use switchyard_dispatch::{Dispatcher, OperatorHandle};
+use switchyard_ops::{TensorOps, op};
+use switchyard_sidecar::{counters, device, fallback_count, to_cpu, to_sidecar};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    switchyard_sidecar::init().unwrap();
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn f32s(values: &[f32], shape: &[i64]) -> Tensor {
+    Tensor::from_vec(values.to_vec(), shape).unwrap()
+}
+
+fn host_f32(t: &Tensor) -> Vec<f32> {
+    to_cpu(t).unwrap().to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn own_kernels_run_on_the_device() {
+    let _g = serial();
+    let a = f32s(&[1.0, -2.0, 3.0, 4.0], &[2, 2]);
+    let b = f32s(&[0.5, 0.25, -1.0, 2.0], &[2, 2]);
+    let (da, db) = (to_sidecar(&a).unwrap(), to_sidecar(&b).unwrap());
+    assert_eq!(da.device(), device());
+    // Sidecar memory is not host memory.
+    assert!(da.to_vec::<f32>().is_err());
+    let before = switchyard_sidecar::fallback_counts();
+    let sum = switchyard_ops::add(&da, &db).unwrap();
+    let product = switchyard_ops::mul(&da, &db).unwrap();
+    let relu = da.relu().unwrap();
+    let mm = switchyard_ops::mm(&da, &db).unwrap();
+    assert_eq!(switchyard_sidecar::fallback_counts(), before, "no fallback");
+    for t in [&sum, &product, &relu, &mm] {
+        assert_eq!(t.device(), device());
+    }
+    assert_eq!(host_f32(&sum), [1.5, -1.75, 2.0, 6.0]);
+    assert_eq!(host_f32(&product), [0.5, -0.5, -3.0, 8.0]);
+    assert_eq!(host_f32(&relu), [1.0, 0.0, 3.0, 4.0]);
+    // [[1,-2],[3,4]] @ [[0.5,0.25],[-1,2]], by hand.
+    assert_eq!(host_f32(&mm), [2.5, -3.75, -2.5, 8.75]);
+}
+
+#[test]
+fn other_operators_fall_back_with_one_batched_transfer() {
+    let _g = serial();
+    let a = f32s(&[0.0, 1.0, -1.0], &[3]);
+    let da = to_sidecar(&a).unwrap();
+    let c0 = counters();
+    let n0 = fallback_count("aten::exp");
+    let e = da.exp().unwrap();
+    let c1 = counters();
+    assert_eq!(fallback_count("aten::exp"), n0 + 1);
+    assert_eq!(e.device(), device());
+    assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
+    assert_eq!(c1.device_to_host - c0.device_to_host, 1);
+    assert_eq!(c1.device_to_host_bytes - c0.device_to_host_bytes, 12);
+    // The result went back to the sidecar: one upload.
+    assert_eq!(c1.host_to_device - c0.host_to_device, 1);
+    assert_eq!(host_f32(&e), a.exp().unwrap().to_vec::<f32>().unwrap());
+
+    // Three tensors (a list) and a where with three operands: still one batch per call.
+    let parts: Vec<Tensor> = (0..3)
+        .map(|i| to_sidecar(&f32s(&[i as f32; 2], &[2])).unwrap())
+        .collect();
+    let c0 = counters();
+    let cat = switchyard_ops::cat(&parts, 0).unwrap();
+    let c1 = counters();
+    assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
+    assert_eq!(c1.device_to_host - c0.device_to_host, 3);
+    assert_eq!(host_f32(&cat), [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]);
+
+    let cond = to_sidecar(&Tensor::from_slice(&[true, false, true]).unwrap()).unwrap();
+    let other = to_sidecar(&f32s(&[9.0, 9.0, 9.0], &[3])).unwrap();
+    let c0 = counters();
+    let w = switchyard_ops::where_self(&cond, &da, &other).unwrap();
+    let c1 = counters();
+    assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
+    assert_eq!(c1.device_to_host - c0.device_to_host, 3);
+    assert_eq!(host_f32(&w), [0.0, 9.0, -1.0]);
+}
+
+#[test]
+fn mutations_reach_the_original_tensors() {
+    let _g = serial();
+    // In-place on int64: the sidecar's add kernel is float32-only and has no in-place form.
+    let x = to_sidecar(&Tensor::from_slice(&[1i64, 2, 3]).unwrap()).unwrap();
+    let y = to_sidecar(&Tensor::from_slice(&[10i64, 20, 30]).unwrap()).unwrap();
+    let n0 = fallback_count("aten::add_.Tensor");
+    let r = x.add__tensor(&y).unwrap();
+    assert_eq!(fallback_count("aten::add_.Tensor"), n0 + 1);
+    assert!(r.is_same(&x), "in-place returns the original device tensor");
+    assert_eq!(to_cpu(&x).unwrap().to_vec::<i64>().unwrap(), [11, 22, 33]);
+
+    // out= with a wrong-sized out tensor: resized on the device, written, returned.
+    let out = to_sidecar(&Tensor::from_slice(&[0.0f32]).unwrap()).unwrap();
+    let a = to_sidecar(&f32s(&[1.0, 2.0, 3.0, 4.0], &[2, 2])).unwrap();
+    let r = switchyard_ops::exp_out(&a, &out).unwrap();
+    assert!(r.is_same(&out));
+    assert_eq!(out.sizes().as_slice(), [2, 2]);
+    assert_eq!(out.device(), device());
+    let want = f32s(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).exp().unwrap();
+    assert_eq!(host_f32(&out), want.to_vec::<f32>().unwrap());
+
+    // A tuple of out= tensors (max.dim_max).
+    let values = to_sidecar(&f32s(&[], &[0])).unwrap();
+    let indices = to_sidecar(&Tensor::from_vec(Vec::<i64>::new(), &[0]).unwrap()).unwrap();
+    let (v, i) = op::max_dim_max::call(&a, 1, false, &values, &indices).unwrap();
+    assert!(v.is_same(&values) && i.is_same(&indices));
+    assert_eq!(host_f32(&values), [2.0, 4.0]);
+    assert_eq!(to_cpu(&indices).unwrap().to_vec::<i64>().unwrap(), [1, 1]);
+}
+
+#[test]
+fn optional_tensors_and_tensor_lists() {
+    let _g = serial();
+    let logits = f32s(&[0.5, -1.0, 2.0, 0.0, 1.0, -0.5], &[2, 3]);
+    let target = Tensor::from_slice(&[2i64, 0]).unwrap();
+    let weight = f32s(&[1.0, 2.0, 0.5], &[3]);
+    let (dl, dt, dw) = (
+        to_sidecar(&logits).unwrap(),
+        to_sidecar(&target).unwrap(),
+        to_sidecar(&weight).unwrap(),
+    );
+    for w in [None, Some(&weight)] {
+        let dw = w.map(|_| &dw);
+        let cpu = op::nll_loss::call(&logits, &target, w, 1, -100).unwrap();
+        let side = op::nll_loss::call(&dl, &dt, dw, 1, -100).unwrap();
+        assert_eq!(side.device(), device());
+        assert_eq!(host_f32(&side), cpu.to_vec::<f32>().unwrap());
+    }
+    // Advanced indexing: a Tensor?[] with an absent entry.
+    let idx = Tensor::from_slice(&[1i64, 0]).unwrap();
+    let didx = to_sidecar(&idx).unwrap();
+    let cpu = op::index_Tensor::call(&logits, &[None, Some(idx.clone())]).unwrap();
+    let side = op::index_Tensor::call(&dl, &[None, Some(didx)]).unwrap();
+    assert_eq!(host_f32(&side), cpu.to_vec::<f32>().unwrap());
+    // index_put_ writes through a Tensor?[] into the original.
+    let target_side = to_sidecar(&logits).unwrap();
+    let vals = to_sidecar(&f32s(&[7.0, 8.0], &[2])).unwrap();
+    let rows = to_sidecar(&Tensor::from_slice(&[0i64, 1]).unwrap()).unwrap();
+    let cols = to_sidecar(&Tensor::from_slice(&[1i64, 2]).unwrap()).unwrap();
+    op::index_put_::call(&target_side, &[Some(rows), Some(cols)], &vals, false).unwrap();
+    let got = host_f32(&target_side);
+    assert_eq!(got[1], 7.0);
+    assert_eq!(got[5], 8.0);
+    assert_eq!(got[0], 0.5);
+}
+
+#[test]
+fn view_operators_are_refused() {
+    let _g = serial();
+    let a = to_sidecar(&f32s(&[1.0, 2.0, 3.0, 4.0], &[4])).unwrap();
+    let err = op::unfold::call(&a, 0, 2, 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotImplementedError);
+    assert!(
+        err.message().contains(
+            "The operator aten::unfold appears to be a view operator, but it has no implementation for the backend \"sidecar:0\". View operators don't support falling back to run on the CPU, since the tensor's storage cannot be shared across devices."
+        ),
+        "{}",
+        err.message()
+    );
+    // Views the sidecar implements (view, as_strided) and composites over them work.
+    let v = a.view(&[2, 2]).unwrap();
+    assert!(v.is_alias_of(&a));
+    let t = v.t().unwrap();
+    assert!(t.is_alias_of(&a));
+    assert_eq!(host_f32(&t.contiguous().unwrap()), [1.0, 3.0, 2.0, 4.0]);
+}
+
+#[test]
+fn backend_kernels_defer_to_the_fallback_by_type() {
+    let _g = serial();
+    // int64 add: the sidecar kernel calls `call_fallback::<op::add_Tensor>`.
+    let x = to_sidecar(&Tensor::from_slice(&[1i64, 2]).unwrap()).unwrap();
+    let n0 = fallback_count("aten::add.Tensor");
+    let r = switchyard_ops::add_with(&x, &x, Scalar::Int(3)).unwrap();
+    assert_eq!(fallback_count("aten::add.Tensor"), n0 + 1);
+    assert_eq!(r.device(), device());
+    assert_eq!(to_cpu(&r).unwrap().to_vec::<i64>().unwrap(), [4, 8]);
+    // A typed in-place call through the helper returns the original tensor.
+    let r = switchyard_backend::call_fallback::<op::mul__Tensor>(
+        switchyard_sidecar::fallback,
+        (&x, &x),
+    )
+    .unwrap();
+    assert!(r.is_same(&x));
+    assert_eq!(to_cpu(&x).unwrap().to_vec::<i64>().unwrap(), [1, 4]);
+}
+
+#[test]
+fn fallback_from_many_threads() {
+    let _g = serial();
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let base = f32s(&[i as f32, 1.0, 2.0, 3.0], &[2, 2]);
+                let d = to_sidecar(&base).unwrap();
+                let mut results = Vec::new();
+                for _ in 0..20 {
+                    let s = d.exp().unwrap().sum(None).unwrap();
+                    results.push(host_f32(&s)[0]);
+                }
+                let want = base.exp().unwrap().sum(None).unwrap().item::<f32>().unwrap();
+                assert!(results.iter().all(|r| *r == want), "{results:?} vs {want}");
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole operator set against the CPU
+// ---------------------------------------------------------------------------------------------
+
+/// Argument texts for one attempt at calling an operator; `None` leaves the argument to its
+/// default (or absent optional / auto-created out tensor).
+struct Variant {
+    name: &'static str,
+    tensor: &'static str,
+    long: &'static str,
+    shape: &'static str,
+    dims: &'static str,
+    optional: bool,
+    out_dtype: &'static str,
+}
+
+const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "2x3 float",
+        tensor: "[[0.5,-1.25,2.0],[3.0,-0.75,1.5]]",
+        long: "[[0,1,0],[1,0,1]]",
+        shape: "[2,3]",
+        dims: "[1]",
+        optional: false,
+        out_dtype: "float32",
+    },
+    Variant {
+        name: "2x3 float, optionals given",
+        tensor: "[[0.5,-1.25,2.0],[3.0,-0.75,1.5]]",
+        long: "[[0,1,0],[1,0,1]]",
+        shape: "[2,3]",
+        dims: "[0]",
+        optional: true,
+        out_dtype: "float32",
+    },
+    Variant {
+        name: "3x3 float",
+        tensor: "[[0.5,-1.25,2.0],[3.0,-0.75,1.5],[1.0,2.0,-3.0]]",
+        long: "[[0,1,2],[2,1,0],[1,1,1]]",
+        shape: "[3,3]",
+        dims: "[0,1]",
+        optional: false,
+        out_dtype: "float32",
+    },
+    Variant {
+        name: "1x2x4x4 float",
+        tensor: "[[[[0.5,-1.0,2.0,1.5],[3.0,0.25,-2.0,1.0],[0.0,1.0,2.0,3.0],[-1.0,-2.0,0.5,0.75]],[[1.0,2.0,3.0,4.0],[0.5,0.5,0.5,0.5],[-1.0,1.0,-1.0,1.0],[2.0,0.0,2.0,0.0]]]]",
+        long: "[[[[0,1,0,1],[1,0,1,0],[0,0,1,1],[1,1,0,0]],[[0,1,0,1],[1,0,1,0],[0,0,1,1],[1,1,0,0]]]]",
+        shape: "[2,2]",
+        dims: "[1]",
+        optional: false,
+        out_dtype: "float32",
+    },
+    Variant {
+        name: "3 float",
+        tensor: "[0.5,-1.25,2.0]",
+        long: "[0,2,1]",
+        shape: "[3]",
+        dims: "[0]",
+        optional: false,
+        out_dtype: "float32",
+    },
+    Variant {
+        name: "2x3 int64",
+        tensor: "[[1,-2,3],[4,0,2]]",
+        long: "[[0,1,0],[1,0,1]]",
+        shape: "[2,3]",
+        dims: "[1]",
+        optional: false,
+        out_dtype: "int64",
+    },
+    Variant {
+        name: "2x3 bool",
+        tensor: "[[true,false,true],[false,false,true]]",
+        long: "[[0,1,0],[1,0,1]]",
+        shape: "[2,3]",
+        dims: "[1]",
+        optional: false,
+        out_dtype: "bool",
+    },
+];
+
+/// The text of argument `name` of type `ty` under `v`, or `None` for its default.
+fn argument_text(
+    arg: &switchyard_schema::Argument,
+    position: usize,
+    v: &Variant,
+) -> Option<String> {
+    use switchyard_schema::{BaseType, Type};
+    let name = arg.name.as_str();
+    let base = |t: &Type| match t {
+        Type::Optional(inner) => (**inner).clone(),
+        other => other.clone(),
+    };
+    let ty = base(&arg.ty);
+    if arg.is_out && ty.is_tensor() {
+        return Some(format!(
+            "{{\"dtype\": \"{}\", \"shape\": [0], \"values\": []}}",
+            if name == "indices" { "int64" } else { v.out_dtype }
+        ));
+    }
+    if arg.ty.is_optional() && !v.optional && arg.default.is_some() {
+        return None;
+    }
+    match &ty {
+        Type::Base(BaseType::Tensor) => Some(match name {
+            "target" if v.shape == "[2,3]" => "[2,0]".to_owned(),
+            "index" | "indices" => v.long.to_owned(),
+            "mask" | "condition" => v.long.replace('0', "false").replace('1', "true").replace('2', "true"),
+            "weight" | "bias" if v.shape == "[2,3]" && arg.ty.is_optional() => "[1.0,2.0,0.5]".to_owned(),
+            // A second tensor operand differs from the first.
+            _ if position > 0 && !v.tensor.contains("true") && !v.tensor.contains('.') => {
+                v.tensor.replace('-', "")
+            }
+            _ if position > 0 => v.tensor.replace("0.5", "0.25"),
+            _ => v.tensor.to_owned(),
+        }),
+        Type::List { elem, .. } if elem.is_tensor() => Some(format!("[{},{}]", v.tensor, v.tensor)),
+        Type::List { elem, .. } if elem.is_optional_tensor() => Some(format!("[{}]", v.long)),
+        _ if arg.default.is_some() => None,
+        Type::Base(BaseType::Int | BaseType::SymInt) => Some(
+            match name {
+                "dim" | "dim0" => "1",
+                "dim1" => "0",
+                "n" | "m" | "num_classes" | "steps" => "3",
+                "k" | "size" | "step" | "length" | "split_size" | "sections" | "chunks" => "1",
+                _ => "0",
+            }
+            .to_owned(),
+        ),
+        Type::List { elem, .. } if matches!(**elem, Type::Base(BaseType::Int | BaseType::SymInt)) => {
+            Some(
+                match name {
+                    "size" | "sizes" => v.shape,
+                    "dims" | "dim" => v.dims,
+                    "stride" => "[3,1]",
+                    "pad" => "[1,1]",
+                    "repeats" => "[1,2]",
+                    "shifts" => "[1]",
+                    "normalized_shape" => "[3]",
+                    "kernel_size" => "[2,2]",
+                    "split_sizes" | "split_size" => "[1,1]",
+                    _ => "[1]",
+                }
+                .to_owned(),
+            )
+        }
+        Type::Base(BaseType::Float) => Some("0.5".to_owned()),
+        Type::Base(BaseType::Bool) => Some("false".to_owned()),
+        Type::Base(BaseType::Scalar) => Some(if name == "min" { "0" } else { "2" }.to_owned()),
+        Type::Base(BaseType::ScalarType) => Some("float32".to_owned()),
+        Type::Base(BaseType::Str) => Some(if name == "reduce" { "add" } else { "none" }.to_owned()),
+        _ => None,
+    }
+}
+
+/// Fresh arguments for one run on `device` (tensors created there).
+fn arguments(op: &OperatorHandle, v: &Variant, device: Device) -> Option<Stack> {
+    let schema = op.schema()?;
+    let mut texts = Vec::new();
+    let mut tensors_seen = 0;
+    for a in &schema.arguments {
+        let text = argument_text(a, tensors_seen, v);
+        if a.ty.is_tensor_like() {
+            tensors_seen += 1;
+        }
+        if let Some(t) = text {
+            texts.push(format!("{}={t}", a.name));
+        }
+    }
+    let mut stack = parse_call_args(&schema, &texts, device).ok()?;
+    // Device arguments name the device of the run (factories create there).
+    for (a, value) in schema.arguments.iter().zip(stack.iter_mut()) {
+        if a.name == "device" {
+            *value = IValue::Device(device);
+        }
+    }
+    Some(stack)
+}
+
+/// Row-major values of a tensor (any device) as f64 plus dtype and shape.
+fn contents(t: &Tensor) -> (ScalarType, Vec<i64>, Vec<f64>) {
+    let host = if t.is_cpu() { t.clone() } else { to_cpu(t).unwrap() };
+    (t.dtype(), host.sizes().to_vec(), host.to_f64_vec().unwrap())
+}
+
+fn same_values(a: &[f64], b: &[f64], exact: bool) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            (x.is_nan() && y.is_nan())
+                || x == y
+                || (!exact && (x - y).abs() <= 1e-5 * (1.0 + x.abs().max(y.abs())))
+        })
+}
+
+/// Compares one returned value (or written argument) of the sidecar run with the CPU run.
+fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), String> {
+    match (cpu, side) {
+        (IValue::Tensor(c), IValue::Tensor(s)) => {
+            if s.device() != device() && !c.is_cpu() {
+                return Err(format!("{what}: on {}", s.device()));
+            }
+            let (cd, cs, cv) = contents(c);
+            let (sd, ss, sv) = contents(s);
+            if cd != sd || cs != ss || !same_values(&cv, &sv, exact || !cd.is_floating_point()) {
+                return Err(format!("{what}: cpu {cd:?}{cs:?} {cv:?} vs sidecar {sd:?}{ss:?} {sv:?}"));
+            }
+            Ok(())
+        }
+        (IValue::TensorList(c), IValue::TensorList(s)) if c.len() == s.len() => {
+            for (i, (c, s)) in c.iter().zip(s).enumerate() {
+                compare(
+                    &IValue::Tensor(c.clone()),
+                    &IValue::Tensor(s.clone()),
+                    &format!("{what}[{i}]"),
+                    exact,
+                )?;
+            }
+            Ok(())
+        }
+        (IValue::Tuple(c), IValue::Tuple(s)) if c.len() == s.len() => {
+            for (i, (c, s)) in c.iter().zip(s).enumerate() {
+                compare(c, s, &format!("{what}.{i}"), exact)?;
+            }
+            Ok(())
+        }
+        (c, s) if format!("{c:?}") == format!("{s:?}") => Ok(()),
+        (c, s) => Err(format!("{what}: cpu {c:?} vs sidecar {s:?}")),
+    }
+}
+
+/// Operators left out of the comparison, with the reason.
+const SKIPPED: &[(&str, &str)] = &[
+    ("aten::_to_cpu", "returns CPU tensors by definition"),
+    ("aten::_copy_from", "a backend primitive, tested through copy_"),
+    ("aten::_copy_from_and_resize", "a backend primitive, tested through out= ops"),
+    ("aten::_copy_from.out", "a backend primitive"),
+    ("aten::_copy_from_and_resize.out", "a backend primitive"),
+];
+
+#[test]
+fn every_operator_gives_the_cpu_result() {
+    let _g = serial();
+    let mut compared = Vec::new();
+    let mut failures = Vec::new();
+    let mut never_ran = Vec::new();
+    let mut views = 0;
+    let mut ops: Vec<OperatorHandle> = Dispatcher::singleton()
+        .all_operators()
+        .into_iter()
+        .filter(|o| o.name().starts_with("aten::") && o.schema().is_some())
+        .collect();
+    ops.sort_by(|a, b| a.name().cmp(b.name()));
+    for op in &ops {
+        let name = op.name();
+        if SKIPPED.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let facts = op.require_schema_facts().unwrap();
+        if facts.is_view() {
+            views += 1;
+            continue;
+        }
+        let mut ran = false;
+        for v in VARIANTS {
+            let Some(mut cpu_stack) = arguments(op, v, Device::CPU) else {
+                continue;
+            };
+            let cpu_args = cpu_stack.clone();
+            switchyard_core::generator::manual_seed(7).unwrap();
+            if op.call_boxed(&mut cpu_stack).is_err() {
+                continue;
+            }
+            ran = true;
+            let mut side_stack = arguments(op, v, device()).unwrap();
+            let side_args = side_stack.clone();
+            switchyard_core::generator::manual_seed(7).unwrap();
+            // Composites over the sidecar's own float kernels round differently from the CPU.
+            let exact = false;
+            let outcome = op
+                .call_boxed(&mut side_stack)
+                .map_err(|e| format!("failed on the sidecar: {e}"))
+                .and_then(|()| {
+                    if cpu_stack.len() != side_stack.len() {
+                        return Err("different number of returns".to_owned());
+                    }
+                    for (i, (c, s)) in cpu_stack.iter().zip(&side_stack).enumerate() {
+                        compare(c, s, &format!("return {i}"), exact)?;
+                    }
+                    // Written arguments end up equal too (the mutation reached the original).
+                    for a in facts.tensor_arguments.iter().filter(|a| a.is_write) {
+                        compare(
+                            &cpu_args[a.index],
+                            &side_args[a.index],
+                            &format!("argument {}", a.index),
+                            exact,
+                        )?;
+                    }
+                    Ok(())
+                });
+            match outcome {
+                Ok(()) => compared.push(format!("{name} ({})", v.name)),
+                Err(e) => failures.push(format!("{name} ({}): {e}", v.name)),
+            }
+            break;
+        }
+        if !ran {
+            never_ran.push(name.to_owned());
+        }
+    }
+    println!(
+        "compared {} operators with the CPU; {} views skipped; {} found no arguments the CPU accepts:\n{}",
+        compared.len(),
+        views,
+        never_ran.len(),
+        never_ran.join(", ")
+    );
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    let forms = |suffix: &str| compared.iter().filter(|c| c.contains(suffix)).count();
+    println!("in-place forms: {}, out= forms: {}", forms("_."), forms(".out"));
+    // A floor, so that the comparison cannot silently cover nothing.
+    assert!(compared.len() >= 300, "only {} operators compared", compared.len());
+}

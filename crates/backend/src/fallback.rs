@@ -1,0 +1,327 @@
+//! The boxed CPU fallback (PyTorch's `at::native::cpu_fallback`, reference note
+//! `dispatcher.md` §8): runs any operator on the CPU for a backend that has no kernel for it.
+//!
+//! What it needs to know about the operator (which arguments hold tensors, which are written,
+//! which argument each mutable return aliases, whether it is a view) comes from the
+//! [`SchemaFacts`] the dispatcher computed when the schema was defined, so a call walks only
+//! the tensor arguments, never the schema.
+//!
+//! One call:
+//! 1. every defined tensor argument (plain, optional, inside `Tensor[]` and `Tensor?[]`) goes
+//!    to the CPU in **one** call of the batched `aten::_to_cpu(Tensor[])` operator, which a
+//!    backend can implement to transfer everything at once; absent optionals stay absent;
+//!    `Device` arguments become `cpu` and the last one is remembered as the target device;
+//! 2. the operator runs at the CPU key (below autograd: the fallback sits at a backend key);
+//! 3. every written argument (`Tensor(a!)`, also inside lists) gets the CPU result copied back
+//!    with `_copy_from_and_resize`;
+//! 4. returns that alias a written argument are replaced by the original device tensor, other
+//!    tensor returns are moved to the target device (the `Device` argument, else the device of
+//!    the first tensor argument).
+//!
+//! View operators cannot fall back: a copy on another device cannot share storage with its
+//! base. By default they are refused with an error before anything is transferred;
+//! [`FallbackOptions::error_on_views`] `= false` gives PyTorch's default instead (a warning and
+//! a copy).
+
+use switchyard_core::{
+    BackendComponent, Device, DispatchKey, DispatchKeySet, Error, IValue, Result, Stack, Tensor,
+};
+use switchyard_dispatch::warnings::warn;
+use switchyard_dispatch::{
+    OpSignature, Operator, OperatorHandle, ReturnAlias, SchemaFacts, TensorArgumentKind,
+    call_boxed_typed,
+};
+use switchyard_ops::op;
+
+/// How [`cpu_fallback_with`] behaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FallbackOptions {
+    /// Refuse view operators with an error (the default). With `false`, a view operator
+    /// warns and returns a copy on the target device, as PyTorch's fallback does by default.
+    pub error_on_views: bool,
+    /// The key the operator runs at; must have the CPU backend component (`CPU`, or e.g.
+    /// `QuantizedCPU`).
+    pub cpu_key: DispatchKey,
+}
+
+impl Default for FallbackOptions {
+    fn default() -> Self {
+        FallbackOptions {
+            error_on_views: true,
+            cpu_key: DispatchKey::CPU,
+        }
+    }
+}
+
+/// The boxed CPU fallback with the default [`FallbackOptions`]. Its signature is that of a
+/// boxed kernel, so a backend registers it (or a function that logs and then calls it) with
+/// `Library::fallback(Kernel::boxed(cpu_fallback))` at its key.
+pub fn cpu_fallback(op: &OperatorHandle, _ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
+    cpu_fallback_with(op, stack, FallbackOptions::default())
+}
+
+/// Where one element of the batched transfer came from.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Argument index.
+    argument: usize,
+    /// Position inside a `Tensor[]` / `Tensor?[]` argument.
+    element: Option<usize>,
+}
+
+/// The boxed CPU fallback: runs `op` with the arguments on top of `stack` on the CPU and leaves
+/// its returns there, as described in the module documentation.
+pub fn cpu_fallback_with(
+    op: &OperatorHandle,
+    stack: &mut Stack,
+    options: FallbackOptions,
+) -> Result<()> {
+    if options.cpu_key.to_backend_component() != BackendComponent::CPU {
+        return Err(Error::runtime(format!(
+            "Expected CPU backend DispatchKey but got {}",
+            options.cpu_key.name()
+        )));
+    }
+    let facts = op.require_schema_facts()?;
+    let base = stack.len().checked_sub(facts.num_arguments).ok_or_else(|| {
+        Error::runtime(format!(
+            "internal error: {} needs {} arguments but the stack holds {}",
+            op.name(),
+            facts.num_arguments,
+            stack.len()
+        ))
+    })?;
+    let target = target_device(&facts, &stack[base..]);
+    if facts.is_view() && options.error_on_views {
+        return Err(Error::not_implemented(view_message(op, target)));
+    }
+
+    // 1. Everything to the CPU in one batched transfer.
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut batch: Vec<Tensor> = Vec::new();
+    for arg in &facts.tensor_arguments {
+        match &stack[base + arg.index] {
+            IValue::Tensor(t) => {
+                slots.push(Slot {
+                    argument: arg.index,
+                    element: None,
+                });
+                batch.push(t.clone());
+            }
+            IValue::TensorList(list) => {
+                for (j, t) in list.iter().enumerate() {
+                    slots.push(Slot {
+                        argument: arg.index,
+                        element: Some(j),
+                    });
+                    batch.push(t.clone());
+                }
+            }
+            IValue::OptionalTensorList(list) => {
+                for (j, t) in list.iter().enumerate() {
+                    if let Some(t) = t {
+                        slots.push(Slot {
+                            argument: arg.index,
+                            element: Some(j),
+                        });
+                        batch.push(t.clone());
+                    }
+                }
+            }
+            // An absent `Tensor?` (or anything the schema did not promise) stays as it is.
+            _ => {}
+        }
+    }
+    // The originals of the written arguments, to copy the results back into.
+    let written: Vec<(usize, IValue)> = facts
+        .tensor_arguments
+        .iter()
+        .filter(|a| a.is_write)
+        .map(|a| (a.index, stack[base + a.index].clone()))
+        .collect();
+    // The originals that returns may alias.
+    let aliased: Vec<(usize, IValue)> = facts
+        .returns
+        .iter()
+        .filter_map(|r| match r.alias {
+            ReturnAlias::MutatedArgument(i) => Some((i, stack[base + i].clone())),
+            _ => None,
+        })
+        .collect();
+    if !batch.is_empty() {
+        let on_cpu = op::_to_cpu::call(&batch)?;
+        if on_cpu.len() != batch.len() {
+            return Err(Error::runtime(format!(
+                "_to_cpu returned {} tensors for {} inputs",
+                on_cpu.len(),
+                batch.len()
+            )));
+        }
+        for (slot, t) in slots.iter().zip(on_cpu) {
+            put(&mut stack[base + slot.argument], slot.element, t)?;
+        }
+    }
+    for &i in &facts.device_arguments {
+        if let IValue::Device(_) = stack[base + i] {
+            stack[base + i] = IValue::Device(Device::CPU);
+        }
+    }
+    let cpu_written: Vec<IValue> = written
+        .iter()
+        .map(|(i, _)| stack[base + i].clone())
+        .collect();
+
+    // 2. Run on the CPU.
+    op.redispatch_boxed(DispatchKeySet::from_key(options.cpu_key), stack)?;
+
+    // 3. Mutations reach the originals.
+    for ((_, original), cpu) in written.iter().zip(&cpu_written) {
+        copy_back(cpu, original)?;
+    }
+
+    // 4. Returns: aliases of written arguments are the originals; the rest go to the target.
+    let first_return = stack
+        .len()
+        .checked_sub(facts.num_returns)
+        .ok_or_else(|| Error::runtime(format!("{} left too few returns", op.name())))?;
+    for (j, ret) in facts.returns.iter().enumerate() {
+        let slot = &mut stack[first_return + j];
+        match ret.alias {
+            ReturnAlias::MutatedArgument(i) => {
+                let original = aliased
+                    .iter()
+                    .find(|(k, _)| *k == i)
+                    .map(|(_, v)| v.clone())
+                    .filter(|_| matches!(slot, IValue::Tensor(_) | IValue::TensorList(_)));
+                *slot = original.ok_or_else(|| invalid_alias(op, &ret.text))?;
+            }
+            ReturnAlias::UnmatchedWrite => return Err(invalid_alias(op, &ret.text)),
+            ReturnAlias::View | ReturnAlias::Fresh => {
+                if ret.alias == ReturnAlias::View {
+                    warn(view_message(op, target));
+                }
+                if let Some(device) = target {
+                    move_to(slot, device)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The device returns go to: the last `Device` argument, else the device of the first tensor
+/// argument, else that of the first element of the first non-empty tensor list.
+fn target_device(facts: &SchemaFacts, args: &[IValue]) -> Option<Device> {
+    let from_device_arg = facts
+        .device_arguments
+        .iter()
+        .rev()
+        .find_map(|&i| match args.get(i) {
+            Some(IValue::Device(d)) => Some(*d),
+            _ => None,
+        });
+    from_device_arg
+        .or_else(|| {
+            facts.tensor_arguments.iter().find_map(|a| match args.get(a.index) {
+                Some(IValue::Tensor(t))
+                    if matches!(
+                        a.kind,
+                        TensorArgumentKind::Tensor | TensorArgumentKind::OptionalTensor
+                    ) =>
+                {
+                    Some(t.device())
+                }
+                _ => None,
+            })
+        })
+        .or_else(|| {
+            facts.tensor_arguments.iter().find_map(|a| match args.get(a.index) {
+                Some(IValue::TensorList(list)) => list.first().map(Tensor::device),
+                _ => None,
+            })
+        })
+}
+
+/// Stores `t` at `element` of the list in `slot`, or as `slot` itself.
+fn put(slot: &mut IValue, element: Option<usize>, t: Tensor) -> Result<()> {
+    let missing = || Error::runtime("internal error: a fallback slot vanished");
+    match (slot, element) {
+        (slot @ IValue::Tensor(_), None) => *slot = IValue::Tensor(t),
+        (IValue::TensorList(list), Some(j)) => *list.get_mut(j).ok_or_else(missing)? = t,
+        (IValue::OptionalTensorList(list), Some(j)) => {
+            *list.get_mut(j).ok_or_else(missing)? = Some(t);
+        }
+        _ => return Err(missing()),
+    }
+    Ok(())
+}
+
+/// Copies the CPU value of a written argument back into the original (resizing it).
+fn copy_back(cpu: &IValue, original: &IValue) -> Result<()> {
+    match (cpu, original) {
+        (IValue::Tensor(c), IValue::Tensor(o)) => {
+            op::_copy_from_and_resize::call(c, o)?;
+        }
+        (IValue::TensorList(cs), IValue::TensorList(os)) => {
+            for (c, o) in cs.iter().zip(os) {
+                op::_copy_from_and_resize::call(c, o)?;
+            }
+        }
+        (IValue::OptionalTensorList(cs), IValue::OptionalTensorList(os)) => {
+            for (c, o) in cs.iter().zip(os) {
+                if let (Some(c), Some(o)) = (c, o) {
+                    op::_copy_from_and_resize::call(c, o)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Moves a returned tensor (or every tensor of a returned list) to `device`.
+fn move_to(value: &mut IValue, device: Device) -> Result<()> {
+    let to = |t: &Tensor| -> Result<Tensor> {
+        if t.device() == device {
+            return Ok(t.clone());
+        }
+        op::_to_copy::call(t, None, None, Some(device), None, false, None)
+    };
+    match value {
+        IValue::Tensor(t) => *t = to(t)?,
+        IValue::TensorList(list) => {
+            for t in list.iter_mut() {
+                *t = to(t)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn view_message(op: &OperatorHandle, target: Option<Device>) -> String {
+    let device = target.map_or_else(|| "<none>".to_owned(), |d| d.to_string());
+    format!(
+        "The operator {} appears to be a view operator, but it has no implementation for the backend \"{device}\". View operators don't support falling back to run on the CPU, since the tensor's storage cannot be shared across devices.",
+        op.name()
+    )
+}
+
+fn invalid_alias(op: &OperatorHandle, ret: &str) -> Error {
+    Error::runtime(format!(
+        "The operator {} appears to have invalid alias information. Found a return tensor argument with a mismatched mutable alias: {ret}",
+        op.name()
+    ))
+}
+
+/// Runs operator `O` through `fallback` (a boxed function like [`cpu_fallback`], or a backend's
+/// wrapper of it) from a typed kernel: how a backend kernel defers to the fallback for inputs
+/// it does not handle, naming the operator by type (`call_fallback::<op::addmm>(..)`), never
+/// by string. In-place and out= operators give back their mutated arguments.
+pub fn call_fallback<O: Operator>(
+    fallback: fn(&OperatorHandle, DispatchKeySet, &mut Stack) -> Result<()>,
+    args: <O as OpSignature>::Args<'_>,
+) -> Result<<O as OpSignature>::Output> {
+    let handle = O::typed_handle()?.handle();
+    call_boxed_typed::<O>(fallback, &handle, DispatchKeySet::EMPTY, args)
+}
