@@ -115,6 +115,10 @@ pub fn registrations(
                 GroupedItem::Function(f) => (vec![*f], None),
             };
             for f in members {
+                // As torchgen's RegisterDispatchKey: declared, never registered.
+                if nf.functions[f].manual_kernel_registration {
+                    continue;
+                }
                 let kind = if has(f) {
                     Some(BackendKernelKind::Explicit)
                 } else if group.is_some_and(|g| !yaml.use_out_as_primary && has(g.functional)) {
@@ -168,10 +172,36 @@ fn params(f: &GenFunction) -> Result<String, UnsupportedType> {
         .join(", "))
 }
 
+/// The trait's items: the backend index then the autograd index, each in grouped order.
+fn trait_items(yaml: &BackendYaml, nf: &NativeFunctions) -> Vec<(usize, BackendKey)> {
+    let order: Vec<usize> = nf
+        .grouped
+        .iter()
+        .flat_map(|item| match item {
+            GroupedItem::Group(g) => g.functions().collect::<Vec<_>>(),
+            GroupedItem::Function(f) => vec![*f],
+        })
+        .collect();
+    let mut items: Vec<(usize, BackendKey)> = order
+        .iter()
+        .filter(|&&f| yaml.has_kernel(f))
+        .map(|&f| (f, yaml.backend_key))
+        .collect();
+    if let Some(key) = yaml.autograd_key {
+        items.extend(
+            order
+                .iter()
+                .filter(|&&f| yaml.has_autograd_kernel(f))
+                .map(|&f| (f, key)),
+        );
+    }
+    items
+}
+
 fn trait_file(
     yaml: &BackendYaml,
+    nf: &NativeFunctions,
     input: &GenInput,
-    regs: &[BackendRegistration],
     source: &str,
 ) -> Result<String, BackendGenError> {
     let mut out = header(source);
@@ -191,16 +221,13 @@ fn trait_file(
     ));
     out.push_str(&format!("pub trait {} {{\n", yaml.class_name));
     let mut first = true;
-    for r in regs
-        .iter()
-        .filter(|r| r.kind == BackendKernelKind::Explicit)
-    {
-        let f = &input.functions[r.function];
+    for (function, key) in trait_items(yaml, nf) {
+        let f = &input.functions[function];
         let kernel = yaml
             .supported
             .iter()
             .chain(&yaml.autograd)
-            .find(|k| k.function == r.function)
+            .find(|k| k.function == function)
             .map(|k| k.kernel.as_str())
             .unwrap_or_default();
         if !first {
@@ -210,7 +237,7 @@ fn trait_file(
         out.push_str(&format!(
             "    /// `{}`\n    ///\n    /// Kernel `{kernel}`, registered at `{}`.\n    fn {}({}) -> Result<{}>;\n",
             schema_text(f),
-            r.key.name(),
+            key.name(),
             item_name(f),
             params(f)?,
             output_type(&f.schema)?
@@ -424,7 +451,7 @@ pub fn generate_backend_files(
         ("mod.rs".into(), module),
         (
             "native_functions.rs".into(),
-            trait_file(yaml, input, &regs, source)?,
+            trait_file(yaml, nf, input, source)?,
         ),
         (
             "register.rs".into(),
