@@ -1,7 +1,8 @@
 //! `switchyard-codegen`: regenerates the Rust code derived from `crates/ops/ops.yaml`.
 //!
 //! ```text
-//! cargo run -p switchyard-codegen -- generate          # write the files under src/generated/
+//! cargo run -p switchyard-codegen -- generate          # write the files under src/generated/ (and the
+//!                                                    # backend fixtures under crates/codegen/tests/)
 //! cargo run -p switchyard-codegen -- generate --check  # fail if they are stale
 //! cargo run -p switchyard-codegen -- check FILE.yaml   # validate a yaml file
 //! cargo run -p switchyard-codegen -- backend --source-yaml B.yaml --output-dir DIR [--check]
@@ -16,7 +17,8 @@ usage: switchyard-codegen generate [--check]
        switchyard-codegen check FILE.yaml
        switchyard-codegen backend --source-yaml FILE.yaml --output-dir DIR [--check]
 
-  generate   write the files generated from crates/ops/ops.yaml (--check: fail if stale)
+  generate   write the files generated from crates/ops/ops.yaml, and the backend test
+             fixtures under crates/codegen/tests/ (--check: fail if stale)
   check      validate a native_functions-format yaml file
   backend    from an external backend's yaml (backend, supported, autograd, ...): write
              mod.rs, native_functions.rs (the kernel trait) and register.rs (registration and

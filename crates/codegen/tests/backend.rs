@@ -9,6 +9,13 @@
 #[path = "backend_fixture/mod.rs"]
 mod backend_fixture;
 
+// Every non-mutating operator of ops.yaml, functional only: compiling this checks the generated
+// in-place/out= wrappers of the whole operator set.
+#[rustfmt::skip]
+#[allow(dead_code, unused_imports)]
+#[path = "backend_fixture_all/mod.rs"]
+mod backend_fixture_all;
+
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 use switchyard_codegen::emit::backend::{
@@ -337,14 +344,41 @@ fn every_file_carries_the_generated_header() {
 // The committed fixture: fresh, compiled (this file includes it), and accepted by the dispatcher.
 
 #[test]
-fn committed_fixture_is_up_to_date() {
+fn committed_fixtures_are_up_to_date() {
     let root = workspace::workspace_root();
-    let dir = root.join("crates/codegen/tests/backend_fixture");
-    let stale = workspace::stale_backend(&root, &dir.join("backend.yaml"), &dir).unwrap();
-    assert!(
-        stale.is_empty(),
-        "stale (run `cargo run -p switchyard-codegen -- backend --source-yaml crates/codegen/tests/backend_fixture/backend.yaml --output-dir crates/codegen/tests/backend_fixture`): {stale:?}"
-    );
+    for (yaml, dir) in workspace::BACKEND_FIXTURES {
+        let dir = root.join(dir);
+        let stale = workspace::stale_backend(&root, &dir.join(yaml), &dir).unwrap();
+        assert!(
+            stale.is_empty(),
+            "stale (run `cargo run -p switchyard-codegen -- generate`): {stale:?}"
+        );
+    }
+}
+
+#[test]
+fn the_all_operators_fixture_wraps_every_group() {
+    let yaml = std::fs::read_to_string(
+        workspace::workspace_root().join("crates/codegen/tests/backend_fixture_all/all_ops.yaml"),
+    )
+    .unwrap();
+    let r = regs(&yaml);
+    let nf = model();
+    // Every group whose functional operator is listed gets all its in-place and out= members.
+    for g in nf.groups() {
+        if !r.iter().any(|x| x.function == g.functional) {
+            continue;
+        }
+        for m in [Some(g.out), g.inplace].into_iter().flatten() {
+            assert!(
+                r.iter()
+                    .any(|x| x.function == m && x.kind != BackendKernelKind::Explicit),
+                "{} lacks a generated wrapper",
+                nf.functions[m].func.name
+            );
+        }
+    }
+    assert!(ops_of(&r, BackendKernelKind::GeneratedOut).len() > 100);
 }
 
 #[test]
