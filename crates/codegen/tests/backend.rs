@@ -141,11 +141,11 @@ fn factory_tuple_and_list_out_variants_are_generated() {
         "K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?"
     ));
     // max.dim_max copies both results and returns both out tensors.
-    assert!(reg.contains("copy_to_out(max, &r0)?;"));
-    assert!(reg.contains("copy_to_out(max_values, &r1)?;"));
+    assert!(reg.contains("copy_to_out(max, &functional_result0)?;"));
+    assert!(reg.contains("copy_to_out(max_values, &functional_result1)?;"));
     assert!(reg.contains("Ok((max.clone(), max_values.clone()))"));
     // unbind_copy.int_out returns nothing and copies element-wise.
-    assert!(reg.contains("copy_list_to_out(out, &result)?;\n    Ok(())"));
+    assert!(reg.contains("copy_list_to_out(out, &functional_result)?;\n    Ok(())"));
 }
 
 #[test]
@@ -158,12 +158,12 @@ fn wrapper_bodies_call_the_functional_kernel_then_copy() {
         reg[start..start + end].to_string()
     };
     let inplace = body("wrapper_XLA_abs_");
-    assert!(inplace.contains("let result = K::abs(self_)?;"));
-    assert!(inplace.contains("op::copy_::call(self_, &result, false)?;"));
+    assert!(inplace.contains("let functional_result = K::abs(self_)?;"));
+    assert!(inplace.contains("op::copy_::call(self_, &functional_result, false)?;"));
     assert!(inplace.contains("Ok(self_.clone())"));
     let out = body("wrapper_XLA_abs_out");
-    assert!(out.contains("let result = K::abs(self_)?;"));
-    assert!(out.contains("switchyard_ops::runtime::copy_to_out(out, &result)?;"));
+    assert!(out.contains("let functional_result = K::abs(self_)?;"));
+    assert!(out.contains("switchyard_ops::runtime::copy_to_out(out, &functional_result)?;"));
     assert!(out.contains("Ok(out.clone())"));
     let functional = body("wrapper_XLA_abs");
     assert!(functional.contains("K::abs(self_)"));

@@ -274,10 +274,12 @@ fn generated_body(
         return Ok(if selfs.len() == 1 {
             let s = &selfs[0];
             format!(
-                "    let result = {call};\n    op::copy_::call({s}, &result, false)?;\n    Ok({s}.clone())\n"
+                "    let functional_result = {call};\n    op::copy_::call({s}, &functional_result, false)?;\n    Ok({s}.clone())\n"
             )
         } else {
-            let results: Vec<String> = (0..selfs.len()).map(|i| format!("r{i}")).collect();
+            let results: Vec<String> = (0..selfs.len())
+                .map(|i| format!("functional_result{i}"))
+                .collect();
             let mut b = format!("    let {} = {call};\n", tuple(&results));
             for (s, r) in selfs.iter().zip(&results) {
                 b.push_str(&format!("    op::copy_::call({s}, &{r}, false)?;\n"));
@@ -305,20 +307,22 @@ fn generated_body(
             let o = &outs[0];
             if list_out {
                 format!(
-                    "    let result = {call};\n    {rt}::copy_list_to_out({o}, &result)?;\n    Ok(())\n"
+                    "    let functional_result = {call};\n    {rt}::copy_list_to_out({o}, &functional_result)?;\n    Ok(())\n"
                 )
             } else {
                 format!(
-                    "    let result = {call};\n    {rt}::copy_to_out({o}, &result)?;\n    Ok(())\n"
+                    "    let functional_result = {call};\n    {rt}::copy_to_out({o}, &functional_result)?;\n    Ok(())\n"
                 )
             }
         } else if outs.len() == 1 {
             let o = &outs[0];
             format!(
-                "    let result = {call};\n    {rt}::copy_to_out({o}, &result)?;\n    Ok({o}.clone())\n"
+                "    let functional_result = {call};\n    {rt}::copy_to_out({o}, &functional_result)?;\n    Ok({o}.clone())\n"
             )
         } else {
-            let results: Vec<String> = (0..outs.len()).map(|i| format!("r{i}")).collect();
+            let results: Vec<String> = (0..outs.len())
+                .map(|i| format!("functional_result{i}"))
+                .collect();
             let mut b = format!("    let {} = {call};\n", tuple(&results));
             for (o, r) in outs.iter().zip(&results) {
                 b.push_str(&format!("    {rt}::copy_to_out({o}, &{r})?;\n"));

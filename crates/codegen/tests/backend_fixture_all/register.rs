@@ -588,8 +588,8 @@ fn wrapper_PrivateUse1_all_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_all_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::all_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::all_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -600,8 +600,8 @@ fn wrapper_PrivateUse1_all_dims<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_all_dims_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::all_dims(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::all_dims(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -612,8 +612,8 @@ fn wrapper_PrivateUse1_any_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_any_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::any_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::any_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -624,8 +624,8 @@ fn wrapper_PrivateUse1_any_dims<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_any_dims_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::any_dims(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::any_dims(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -636,8 +636,8 @@ fn wrapper_PrivateUse1_argmax<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_argmax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::argmax(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::argmax(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -648,8 +648,8 @@ fn wrapper_PrivateUse1_argmin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 
 /// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_argmin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::argmin(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::argmin(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -665,15 +665,15 @@ fn wrapper_PrivateUse1_baddbmm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_baddbmm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_baddbmm_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -684,8 +684,8 @@ fn wrapper_PrivateUse1_bmm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, m
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bmm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bmm(self_, mat2)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bmm(self_, mat2)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -696,8 +696,8 @@ fn wrapper_PrivateUse1_cat<K: AllNativeFunctions>(_ks: DispatchKeySet, (tensors,
 
 /// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cat_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
-    let result = K::cat(tensors, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::cat(tensors, dim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -718,15 +718,15 @@ fn wrapper_PrivateUse1_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::copy(self_, src, non_blocking)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::copy(self_, src, non_blocking)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_copy_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
-    let result = K::copy(self_, src, non_blocking)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::copy(self_, src, non_blocking)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -747,15 +747,15 @@ fn wrapper_PrivateUse1_cumprod<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cumprod_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::cumprod(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::cumprod(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cumprod_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let result = K::cumprod(self_, dim, dtype)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::cumprod(self_, dim, dtype)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -766,15 +766,15 @@ fn wrapper_PrivateUse1_cumsum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 
 /// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cumsum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::cumsum(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::cumsum(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cumsum_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let result = K::cumsum(self_, dim, dtype)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::cumsum(self_, dim, dtype)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -790,8 +790,8 @@ fn wrapper_PrivateUse1_empty_strided<K: AllNativeFunctions>(_ks: DispatchKeySet,
 
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_strided_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::empty_strided(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::empty_strided(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -817,15 +817,15 @@ fn wrapper_PrivateUse1_fill_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fill_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::fill_Scalar(self_, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::fill_Scalar(self_, value)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fill__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::fill_Scalar(self_, value)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::fill_Scalar(self_, value)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -836,15 +836,15 @@ fn wrapper_PrivateUse1_fill_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fill_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::fill_Tensor(self_, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::fill_Tensor(self_, value)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fill__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::fill_Tensor(self_, value)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::fill_Tensor(self_, value)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -855,8 +855,8 @@ fn wrapper_PrivateUse1_index_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_index_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
-    let result = K::index_Tensor(self_, indices)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::index_Tensor(self_, indices)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -867,8 +867,8 @@ fn wrapper_PrivateUse1__log_softmax<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__log_softmax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::_log_softmax(self_, dim, half_to_float)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::_log_softmax(self_, dim, half_to_float)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -879,8 +879,8 @@ fn wrapper_PrivateUse1_amax<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_amax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = K::amax(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::amax(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -891,8 +891,8 @@ fn wrapper_PrivateUse1_amin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_amin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = K::amin(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::amin(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -903,8 +903,8 @@ fn wrapper_PrivateUse1_mm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, ma
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::mm(self_, mat2)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::mm(self_, mat2)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -960,8 +960,8 @@ fn wrapper_PrivateUse1_slice_scatter<K: AllNativeFunctions>(_ks: DispatchKeySet,
 
 /// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_slice_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::slice_scatter(self_, src, dim, start, end, step)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::slice_scatter(self_, src, dim, start, end, step)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -972,8 +972,8 @@ fn wrapper_PrivateUse1_select_scatter<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_select_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::select_scatter(self_, src, dim, index)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::select_scatter(self_, src, dim, index)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -984,8 +984,8 @@ fn wrapper_PrivateUse1_diagonal_scatter<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_diagonal_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::diagonal_scatter(self_, src, offset, dim1, dim2)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::diagonal_scatter(self_, src, offset, dim1, dim2)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -996,8 +996,8 @@ fn wrapper_PrivateUse1_as_strided_scatter<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_as_strided_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = K::as_strided_scatter(self_, src, size, stride, storage_offset)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::as_strided_scatter(self_, src, size, stride, storage_offset)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1008,8 +1008,8 @@ fn wrapper_PrivateUse1__softmax<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__softmax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::_softmax(self_, dim, half_to_float)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::_softmax(self_, dim, half_to_float)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1050,8 +1050,8 @@ fn wrapper_PrivateUse1_prod<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_prod_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::prod(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::prod(self_, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1062,8 +1062,8 @@ fn wrapper_PrivateUse1_prod_dim_int<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_prod_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::prod_dim_int(self_, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::prod_dim_int(self_, dim, keepdim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1084,8 +1084,8 @@ fn wrapper_PrivateUse1_flip<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_flip_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::flip(self_, dims)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::flip(self_, dims)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1096,8 +1096,8 @@ fn wrapper_PrivateUse1_roll<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_roll_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::roll(self_, shifts, dims)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::roll(self_, shifts, dims)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1108,8 +1108,8 @@ fn wrapper_PrivateUse1__unsafe_view<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__unsafe_view_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::_unsafe_view(self_, size)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::_unsafe_view(self_, size)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1130,8 +1130,8 @@ fn wrapper_PrivateUse1_clone<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clone_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::clone(self_, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clone(self_, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1142,15 +1142,15 @@ fn wrapper_PrivateUse1_addmm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_addmm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::addmm(self_, mat1, mat2, beta, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::addmm(self_, mat1, mat2, beta, alpha)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_addmm_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = K::addmm(self_, mat1, mat2, beta, alpha)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::addmm(self_, mat1, mat2, beta, alpha)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1171,8 +1171,8 @@ fn wrapper_PrivateUse1__to_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__to_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::_to_copy(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, non_blocking, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::_to_copy(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, non_blocking, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1213,15 +1213,15 @@ fn wrapper_PrivateUse1_scatter_src<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_src_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_src(self_, dim, index, src)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::scatter_src(self_, dim, index, src)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__src<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_src(self_, dim, index, src)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::scatter_src(self_, dim, index, src)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1232,15 +1232,15 @@ fn wrapper_PrivateUse1_scatter_value<K: AllNativeFunctions>(_ks: DispatchKeySet,
 
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_value_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_value(self_, dim, index, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::scatter_value(self_, dim, index, value)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__value<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::scatter_value(self_, dim, index, value)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::scatter_value(self_, dim, index, value)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1251,15 +1251,15 @@ fn wrapper_PrivateUse1_scatter_reduce<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_reduce_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_reduce(self_, dim, index, src, reduce)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::scatter_reduce(self_, dim, index, src, reduce)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__reduce<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let result = K::scatter_reduce(self_, dim, index, src, reduce)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::scatter_reduce(self_, dim, index, src, reduce)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1270,15 +1270,15 @@ fn wrapper_PrivateUse1_scatter_value_reduce<K: AllNativeFunctions>(_ks: Dispatch
 
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_value_reduce_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__value_reduce<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1289,15 +1289,15 @@ fn wrapper_PrivateUse1_scatter_add<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_add_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_add(self_, dim, index, src)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::scatter_add(self_, dim, index, src)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter_add_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::scatter_add(self_, dim, index, src)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::scatter_add(self_, dim, index, src)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1308,15 +1308,15 @@ fn wrapper_PrivateUse1_tril<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tril_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::tril(self_, diagonal)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::tril(self_, diagonal)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tril_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let result = K::tril(self_, diagonal)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::tril(self_, diagonal)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1327,15 +1327,15 @@ fn wrapper_PrivateUse1_triu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_triu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::triu(self_, diagonal)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::triu(self_, diagonal)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_triu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let result = K::triu(self_, diagonal)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::triu(self_, diagonal)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1346,8 +1346,8 @@ fn wrapper_PrivateUse1_index_select<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_index_select_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::index_select(self_, dim, index)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::index_select(self_, dim, index)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1358,8 +1358,8 @@ fn wrapper_PrivateUse1_masked_select<K: AllNativeFunctions>(_ks: DispatchKeySet,
 
 /// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_masked_select_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::masked_select(self_, mask)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::masked_select(self_, mask)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1370,8 +1370,8 @@ fn wrapper_PrivateUse1_gather<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gather_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::gather(self_, dim, index, sparse_grad)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::gather(self_, dim, index, sparse_grad)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1382,9 +1382,9 @@ fn wrapper_PrivateUse1_topk<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_topk_values<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::topk(self_, k, dim, largest, sorted)?;
-    switchyard_ops::runtime::copy_to_out(values, &r0)?;
-    switchyard_ops::runtime::copy_to_out(indices, &r1)?;
+    let (functional_result0, functional_result1) = K::topk(self_, k, dim, largest, sorted)?;
+    switchyard_ops::runtime::copy_to_out(values, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(indices, &functional_result1)?;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -1395,8 +1395,8 @@ fn wrapper_PrivateUse1_all<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_all_all_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::all(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::all(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1407,8 +1407,8 @@ fn wrapper_PrivateUse1_any<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_any_all_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::any(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::any(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1429,8 +1429,8 @@ fn wrapper_PrivateUse1_mse_loss<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mse_loss_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::mse_loss(self_, target, reduction)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::mse_loss(self_, target, reduction)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1441,9 +1441,9 @@ fn wrapper_PrivateUse1_nll_loss_forward<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nll_loss_forward_output<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::nll_loss_forward(self_, target, weight, reduction, ignore_index)?;
-    switchyard_ops::runtime::copy_to_out(output, &r0)?;
-    switchyard_ops::runtime::copy_to_out(total_weight, &r1)?;
+    let (functional_result0, functional_result1) = K::nll_loss_forward(self_, target, weight, reduction, ignore_index)?;
+    switchyard_ops::runtime::copy_to_out(output, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(total_weight, &functional_result1)?;
     Ok((output.clone(), total_weight.clone()))
 }
 
@@ -1454,8 +1454,8 @@ fn wrapper_PrivateUse1_avg_pool2d<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_avg_pool2d_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = K::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1466,9 +1466,9 @@ fn wrapper_PrivateUse1_max_pool2d_with_indices<K: AllNativeFunctions>(_ks: Dispa
 
 /// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_pool2d_with_indices_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?;
-    switchyard_ops::runtime::copy_to_out(out, &r0)?;
-    switchyard_ops::runtime::copy_to_out(indices, &r1)?;
+    let (functional_result0, functional_result1) = K::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(indices, &functional_result1)?;
     Ok((out.clone(), indices.clone()))
 }
 
@@ -1479,8 +1479,8 @@ fn wrapper_PrivateUse1_linalg_vector_norm<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_linalg_vector_norm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::linalg_vector_norm(self_, ord, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::linalg_vector_norm(self_, ord, dim, keepdim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1491,8 +1491,8 @@ fn wrapper_PrivateUse1_as_strided_copy<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_as_strided_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = K::as_strided_copy(self_, size, stride, storage_offset)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::as_strided_copy(self_, size, stride, storage_offset)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1503,8 +1503,8 @@ fn wrapper_PrivateUse1_diagonal_copy<K: AllNativeFunctions>(_ks: DispatchKeySet,
 
 /// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_diagonal_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::diagonal_copy(self_, offset, dim1, dim2)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::diagonal_copy(self_, offset, dim1, dim2)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1515,8 +1515,8 @@ fn wrapper_PrivateUse1_expand_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_expand_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = K::expand_copy(self_, size, implicit)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::expand_copy(self_, size, implicit)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1527,8 +1527,8 @@ fn wrapper_PrivateUse1_permute_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_permute_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::permute_copy(self_, dims)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::permute_copy(self_, dims)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1539,8 +1539,8 @@ fn wrapper_PrivateUse1_select_copy_int<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_select_copy_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::select_copy_int(self_, dim, index)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::select_copy_int(self_, dim, index)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1551,8 +1551,8 @@ fn wrapper_PrivateUse1_detach_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_detach_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::detach_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::detach_copy(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1563,8 +1563,8 @@ fn wrapper_PrivateUse1_slice_copy_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_slice_copy_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::slice_copy_Tensor(self_, dim, start, end, step)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::slice_copy_Tensor(self_, dim, start, end, step)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1575,8 +1575,8 @@ fn wrapper_PrivateUse1_split_copy_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_split_copy_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
-    let result = K::split_copy_Tensor(self_, split_size, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &result)?;
+    let functional_result = K::split_copy_Tensor(self_, split_size, dim)?;
+    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -1587,8 +1587,8 @@ fn wrapper_PrivateUse1_split_with_sizes_copy<K: AllNativeFunctions>(_ks: Dispatc
 
 /// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_split_with_sizes_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
-    let result = K::split_with_sizes_copy(self_, split_sizes, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &result)?;
+    let functional_result = K::split_with_sizes_copy(self_, split_sizes, dim)?;
+    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -1599,8 +1599,8 @@ fn wrapper_PrivateUse1_squeeze_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_squeeze_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::squeeze_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::squeeze_copy(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1611,8 +1611,8 @@ fn wrapper_PrivateUse1_squeeze_copy_dim<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_squeeze_copy_dim_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::squeeze_copy_dim(self_, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::squeeze_copy_dim(self_, dim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1623,8 +1623,8 @@ fn wrapper_PrivateUse1_squeeze_copy_dims<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_squeeze_copy_dims_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::squeeze_copy_dims(self_, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::squeeze_copy_dims(self_, dim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1635,8 +1635,8 @@ fn wrapper_PrivateUse1_t_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 
 /// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_t_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::t_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::t_copy(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1647,8 +1647,8 @@ fn wrapper_PrivateUse1_transpose_copy_int<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_transpose_copy_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::transpose_copy_int(self_, dim0, dim1)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::transpose_copy_int(self_, dim0, dim1)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1659,8 +1659,8 @@ fn wrapper_PrivateUse1_unsqueeze_copy<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unsqueeze_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::unsqueeze_copy(self_, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::unsqueeze_copy(self_, dim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1671,8 +1671,8 @@ fn wrapper_PrivateUse1_unbind_copy_int<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unbind_copy_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
-    let result = K::unbind_copy_int(self_, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &result)?;
+    let functional_result = K::unbind_copy_int(self_, dim)?;
+    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -1683,8 +1683,8 @@ fn wrapper_PrivateUse1_view_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_view_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::view_copy(self_, size)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::view_copy(self_, size)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1695,8 +1695,8 @@ fn wrapper_PrivateUse1_view_copy_dtype<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_view_copy_dtype_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
-    let result = K::view_copy_dtype(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::view_copy_dtype(self_, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1707,8 +1707,8 @@ fn wrapper_PrivateUse1_unfold_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unfold_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::unfold_copy(self_, dimension, size, step)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::unfold_copy(self_, dimension, size, step)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1719,8 +1719,8 @@ fn wrapper_PrivateUse1_alias_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_alias_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::alias_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::alias_copy(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1731,8 +1731,8 @@ fn wrapper_PrivateUse1_dot<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, t
 
 /// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_dot_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::dot(self_, tensor)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::dot(self_, tensor)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1743,8 +1743,8 @@ fn wrapper_PrivateUse1_linear<K: AllNativeFunctions>(_ks: DispatchKeySet, (input
 
 /// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_linear_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let result = K::linear(input, weight, bias)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::linear(input, weight, bias)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1755,8 +1755,8 @@ fn wrapper_PrivateUse1_matmul<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 
 /// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_matmul_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::matmul(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::matmul(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1767,10 +1767,10 @@ fn wrapper_PrivateUse1_native_layer_norm<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_native_layer_norm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    let (r0, r1, r2) = K::native_layer_norm(input, normalized_shape, weight, bias, eps)?;
-    switchyard_ops::runtime::copy_to_out(out0, &r0)?;
-    switchyard_ops::runtime::copy_to_out(out1, &r1)?;
-    switchyard_ops::runtime::copy_to_out(out2, &r2)?;
+    let (functional_result0, functional_result1, functional_result2) = K::native_layer_norm(input, normalized_shape, weight, bias, eps)?;
+    switchyard_ops::runtime::copy_to_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_out(out2, &functional_result2)?;
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
@@ -1791,8 +1791,8 @@ fn wrapper_PrivateUse1_nll_loss<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nll_loss_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::nll_loss(self_, target, weight, reduction, ignore_index)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::nll_loss(self_, target, weight, reduction, ignore_index)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1808,9 +1808,9 @@ fn wrapper_PrivateUse1_native_dropout<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_native_dropout_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::native_dropout(input, p, train)?;
-    switchyard_ops::runtime::copy_to_out(out0, &r0)?;
-    switchyard_ops::runtime::copy_to_out(out1, &r1)?;
+    let (functional_result0, functional_result1) = K::native_dropout(input, p, train)?;
+    switchyard_ops::runtime::copy_to_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -1826,8 +1826,8 @@ fn wrapper_PrivateUse1_convolution<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_convolution_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
-    let result = K::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1843,15 +1843,15 @@ fn wrapper_PrivateUse1_add_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::add_Tensor(self_, other, alpha)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::add_Tensor(self_, other, alpha)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::add_Tensor(self_, other, alpha)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1862,15 +1862,15 @@ fn wrapper_PrivateUse1_add_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::add_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::add_Scalar(self_, other, alpha)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = K::add_Scalar(self_, other, alpha)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::add_Scalar(self_, other, alpha)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1881,15 +1881,15 @@ fn wrapper_PrivateUse1_div_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::div_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::div_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::div_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::div_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1900,15 +1900,15 @@ fn wrapper_PrivateUse1_div_Tensor_mode<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_out_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let result = K::div_Tensor_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Tensor_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
-    let result = K::div_Tensor_mode(self_, other, rounding_mode)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1919,15 +1919,15 @@ fn wrapper_PrivateUse1_div_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::div_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::div_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::div_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::div_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1938,15 +1938,15 @@ fn wrapper_PrivateUse1_div_Scalar_mode<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_Scalar_mode_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let result = K::div_Scalar_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::div_Scalar_mode(self_, other, rounding_mode)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Scalar_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
-    let result = K::div_Scalar_mode(self_, other, rounding_mode)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::div_Scalar_mode(self_, other, rounding_mode)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1957,15 +1957,15 @@ fn wrapper_PrivateUse1_mul_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::mul_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::mul_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::mul_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1976,15 +1976,15 @@ fn wrapper_PrivateUse1_mul_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::mul_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::mul_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::mul_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::mul_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -1995,15 +1995,15 @@ fn wrapper_PrivateUse1_sub_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sub_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::sub_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sub_Tensor(self_, other, alpha)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sub__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::sub_Tensor(self_, other, alpha)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::sub_Tensor(self_, other, alpha)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2014,15 +2014,15 @@ fn wrapper_PrivateUse1_sub_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sub_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::sub_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sub_Scalar(self_, other, alpha)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sub__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = K::sub_Scalar(self_, other, alpha)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::sub_Scalar(self_, other, alpha)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2033,15 +2033,15 @@ fn wrapper_PrivateUse1_logical_xor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_xor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_xor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::logical_xor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_xor_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_xor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::logical_xor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2052,15 +2052,15 @@ fn wrapper_PrivateUse1_logical_and<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_and_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_and(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::logical_and(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_and_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_and(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::logical_and(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2071,15 +2071,15 @@ fn wrapper_PrivateUse1_logical_or<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_or_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_or(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::logical_or(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_or_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_or(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::logical_or(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2090,15 +2090,15 @@ fn wrapper_PrivateUse1_clamp<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clamp(self_, min, max)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let result = K::clamp(self_, min, max)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::clamp(self_, min, max)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2109,15 +2109,15 @@ fn wrapper_PrivateUse1_clamp_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_Tensor(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clamp_Tensor(self_, min, max)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let result = K::clamp_Tensor(self_, min, max)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::clamp_Tensor(self_, min, max)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2128,15 +2128,15 @@ fn wrapper_PrivateUse1_clamp_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_max_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_max(self_, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clamp_max(self_, max)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_max_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::clamp_max(self_, max)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::clamp_max(self_, max)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2147,15 +2147,15 @@ fn wrapper_PrivateUse1_clamp_max_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_max_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_max_Tensor(self_, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clamp_max_Tensor(self_, max)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_max__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_max_Tensor(self_, max)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::clamp_max_Tensor(self_, max)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2166,15 +2166,15 @@ fn wrapper_PrivateUse1_clamp_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_min_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_min(self_, min)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clamp_min(self_, min)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_min_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::clamp_min(self_, min)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::clamp_min(self_, min)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2185,15 +2185,15 @@ fn wrapper_PrivateUse1_clamp_min_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_min_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_min_Tensor(self_, min)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::clamp_min_Tensor(self_, min)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_min__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::clamp_min_Tensor(self_, min)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::clamp_min_Tensor(self_, min)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2204,15 +2204,15 @@ fn wrapper_PrivateUse1_eq_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eq_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::eq_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::eq_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_eq__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::eq_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::eq_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2223,15 +2223,15 @@ fn wrapper_PrivateUse1_eq_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eq_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::eq_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::eq_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_eq__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::eq_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::eq_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2242,15 +2242,15 @@ fn wrapper_PrivateUse1_bitwise_and_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_and_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_and_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_and__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_and_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_and_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2261,15 +2261,15 @@ fn wrapper_PrivateUse1_bitwise_and_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_and_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_and_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_and__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::bitwise_and_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_and_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2280,8 +2280,8 @@ fn wrapper_PrivateUse1_bitwise_and_Scalar_Tensor<K: AllNativeFunctions>(_ks: Dis
 
 /// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_and_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_and_Scalar_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2292,15 +2292,15 @@ fn wrapper_PrivateUse1_bitwise_or_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_or_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_or_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_or__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_or_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_or_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2311,15 +2311,15 @@ fn wrapper_PrivateUse1_bitwise_or_Scalar<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_or_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_or_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_or__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::bitwise_or_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_or_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2330,8 +2330,8 @@ fn wrapper_PrivateUse1_bitwise_or_Scalar_Tensor<K: AllNativeFunctions>(_ks: Disp
 
 /// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_or_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_or_Scalar_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2342,15 +2342,15 @@ fn wrapper_PrivateUse1_bitwise_xor_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_xor_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_xor_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_xor__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_xor_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_xor_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2361,15 +2361,15 @@ fn wrapper_PrivateUse1_bitwise_xor_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_xor_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_xor_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_xor__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::bitwise_xor_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_xor_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2380,8 +2380,8 @@ fn wrapper_PrivateUse1_bitwise_xor_Scalar_Tensor<K: AllNativeFunctions>(_ks: Dis
 
 /// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_xor_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_xor_Scalar_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2392,15 +2392,15 @@ fn wrapper_PrivateUse1_ne_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ne_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::ne_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ne_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ne__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::ne_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::ne_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2411,15 +2411,15 @@ fn wrapper_PrivateUse1_ne_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ne_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::ne_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ne_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ne__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::ne_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::ne_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2430,15 +2430,15 @@ fn wrapper_PrivateUse1_ge_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ge_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::ge_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ge_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ge__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::ge_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::ge_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2449,15 +2449,15 @@ fn wrapper_PrivateUse1_ge_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ge_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::ge_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ge_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ge__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::ge_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::ge_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2468,15 +2468,15 @@ fn wrapper_PrivateUse1_le_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_le_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::le_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::le_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_le__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::le_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::le_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2487,15 +2487,15 @@ fn wrapper_PrivateUse1_le_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_le_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::le_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::le_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_le__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::le_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::le_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2506,15 +2506,15 @@ fn wrapper_PrivateUse1_gt_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gt_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::gt_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::gt_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_gt__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::gt_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::gt_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2525,15 +2525,15 @@ fn wrapper_PrivateUse1_gt_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gt_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::gt_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::gt_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_gt__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::gt_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::gt_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2544,15 +2544,15 @@ fn wrapper_PrivateUse1_lt_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_lt_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::lt_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::lt_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_lt__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::lt_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::lt_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2563,15 +2563,15 @@ fn wrapper_PrivateUse1_lt_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_lt_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::lt_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::lt_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_lt__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::lt_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::lt_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2582,15 +2582,15 @@ fn wrapper_PrivateUse1_atan2<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_atan2_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::atan2(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::atan2(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_atan2_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::atan2(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::atan2(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2601,15 +2601,15 @@ fn wrapper_PrivateUse1_fmod_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fmod_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::fmod_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::fmod_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fmod__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::fmod_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::fmod_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2620,15 +2620,15 @@ fn wrapper_PrivateUse1_fmod_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fmod_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::fmod_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::fmod_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fmod__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::fmod_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::fmod_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2639,15 +2639,15 @@ fn wrapper_PrivateUse1_remainder_Scalar<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::remainder_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::remainder_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_remainder__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::remainder_Scalar(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::remainder_Scalar(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2658,15 +2658,15 @@ fn wrapper_PrivateUse1_remainder_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::remainder_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::remainder_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_remainder__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::remainder_Tensor(self_, other)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::remainder_Tensor(self_, other)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2677,8 +2677,8 @@ fn wrapper_PrivateUse1_remainder_Scalar_Tensor<K: AllNativeFunctions>(_ks: Dispa
 
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::remainder_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::remainder_Scalar_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2689,8 +2689,8 @@ fn wrapper_PrivateUse1_maximum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_maximum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::maximum(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::maximum(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2701,8 +2701,8 @@ fn wrapper_PrivateUse1_minimum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_minimum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::minimum(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::minimum(self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2713,15 +2713,15 @@ fn wrapper_PrivateUse1_pow_Tensor_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Tensor_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::pow_Tensor_Tensor(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_pow__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::pow_Tensor_Tensor(self_, exponent)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2732,8 +2732,8 @@ fn wrapper_PrivateUse1_pow_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::pow_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::pow_Scalar(self_, exponent)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2744,15 +2744,15 @@ fn wrapper_PrivateUse1_pow_Tensor_Scalar<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Tensor_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::pow_Tensor_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::pow_Tensor_Scalar(self_, exponent)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_pow__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::pow_Tensor_Scalar(self_, exponent)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::pow_Tensor_Scalar(self_, exponent)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2763,8 +2763,8 @@ fn wrapper_PrivateUse1_where_self<K: AllNativeFunctions>(_ks: DispatchKeySet, (c
 
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_where_self_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::where_self(condition, self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::where_self(condition, self_, other)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2790,8 +2790,8 @@ fn wrapper_PrivateUse1_arange<K: AllNativeFunctions>(_ks: DispatchKeySet, (end, 
 
 /// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_arange_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::arange(end, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::arange(end, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2807,8 +2807,8 @@ fn wrapper_PrivateUse1_arange_start_step<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_arange_start_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::arange_start_step(start, end, step, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::arange_start_step(start, end, step, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2819,8 +2819,8 @@ fn wrapper_PrivateUse1_empty_memory_format<K: AllNativeFunctions>(_ks: DispatchK
 
 /// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2831,8 +2831,8 @@ fn wrapper_PrivateUse1_empty_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::empty_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::empty_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2843,8 +2843,8 @@ fn wrapper_PrivateUse1_eye<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, dtype
 
 /// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eye_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
-    let result = K::eye(n, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::eye(n, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2855,8 +2855,8 @@ fn wrapper_PrivateUse1_eye_m<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, m, 
 
 /// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eye_m_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::eye_m(n, m, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::eye_m(n, m, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2867,8 +2867,8 @@ fn wrapper_PrivateUse1_full<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, f
 
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_full_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::full(size, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::full(size, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2879,8 +2879,8 @@ fn wrapper_PrivateUse1_full_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_full_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::full_like(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::full_like(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2891,8 +2891,8 @@ fn wrapper_PrivateUse1_linspace<K: AllNativeFunctions>(_ks: DispatchKeySet, (sta
 
 /// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_linspace_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::linspace(start, end, steps, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::linspace(start, end, steps, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2903,8 +2903,8 @@ fn wrapper_PrivateUse1_ones<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, d
 
 /// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ones_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::ones(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ones(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2915,8 +2915,8 @@ fn wrapper_PrivateUse1_ones_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ones_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::ones_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ones_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2927,8 +2927,8 @@ fn wrapper_PrivateUse1_zeros<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, 
 
 /// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_zeros_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::zeros(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::zeros(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2939,8 +2939,8 @@ fn wrapper_PrivateUse1_zeros_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_zeros_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::zeros_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::zeros_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2951,8 +2951,8 @@ fn wrapper_PrivateUse1_bernoulli<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bernoulli_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::bernoulli(self_, generator)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bernoulli(self_, generator)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2963,15 +2963,15 @@ fn wrapper_PrivateUse1_bernoulli_p<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bernoulli_float_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::bernoulli_p(self_, p, generator)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bernoulli_p(self_, p, generator)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bernoulli__float<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
-    let result = K::bernoulli_p(self_, p, generator)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bernoulli_p(self_, p, generator)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -2982,8 +2982,8 @@ fn wrapper_PrivateUse1_rand<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, d
 
 /// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::rand(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::rand(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2994,8 +2994,8 @@ fn wrapper_PrivateUse1_rand_generator<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::rand_generator(size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::rand_generator(size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3006,8 +3006,8 @@ fn wrapper_PrivateUse1_rand_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::rand_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::rand_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3018,8 +3018,8 @@ fn wrapper_PrivateUse1_rand_like_generator<K: AllNativeFunctions>(_ks: DispatchK
 
 /// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_like_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::rand_like_generator(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::rand_like_generator(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3030,8 +3030,8 @@ fn wrapper_PrivateUse1_randint<K: AllNativeFunctions>(_ks: DispatchKeySet, (high
 
 /// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::randint(high, size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randint(high, size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3042,8 +3042,8 @@ fn wrapper_PrivateUse1_randint_generator<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::randint_generator(high, size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randint_generator(high, size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3054,8 +3054,8 @@ fn wrapper_PrivateUse1_randint_low<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_low_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::randint_low(low, high, size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randint_low(low, high, size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3066,8 +3066,8 @@ fn wrapper_PrivateUse1_randint_low_generator<K: AllNativeFunctions>(_ks: Dispatc
 
 /// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_low_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::randint_low_generator(low, high, size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randint_low_generator(low, high, size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3078,8 +3078,8 @@ fn wrapper_PrivateUse1_randn<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, 
 
 /// `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = K::randn(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randn(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3090,8 +3090,8 @@ fn wrapper_PrivateUse1_randn_generator<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::randn_generator(size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randn_generator(size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3102,8 +3102,8 @@ fn wrapper_PrivateUse1_randn_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::randn_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randn_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3114,8 +3114,8 @@ fn wrapper_PrivateUse1_randn_like_generator<K: AllNativeFunctions>(_ks: Dispatch
 
 /// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_like_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = K::randn_like_generator(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::randn_like_generator(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3126,15 +3126,15 @@ fn wrapper_PrivateUse1_normal_functional<K: AllNativeFunctions>(_ks: DispatchKey
 
 /// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_normal_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = K::normal_functional(self_, mean, std, generator)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::normal_functional(self_, mean, std, generator)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_normal_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
-    let result = K::normal_functional(self_, mean, std, generator)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::normal_functional(self_, mean, std, generator)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3145,15 +3145,15 @@ fn wrapper_PrivateUse1_index_put<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 
 /// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_index_put_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::index_put(self_, indices, values, accumulate)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::index_put(self_, indices, values, accumulate)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_index_put_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
-    let result = K::index_put(self_, indices, values, accumulate)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::index_put(self_, indices, values, accumulate)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3164,15 +3164,15 @@ fn wrapper_PrivateUse1_masked_fill_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_masked_fill_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = K::masked_fill_Scalar(self_, mask, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::masked_fill_Scalar(self_, mask, value)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_masked_fill__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = K::masked_fill_Scalar(self_, mask, value)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::masked_fill_Scalar(self_, mask, value)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3183,15 +3183,15 @@ fn wrapper_PrivateUse1_masked_fill_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_masked_fill_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::masked_fill_Tensor(self_, mask, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::masked_fill_Tensor(self_, mask, value)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_masked_fill__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::masked_fill_Tensor(self_, mask, value)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::masked_fill_Tensor(self_, mask, value)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3202,8 +3202,8 @@ fn wrapper_PrivateUse1_log_softmax_int<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log_softmax_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::log_softmax_int(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::log_softmax_int(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3214,9 +3214,9 @@ fn wrapper_PrivateUse1_max_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_dim_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::max_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(max, &r0)?;
-    switchyard_ops::runtime::copy_to_out(max_values, &r1)?;
+    let (functional_result0, functional_result1) = K::max_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(max, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(max_values, &functional_result1)?;
     Ok((max.clone(), max_values.clone()))
 }
 
@@ -3227,8 +3227,8 @@ fn wrapper_PrivateUse1_mean<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mean_dtype_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::mean(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::mean(self_, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3239,8 +3239,8 @@ fn wrapper_PrivateUse1_mean_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 
 /// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mean_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::mean_dim(self_, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::mean_dim(self_, dim, keepdim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3251,9 +3251,9 @@ fn wrapper_PrivateUse1_min_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_min_dim_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::min_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(min, &r0)?;
-    switchyard_ops::runtime::copy_to_out(min_indices, &r1)?;
+    let (functional_result0, functional_result1) = K::min_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(min, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(min_indices, &functional_result1)?;
     Ok((min.clone(), min_indices.clone()))
 }
 
@@ -3264,8 +3264,8 @@ fn wrapper_PrivateUse1_softmax_int<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_softmax_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::softmax_int(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::softmax_int(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3276,8 +3276,8 @@ fn wrapper_PrivateUse1_sum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, d
 
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::sum(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sum(self_, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3288,8 +3288,8 @@ fn wrapper_PrivateUse1_sum_dim_IntList<K: AllNativeFunctions>(_ks: DispatchKeySe
 
 /// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sum_IntList_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = K::sum_dim_IntList(self_, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sum_dim_IntList(self_, dim, keepdim, dtype)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3305,8 +3305,8 @@ fn wrapper_PrivateUse1_std_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_std_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::std_dim(self_, dim, unbiased, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::std_dim(self_, dim, unbiased, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3317,8 +3317,8 @@ fn wrapper_PrivateUse1_std_correction<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_std_correction_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::std_correction(self_, dim, correction, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::std_correction(self_, dim, correction, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3334,8 +3334,8 @@ fn wrapper_PrivateUse1_var_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_var_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::var_dim(self_, dim, unbiased, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::var_dim(self_, dim, unbiased, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3346,8 +3346,8 @@ fn wrapper_PrivateUse1_var_correction<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_var_correction_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
-    let result = K::var_correction(self_, dim, correction, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::var_correction(self_, dim, correction, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3368,9 +3368,9 @@ fn wrapper_PrivateUse1_var_mean_correction<K: AllNativeFunctions>(_ks: DispatchK
 
 /// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_var_mean_correction_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = K::var_mean_correction(self_, dim, correction, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out0, &r0)?;
-    switchyard_ops::runtime::copy_to_out(out1, &r1)?;
+    let (functional_result0, functional_result1) = K::var_mean_correction(self_, dim, correction, keepdim)?;
+    switchyard_ops::runtime::copy_to_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -3381,8 +3381,8 @@ fn wrapper_PrivateUse1_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_min_unary_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::min(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::min(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3393,8 +3393,8 @@ fn wrapper_PrivateUse1_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_unary_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::max(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::max(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3405,15 +3405,15 @@ fn wrapper_PrivateUse1_abs<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_abs_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::abs(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::abs(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `abs_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_abs_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::abs(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::abs(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3424,15 +3424,15 @@ fn wrapper_PrivateUse1_bitwise_not<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_not_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::bitwise_not(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::bitwise_not(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_not_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::bitwise_not(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::bitwise_not(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3443,15 +3443,15 @@ fn wrapper_PrivateUse1_logical_not<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_not_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::logical_not(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::logical_not(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_not_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::logical_not(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::logical_not(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3462,15 +3462,15 @@ fn wrapper_PrivateUse1_ceil<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ceil_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::ceil(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::ceil(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ceil_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ceil_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::ceil(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::ceil(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3481,15 +3481,15 @@ fn wrapper_PrivateUse1_cos<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cos_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::cos(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::cos(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `cos_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cos_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::cos(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::cos(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3500,15 +3500,15 @@ fn wrapper_PrivateUse1_erf<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_erf_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::erf(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::erf(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `erf_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_erf_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::erf(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::erf(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3519,15 +3519,15 @@ fn wrapper_PrivateUse1_exp<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_exp_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::exp(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::exp(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `exp_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_exp_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::exp(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::exp(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3538,15 +3538,15 @@ fn wrapper_PrivateUse1_expm1<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_expm1_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::expm1(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::expm1(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `expm1_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_expm1_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::expm1(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::expm1(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3557,15 +3557,15 @@ fn wrapper_PrivateUse1_floor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_floor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::floor(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::floor(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `floor_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_floor_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::floor(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::floor(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3576,8 +3576,8 @@ fn wrapper_PrivateUse1_isnan<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_isnan_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::isnan(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::isnan(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3588,15 +3588,15 @@ fn wrapper_PrivateUse1_nan_to_num<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nan_to_num_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
-    let result = K::nan_to_num(self_, nan, posinf, neginf)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_nan_to_num_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
-    let result = K::nan_to_num(self_, nan, posinf, neginf)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3607,15 +3607,15 @@ fn wrapper_PrivateUse1_log<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::log(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::log(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `log_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::log(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::log(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3626,15 +3626,15 @@ fn wrapper_PrivateUse1_log1p<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log1p_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::log1p(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::log1p(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `log1p_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log1p_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::log1p(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::log1p(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3645,15 +3645,15 @@ fn wrapper_PrivateUse1_log2<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log2_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::log2(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::log2(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `log2_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log2_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::log2(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::log2(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3664,15 +3664,15 @@ fn wrapper_PrivateUse1_reciprocal<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_reciprocal_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::reciprocal(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::reciprocal(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_reciprocal_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::reciprocal(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::reciprocal(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3683,15 +3683,15 @@ fn wrapper_PrivateUse1_neg<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_neg_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::neg(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::neg(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_neg_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::neg(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::neg(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3702,15 +3702,15 @@ fn wrapper_PrivateUse1_round<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_round_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::round(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::round(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `round_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_round_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::round(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::round(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3721,15 +3721,15 @@ fn wrapper_PrivateUse1_round_decimals<K: AllNativeFunctions>(_ks: DispatchKeySet
 
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_round_decimals_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = K::round_decimals(self_, decimals)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::round_decimals(self_, decimals)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_round__decimals<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
-    let result = K::round_decimals(self_, decimals)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::round_decimals(self_, decimals)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3740,15 +3740,15 @@ fn wrapper_PrivateUse1_relu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_relu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::relu(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::relu(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_relu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::relu(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::relu(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3759,15 +3759,15 @@ fn wrapper_PrivateUse1_gelu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 
 /// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gelu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let result = K::gelu(self_, approximate)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::gelu(self_, approximate)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_gelu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
-    let result = K::gelu(self_, approximate)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::gelu(self_, approximate)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3778,15 +3778,15 @@ fn wrapper_PrivateUse1_rsqrt<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rsqrt_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::rsqrt(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::rsqrt(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_rsqrt_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::rsqrt(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::rsqrt(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3797,15 +3797,15 @@ fn wrapper_PrivateUse1_silu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_silu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::silu(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::silu(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `silu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_silu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::silu(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::silu(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3816,15 +3816,15 @@ fn wrapper_PrivateUse1_sigmoid<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sigmoid_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::sigmoid(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sigmoid(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sigmoid_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::sigmoid(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::sigmoid(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3835,15 +3835,15 @@ fn wrapper_PrivateUse1_sin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::sin(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sin(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sin_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sin_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::sin(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::sin(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3854,15 +3854,15 @@ fn wrapper_PrivateUse1_sqrt<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sqrt_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::sqrt(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sqrt(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sqrt_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::sqrt(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::sqrt(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3873,15 +3873,15 @@ fn wrapper_PrivateUse1_tan<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tan_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::tan(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::tan(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `tan_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tan_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::tan(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::tan(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3892,15 +3892,15 @@ fn wrapper_PrivateUse1_tanh<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tanh_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::tanh(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::tanh(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `tanh_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tanh_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::tanh(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::tanh(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3911,15 +3911,15 @@ fn wrapper_PrivateUse1_trunc<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_trunc_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::trunc(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::trunc(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `trunc_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_trunc_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::trunc(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::trunc(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3930,15 +3930,15 @@ fn wrapper_PrivateUse1_sign<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sign_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::sign(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::sign(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sign_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sign_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = K::sign(self_)?;
-    op::copy_::call(self_, &result, false)?;
+    let functional_result = K::sign(self_)?;
+    op::copy_::call(self_, &functional_result, false)?;
     Ok(self_.clone())
 }
 
@@ -3954,8 +3954,8 @@ fn wrapper_PrivateUse1_isinf<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_isinf_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = K::isinf(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &result)?;
+    let functional_result = K::isinf(self_)?;
+    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
