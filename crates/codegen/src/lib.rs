@@ -30,8 +30,22 @@
 //! assert_eq!(errors[0].message, "leftover entries: {'bogus': 1}");
 //! assert_eq!(errors[0].line, Some(1));
 //! ```
+//!
+//! [`parse_backend_yaml`] reads an external backend's yaml (`backend`, `supported`, `autograd`,
+//! ...; PyTorch's `gen_backend_stubs.py`) against that model, and
+//! [`emit::backend`] generates the backend crate's kernel trait, its registration and the
+//! in-place/out= wrappers for operators the backend gives only functionally:
+//!
+//! ```text
+//! cargo run -p switchyard-codegen -- backend --source-yaml my_backend.yaml --output-dir src/generated
+//! ```
+//!
+//! The backend crate then declares `#[rustfmt::skip] mod generated;`, implements the trait
+//! (`generated::<Backend>NativeFunctions`, or its `class_name`) on a type `K`, and calls
+//! `generated::register::<K>(&mut lib)` or `generated::library::<K>(dispatcher)`.
 
 mod autogen;
+pub mod backend;
 mod checks;
 mod dispatch;
 mod entry;
@@ -50,6 +64,7 @@ mod yaml;
 
 pub mod emit;
 
+pub use backend::{BackendKernel, BackendKey, BackendYaml, parse_backend_yaml};
 pub use dispatch::{
     BackendMetadata, DEFAULT_KERNEL_NAMESPACE, GEN_PY_DEFAULT_IGNORED_KEYS,
     STRUCTURED_DISPATCH_KEYS, SUPPORTED_DISPATCH_KEYS, UFUNC_DISPATCH_KEYS, is_composite_key,

@@ -90,7 +90,7 @@ pub struct NativeFunction {
     /// `cpp_no_default_args:`, in yaml order without repeats.
     pub cpp_no_default_args: Vec<String>,
     /// Whether the operator's implementation differs per backend: true for structured delegates,
-    /// otherwise false only when every kernel is CompositeImplicitAutograd[NestedTensor].
+    /// otherwise false only when every kernel is CompositeImplicitAutograd\[NestedTensor\].
     pub is_abstract: bool,
     /// A CompositeImplicitAutograd kernel is in the dispatch table.
     pub has_composite_implicit_autograd_kernel: bool,

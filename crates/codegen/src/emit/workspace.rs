@@ -29,9 +29,29 @@ pub fn parse_ops_yaml(root: &Path) -> Result<NativeFunctions, String> {
 /// Every generated file (path relative to `root`, contents) from `root`'s ops.yaml.
 pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     let model = parse_ops_yaml(root)?;
-    super::generate_all(&from_model(&model))
-        .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))
+    let mut files = super::generate_all(&from_model(&model))
+        .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))?;
+    for (yaml, dir) in BACKEND_FIXTURES {
+        let dir = Path::new(dir);
+        let yaml = root.join(dir).join(yaml);
+        if !yaml.exists() {
+            // A root holding only ops.yaml (the staleness tests build one).
+            continue;
+        }
+        for (rel, contents) in generate_backend_with(&model, &yaml)? {
+            files.push((dir.join(rel), contents));
+        }
+    }
+    Ok(files)
 }
+
+/// The backend yamls (file, folder relative to the root) whose generated code is committed
+/// beside them as compiled test fixtures of this crate; `generate` regenerates them too, so a
+/// change to ops.yaml that changes them is caught by the same staleness check.
+pub const BACKEND_FIXTURES: [(&str, &str); 2] = [
+    ("backend.yaml", "crates/codegen/tests/backend_fixture"),
+    ("all_ops.yaml", "crates/codegen/tests/backend_fixture_all"),
+];
 
 /// Writes every generated file; returns the paths written.
 pub fn write(root: &Path) -> Result<Vec<PathBuf>, String> {
@@ -75,4 +95,68 @@ pub fn check_yaml_file(path: &Path) -> Result<Vec<String>, String> {
             Err(errors) => errors.iter().map(ToString::to_string).collect(),
         },
     )
+}
+
+/// The files generated for the backend yaml at `source_yaml` (relative to the output
+/// directory), from `root`'s ops.yaml; empty when the yaml lists no supported operator (torchgen
+/// then writes nothing).
+pub fn generate_backend(root: &Path, source_yaml: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    generate_backend_with(&parse_ops_yaml(root)?, source_yaml)
+}
+
+fn generate_backend_with(
+    model: &NativeFunctions,
+    source_yaml: &Path,
+) -> Result<Vec<(PathBuf, String)>, String> {
+    let text = std::fs::read_to_string(source_yaml)
+        .map_err(|e| format!("cannot read {}: {e}", source_yaml.display()))?;
+    let name = source_yaml.display().to_string();
+    let Some(yaml) = crate::parse_backend_yaml(&text, &name, model).map_err(|e| e.to_string())?
+    else {
+        return Ok(Vec::new());
+    };
+    let source = source_yaml
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or(name);
+    super::backend::generate_backend_files(&yaml, model, &from_model(model), &source)
+        .map_err(|e| e.to_string())
+}
+
+/// Writes the backend files into `output_dir`; returns the paths written (unchanged files are
+/// left alone).
+pub fn write_backend(
+    root: &Path,
+    source_yaml: &Path,
+    output_dir: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for (rel, contents) in generate_backend(root, source_yaml)? {
+        let path = output_dir.join(&rel);
+        std::fs::create_dir_all(output_dir)
+            .map_err(|e| format!("cannot create {}: {e}", output_dir.display()))?;
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current != contents {
+            std::fs::write(&path, contents)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// The backend files in `output_dir` that differ from what the generator produces now.
+pub fn stale_backend(
+    root: &Path,
+    source_yaml: &Path,
+    output_dir: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    Ok(generate_backend(root, source_yaml)?
+        .into_iter()
+        .map(|(rel, contents)| (output_dir.join(rel), contents))
+        .filter(|(path, contents)| {
+            std::fs::read_to_string(path).ok().as_deref() != Some(contents.as_str())
+        })
+        .map(|(path, _)| path)
+        .collect())
 }

@@ -1,0 +1,465 @@
+//! The Rust code generated for an external backend crate from its backend yaml
+//! (`gen_backend_stubs.py`, `shared/reference/codegen.md` §4.3–4.5).
+//!
+//! Three files go into the output directory:
+//!
+//! * `native_functions.rs`: the trait the backend implements (PyTorch's
+//!   `<Backend>NativeFunctions.h`), named by `class_name` (default
+//!   `<backend key>NativeFunctions`), with one associated function per kernel listed under
+//!   `supported`/`full_codegen`, then per kernel listed under `autograd`. Each has the operator's
+//!   dispatcher signature with the Rust types of the typed handle `op::X` (no defaults, out
+//!   arguments last, `&Tensor` for every tensor, `i64` for `SymInt`) and returns `Result<..>`.
+//!   Rust has no overloading, so an item is named by the operator's unambiguous name (`abs`,
+//!   `add_Tensor`, `add__Tensor`, `add_out`, `max_dim`), the name of its `op::` marker type,
+//!   rather than by PyTorch's kernel name (`add` for both `add.Tensor` and `add.Scalar`); the
+//!   kernel name is in the item's doc. `symint` has no effect on types (sizes are `i64`).
+//! * `register.rs`: `register::<K>(&mut Library)` registers, for an implementation `K` of the
+//!   trait, every kernel at the backend key (or at `Autograd<backend>` for `autograd` entries),
+//!   each through a typed wrapper `wrapper_<Key>_<op>::<K>`; plus a generated in-place or out=
+//!   wrapper for every group member the backend does not implement whose functional member it
+//!   does (§4.5): it calls the backend's functional kernel, then copies the result into `self`
+//!   (with the `copy_` operator) or resizes and copies it into the out arguments
+//!   (`switchyard_ops::runtime::copy_to_out`), and returns the mutated argument(s). Kernels
+//!   the backend gives are used as they are; ungrouped operators (every view) get no wrapper;
+//!   `use_out_as_primary: true` turns the wrappers off; mutable (`foo.mutable`) members never
+//!   get one.
+//! * `mod.rs`: declares both and re-exports the trait, `register` and `library`.
+
+use super::input::{GenFunction, GenInput};
+use super::operators::schema_text;
+use super::registration::{
+    functional_args, outs_names, wrapper_fn, wrapper_name as registration_wrapper_name,
+};
+use super::rust::{
+    UnsupportedType, arg_name, arg_type, fn_name, output_type, tuple, unambiguous_name,
+};
+use super::writer::lines;
+use crate::backend::{BackendKey, BackendYaml};
+use crate::{GroupedItem, NativeFunctions};
+use std::path::PathBuf;
+use switchyard_core::DispatchKey;
+use switchyard_schema::SchemaKind;
+
+/// A problem generating a backend's code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendGenError(pub String);
+
+impl std::fmt::Display for BackendGenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<UnsupportedType> for BackendGenError {
+    fn from(e: UnsupportedType) -> Self {
+        BackendGenError(format!("cannot generate Rust for schema type {}", e.0))
+    }
+}
+
+/// What a registration does for one operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKernelKind {
+    /// The backend's own kernel (a trait item).
+    Explicit,
+    /// A generated in-place wrapper around the functional kernel.
+    GeneratedInplace,
+    /// A generated out= wrapper around the functional kernel.
+    GeneratedOut,
+}
+
+/// One registration of the generated `register` function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendRegistration {
+    /// Index of the operator in the model.
+    pub function: usize,
+    /// `name.overload` as registered.
+    pub operator: String,
+    /// The dispatch key.
+    pub key: DispatchKey,
+    /// What is registered.
+    pub kind: BackendKernelKind,
+}
+
+fn known(key: BackendKey) -> Result<DispatchKey, BackendGenError> {
+    match key {
+        BackendKey::Known(k) => Ok(k),
+        BackendKey::TorchgenOnly(n) => Err(BackendGenError(format!(
+            "the dispatch key {n} is known to torchgen but not to switchyard's dispatcher: no code can register kernels there"
+        ))),
+    }
+}
+
+/// The registrations, in torchgen's order: grouped order (functional, out, in-place, mutable
+/// within a group); backend key first, then the autograd key.
+pub fn registrations(
+    yaml: &BackendYaml,
+    nf: &NativeFunctions,
+) -> Result<Vec<BackendRegistration>, BackendGenError> {
+    let backend = known(yaml.backend_key)?;
+    let autograd = yaml.autograd_key.map(known).transpose()?;
+    let mut out = Vec::new();
+    let indices: Vec<(DispatchKey, bool)> = std::iter::once((backend, false))
+        .chain(autograd.map(|k| (k, true)))
+        .collect();
+    for (key, is_autograd) in indices {
+        let has = |f: usize| {
+            if is_autograd {
+                yaml.has_autograd_kernel(f)
+            } else {
+                yaml.has_kernel(f)
+            }
+        };
+        for item in &nf.grouped {
+            let (members, group): (Vec<usize>, _) = match item {
+                GroupedItem::Group(g) => (g.functions().collect(), Some(g)),
+                GroupedItem::Function(f) => (vec![*f], None),
+            };
+            for f in members {
+                // As torchgen's RegisterDispatchKey: declared, never registered.
+                if nf.functions[f].manual_kernel_registration {
+                    continue;
+                }
+                let kind = if has(f) {
+                    Some(BackendKernelKind::Explicit)
+                } else if group.is_some_and(|g| !yaml.use_out_as_primary && has(g.functional)) {
+                    match nf.functions[f].kind() {
+                        SchemaKind::Inplace => Some(BackendKernelKind::GeneratedInplace),
+                        SchemaKind::Out => Some(BackendKernelKind::GeneratedOut),
+                        _ => None,
+                    }
+                } else {
+                    None
+                };
+                if let Some(kind) = kind {
+                    out.push(BackendRegistration {
+                        function: f,
+                        operator: nf.functions[f].func.name.unqualified(),
+                        key,
+                        kind,
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The header of every generated backend file.
+fn header(source: &str) -> String {
+    format!(
+        "// @generated by `cargo run -p switchyard-codegen -- backend --source-yaml {source}` from {source} and crates/ops/ops.yaml.\n\
+         // Do not edit: change the backend yaml and regenerate; `backend --check` fails when this file is stale.\n\n"
+    )
+}
+
+fn item_name(f: &GenFunction) -> String {
+    fn_name(&unambiguous_name(&f.schema))
+}
+
+/// `name: type` parameters of a trait item.
+fn params(f: &GenFunction) -> Result<String, UnsupportedType> {
+    Ok(f.schema
+        .arguments
+        .iter()
+        .map(|a| {
+            Ok(format!(
+                "{}: {}",
+                arg_name(&a.name),
+                arg_type(&a.ty, "")?.replace("& ", "&")
+            ))
+        })
+        .collect::<Result<Vec<_>, UnsupportedType>>()?
+        .join(", "))
+}
+
+/// The trait's items: the backend index then the autograd index, each in grouped order.
+fn trait_items(yaml: &BackendYaml, nf: &NativeFunctions) -> Vec<(usize, BackendKey)> {
+    let order: Vec<usize> = nf
+        .grouped
+        .iter()
+        .flat_map(|item| match item {
+            GroupedItem::Group(g) => g.functions().collect::<Vec<_>>(),
+            GroupedItem::Function(f) => vec![*f],
+        })
+        .collect();
+    let mut items: Vec<(usize, BackendKey)> = order
+        .iter()
+        .filter(|&&f| yaml.has_kernel(f))
+        .map(|&f| (f, yaml.backend_key))
+        .collect();
+    if let Some(key) = yaml.autograd_key {
+        items.extend(
+            order
+                .iter()
+                .filter(|&&f| yaml.has_autograd_kernel(f))
+                .map(|&f| (f, key)),
+        );
+    }
+    items
+}
+
+fn trait_file(
+    yaml: &BackendYaml,
+    nf: &NativeFunctions,
+    input: &GenInput,
+    source: &str,
+) -> Result<String, BackendGenError> {
+    let mut out = header(source);
+    out.push_str(&format!(
+        "//! The kernels the `{}` backend implements, as the trait [`{}`].\n\n\
+         #![allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::type_complexity)]\n\n\
+         use switchyard_core::{{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor}};\n\n",
+        yaml.backend, yaml.class_name
+    ));
+    out.push_str(&format!(
+        "/// The kernels of the `{}` backend listed in its yaml, one associated function per operator\n\
+         /// with the operator's dispatcher signature (the argument and output types of `op::<name>`).\n\
+         /// Items are named by the operator's unambiguous name (`add_Tensor`; Rust has no overloading);\n\
+         /// each doc gives the schema and PyTorch's kernel name. Register an implementation with\n\
+         /// [`register`](super::register::register).\n",
+        yaml.backend
+    ));
+    out.push_str(&format!("pub trait {} {{\n", yaml.class_name));
+    let mut first = true;
+    for (function, key) in trait_items(yaml, nf) {
+        let f = &input.functions[function];
+        let kernel = yaml
+            .supported
+            .iter()
+            .chain(&yaml.autograd)
+            .find(|k| k.function == function)
+            .map(|k| k.kernel.as_str())
+            .unwrap_or_default();
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        out.push_str(&format!(
+            "    /// `{}`\n    ///\n    /// Kernel `{kernel}`, registered at `{}`.\n    fn {}({}) -> Result<{}>;\n",
+            schema_text(f),
+            key.name(),
+            item_name(f),
+            params(f)?,
+            output_type(&f.schema)?
+        ));
+    }
+    out.push_str("}\n");
+    Ok(out)
+}
+
+fn wrapper_name(key: DispatchKey, f: &GenFunction) -> String {
+    registration_wrapper_name(key, f)
+}
+
+/// The body of a generated in-place / out= wrapper (§4.5).
+fn generated_body(
+    f: &GenFunction,
+    functional: &GenFunction,
+    kind: BackendKernelKind,
+) -> Result<String, UnsupportedType> {
+    let call = format!(
+        "K::{}({})?",
+        item_name(functional),
+        functional_args(f, functional)?.join(", ")
+    );
+    let rt = "switchyard_ops::runtime";
+    if kind == BackendKernelKind::GeneratedInplace {
+        let selfs: Vec<String> = f
+            .schema
+            .arguments
+            .iter()
+            .filter(|a| a.is_write())
+            .map(|a| arg_name(&a.name))
+            .collect();
+        return Ok(if selfs.len() == 1 {
+            let s = &selfs[0];
+            format!(
+                "    let functional_result = {call};\n    op::copy_::call({s}, &functional_result, false)?;\n    Ok({s}.clone())\n"
+            )
+        } else {
+            let results: Vec<String> = (0..selfs.len())
+                .map(|i| format!("functional_result{i}"))
+                .collect();
+            let mut b = format!("    let {} = {call};\n", tuple(&results));
+            for (s, r) in selfs.iter().zip(&results) {
+                b.push_str(&format!("    op::copy_::call({s}, &{r}, false)?;\n"));
+            }
+            b.push_str(&format!(
+                "    Ok({})\n",
+                tuple(
+                    &selfs
+                        .iter()
+                        .map(|s| format!("{s}.clone()"))
+                        .collect::<Vec<_>>()
+                )
+            ));
+            b
+        });
+    }
+    let outs = outs_names(f);
+    let list_out = f
+        .schema
+        .arguments
+        .iter()
+        .any(|a| a.is_out && a.ty.is_tensor_list());
+    Ok(
+        if list_out || (f.schema.returns.is_empty() && outs.len() == 1) {
+            let o = &outs[0];
+            if list_out {
+                format!(
+                    "    let functional_result = {call};\n    {rt}::copy_list_to_out({o}, &functional_result)?;\n    Ok(())\n"
+                )
+            } else {
+                format!(
+                    "    let functional_result = {call};\n    {rt}::copy_to_out({o}, &functional_result)?;\n    Ok(())\n"
+                )
+            }
+        } else if outs.len() == 1 {
+            let o = &outs[0];
+            format!(
+                "    let functional_result = {call};\n    {rt}::copy_to_out({o}, &functional_result)?;\n    Ok({o}.clone())\n"
+            )
+        } else {
+            let results: Vec<String> = (0..outs.len())
+                .map(|i| format!("functional_result{i}"))
+                .collect();
+            let mut b = format!("    let {} = {call};\n", tuple(&results));
+            for (o, r) in outs.iter().zip(&results) {
+                b.push_str(&format!("    {rt}::copy_to_out({o}, &{r})?;\n"));
+            }
+            b.push_str(&format!(
+                "    Ok({})\n",
+                tuple(
+                    &outs
+                        .iter()
+                        .map(|o| format!("{o}.clone()"))
+                        .collect::<Vec<_>>()
+                )
+            ));
+            b
+        },
+    )
+}
+
+fn register_file(
+    yaml: &BackendYaml,
+    nf: &NativeFunctions,
+    input: &GenInput,
+    regs: &[BackendRegistration],
+    source: &str,
+) -> Result<String, BackendGenError> {
+    let tr = &yaml.class_name;
+    let bound = format!("K: {tr}");
+    let mut wrappers = Vec::new();
+    let mut calls = Vec::new();
+    for r in regs {
+        let f = &input.functions[r.function];
+        let name = wrapper_name(r.key, f);
+        let body = match r.kind {
+            BackendKernelKind::Explicit => format!(
+                "    K::{}({})\n",
+                item_name(f),
+                f.schema
+                    .arguments
+                    .iter()
+                    .map(|a| arg_name(&a.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            kind => {
+                let g = nf
+                    .group_of(r.function)
+                    .ok_or_else(|| BackendGenError(format!("{} has no group", f.schema)))?;
+                generated_body(f, &input.functions[g.functional], kind)?
+            }
+        };
+        let what = match r.kind {
+            BackendKernelKind::Explicit => "the backend's kernel",
+            BackendKernelKind::GeneratedInplace => {
+                "generated: the functional kernel, then a copy into `self`"
+            }
+            BackendKernelKind::GeneratedOut => {
+                "generated: the functional kernel, then a resize and copy into the out arguments"
+            }
+        };
+        let code = wrapper_fn(&format!("{name}<{bound}>"), f, false, &body)?.replacen(
+            "`\nfn ",
+            &format!("` ({what})\nfn "),
+            1,
+        );
+        wrappers.push(code);
+        calls.push(format!(
+            "    lib.impl_({:?}, Kernel::typed::<op::{}>({name}::<K>).debug({:?}).for_key(DispatchKey::{}))?;\n",
+            r.operator,
+            unambiguous_name(&f.schema),
+            name,
+            r.key.name()
+        ));
+    }
+    let keys = match yaml.autograd_key {
+        Some(a) => format!("`{}` and `{}`", yaml.backend_key.name(), a.name()),
+        None => format!("`{}`", yaml.backend_key.name()),
+    };
+    let mut out = header(source);
+    out.push_str(&format!(
+        "//! The registration of the `{}` backend's kernels (implemented by a [`{tr}`]) at {keys},\n\
+         //! with generated in-place and out= wrappers where it gives only the functional kernel.\n\n\
+         #![allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]\n\n\
+         use super::native_functions::{tr};\n\
+         use switchyard_core::{{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor}};\n\
+         use switchyard_dispatch::{{Dispatcher, Kernel, Library, LibraryKind}};\n\
+         use switchyard_ops::op;\n\n",
+        yaml.backend
+    ));
+    out.push_str(&format!(
+        "/// Registers `K`'s kernels into `lib`, each at its own key ({keys}; every kernel carries\n\
+         /// its key, so `lib` must be an `Impl` library of namespace `aten` with no key or with the\n\
+         /// backend's key when there are no autograd kernels). They stay registered while `lib` lives.\n\
+         pub fn register<{bound}>(lib: &mut Library) -> Result<()> {{\n"
+    ));
+    out.push_str(&calls.concat());
+    out.push_str("    Ok(())\n}\n\n");
+    out.push_str(&format!(
+        "/// A library on `dispatcher` holding `K`'s kernels ([`register`]); dropping it deregisters\n\
+         /// them, [`Library::leak`] keeps them for the rest of the process.\n\
+         pub fn library<{bound}>(dispatcher: &'static Dispatcher) -> Result<Library> {{\n\
+         \x20   let mut lib = Library::new_on(dispatcher, LibraryKind::Impl, \"aten\", None)?;\n\
+         \x20   register::<K>(&mut lib)?;\n\
+         \x20   Ok(lib)\n\
+         }}\n\n"
+    ));
+    out.push_str(&lines(wrappers.into_iter().map(|w| w + "\n")));
+    Ok(out)
+}
+
+/// The files generated for a backend (paths relative to the output directory, contents).
+/// `source` names the backend yaml in the headers.
+pub fn generate_backend_files(
+    yaml: &BackendYaml,
+    nf: &NativeFunctions,
+    input: &GenInput,
+    source: &str,
+) -> Result<Vec<(PathBuf, String)>, BackendGenError> {
+    let regs = registrations(yaml, nf)?;
+    let tr = &yaml.class_name;
+    let module = format!(
+        "{}//! Code generated from the `{}` backend yaml: the kernel trait [`{tr}`] and its registration.\n\n\
+         pub mod native_functions;\n\
+         pub mod register;\n\n\
+         pub use native_functions::{tr};\n\
+         pub use register::{{library, register}};\n",
+        header(source),
+        yaml.backend
+    );
+    Ok(vec![
+        ("mod.rs".into(), module),
+        (
+            "native_functions.rs".into(),
+            trait_file(yaml, nf, input, source)?,
+        ),
+        (
+            "register.rs".into(),
+            register_file(yaml, nf, input, &regs, source)?,
+        ),
+    ])
+}

@@ -1,0 +1,783 @@
+//! The external-backend generator (`switchyard-codegen backend`): the backend yaml's validation
+//! with torchgen's messages (`shared/reference/codegen.md` §4.1–4.2, §7.2), the registrations
+//! and generated in-place/out= wrappers (§4.5), and a committed, compiled fixture
+//! (`tests/backend_fixture/`) whose registrations the dispatcher accepts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Generated code is kept as generated (`cargo fmt` would make it stale).
+#[rustfmt::skip]
+#[path = "backend_fixture/mod.rs"]
+mod backend_fixture;
+
+// Every non-mutating operator of ops.yaml, functional only: compiling this checks the generated
+// in-place/out= wrappers of the whole operator set.
+#[rustfmt::skip]
+#[allow(dead_code, unused_imports)]
+#[path = "backend_fixture_all/mod.rs"]
+mod backend_fixture_all;
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+use switchyard_codegen::emit::backend::{
+    BackendKernelKind, BackendRegistration, generate_backend_files, registrations,
+};
+use switchyard_codegen::emit::from_model::from_model;
+use switchyard_codegen::emit::workspace;
+use switchyard_codegen::{BackendKey, BackendYaml, NativeFunctions, parse_backend_yaml};
+use switchyard_core::{
+    Device, DispatchKey, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar, ScalarType,
+    Tensor,
+};
+
+const FILE: &str = "backend.yaml";
+
+fn model() -> &'static NativeFunctions {
+    static MODEL: OnceLock<NativeFunctions> = OnceLock::new();
+    MODEL.get_or_init(|| workspace::parse_ops_yaml(&workspace::workspace_root()).unwrap())
+}
+
+fn parse(yaml: &str) -> Option<BackendYaml> {
+    parse_backend_yaml(yaml, FILE, model()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn error(yaml: &str) -> String {
+    match parse_backend_yaml(yaml, FILE, model()) {
+        Ok(_) => panic!("expected an error for:\n{yaml}"),
+        Err(e) => e.message,
+    }
+}
+
+fn regs(yaml: &str) -> Vec<BackendRegistration> {
+    registrations(&parse(yaml).unwrap(), model()).unwrap()
+}
+
+/// `(operator, key, kind)` of every registration.
+fn reg_set(yaml: &str) -> BTreeSet<(String, DispatchKey, String)> {
+    regs(yaml)
+        .into_iter()
+        .map(|r| (r.operator, r.key, format!("{:?}", r.kind)))
+        .collect()
+}
+
+fn ops_of(regs: &[BackendRegistration], kind: BackendKernelKind) -> Vec<&str> {
+    regs.iter()
+        .filter(|r| r.kind == kind)
+        .map(|r| r.operator.as_str())
+        .collect()
+}
+
+fn fixture_yaml() -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/backend_fixture/backend.yaml"),
+    )
+    .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registrations and wrappers
+
+#[test]
+fn functional_only_gives_inplace_and_out_wrappers() {
+    let r = regs("backend: XLA\ncpp_namespace: x\nsupported: [abs]\n");
+    let ops: Vec<(&str, BackendKernelKind)> =
+        r.iter().map(|r| (r.operator.as_str(), r.kind)).collect();
+    // torchgen's order within a group: functional, out, in-place.
+    assert_eq!(
+        ops,
+        [
+            ("abs", BackendKernelKind::Explicit),
+            ("abs.out", BackendKernelKind::GeneratedOut),
+            ("abs_", BackendKernelKind::GeneratedInplace),
+        ]
+    );
+    assert!(r.iter().all(|r| r.key == DispatchKey::XLA));
+}
+
+#[test]
+fn an_explicit_inplace_kernel_wins_over_the_wrapper() {
+    let r = regs("backend: XLA\ncpp_namespace: x\nsupported: [add.Tensor, add_.Tensor]\n");
+    assert_eq!(
+        ops_of(&r, BackendKernelKind::Explicit),
+        ["add.Tensor", "add_.Tensor"]
+    );
+    assert_eq!(ops_of(&r, BackendKernelKind::GeneratedOut), ["add.out"]);
+    assert!(ops_of(&r, BackendKernelKind::GeneratedInplace).is_empty());
+}
+
+#[test]
+fn out_or_inplace_alone_generates_nothing() {
+    // No functional kernel: nothing to wrap (the rule needs the functional member).
+    let r = regs("backend: XLA\ncpp_namespace: x\nsupported: [abs.out, add_.Tensor]\n");
+    let explicit: BTreeSet<&str> = ops_of(&r, BackendKernelKind::Explicit)
+        .into_iter()
+        .collect();
+    assert_eq!(explicit, ["abs.out", "add_.Tensor"].into());
+    assert_eq!(r.len(), 2);
+}
+
+#[test]
+fn views_and_ungrouped_operators_get_no_wrappers() {
+    let r = regs(
+        "backend: XLA\ncpp_namespace: x\nsupported: [view, transpose.int, max_pool2d, _to_cpu]\n",
+    );
+    assert_eq!(r.len(), 4);
+    assert!(r.iter().all(|r| r.kind == BackendKernelKind::Explicit));
+}
+
+#[test]
+fn factory_tuple_and_list_out_variants_are_generated() {
+    let yaml = "backend: XLA\ncpp_namespace: x\nsupported: [empty.memory_format, max.dim, unbind_copy.int]\n";
+    let r = regs(yaml);
+    let mut generated = ops_of(&r, BackendKernelKind::GeneratedOut);
+    generated.sort_unstable();
+    assert_eq!(
+        generated,
+        ["empty.out", "max.dim_max", "unbind_copy.int_out"]
+    );
+    let files = generate(yaml);
+    let reg = &files["register.rs"];
+    // empty.out takes the tensor options from its out tensor.
+    assert!(reg.contains(
+        "K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?"
+    ));
+    // max.dim_max copies both results and returns both out tensors.
+    assert!(reg.contains("copy_to_out(max, &functional_result0)?;"));
+    assert!(reg.contains("copy_to_out(max_values, &functional_result1)?;"));
+    assert!(reg.contains("Ok((max.clone(), max_values.clone()))"));
+    // unbind_copy.int_out returns nothing and copies element-wise.
+    assert!(reg.contains("copy_list_to_out(out, &functional_result)?;\n    Ok(())"));
+}
+
+#[test]
+fn wrapper_bodies_call_the_functional_kernel_then_copy() {
+    let files = generate("backend: XLA\ncpp_namespace: x\nsupported: [abs]\n");
+    let reg = &files["register.rs"];
+    let body = |name: &str| {
+        let start = reg.find(&format!("fn {name}<")).unwrap();
+        let end = reg[start..].find("\n}\n").unwrap();
+        reg[start..start + end].to_string()
+    };
+    let inplace = body("wrapper_XLA_abs_");
+    assert!(inplace.contains("let functional_result = K::abs(self_)?;"));
+    assert!(inplace.contains("op::copy_::call(self_, &functional_result, false)?;"));
+    assert!(inplace.contains("Ok(self_.clone())"));
+    let out = body("wrapper_XLA_abs_out");
+    assert!(out.contains("let functional_result = K::abs(self_)?;"));
+    assert!(out.contains("switchyard_ops::runtime::copy_to_out(out, &functional_result)?;"));
+    assert!(out.contains("Ok(out.clone())"));
+    let functional = body("wrapper_XLA_abs");
+    assert!(functional.contains("K::abs(self_)"));
+    for (name, key) in [("abs", "XLA"), ("abs.out", "XLA"), ("abs_", "XLA")] {
+        let op = name.replace('.', "_");
+        assert!(
+            reg.contains(&format!(
+                "lib.impl_({name:?}, Kernel::typed::<op::{op}>(wrapper_{key}_{op}::<K>)"
+            )),
+            "{name} not registered"
+        );
+    }
+}
+
+#[test]
+fn trait_has_one_item_per_listed_kernel() {
+    let yaml = "backend: XLA\ncpp_namespace: x\nsupported: [abs, add.Tensor, add_.Tensor, add.Scalar, view]\nautograd: [max_pool2d]\n";
+    let files = generate(yaml);
+    let tr = &files["native_functions.rs"];
+    assert!(tr.contains("pub trait XLANativeFunctions {"));
+    let items: BTreeSet<String> = tr
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("fn "))
+        .map(|l| l[..l.find('(').unwrap()].to_string())
+        .collect();
+    let expected: BTreeSet<String> = [
+        "abs",
+        "add_Tensor",
+        "add__Tensor",
+        "add_Scalar",
+        "view",
+        "max_pool2d",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(items, expected);
+    assert!(tr.contains("    fn abs(self_: &Tensor) -> Result<Tensor>;"));
+    assert!(tr.contains(
+        "    fn add_Scalar(self_: &Tensor, other: Scalar, alpha: Scalar) -> Result<Tensor>;"
+    ));
+    assert!(tr.contains("    fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor>;"));
+    // PyTorch's kernel names (no overload) are in the docs.
+    assert!(tr.contains("Kernel `add`, registered at `XLA`."));
+    assert!(tr.contains("Kernel `add_`, registered at `XLA`."));
+    assert!(tr.contains("Kernel `max_pool2d`, registered at `AutogradXLA`."));
+}
+
+#[test]
+fn autograd_entries_register_at_the_autograd_key_with_their_wrappers() {
+    let set = reg_set(
+        "backend: XLA\ncpp_namespace: x\nsupported: [mm]\nautograd: [max_pool2d, sub.Tensor]\n",
+    );
+    let expect = |op: &str, key, kind: &str| (op.to_string(), key, kind.to_string());
+    for e in [
+        expect("mm", DispatchKey::XLA, "Explicit"),
+        expect("mm.out", DispatchKey::XLA, "GeneratedOut"),
+        expect("max_pool2d", DispatchKey::AutogradXLA, "Explicit"),
+        expect("sub.Tensor", DispatchKey::AutogradXLA, "Explicit"),
+        expect("sub.out", DispatchKey::AutogradXLA, "GeneratedOut"),
+        expect("sub_.Tensor", DispatchKey::AutogradXLA, "GeneratedInplace"),
+    ] {
+        assert!(set.contains(&e), "missing {e:?} in {set:?}");
+    }
+    assert_eq!(set.len(), 6, "{set:?}");
+}
+
+#[test]
+fn full_codegen_is_appended_to_supported_and_ir_gen_non_native_are_ignored() {
+    let y = parse(
+        "backend: XLA\ncpp_namespace: x\nsupported: [abs]\nfull_codegen: [mul.Tensor]\nir_gen: [relu]\nnon_native:\n  - func: foo() -> Tensor\n",
+    )
+    .unwrap();
+    let names: Vec<String> = y
+        .supported
+        .iter()
+        .map(|k| model().functions[k.function].func.name.unqualified())
+        .collect();
+    assert_eq!(names, ["abs", "mul.Tensor"]);
+    assert_eq!(y.full_codegen.len(), 1);
+    let set =
+        reg_set("backend: XLA\ncpp_namespace: x\nfull_codegen: [mul.Tensor]\nir_gen: [relu]\n");
+    assert!(
+        set.iter().all(|(op, _, _)| op.starts_with("mul")),
+        "{set:?}"
+    );
+    assert_eq!(set.len(), 3);
+}
+
+#[test]
+fn symint_suffixes_the_kernel_name_only() {
+    let y = parse("backend: XLA\ncpp_namespace: x\nsupported: [empty.memory_format, view, abs]\nsymint: [empty.memory_format, view]\n").unwrap();
+    let kernels: Vec<&str> = y.supported.iter().map(|k| k.kernel.as_str()).collect();
+    assert_eq!(kernels, ["empty_symint", "view_symint", "abs"]);
+    let tr = &generate("backend: XLA\ncpp_namespace: x\nsupported: [view]\nsymint: [view]\n")["native_functions.rs"];
+    assert!(tr.contains("fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor>;"));
+}
+
+#[test]
+fn use_out_as_primary_turns_wrappers_off() {
+    let r = regs(
+        "backend: XLA\ncpp_namespace: x\nuse_out_as_primary: true\ndevice_guard: true\nsupported: [abs]\n",
+    );
+    assert_eq!(r.len(), 1);
+}
+
+#[test]
+fn duplicates_are_harmless_and_class_name_is_used() {
+    let y = parse("backend: XLA\ncpp_namespace: torch_xla::ns\nclass_name: MyKernels\nsupported: [abs, abs, abs]\n").unwrap();
+    assert_eq!(y.supported.len(), 1);
+    assert_eq!(y.class_name, "MyKernels");
+    assert_eq!(y.cpp_namespace, "torch_xla::ns");
+    let y = parse("backend: PrivateUse1\ncpp_namespace: x\nsupported: [abs]\n").unwrap();
+    assert_eq!(y.class_name, "PrivateUse1NativeFunctions");
+    assert_eq!(y.backend_key, BackendKey::Known(DispatchKey::PrivateUse1));
+    assert_eq!(y.autograd_key, None);
+}
+
+#[test]
+fn empty_supported_generates_nothing() {
+    // torchgen case 3: no operator, so `backend` is never parsed.
+    assert_eq!(parse("backend: XLA\ncpp_namespace: x\nsupported:\n"), None);
+    assert_eq!(
+        parse("backend: BAD_XLA\ncpp_namespace: x\nsupported: []\n"),
+        None
+    );
+    assert_eq!(
+        parse("backend: BAD_XLA\ncpp_namespace: x\nautograd: [abs]\n"),
+        None
+    );
+    let tmp = std::env::temp_dir().join(format!("switchyard-backend-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let yaml = tmp.join("b.yaml");
+    std::fs::write(&yaml, "backend: XLA\ncpp_namespace: x\n").unwrap();
+    let out = tmp.join("out");
+    assert!(
+        workspace::write_backend(&workspace::workspace_root(), &yaml, &out)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn a_torchgen_only_key_parses_but_cannot_be_generated() {
+    let y = parse("backend: MKLDNN\ncpp_namespace: x\nsupported: [abs]\n").unwrap();
+    assert_eq!(y.backend_key, BackendKey::TorchgenOnly("MKLDNN"));
+    assert_eq!(y.class_name, "MKLDNNNativeFunctions");
+    let e = registrations(&y, model()).unwrap_err();
+    assert!(e.0.contains("MKLDNN"), "{e}");
+}
+
+fn generate(yaml: &str) -> std::collections::HashMap<String, String> {
+    let y = parse(yaml).unwrap();
+    generate_backend_files(&y, model(), &from_model(model()), FILE)
+        .unwrap()
+        .into_iter()
+        .map(|(p, t)| (p.display().to_string(), t))
+        .collect()
+}
+
+#[test]
+fn every_file_carries_the_generated_header() {
+    let files = generate("backend: XLA\ncpp_namespace: x\nsupported: [abs]\n");
+    let mut names: Vec<&String> = files.keys().collect();
+    names.sort();
+    assert_eq!(names, ["mod.rs", "native_functions.rs", "register.rs"]);
+    for (name, text) in &files {
+        assert!(
+            text.starts_with("// @generated by `cargo run -p switchyard-codegen -- backend"),
+            "{name}"
+        );
+        assert!(text.contains("Do not edit"), "{name}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The committed fixture: fresh, compiled (this file includes it), and accepted by the dispatcher.
+
+#[test]
+fn committed_fixtures_are_up_to_date() {
+    let root = workspace::workspace_root();
+    for (yaml, dir) in workspace::BACKEND_FIXTURES {
+        let dir = root.join(dir);
+        let stale = workspace::stale_backend(&root, &dir.join(yaml), &dir).unwrap();
+        assert!(
+            stale.is_empty(),
+            "stale (run `cargo run -p switchyard-codegen -- generate`): {stale:?}"
+        );
+    }
+}
+
+#[test]
+fn the_all_operators_fixture_wraps_every_group() {
+    let yaml = std::fs::read_to_string(
+        workspace::workspace_root().join("crates/codegen/tests/backend_fixture_all/all_ops.yaml"),
+    )
+    .unwrap();
+    let r = regs(&yaml);
+    let nf = model();
+    // Every group whose functional operator is listed gets all its in-place and out= members.
+    for g in nf.groups() {
+        if !r.iter().any(|x| x.function == g.functional) {
+            continue;
+        }
+        for m in [Some(g.out), g.inplace].into_iter().flatten() {
+            assert!(
+                r.iter()
+                    .any(|x| x.function == m && x.kind != BackendKernelKind::Explicit),
+                "{} lacks a generated wrapper",
+                nf.functions[m].func.name
+            );
+        }
+    }
+    assert!(ops_of(&r, BackendKernelKind::GeneratedOut).len() > 100);
+}
+
+#[test]
+fn fixture_registrations_are_the_expected_ones() {
+    let set = reg_set(&fixture_yaml());
+    let kinds = |kind: &str| -> BTreeSet<&str> {
+        set.iter()
+            .filter(|(_, _, k)| k == kind)
+            .map(|(op, _, _)| op.as_str())
+            .collect()
+    };
+    assert_eq!(
+        kinds("GeneratedInplace"),
+        ["abs_", "add_.Scalar", "mul_.Tensor", "sub_.Tensor"].into()
+    );
+    assert_eq!(
+        kinds("GeneratedOut"),
+        [
+            "abs.out",
+            "add.out",
+            "add.Scalar_out",
+            "empty.out",
+            "max.dim_max",
+            "mul.out",
+            "sub.out",
+            "unbind_copy.int_out"
+        ]
+        .into()
+    );
+    assert!(!set.iter().any(|(op, _, _)| op.starts_with("relu")));
+}
+
+/// A backend whose kernels all fail: enough to register it.
+struct Failing;
+
+fn no<T>() -> Result<T> {
+    Err(Error::runtime("not implemented by the fixture"))
+}
+
+impl backend_fixture::FixtureNativeFunctions for Failing {
+    fn mm(_: &Tensor, _: &Tensor) -> Result<Tensor> {
+        no()
+    }
+    fn mm_out(_: &Tensor, _: &Tensor, _: &Tensor) -> Result<Tensor> {
+        no()
+    }
+    fn transpose_int(_: &Tensor, _: i64, _: i64) -> Result<Tensor> {
+        no()
+    }
+    fn _to_cpu(_: &[Tensor]) -> Result<Vec<Tensor>> {
+        no()
+    }
+    fn view(_: &Tensor, _: &[i64]) -> Result<Tensor> {
+        no()
+    }
+    fn unbind_copy_int(_: &Tensor, _: i64) -> Result<Vec<Tensor>> {
+        no()
+    }
+    fn add_Tensor(_: &Tensor, _: &Tensor, _: Scalar) -> Result<Tensor> {
+        no()
+    }
+    fn add__Tensor(_: &Tensor, _: &Tensor, _: Scalar) -> Result<Tensor> {
+        no()
+    }
+    fn add_Scalar(_: &Tensor, _: Scalar, _: Scalar) -> Result<Tensor> {
+        no()
+    }
+    fn mul_Tensor(_: &Tensor, _: &Tensor) -> Result<Tensor> {
+        no()
+    }
+    fn empty_memory_format(
+        _: &[i64],
+        _: Option<ScalarType>,
+        _: Option<Layout>,
+        _: Option<Device>,
+        _: Option<bool>,
+        _: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        no()
+    }
+    fn max_dim(_: &Tensor, _: i64, _: bool) -> Result<(Tensor, Tensor)> {
+        no()
+    }
+    fn abs(_: &Tensor) -> Result<Tensor> {
+        no()
+    }
+    fn max_pool2d(
+        _: &Tensor,
+        _: &[i64],
+        _: &[i64],
+        _: &[i64],
+        _: &[i64],
+        _: bool,
+    ) -> Result<Tensor> {
+        no()
+    }
+    fn sub_Tensor(_: &Tensor, _: &Tensor, _: Scalar) -> Result<Tensor> {
+        no()
+    }
+}
+
+#[test]
+fn fixture_registers_at_the_dispatcher_with_matching_schemas() {
+    let d = switchyard_dispatch::Dispatcher::singleton();
+    let slot = |op: &str, key: DispatchKey| {
+        d.find_schema_or_error(&format!("aten::{op}"))
+            .unwrap()
+            .describe_slot(key)
+            .map(|(debug, _)| debug)
+    };
+    // Every typed kernel's inferred schema is checked against the operator's at registration.
+    let lib = backend_fixture::library::<Failing>(d).unwrap();
+    let expected = regs(&fixture_yaml());
+    assert!(expected.len() > 20);
+    for r in &expected {
+        let debug = slot(&r.operator, r.key).unwrap_or_default();
+        assert!(
+            debug.starts_with(&format!("wrapper_{}_", r.key.name())),
+            "{} at {:?}: {debug}",
+            r.operator,
+            r.key
+        );
+    }
+    // A call at the backend key reaches the generated in-place wrapper, which calls the
+    // backend's functional kernel.
+    let t = Tensor::from_slice(&[1.0f32, -2.0]).unwrap();
+    let e =
+        switchyard_ops::op::abs_::redispatch(DispatchKeySet::from(DispatchKey::PrivateUse1), &t)
+            .unwrap_err();
+    assert!(
+        e.to_string().contains("not implemented by the fixture"),
+        "{e}"
+    );
+    // Dropping the library deregisters everything.
+    drop(lib);
+    assert!(
+        !slot("abs_", DispatchKey::PrivateUse1)
+            .unwrap_or_default()
+            .starts_with("wrapper_PrivateUse1")
+    );
+    // register() into a key-less Impl library works the same.
+    let mut lib = switchyard_dispatch::Library::new_on(
+        d,
+        switchyard_dispatch::LibraryKind::Impl,
+        "aten",
+        None,
+    )
+    .unwrap();
+    backend_fixture::register::<Failing>(&mut lib).unwrap();
+    assert_eq!(
+        slot("max_pool2d", DispatchKey::AutogradPrivateUse1).as_deref(),
+        Some("wrapper_AutogradPrivateUse1_max_pool2d")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: torchgen's exact messages (§4.2, §7.2), one test each.
+
+#[test]
+fn error_not_a_mapping() {
+    assert_eq!(
+        error("- abs\n"),
+        "Expected yaml_values to be a dict, got <class 'list'>"
+    );
+    assert_eq!(
+        error(""),
+        "Expected yaml_values to be a dict, got <class 'NoneType'>"
+    );
+}
+
+#[test]
+fn error_missing_backend() {
+    assert_eq!(
+        error("cpp_namespace: x\nsupported: [abs]\n"),
+        "You must provide a value for \"backend\""
+    );
+}
+
+#[test]
+fn error_empty_backend() {
+    assert_eq!(
+        error("backend:\ncpp_namespace: x\nsupported: [abs]\n"),
+        "You must provide a value for \"backend\""
+    );
+}
+
+#[test]
+fn error_missing_cpp_namespace() {
+    assert_eq!(
+        error("backend: XLA\nsupported: [abs]\n"),
+        "You must provide a value for \"cpp_namespace\""
+    );
+}
+
+#[test]
+fn error_blank_cpp_namespace() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: '  '\nsupported: [abs]\n"),
+        "You must provide a value for \"cpp_namespace\""
+    );
+}
+
+#[test]
+fn error_use_out_as_primary_not_bool() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nuse_out_as_primary: frue\nsupported: [abs]\n"),
+        "You must provide either True or False for use_out_as_primary. Provided: frue"
+    );
+}
+
+#[test]
+fn error_device_guard_not_bool() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\ndevice_guard: 1\nsupported: [abs]\n"),
+        "You must provide either True or False for device_guard. Provided: 1"
+    );
+}
+
+#[test]
+fn error_supported_not_a_list() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: abs\n"),
+        "expected \"supported\" to be a list, but got: abs (of type <class 'str'>)"
+    );
+}
+
+#[test]
+fn error_symint_not_a_list() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [view]\nsymint: view\n"),
+        "expected \"symint\" to be a list, but got: view (of type <class 'str'>)"
+    );
+}
+
+#[test]
+fn error_autograd_not_a_list() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [abs]\nautograd: add.Tensor\n"),
+        "expected \"autograd\" to be a list, but got: add.Tensor"
+    );
+    // Unlike `supported`, an empty `autograd:` is None, not a list.
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [abs]\nautograd:\n"),
+        "expected \"autograd\" to be a list, but got: None"
+    );
+}
+
+#[test]
+fn error_unexpected_key() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [abs]\ninvalid_key: invalid_val\n"),
+        "backend.yaml contains unexpected keys: invalid_key. Only the following keys are supported: backend, class_name, cpp_namespace, extra_headers, supported, autograd, full_codegen, non_native, ir_gen, symint"
+    );
+}
+
+#[test]
+fn error_extra_headers_is_listed_but_unexpected() {
+    assert!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [abs]\nextra_headers: [a.h]\n")
+            .starts_with("backend.yaml contains unexpected keys: extra_headers. Only")
+    );
+}
+
+#[test]
+fn error_unknown_backend_key() {
+    assert_eq!(
+        error("backend: NOT_XLA\ncpp_namespace: x\nsupported: [abs]\n"),
+        "unknown dispatch key NOT_XLA\n  The provided value for \"backend\" must be a valid DispatchKey, but got NOT_XLA."
+    );
+}
+
+#[test]
+fn error_unknown_autograd_key() {
+    // torchgen case 10b: Vulkan is a key, AutogradVulkan is not.
+    assert_eq!(
+        error(
+            "backend: Vulkan\ncpp_namespace: x\nsupported: [add.Tensor]\nautograd: [sub.Tensor]\n"
+        ),
+        "unknown dispatch key AutogradVulkan\n  The \"autograd\" key was specified, which indicates that you would like to override the behavior of autograd for some operators on your backend. However \"AutogradVulkan\" is not a valid DispatchKey."
+    );
+}
+
+#[test]
+fn error_invalid_operator_name() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [abs, abs_BAD]\n"),
+        "Found an invalid operator name: abs_BAD"
+    );
+    // torchgen case 10: `add` has no empty overload.
+    assert_eq!(
+        error("backend: Vulkan\ncpp_namespace: x\nsupported: [add]\nautograd: [sub]\n"),
+        "Found an invalid operator name: add"
+    );
+}
+
+#[test]
+fn error_invalid_operator_name_under_autograd() {
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [abs]\nautograd: [not_an_op.Tensor]\n"),
+        "Found an invalid operator name: not_an_op.Tensor"
+    );
+}
+
+#[test]
+fn error_duplicate_backend_key() {
+    assert_eq!(
+        error("backend: CPU\ncpp_namespace: x\nsupported: [abs]\n"),
+        "Duplicate backend key: CPU"
+    );
+}
+
+#[test]
+fn error_supported_and_autograd_mixed_in_a_group() {
+    // torchgen case 11: the kernel names, not the operator names, are printed.
+    assert_eq!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [add.Tensor]\nautograd: [add.out]\n"),
+        "Currently, all variants of an op must either be registered to a backend key, or to a backend's autograd key. They cannot be mix and matched. If this is something you need, feel free to create an issue! add is listed under \"supported\", but add_out is listed under \"autograd\"."
+    );
+}
+
+#[test]
+fn error_same_operator_in_both_lists() {
+    assert!(
+        error("backend: XLA\ncpp_namespace: x\nsupported: [mm]\nautograd: [mm]\n")
+            .ends_with("mm is listed under \"supported\", but mm is listed under \"autograd\".")
+    );
+}
+
+#[test]
+fn error_class_name_not_an_identifier() {
+    assert!(
+        error("backend: XLA\ncpp_namespace: x\nclass_name: 'a::B'\nsupported: [abs]\n")
+            .starts_with("class_name must be a Rust identifier")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command.
+
+fn codegen(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_switchyard-codegen"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn command_writes_then_checks_a_backend() {
+    let tmp = std::env::temp_dir().join(format!("switchyard-backend-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let yaml = tmp.join("my_backend.yaml");
+    std::fs::write(
+        &yaml,
+        "backend: PrivateUse1\ncpp_namespace: my\nsupported: [abs]\n",
+    )
+    .unwrap();
+    let out = tmp.join("generated");
+    let (y, o) = (yaml.to_str().unwrap(), out.to_str().unwrap());
+    let check = codegen(&["backend", "--source-yaml", y, "--output-dir", o, "--check"]);
+    assert!(!check.status.success(), "nothing written yet: stale");
+    let write = codegen(&["backend", "--source-yaml", y, "--output-dir", o]);
+    assert!(
+        write.status.success(),
+        "{}",
+        String::from_utf8_lossy(&write.stderr)
+    );
+    for f in ["mod.rs", "native_functions.rs", "register.rs"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let header = std::fs::read_to_string(out.join("mod.rs")).unwrap();
+    assert!(header.starts_with(
+        "// @generated by `cargo run -p switchyard-codegen -- backend --source-yaml my_backend.yaml`"
+    ));
+    let check = codegen(&["backend", "--check", "--output-dir", o, "--source-yaml", y]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    std::fs::write(
+        &yaml,
+        "backend: NOT_XLA\ncpp_namespace: my\nsupported: [abs]\n",
+    )
+    .unwrap();
+    let bad = codegen(&["backend", "--source-yaml", y, "--output-dir", o]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).starts_with("unknown dispatch key NOT_XLA\n"));
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn command_usage() {
+    let help = codegen(&["--help"]);
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("backend --source-yaml FILE.yaml --output-dir DIR [--check]"));
+    let missing = codegen(&["backend", "--source-yaml", "x.yaml"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("needs --source-yaml and --output-dir")
+    );
+}
