@@ -1,6 +1,7 @@
-//! The kernels the sidecar implements itself. Each has the dispatcher's typed signature
-//! (`fn(DispatchKeySet, args) -> Result<output>`); a kernel that meets inputs it does not
-//! handle defers to the CPU fallback with [`call_fallback`], naming the operator by type.
+//! The kernels the sidecar implements itself: the [`SidecarNativeFunctions`] trait generated
+//! from `backend.yaml`, one associated function per listed operator with the dispatcher's
+//! typed signature. A kernel that meets inputs it does not handle defers to the CPU fallback
+//! with [`call_fallback`], naming the operator by type.
 //!
 //! The compute kernels (add, mul, relu, mm) handle contiguous `float32` tensors of equal
 //! shapes on the sidecar, which is what a simple accelerator would offer; everything else
@@ -9,11 +10,12 @@
 use std::sync::atomic::Ordering;
 
 use switchyard_backend::{
-    Access, Device, DeviceType, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar, ScalarType,
+    Access, Device, DeviceType, Error, Layout, MemoryFormat, Result, Scalar, ScalarType,
     StorageData, Tensor, call_fallback, with_tensors,
 };
 use switchyard_ops::op;
 
+use crate::generated::SidecarNativeFunctions;
 use crate::memory::{COUNTERS, SidecarMemory};
 
 fn memory(data: &StorageData) -> Result<&SidecarMemory> {
@@ -117,108 +119,6 @@ fn is_sidecar(t: &Tensor) -> bool {
     t.device().kind() == DeviceType::PrivateUse1
 }
 
-/// `_to_cpu(Tensor[] tensors) -> Tensor[]`: the batched transfer the CPU fallback uses; one
-/// call is one batch, however many tensors it carries. CPU tensors pass through.
-pub(crate) fn to_cpu(_ks: DispatchKeySet, (tensors,): (&[Tensor],)) -> Result<Vec<Tensor>> {
-    COUNTERS.to_cpu_batches.fetch_add(1, Ordering::Relaxed);
-    tensors
-        .iter()
-        .map(|t| {
-            if is_sidecar(t) {
-                download(t)
-            } else {
-                Ok(t.clone())
-            }
-        })
-        .collect()
-}
-
-/// `_copy_from(Tensor self, Tensor dst, bool non_blocking=False) -> Tensor`: `copy_` between
-/// the sidecar and the host (either way) or within the sidecar.
-pub(crate) fn copy_from(
-    _ks: DispatchKeySet,
-    (src, dst, _non_blocking): (&Tensor, &Tensor, bool),
-) -> Result<Tensor> {
-    match (is_sidecar(src), is_sidecar(dst)) {
-        (true, true) if src.dtype() == dst.dtype() && src.sizes() == dst.sizes() => {
-            scatter(dst, &gather(src)?)?;
-        }
-        (true, true) => upload(&download(src)?, dst)?,
-        (false, true) => upload(src, dst)?,
-        (true, false) => {
-            op::copy_::call(dst, &download(src)?, false)?;
-        }
-        (false, false) => {
-            return Err(Error::runtime(format!(
-                "sidecar: _copy_from called for {} -> {}",
-                src.device(),
-                dst.device()
-            )));
-        }
-    }
-    Ok(dst.clone())
-}
-
-/// `empty.memory_format`: a new sidecar tensor (contiguous in any memory format request).
-pub(crate) fn empty(
-    _ks: DispatchKeySet,
-    (size, dtype, _layout, device, _pin_memory, _memory_format): (
-        &[i64],
-        Option<ScalarType>,
-        Option<Layout>,
-        Option<Device>,
-        Option<bool>,
-        Option<MemoryFormat>,
-    ),
-) -> Result<Tensor> {
-    Tensor::allocate(
-        size,
-        dtype.unwrap_or(ScalarType::Float),
-        device.unwrap_or_else(crate::device),
-    )
-}
-
-/// `empty_strided`: a new sidecar tensor with the given strides.
-pub(crate) fn empty_strided(
-    _ks: DispatchKeySet,
-    (size, stride, dtype, _layout, device, _pin_memory): (
-        &[i64],
-        &[i64],
-        Option<ScalarType>,
-        Option<Layout>,
-        Option<Device>,
-        Option<bool>,
-    ),
-) -> Result<Tensor> {
-    Tensor::allocate_strided(
-        size,
-        stride,
-        dtype.unwrap_or(ScalarType::Float),
-        device.unwrap_or_else(crate::device),
-    )
-}
-
-/// `view`: sidecar tensors are strided, so the generic view kernel serves them.
-pub(crate) fn view(_ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
-    switchyard_ops::native::view(self_, size)
-}
-
-/// `as_strided`: the generic strided kernel.
-pub(crate) fn as_strided(
-    _ks: DispatchKeySet,
-    (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>),
-) -> Result<Tensor> {
-    switchyard_ops::native::as_strided_tensorimpl_meta(self_, size, stride, storage_offset)
-}
-
-/// `resize_`: the generic kernel; storage grows through the sidecar allocator.
-pub(crate) fn resize_(
-    _ks: DispatchKeySet,
-    (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>),
-) -> Result<Tensor> {
-    switchyard_ops::native::resize_(self_, size, memory_format)
-}
-
 /// Whether the sidecar's own compute kernels take these operands: `float32`, contiguous, on
 /// the sidecar, all of one shape.
 fn native_f32(tensors: &[&Tensor]) -> bool {
@@ -253,60 +153,162 @@ fn elementwise(a: &Tensor, b: &Tensor, f: impl Fn(f32, f32) -> f32) -> Result<Te
     new_f32(&a.sizes(), &values)
 }
 
-/// `add.Tensor` on the sidecar; other operands go to the CPU fallback.
-pub(crate) fn add(
-    _ks: DispatchKeySet,
-    (self_, other, alpha): (&Tensor, &Tensor, Scalar),
-) -> Result<Tensor> {
-    if native_f32(&[self_, other])
-        && let Ok(a) = alpha.to::<f32>()
-    {
-        return elementwise(self_, other, |x, y| x + a * y);
-    }
-    call_fallback::<op::add_Tensor>(crate::fallback, (self_, other, alpha))
-}
+/// The sidecar's kernels.
+pub(crate) struct Sidecar;
 
-/// `mul.Tensor` on the sidecar; other operands go to the CPU fallback.
-pub(crate) fn mul(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if native_f32(&[self_, other]) {
-        return elementwise(self_, other, |x, y| x * y);
+impl SidecarNativeFunctions for Sidecar {
+    /// Contiguous `float32` operands of one shape on the sidecar; anything else goes to the
+    /// CPU fallback.
+    fn add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
+        if native_f32(&[self_, other])
+            && let Ok(a) = alpha.to::<f32>()
+        {
+            return elementwise(self_, other, |x, y| x + a * y);
+        }
+        call_fallback::<op::add_Tensor>(crate::fallback, (self_, other, alpha))
     }
-    call_fallback::<op::mul_Tensor>(crate::fallback, (self_, other))
-}
 
-/// `relu` on the sidecar (NaN stays NaN, as PyTorch's); other operands go to the fallback.
-pub(crate) fn relu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    if native_f32(&[self_]) {
-        let values: Vec<f32> = read_f32(self_)?
-            .into_iter()
-            .map(|x| if x > 0.0 || x.is_nan() { x } else { 0.0 })
-            .collect();
-        return new_f32(&self_.sizes(), &values);
+    /// As `add_Tensor`.
+    fn mul_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        if native_f32(&[self_, other]) {
+            return elementwise(self_, other, |x, y| x * y);
+        }
+        call_fallback::<op::mul_Tensor>(crate::fallback, (self_, other))
     }
-    call_fallback::<op::relu>(crate::fallback, (self_,))
-}
 
-/// `mm` on the sidecar for contiguous `float32` matrices; other operands go to the fallback.
-pub(crate) fn mm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let shapes_ok = self_.dim() == 2 && mat2.dim() == 2 && self_.sizes()[1] == mat2.sizes()[0];
-    let native = [self_, mat2].iter().all(|t| {
-        is_sidecar(t) && t.dtype() == ScalarType::Float && t.is_contiguous()
-    });
-    if !(shapes_ok && native) {
-        return call_fallback::<op::mm>(crate::fallback, (self_, mat2));
+    /// `float32` on the sidecar (NaN stays NaN, as PyTorch's); anything else falls back.
+    fn relu(self_: &Tensor) -> Result<Tensor> {
+        if native_f32(&[self_]) {
+            let values: Vec<f32> = read_f32(self_)?
+                .into_iter()
+                .map(|x| if x > 0.0 || x.is_nan() { x } else { 0.0 })
+                .collect();
+            return new_f32(&self_.sizes(), &values);
+        }
+        call_fallback::<op::relu>(crate::fallback, (self_,))
     }
-    let (n, k, m) = (self_.sizes()[0], self_.sizes()[1], mat2.sizes()[1]);
-    let to_usize = |v: i64| usize::try_from(v).map_err(|_| out_of_bounds());
-    let (n, k, m) = (to_usize(n)?, to_usize(k)?, to_usize(m)?);
-    let (a, b) = (read_f32(self_)?, read_f32(mat2)?);
-    let mut c = vec![0.0f32; n * m];
-    for i in 0..n {
-        for p in 0..k {
-            let x = a[i * k + p];
-            for j in 0..m {
-                c[i * m + j] += x * b[p * m + j];
+
+    /// Contiguous `float32` matrices on the sidecar; anything else (and every error message)
+    /// comes from the fallback.
+    fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        let shapes_ok =
+            self_.dim() == 2 && mat2.dim() == 2 && self_.sizes()[1] == mat2.sizes()[0];
+        let native = [self_, mat2]
+            .iter()
+            .all(|t| is_sidecar(t) && t.dtype() == ScalarType::Float && t.is_contiguous());
+        if !(shapes_ok && native) {
+            return call_fallback::<op::mm>(crate::fallback, (self_, mat2));
+        }
+        let to_usize = |v: i64| usize::try_from(v).map_err(|_| out_of_bounds());
+        let n = to_usize(self_.sizes()[0])?;
+        let k = to_usize(self_.sizes()[1])?;
+        let m = to_usize(mat2.sizes()[1])?;
+        let (a, b) = (read_f32(self_)?, read_f32(mat2)?);
+        let mut c = vec![0.0f32; n * m];
+        for i in 0..n {
+            for p in 0..k {
+                let x = a[i * k + p];
+                for j in 0..m {
+                    c[i * m + j] += x * b[p * m + j];
+                }
             }
         }
+        new_f32(&[self_.sizes()[0], mat2.sizes()[1]], &c)
     }
-    new_f32(&[n as i64, m as i64], &c)
+
+    /// The batched transfer the CPU fallback uses: one call is one batch, however many
+    /// tensors it carries. CPU tensors pass through.
+    fn _to_cpu(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+        COUNTERS.to_cpu_batches.fetch_add(1, Ordering::Relaxed);
+        tensors
+            .iter()
+            .map(|t| {
+                if is_sidecar(t) {
+                    download(t)
+                } else {
+                    Ok(t.clone())
+                }
+            })
+            .collect()
+    }
+
+    /// `copy_` between the sidecar and the host (either way) or within the sidecar.
+    fn _copy_from(self_: &Tensor, dst: &Tensor, _non_blocking: bool) -> Result<Tensor> {
+        let src = self_;
+        match (is_sidecar(src), is_sidecar(dst)) {
+            (true, true) if src.dtype() == dst.dtype() && src.sizes() == dst.sizes() => {
+                scatter(dst, &gather(src)?)?;
+            }
+            (true, true) => upload(&download(src)?, dst)?,
+            (false, true) => upload(src, dst)?,
+            (true, false) => {
+                op::copy_::call(dst, &download(src)?, false)?;
+            }
+            (false, false) => {
+                return Err(Error::runtime(format!(
+                    "sidecar: _copy_from called for {} -> {}",
+                    src.device(),
+                    dst.device()
+                )));
+            }
+        }
+        Ok(dst.clone())
+    }
+
+    /// A new sidecar tensor (contiguous whatever memory format is asked for).
+    fn empty_memory_format(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        device: Option<Device>,
+        _pin_memory: Option<bool>,
+        _memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        Tensor::allocate(
+            size,
+            dtype.unwrap_or(ScalarType::Float),
+            device.unwrap_or_else(crate::device),
+        )
+    }
+
+    /// A new sidecar tensor with the given strides.
+    fn empty_strided(
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        Tensor::allocate_strided(
+            size,
+            stride,
+            dtype.unwrap_or(ScalarType::Float),
+            device.unwrap_or_else(crate::device),
+        )
+    }
+
+    /// Sidecar tensors are strided, so the generic view kernel serves them.
+    fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+        switchyard_ops::native::view(self_, size)
+    }
+
+    /// The generic strided kernel.
+    fn as_strided(
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Tensor> {
+        switchyard_ops::native::as_strided_tensorimpl_meta(self_, size, stride, storage_offset)
+    }
+
+    /// The generic kernel; storage grows through the sidecar allocator.
+    fn resize_(
+        self_: &Tensor,
+        size: &[i64],
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        switchyard_ops::native::resize_(self_, size, memory_format)
+    }
 }

@@ -23,6 +23,8 @@
 //! # }
 //! ```
 
+#[rustfmt::skip]
+mod generated;
 mod kernels;
 mod memory;
 
@@ -31,9 +33,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use switchyard_backend::{
-    Device, DeviceType, DispatchKey, DispatchKeySet, Error, Kernel, Library, LibraryKind,
-    OperatorHandle, Result, Stack, Tensor, cpu_fallback, register_privateuse1_backend,
-    set_allocator,
+    Device, DeviceType, DispatchKey, DispatchKeySet, Dispatcher, Error, Kernel, Library,
+    LibraryKind, OperatorHandle, Result, Stack, Tensor, cpu_fallback,
+    register_privateuse1_backend, set_allocator,
 };
 use switchyard_ops::op;
 
@@ -63,25 +65,7 @@ fn register() -> Result<()> {
         DeviceType::PrivateUse1,
         std::sync::Arc::new(memory::SidecarAllocator),
     )?;
-    let mut lib = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::PrivateUse1))?;
-    lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(kernels::add))?
-        .impl_("mul.Tensor", Kernel::typed::<op::mul_Tensor>(kernels::mul))?
-        .impl_("mm", Kernel::typed::<op::mm>(kernels::mm))?
-        .impl_("relu", Kernel::typed::<op::relu>(kernels::relu))?
-        .impl_("_to_cpu", Kernel::typed::<op::_to_cpu>(kernels::to_cpu))?
-        .impl_("_copy_from", Kernel::typed::<op::_copy_from>(kernels::copy_from))?
-        .impl_(
-            "empty.memory_format",
-            Kernel::typed::<op::empty_memory_format>(kernels::empty),
-        )?
-        .impl_(
-            "empty_strided",
-            Kernel::typed::<op::empty_strided>(kernels::empty_strided),
-        )?
-        .impl_("view", Kernel::typed::<op::view>(kernels::view))?
-        .impl_("as_strided", Kernel::typed::<op::as_strided>(kernels::as_strided))?
-        .impl_("resize_", Kernel::typed::<op::resize_>(kernels::resize_))?;
-    lib.leak();
+    generated::library::<kernels::Sidecar>(Dispatcher::singleton())?.leak();
     let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::PrivateUse1))?;
     fallback_lib.fallback(Kernel::boxed(fallback))?;
     fallback_lib.leak();
@@ -92,11 +76,15 @@ static FALLBACKS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
 
 /// The sidecar's fallback: counts the call per operator, then runs the CPU fallback.
 pub fn fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
-    *FALLBACKS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(op.name().to_owned())
-        .or_default() += 1;
+    {
+        let mut counts = FALLBACKS.lock().unwrap_or_else(PoisonError::into_inner);
+        match counts.get_mut(op.name()) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(op.name().to_owned(), 1);
+            }
+        }
+    }
     cpu_fallback(op, ks, stack)
 }
 

@@ -78,7 +78,7 @@ fn other_operators_fall_back_with_one_batched_transfer() {
         .map(|i| to_sidecar(&f32s(&[i as f32; 2], &[2])).unwrap())
         .collect();
     let c0 = counters();
-    let cat = switchyard_ops::cat(&parts, 0).unwrap();
+    let cat = switchyard_ops::cat(&parts).unwrap();
     let c1 = counters();
     assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
     assert_eq!(c1.device_to_host - c0.device_to_host, 3);
@@ -87,7 +87,7 @@ fn other_operators_fall_back_with_one_batched_transfer() {
     let cond = to_sidecar(&Tensor::from_slice(&[true, false, true]).unwrap()).unwrap();
     let other = to_sidecar(&f32s(&[9.0, 9.0, 9.0], &[3])).unwrap();
     let c0 = counters();
-    let w = switchyard_ops::where_self(&cond, &da, &other).unwrap();
+    let w = switchyard_ops::r#where(&cond, &da, &other).unwrap();
     let c1 = counters();
     assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
     assert_eq!(c1.device_to_host - c0.device_to_host, 3);
@@ -97,14 +97,33 @@ fn other_operators_fall_back_with_one_batched_transfer() {
 #[test]
 fn mutations_reach_the_original_tensors() {
     let _g = serial();
-    // In-place on int64: the sidecar's add kernel is float32-only and has no in-place form.
+    // In-place through the fallback: the sidecar has no sub kernel at all.
     let x = to_sidecar(&Tensor::from_slice(&[1i64, 2, 3]).unwrap()).unwrap();
     let y = to_sidecar(&Tensor::from_slice(&[10i64, 20, 30]).unwrap()).unwrap();
-    let n0 = fallback_count("aten::add_.Tensor");
-    let r = x.add__tensor(&y).unwrap();
-    assert_eq!(fallback_count("aten::add_.Tensor"), n0 + 1);
+    let n0 = fallback_count("aten::sub_.Tensor");
+    let r = x.sub_(&y).unwrap();
+    assert_eq!(fallback_count("aten::sub_.Tensor"), n0 + 1);
     assert!(r.is_same(&x), "in-place returns the original device tensor");
-    assert_eq!(to_cpu(&x).unwrap().to_vec::<i64>().unwrap(), [11, 22, 33]);
+    assert_eq!(to_cpu(&x).unwrap().to_vec::<i64>().unwrap(), [-9, -18, -27]);
+
+    // In-place through the generated wrapper: `add_` calls the sidecar's functional `add`
+    // (which defers int64 to the fallback as `add.Tensor`) and copies into `self`.
+    let n_add = fallback_count("aten::add.Tensor");
+    let n_add_ = fallback_count("aten::add_.Tensor");
+    let r = x.add_(&y).unwrap();
+    assert_eq!(fallback_count("aten::add.Tensor"), n_add + 1);
+    assert_eq!(fallback_count("aten::add_.Tensor"), n_add_);
+    assert!(r.is_same(&x));
+    assert_eq!(to_cpu(&x).unwrap().to_vec::<i64>().unwrap(), [1, 2, 3]);
+
+    // The generated out= wrapper on float32 stays on the device (no fallback at all).
+    let a32 = to_sidecar(&f32s(&[1.0, 2.0], &[2])).unwrap();
+    let out32 = to_sidecar(&f32s(&[], &[0])).unwrap();
+    let before = switchyard_sidecar::fallback_counts();
+    let r = switchyard_ops::add_out(&a32, &a32, &out32).unwrap();
+    assert_eq!(switchyard_sidecar::fallback_counts(), before);
+    assert!(r.is_same(&out32));
+    assert_eq!(host_f32(&out32), [2.0, 4.0]);
 
     // out= with a wrong-sized out tensor: resized on the device, written, returned.
     let out = to_sidecar(&Tensor::from_slice(&[0.0f32]).unwrap()).unwrap();
@@ -146,7 +165,7 @@ fn optional_tensors_and_tensor_lists() {
     // Advanced indexing: a Tensor?[] with an absent entry.
     let idx = Tensor::from_slice(&[1i64, 0]).unwrap();
     let didx = to_sidecar(&idx).unwrap();
-    let cpu = op::index_Tensor::call(&logits, &[None, Some(idx.clone())]).unwrap();
+    let cpu = op::index_Tensor::call(&logits, &[None, Some(Clone::clone(&idx))]).unwrap();
     let side = op::index_Tensor::call(&dl, &[None, Some(didx)]).unwrap();
     assert_eq!(host_f32(&side), cpu.to_vec::<f32>().unwrap());
     // index_put_ writes through a Tensor?[] into the original.
@@ -212,10 +231,10 @@ fn fallback_from_many_threads() {
                 let d = to_sidecar(&base).unwrap();
                 let mut results = Vec::new();
                 for _ in 0..20 {
-                    let s = d.exp().unwrap().sum(None).unwrap();
+                    let s = d.exp().unwrap().sum().unwrap();
                     results.push(host_f32(&s)[0]);
                 }
-                let want = base.exp().unwrap().sum(None).unwrap().item::<f32>().unwrap();
+                let want = base.exp().unwrap().sum().unwrap().item::<f32>().unwrap();
                 assert!(results.iter().all(|r| *r == want), "{results:?} vs {want}");
             })
         })
@@ -407,7 +426,7 @@ fn arguments(op: &OperatorHandle, v: &Variant, device: Device) -> Option<Stack> 
 
 /// Row-major values of a tensor (any device) as f64 plus dtype and shape.
 fn contents(t: &Tensor) -> (ScalarType, Vec<i64>, Vec<f64>) {
-    let host = if t.is_cpu() { t.clone() } else { to_cpu(t).unwrap() };
+    let host = if t.is_cpu() { Clone::clone(t) } else { to_cpu(t).unwrap() };
     (t.dtype(), host.sizes().to_vec(), host.to_f64_vec().unwrap())
 }
 
@@ -437,8 +456,8 @@ fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), S
         (IValue::TensorList(c), IValue::TensorList(s)) if c.len() == s.len() => {
             for (i, (c, s)) in c.iter().zip(s).enumerate() {
                 compare(
-                    &IValue::Tensor(c.clone()),
-                    &IValue::Tensor(s.clone()),
+                    &IValue::Tensor(Clone::clone(c)),
+                    &IValue::Tensor(Clone::clone(s)),
                     &format!("{what}[{i}]"),
                     exact,
                 )?;

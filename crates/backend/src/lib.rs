@@ -22,5 +22,6 @@ pub use switchyard_core::{
     Result, Scalar, ScalarType, Stack, Storage, Tensor, with_tensors,
 };
 pub use switchyard_dispatch::{
-    Kernel, Library, LibraryKind, OpSignature, Operator, OperatorHandle, RegistrationHandle,
+    Dispatcher, Kernel, Library, LibraryKind, OpSignature, Operator, OperatorHandle,
+    RegistrationHandle,
 };

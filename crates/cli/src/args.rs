@@ -31,6 +31,13 @@ pub fn parse_call_args(
                 }
                 given[i] = Some(value);
             }
+            None if looks_like_keyword(text) => {
+                let name = text.split_once('=').map_or(text.as_str(), |(k, _)| k);
+                return Err(Error::type_error(format!(
+                    "{}() got an unexpected keyword argument '{name}'",
+                    schema.name.name
+                )));
+            }
             None => {
                 while next_positional < schema.arguments.len()
                     && (given[next_positional].is_some()
@@ -81,6 +88,15 @@ pub fn parse_call_args(
             })
         })
         .collect()
+}
+
+/// `name=value` with an identifier for `name` (a positional value never looks like that: JSON
+/// and literals have no bare identifier before an `=`).
+fn looks_like_keyword(text: &str) -> bool {
+    text.split_once('=').is_some_and(|(k, _)| {
+        k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// The value of a schema default (`None`, `Mean`, `long`, `1` for `int[2]`, `'mean'`, ...).

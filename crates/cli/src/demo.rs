@@ -19,6 +19,9 @@ pub fn run() -> Result<()> {
     dispatch()?;
     mlp(Device::CPU)?;
     mlp(Device::META)?;
+    // The reference external backend: a few kernels of its own, the CPU fallback for the rest.
+    switchyard_sidecar::init()?;
+    mlp(switchyard_sidecar::device())?;
     operators();
     Ok(())
 }
@@ -116,7 +119,7 @@ fn dispatch() -> Result<()> {
 /// A two-layer MLP classifier forward pass, counting the operator calls per dispatch key.
 fn mlp(device: Device) -> Result<()> {
     section(&format!(
-        "MLP forward on {device}: linear -> relu (clamp_min 0) -> linear -> log_softmax -> nll_loss"
+        "MLP forward on {device}: linear -> relu -> linear -> log_softmax -> nll_loss"
     ));
     let (batch, features, hidden, classes) = (8i64, 16i64, 32i64, 4i64);
     // Deterministic inputs, so that the printed loss is reproducible.
@@ -126,12 +129,13 @@ fn mlp(device: Device) -> Result<()> {
             return Tensor::allocate(shape, ScalarType::Float, device);
         }
         let n: i64 = shape.iter().product();
-        Tensor::from_vec(
+        let host = Tensor::from_vec(
             (0..n)
                 .map(|i| ((i * 37 % 101) as f32 / 101.0 - 0.5) * scale)
                 .collect(),
             shape,
-        )
+        )?;
+        to_device(&host, device)
     };
     let x = param(&[batch, features], 2.0)?;
     let w1 = param(&[hidden, features], 0.5)?;
@@ -141,12 +145,15 @@ fn mlp(device: Device) -> Result<()> {
     let target = if device.is_meta() {
         Tensor::allocate(&[batch], ScalarType::Long, device)?
     } else {
-        Tensor::from_vec((0..batch).map(|i| i % classes).collect(), &[batch])?
+        to_device(
+            &Tensor::from_vec((0..batch).map(|i| i % classes).collect(), &[batch])?,
+            device,
+        )?
     };
+    let fallbacks_before = switchyard_sidecar::fallback_counts();
 
     let (loss, hops) = trace::capture(|| -> Result<(Tensor, Tensor)> {
-        // ReLU as clamp_min(0), its definition.
-        let h = ops::linear_with(&x, &w1, Some(&b1))?.clamp_min(0)?;
+        let h = ops::linear_with(&x, &w1, Some(&b1))?.relu()?;
         let logits = ops::linear_with(&h, &w2, Some(&b2))?;
         let log_probs = ops::log_softmax(&logits, 1)?;
         Ok((ops::nll_loss(&log_probs, &target)?, log_probs))
@@ -157,7 +164,12 @@ fn mlp(device: Device) -> Result<()> {
         log_probs.sizes().as_slice(),
         log_probs.dtype().torch_name()
     );
-    println!("loss = {loss}");
+    if device.is_cpu() || device.is_meta() {
+        println!("loss = {loss}");
+    } else {
+        // Device memory is not host memory: bring the value over to print it.
+        println!("loss = {} (computed on {device})", to_device(&loss, Device::CPU)?);
+    }
     let mut per_key: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for hop in &hops {
         *per_key
@@ -174,7 +186,26 @@ fn mlp(device: Device) -> Result<()> {
             .collect();
         println!("  {key:<28} {}", list.join(", "));
     }
+    if !(device.is_cpu() || device.is_meta()) {
+        let after = switchyard_sidecar::fallback_counts();
+        let fell_back: Vec<String> = after
+            .iter()
+            .filter_map(|(op, n)| {
+                let new = n - fallbacks_before.get(op).copied().unwrap_or(0);
+                (new > 0).then(|| format!("{op} x{new}"))
+            })
+            .collect();
+        println!("ran on the CPU through the fallback: {}", fell_back.join(", "));
+    }
     Ok(())
+}
+
+/// `t` on `device` (the same tensor if it is there already).
+fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+    if t.device() == device {
+        return Ok(Clone::clone(t));
+    }
+    switchyard_ops::op::_to_copy::call(t, None, None, Some(device), None, false, None)
 }
 
 fn operators() {

@@ -192,12 +192,25 @@ fn demo_and_help_run() {
         "Dispatch",
         "MLP forward on cpu",
         "MLP forward on meta",
+        "MLP forward on sidecar:0",
         "Operators",
     ] {
         assert!(text.contains(section), "missing {section}");
     }
     // The same MLP in PyTorch 2.15 (tools/oracle/demo_mlp.py) gives tensor(1.5558).
     assert!(text.contains("loss = tensor(1.5558)"), "{text}");
+    // On the reference backend: the same value; relu, mm and add ran there, the rest (e.g.
+    // log_softmax) went through the CPU fallback, and the demo says which.
+    assert!(
+        text.contains("loss = tensor(1.5558) (computed on sidecar:0)"),
+        "{text}"
+    );
+    let fell_back = text
+        .lines()
+        .find(|l| l.starts_with("ran on the CPU through the fallback:"))
+        .unwrap_or_default();
+    assert!(fell_back.contains("aten::_log_softmax"), "{fell_back}");
+    assert!(!fell_back.contains("aten::relu"), "{fell_back}");
     for sub in ["demo", "table", "explain", "call", "ops", "yaml-check"] {
         let o = run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");

@@ -316,19 +316,30 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
                 .get_mut(start..start + plan.numel * size)
                 .ok_or_else(out_of_range)?;
             let chunk = (plan.numel / (rayon::current_num_threads() * 4)).max(GRAIN_SIZE / 4);
-            return region
-                .par_chunks_mut(chunk * size)
-                .enumerate()
-                .try_for_each(|(i, part)| {
-                    let first = i * chunk;
-                    let count = part.len() / size;
-                    // Within the chunk, the output's offsets are relative to the chunk start.
-                    let shift = plan.offsets[0] + first as i64;
-                    run_range::<C, R, N>(&plan, first, first + count, part, shift, &ops, &f)
-                });
+            return for_each_chunk_parallel(region, chunk * size, &|i, part| {
+                let first = i * chunk;
+                let count = part.len() / size;
+                // Within the chunk, the output's offsets are relative to the chunk start.
+                let shift = plan.offsets[0] + first as i64;
+                run_range::<C, R, N>(&plan, first, first + count, part, shift, &ops, &f)
+            });
         }
         run_range::<C, R, N>(&plan, 0, plan.numel, out_bytes, 0, &ops, &f)
     })
+}
+
+/// Runs `body(index, chunk)` over `chunk_bytes`-sized chunks of `region` on the thread pool.
+/// Deliberately not generic: every elementwise kernel shares this one instantiation of
+/// rayon's machinery instead of compiling its own (a large part of this crate's build time).
+fn for_each_chunk_parallel(
+    region: &mut [u8],
+    chunk_bytes: usize,
+    body: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
+) -> Result<()> {
+    region
+        .par_chunks_mut(chunk_bytes)
+        .enumerate()
+        .try_for_each(|(i, part)| body(i, part))
 }
 
 /// Runs linear indices `[start, end)`; `out_bytes` starts at element `out_base` of the output's

@@ -60,6 +60,13 @@ const ONE_ULP: &[&str] = &["sqrt", "rsqrt"];
 /// raising PyTorch's "Expected out tensor to have dtype ..." (a generator issue, reported).
 const AUTOGEN_OUT: &[&str] = &["aten::relu.out", "aten::isnan.out", "aten::isinf.out"];
 
+/// Cases where PyTorch 2.15 is wrong and we deliberately differ: `gelu.out` (exact form,
+/// float32) leaves a non-contiguous out= tensor unwritten (`torch.ops.aten.gelu.out(x,
+/// out=torch.empty_strided((2, 3), (1, 2)))` returns the out tensor with its old contents;
+/// the tanh form and other dtypes write it). These cases are checked against the functional
+/// operator's result instead.
+const PYTORCH_BUGS: &[&str] = &["gelu[0].out transposed-out float32"];
+
 /// Structured operators (checked on Meta tensors too).
 const STRUCTURED: &[&str] = &[
     "exp",
@@ -312,6 +319,20 @@ fn every_case_matches_pytorch() {
     let mut worst: std::collections::BTreeMap<String, f64> = Default::default();
     for case in cases {
         let name = case["name"].as_str().unwrap();
+        if PYTORCH_BUGS.contains(&name) {
+            let x = tensor(&case["args"][0]);
+            let out = tensor(&case["args"][2]);
+            let approximate = case["args"][1]["s"].as_str().unwrap();
+            let r = switchyard_ops::op::gelu_out::call(&x, approximate, &out).unwrap();
+            let want = switchyard_ops::op::gelu::call(&x, approximate).unwrap();
+            assert!(r.is_same(&out));
+            let (got, want) = (out.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+            assert!(
+                got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{name}: out= {got:?} differs from the functional result {want:?}"
+            );
+            continue;
+        }
         match check_case(case) {
             Ok(e) => {
                 if name.starts_with("sweep") {

@@ -447,6 +447,8 @@ pub fn generate_backend_files(
          pub mod native_functions;\n\
          pub mod register;\n\n\
          pub use native_functions::{tr};\n\
+         // A backend uses one of the two (a library of its own, or registration into one).\n\
+         #[allow(unused_imports)]\n\
          pub use register::{{library, register}};\n",
         header(source),
         yaml.backend

@@ -31,9 +31,9 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     let model = parse_ops_yaml(root)?;
     let mut files = super::generate_all(&from_model(&model))
         .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))?;
-    for (yaml, dir) in BACKEND_FIXTURES {
+    for (yaml, dir) in BACKEND_YAMLS {
         let dir = Path::new(dir);
-        let yaml = root.join(dir).join(yaml);
+        let yaml = root.join(yaml);
         if !yaml.exists() {
             // A root holding only ops.yaml (the staleness tests build one).
             continue;
@@ -45,12 +45,23 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     Ok(files)
 }
 
-/// The backend yamls (file, folder relative to the root) whose generated code is committed
-/// beside them as compiled test fixtures of this crate; `generate` regenerates them too, so a
-/// change to ops.yaml that changes them is caught by the same staleness check.
-pub const BACKEND_FIXTURES: [(&str, &str); 2] = [
-    ("backend.yaml", "crates/codegen/tests/backend_fixture"),
-    ("all_ops.yaml", "crates/codegen/tests/backend_fixture_all"),
+/// The backend yamls of the repository (yaml, output folder, both relative to the root) whose
+/// generated code is committed: the reference backend `backends/sidecar` and two compiled test
+/// fixtures of this crate. `generate` regenerates them too, so a change to ops.yaml that
+/// changes them is caught by the same staleness check.
+pub const BACKEND_YAMLS: [(&str, &str); 3] = [
+    (
+        "backends/sidecar/backend.yaml",
+        "backends/sidecar/src/generated",
+    ),
+    (
+        "crates/codegen/tests/backend_fixture/backend.yaml",
+        "crates/codegen/tests/backend_fixture",
+    ),
+    (
+        "crates/codegen/tests/backend_fixture_all/all_ops.yaml",
+        "crates/codegen/tests/backend_fixture_all",
+    ),
 ];
 
 /// Writes every generated file; returns the paths written.

@@ -7,4 +7,6 @@ pub mod native_functions;
 pub mod register;
 
 pub use native_functions::AllNativeFunctions;
+// A backend uses one of the two (a library of its own, or registration into one).
+#[allow(unused_imports)]
 pub use register::{library, register};

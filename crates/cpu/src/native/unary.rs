@@ -382,26 +382,3 @@ pub fn nan_to_num_out(
     })?;
     Ok(out.clone())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::num::not_implemented;
-
-    #[test]
-    fn dtype_max_matches_the_storage_types() {
-        assert_eq!(
-            cast_to(dtype_max(ScalarType::BFloat16), ScalarType::BFloat16),
-            dtype_max(ScalarType::BFloat16)
-        );
-        assert_eq!(
-            cast_to(dtype_max(ScalarType::Half), ScalarType::Half),
-            65504.0
-        );
-        assert_eq!(cast_to(1e10, ScalarType::Half), f64::INFINITY);
-        assert!(matches!(
-            not_implemented("x", ScalarType::Bool).kind().name(),
-            "NotImplementedError"
-        ));
-    }
-}

@@ -758,33 +758,41 @@ pub fn as_strided_scatter(
 // Calls to other operators
 // ---------------------------------------------------------------------------------------------
 
-/// Calls to the operators these kernels decompose into.
-///
-/// Until the generated operator API exists they go straight to this crate's kernels (same
-/// results for dense CPU and Meta tensors); they become `op::<name>::call` then, so autograd
-/// and backend overrides see the constituent operators.
+/// Calls to the operators these kernels decompose into, through the dispatcher, so that
+/// autograd and backends (an external device's `_copy_from`, `resize_`, ...) see the
+/// constituent operators.
 mod redispatch {
     use super::ToArgs;
+    use crate::op;
     use switchyard_core::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 
     pub(super) fn copy_(dst: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-        super::copy_(dst, src, non_blocking)
+        op::copy_::call(dst, src, non_blocking)
     }
 
     pub(super) fn copy_from(src: &Tensor, dst: &Tensor, non_blocking: bool) -> Result<Tensor> {
-        super::_copy_from(src, dst, non_blocking)
+        op::_copy_from::call(src, dst, non_blocking)
     }
 
     pub(super) fn clone(t: &Tensor, format: Option<MemoryFormat>) -> Result<Tensor> {
-        super::clone(t, format)
+        op::clone::call(t, format)
     }
 
     pub(super) fn resize_(t: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::views::resize_(t, size, None)
+        op::resize_::call(t, size, None)
     }
 
     pub(super) fn to(t: &Tensor, a: ToArgs) -> Result<Tensor> {
-        super::to_impl(t, a)
+        op::to_dtype_layout::call(
+            t,
+            a.dtype,
+            a.layout,
+            a.device,
+            a.pin_memory,
+            a.non_blocking,
+            a.copy,
+            a.memory_format,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -797,7 +805,7 @@ mod redispatch {
         non_blocking: bool,
         memory_format: Option<MemoryFormat>,
     ) -> Result<Tensor> {
-        super::_to_copy(
+        op::_to_copy::call(
             t,
             dtype,
             layout,

@@ -1,0 +1,60 @@
+//! Linalg / nn kernels against PyTorch's figures on the same machine
+//! (`/work/shared/bench/torch_reference.py`, and `torch.native_layer_norm` timed the same way):
+//! `matmul` of two 1024×1024 `f32` matrices (GFLOP/s = 2·1024³ / time) and
+//! `native_layer_norm` over `[4096, 1024]` `f32` with weight and bias, both through the
+//! dispatcher.
+//!
+//! Run: `cargo bench -p switchyard-cpu --bench nn`.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+// Linking the crate registers the CPU kernels with the dispatcher.
+extern crate switchyard_cpu;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use switchyard_core::Tensor;
+use switchyard_ops::op;
+
+/// Uniform values in [-0.5, 0.5) from a xorshift stream (no dependence on the RNG operators).
+fn uniform(sizes: &[i64], seed: u64) -> Tensor {
+    let n: i64 = sizes.iter().product();
+    let mut state = seed | 1;
+    let data: Vec<f32> = (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    Tensor::from_vec(data, sizes).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("nn");
+    group.sample_size(20);
+
+    let a = uniform(&[1024, 1024], 1);
+    let b = uniform(&[1024, 1024], 2);
+    group.throughput(Throughput::Elements(2 * 1024 * 1024 * 1024));
+    group.bench_function("matmul_1024_f32", |bench| {
+        bench.iter(|| black_box(op::matmul::call(&a, &b).unwrap()));
+    });
+
+    let x = uniform(&[4096, 1024], 3);
+    let w = uniform(&[1024], 4);
+    let bias = uniform(&[1024], 5);
+    group.throughput(Throughput::Bytes(4 * 4096 * 1024 * 2));
+    group.bench_function("native_layer_norm_4096x1024_f32", |bench| {
+        bench.iter(|| {
+            black_box(
+                op::native_layer_norm::call(&x, &[1024], Some(&w), Some(&bias), 1e-5).unwrap(),
+            )
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
