@@ -325,6 +325,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sign", Kernel::typed::<op::sign>(wrapper_CPU_sign).debug("wrapper_CPU_sign"))?;
     lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_CPU_sign_).debug("wrapper_CPU_sign_"))?;
     lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_CPU_sign_out).debug("wrapper_CPU_sign_out"))?;
+    lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_CPU_sort_values_stable).debug("wrapper_CPU_sort_values_stable"))?;
+    lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(wrapper_CPU_sort_stable).debug("wrapper_CPU_sort_stable"))?;
     lib.leak();
     Ok(())
 }
@@ -3357,5 +3359,31 @@ fn wrapper_CPU_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
         switchyard_ops::structured::copy_back(out, p)?;
     }
     Ok(out.clone())
+}
+
+/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_CPU_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]))?;
+    switchyard_ops::structured::resize_out(values, meta.output(0)?)?;
+    switchyard_ops::structured::resize_out(indices, meta.output(1)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(values, meta.output(0)?)?;
+    let proxy1 = switchyard_ops::structured::maybe_create_proxy(indices, meta.output(1)?)?;
+    crate::native::sort_stable_out(&meta, self_, stable, dim, descending, proxy0.as_ref().unwrap_or(values), proxy1.as_ref().unwrap_or(indices))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(values, p)?;
+    }
+    if let Some(p) = &proxy1 {
+        switchyard_ops::structured::copy_back(indices, p)?;
+    }
+    Ok((values.clone(), indices.clone()))
+}
+
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+fn wrapper_CPU_sort_stable(_ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
+    crate::native::sort_stable_out(&meta, self_, stable, dim, descending, &out0, &out1)?;
+    Ok((out0, out1))
 }
 

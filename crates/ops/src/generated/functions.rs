@@ -4219,6 +4219,222 @@ pub fn isinf(self_: &Tensor) -> Result<Tensor> {
     op::isinf::call(self_)
 }
 
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn stack(tensors: &[Tensor]) -> Result<Tensor> {
+    op::stack::call(tensors, 0)
+}
+
+/// `aten::stack(Tensor[] tensors, int dim=0) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn stack_with(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    op::stack::call(tensors, dim)
+}
+
+/// `aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn stack_out(tensors: &[Tensor], out: &Tensor) -> Result<Tensor> {
+    op::stack_out::call(tensors, 0, out)
+}
+
+/// `aten::stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn stack_out_with(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
+    op::stack_out::call(tensors, dim, out)
+}
+
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn constant_pad_nd(self_: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    op::constant_pad_nd::call(self_, pad, Scalar::Int(0))
+}
+
+/// `aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn constant_pad_nd_with(self_: &Tensor, pad: &[i64], value: impl Into<Scalar>) -> Result<Tensor> {
+    op::constant_pad_nd::call(self_, pad, value.into())
+}
+
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    op::embedding::call(weight, indices, -1, false, false)
+}
+
+/// `aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn embedding_with(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool) -> Result<Tensor> {
+    op::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+}
+
+/// `aten::one_hot(Tensor self, int num_classes=-1) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn one_hot(self_: &Tensor) -> Result<Tensor> {
+    op::one_hot::call(self_, -1)
+}
+
+/// `aten::one_hot(Tensor self, int num_classes=-1) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn one_hot_with(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+    op::one_hot::call(self_, num_classes)
+}
+
+/// `aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sort_out(self_: &Tensor, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::sort_values::call(self_, -1, false, values, indices)
+}
+
+/// `aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sort_out_with(self_: &Tensor, dim: i64, descending: bool, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::sort_values::call(self_, dim, descending, values, indices)
+}
+
+/// `aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sort_stable_out(self_: &Tensor, stable: Option<bool>, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::sort_values_stable::call(self_, stable, -1, false, values, indices)
+}
+
+/// `aten::sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sort_stable_out_with(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::sort_values_stable::call(self_, stable, dim, descending, values, indices)
+}
+
+/// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sort(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::sort::call(self_, -1, false)
+}
+
+/// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sort_with(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    op::sort::call(self_, dim, descending)
+}
+
+/// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn sort_stable(self_: &Tensor, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
+    op::sort_stable::call(self_, stable, -1, false)
+}
+
+/// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn sort_stable_with(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    op::sort_stable::call(self_, stable, dim, descending)
+}
+
+/// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn logsumexp(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    op::logsumexp::call(self_, dim, false)
+}
+
+/// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn logsumexp_with(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    op::logsumexp::call(self_, dim, keepdim)
+}
+
+/// `aten::logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn logsumexp_out(self_: &Tensor, dim: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::logsumexp_out::call(self_, dim, false, out)
+}
+
+/// `aten::logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn logsumexp_out_with(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+    op::logsumexp_out::call(self_, dim, keepdim, out)
+}
+
+/// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn cross_entropy_loss(self_: &Tensor, target: &Tensor) -> Result<Tensor> {
+    op::cross_entropy_loss::call(self_, target, None, 1, -100, 0.0)
+}
+
+/// `aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn cross_entropy_loss_with(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64, label_smoothing: f64) -> Result<Tensor> {
+    op::cross_entropy_loss::call(self_, target, weight, reduction, ignore_index, label_smoothing)
+}
+
+/// `aten::max.other(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn max_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::max_other::call(self_, other)
+}
+
+/// `aten::max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn max_other_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::max_out::call(self_, other, out)
+}
+
+/// `aten::min.other(Tensor self, Tensor other) -> Tensor`
+#[inline]
+pub fn min_other(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::min_other::call(self_, other)
+}
+
+/// `aten::min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn min_other_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::min_out::call(self_, other, out)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -4993,5 +5209,43 @@ pub fn relu_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
 #[inline]
 pub fn isinf_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::isinf_out::call(self_, out)
+}
+
+/// `aten::repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn repeat_out(self_: &Tensor, repeats: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::repeat_out::call(self_, repeats, out)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn constant_pad_nd_out(self_: &Tensor, pad: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::constant_pad_nd_out::call(self_, pad, Scalar::Int(0), out)
+}
+
+/// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn constant_pad_nd_out_with(self_: &Tensor, pad: &[i64], value: impl Into<Scalar>, out: &Tensor) -> Result<Tensor> {
+    op::constant_pad_nd_out::call(self_, pad, value.into(), out)
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn embedding_out(weight: &Tensor, indices: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::embedding_out::call(weight, indices, -1, false, false, out)
+}
+
+/// `aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn embedding_out_with(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool, out: &Tensor) -> Result<Tensor> {
+    op::embedding_out::call(weight, indices, padding_idx, scale_grad_by_freq, sparse, out)
 }
 

@@ -21086,6 +21086,709 @@ impl isinf {
     }
 }
 
+/// `aten::stack`: `stack(Tensor[] tensors, int dim=0) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct stack;
+
+impl OpSignature for stack {
+    type Args<'a> = (&'a [Tensor], i64);
+    type Output = Tensor;
+}
+
+impl Operator for stack {
+    const QUALIFIED_NAME: &'static str = "aten::stack";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl stack {
+    /// `aten::stack`.
+    pub const NAME: &'static str = "aten::stack";
+    /// The schema.
+    pub const SCHEMA: &'static str = "stack(Tensor[] tensors, int dim=0) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<stack>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::handle()?.call((tensors, dim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (tensors, dim))
+    }
+}
+
+/// `aten::stack.out`: `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct stack_out;
+
+impl OpSignature for stack_out {
+    type Args<'a> = (&'a [Tensor], i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for stack_out {
+    const QUALIFIED_NAME: &'static str = "aten::stack.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl stack_out {
+    /// `aten::stack.out`.
+    pub const NAME: &'static str = "aten::stack.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<stack_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((tensors, dim, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (tensors, dim, out))
+    }
+}
+
+/// `aten::repeat`: `repeat(Tensor self, SymInt[] repeats) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct repeat;
+
+impl OpSignature for repeat {
+    type Args<'a> = (&'a Tensor, &'a [i64]);
+    type Output = Tensor;
+}
+
+impl Operator for repeat {
+    const QUALIFIED_NAME: &'static str = "aten::repeat";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl repeat {
+    /// `aten::repeat`.
+    pub const NAME: &'static str = "aten::repeat";
+    /// The schema.
+    pub const SCHEMA: &'static str = "repeat(Tensor self, SymInt[] repeats) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<repeat>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+        Self::handle()?.call((self_, repeats))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, repeats))
+    }
+}
+
+/// `aten::constant_pad_nd`: `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct constant_pad_nd;
+
+impl OpSignature for constant_pad_nd {
+    type Args<'a> = (&'a Tensor, &'a [i64], Scalar);
+    type Output = Tensor;
+}
+
+impl Operator for constant_pad_nd {
+    const QUALIFIED_NAME: &'static str = "aten::constant_pad_nd";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl constant_pad_nd {
+    /// `aten::constant_pad_nd`.
+    pub const NAME: &'static str = "aten::constant_pad_nd";
+    /// The schema.
+    pub const SCHEMA: &'static str = "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<constant_pad_nd>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
+        Self::handle()?.call((self_, pad, value))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, pad, value))
+    }
+}
+
+/// `aten::embedding`: `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct embedding;
+
+impl OpSignature for embedding {
+    type Args<'a> = (&'a Tensor, &'a Tensor, i64, bool, bool);
+    type Output = Tensor;
+}
+
+impl Operator for embedding {
+    const QUALIFIED_NAME: &'static str = "aten::embedding";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl embedding {
+    /// `aten::embedding`.
+    pub const NAME: &'static str = "aten::embedding";
+    /// The schema.
+    pub const SCHEMA: &'static str = "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<embedding>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool) -> Result<Tensor> {
+        Self::handle()?.call((weight, indices, padding_idx, scale_grad_by_freq, sparse))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (weight, indices, padding_idx, scale_grad_by_freq, sparse))
+    }
+}
+
+/// `aten::one_hot`: `one_hot(Tensor self, int num_classes=-1) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct one_hot;
+
+impl OpSignature for one_hot {
+    type Args<'a> = (&'a Tensor, i64);
+    type Output = Tensor;
+}
+
+impl Operator for one_hot {
+    const QUALIFIED_NAME: &'static str = "aten::one_hot";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl one_hot {
+    /// `aten::one_hot`.
+    pub const NAME: &'static str = "aten::one_hot";
+    /// The schema.
+    pub const SCHEMA: &'static str = "one_hot(Tensor self, int num_classes=-1) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<one_hot>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+        Self::handle()?.call((self_, num_classes))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, num_classes: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, num_classes))
+    }
+}
+
+/// `aten::sort.values`: `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+#[allow(non_camel_case_types)]
+pub struct sort_values;
+
+impl OpSignature for sort_values {
+    type Args<'a> = (&'a Tensor, i64, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl Operator for sort_values {
+    const QUALIFIED_NAME: &'static str = "aten::sort.values";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl sort_values {
+    /// `aten::sort.values`.
+    pub const NAME: &'static str = "aten::sort.values";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sort_values>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, descending: bool, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, descending, values, indices))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, descending, values, indices))
+    }
+}
+
+/// `aten::sort.values_stable`: `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+#[allow(non_camel_case_types)]
+pub struct sort_values_stable;
+
+impl OpSignature for sort_values_stable {
+    type Args<'a> = (&'a Tensor, Option<bool>, i64, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl Operator for sort_values_stable {
+    const QUALIFIED_NAME: &'static str = "aten::sort.values_stable";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl sort_values_stable {
+    /// `aten::sort.values_stable`.
+    pub const NAME: &'static str = "aten::sort.values_stable";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sort_values_stable>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, stable, dim, descending, values, indices))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, stable, dim, descending, values, indices))
+    }
+}
+
+/// `aten::sort`: `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+#[allow(non_camel_case_types)]
+pub struct sort;
+
+impl OpSignature for sort {
+    type Args<'a> = (&'a Tensor, i64, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl Operator for sort {
+    const QUALIFIED_NAME: &'static str = "aten::sort";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl sort {
+    /// `aten::sort`.
+    pub const NAME: &'static str = "aten::sort";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sort>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, descending))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, descending))
+    }
+}
+
+/// `aten::sort.stable`: `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+#[allow(non_camel_case_types)]
+pub struct sort_stable;
+
+impl OpSignature for sort_stable {
+    type Args<'a> = (&'a Tensor, Option<bool>, i64, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl Operator for sort_stable {
+    const QUALIFIED_NAME: &'static str = "aten::sort.stable";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl sort_stable {
+    /// `aten::sort.stable`.
+    pub const NAME: &'static str = "aten::sort.stable";
+    /// The schema.
+    pub const SCHEMA: &'static str = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<sort_stable>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, stable, dim, descending))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, stable, dim, descending))
+    }
+}
+
+/// `aten::logsumexp`: `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct logsumexp;
+
+impl OpSignature for logsumexp {
+    type Args<'a> = (&'a Tensor, &'a [i64], bool);
+    type Output = Tensor;
+}
+
+impl Operator for logsumexp {
+    const QUALIFIED_NAME: &'static str = "aten::logsumexp";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl logsumexp {
+    /// `aten::logsumexp`.
+    pub const NAME: &'static str = "aten::logsumexp";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logsumexp>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::logsumexp.out`: `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct logsumexp_out;
+
+impl OpSignature for logsumexp_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for logsumexp_out {
+    const QUALIFIED_NAME: &'static str = "aten::logsumexp.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl logsumexp_out {
+    /// `aten::logsumexp.out`.
+    pub const NAME: &'static str = "aten::logsumexp.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<logsumexp_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, keepdim, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::cross_entropy_loss`: `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct cross_entropy_loss;
+
+impl OpSignature for cross_entropy_loss {
+    type Args<'a> = (&'a Tensor, &'a Tensor, Option<&'a Tensor>, i64, i64, f64);
+    type Output = Tensor;
+}
+
+impl Operator for cross_entropy_loss {
+    const QUALIFIED_NAME: &'static str = "aten::cross_entropy_loss";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl cross_entropy_loss {
+    /// `aten::cross_entropy_loss`.
+    pub const NAME: &'static str = "aten::cross_entropy_loss";
+    /// The schema.
+    pub const SCHEMA: &'static str = "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<cross_entropy_loss>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64, label_smoothing: f64) -> Result<Tensor> {
+        Self::handle()?.call((self_, target, weight, reduction, ignore_index, label_smoothing))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64, label_smoothing: f64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, target, weight, reduction, ignore_index, label_smoothing))
+    }
+}
+
+/// `aten::max.other`: `max.other(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct max_other;
+
+impl OpSignature for max_other {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl Operator for max_other {
+    const QUALIFIED_NAME: &'static str = "aten::max.other";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl max_other {
+    /// `aten::max.other`.
+    pub const NAME: &'static str = "aten::max.other";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max.other(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max_other>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::max.out`: `max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct max_out;
+
+impl OpSignature for max_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for max_out {
+    const QUALIFIED_NAME: &'static str = "aten::max.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl max_out {
+    /// `aten::max.out`.
+    pub const NAME: &'static str = "aten::max.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<max_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
+/// `aten::min.other`: `min.other(Tensor self, Tensor other) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct min_other;
+
+impl OpSignature for min_other {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl Operator for min_other {
+    const QUALIFIED_NAME: &'static str = "aten::min.other";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl min_other {
+    /// `aten::min.other`.
+    pub const NAME: &'static str = "aten::min.other";
+    /// The schema.
+    pub const SCHEMA: &'static str = "min.other(Tensor self, Tensor other) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<min_other>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other))
+    }
+}
+
+/// `aten::min.out`: `min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct min_out;
+
+impl OpSignature for min_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for min_out {
+    const QUALIFIED_NAME: &'static str = "aten::min.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl min_out {
+    /// `aten::min.out`.
+    pub const NAME: &'static str = "aten::min.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<min_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, other, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, other, out))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;
@@ -24060,6 +24763,132 @@ impl isinf_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::repeat.out`: `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct repeat_out;
+
+impl OpSignature for repeat_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for repeat_out {
+    const QUALIFIED_NAME: &'static str = "aten::repeat.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl repeat_out {
+    /// `aten::repeat.out`.
+    pub const NAME: &'static str = "aten::repeat.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<repeat_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, repeats: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, repeats, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, repeats: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, repeats, out))
+    }
+}
+
+/// `aten::constant_pad_nd.out`: `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct constant_pad_nd_out;
+
+impl OpSignature for constant_pad_nd_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], Scalar, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for constant_pad_nd_out {
+    const QUALIFIED_NAME: &'static str = "aten::constant_pad_nd.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl constant_pad_nd_out {
+    /// `aten::constant_pad_nd.out`.
+    pub const NAME: &'static str = "aten::constant_pad_nd.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<constant_pad_nd_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, pad: &[i64], value: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, pad, value, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, pad: &[i64], value: Scalar, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, pad, value, out))
+    }
+}
+
+/// `aten::embedding.out`: `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct embedding_out;
+
+impl OpSignature for embedding_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, i64, bool, bool, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for embedding_out {
+    const QUALIFIED_NAME: &'static str = "aten::embedding.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl embedding_out {
+    /// `aten::embedding.out`.
+    pub const NAME: &'static str = "aten::embedding.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<embedding_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((weight, indices, padding_idx, scale_grad_by_freq, sparse, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out))
     }
 }
 

@@ -525,6 +525,23 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("isfinite(Tensor self) -> Tensor")?;
     defs.def("isinf(Tensor self) -> Tensor")?;
+    defs.def("stack(Tensor[] tensors, int dim=0) -> Tensor")?;
+    defs.def("stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("repeat(Tensor self, SymInt[] repeats) -> Tensor")?;
+    defs.def("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor")?;
+    defs.def("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")?;
+    defs.def("one_hot(Tensor self, int num_classes=-1) -> Tensor")?;
+    defs.def("sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)")?;
+    defs.def("sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)")?;
+    defs.def("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)")?;
+    defs.def("sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)")?;
+    defs.def("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")?;
+    defs.def("logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor")?;
+    defs.def("max.other(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("min.other(Tensor self, Tensor other) -> Tensor")?;
+    defs.def("min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -596,6 +613,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -878,6 +898,12 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("trunc.out", Kernel::typed::<op::trunc_out>(wrapper_ADInplaceOrView_trunc_out).debug("wrapper_ADInplaceOrView_trunc_out"))?;
     lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_ADInplaceOrView_sign_).debug("wrapper_ADInplaceOrView_sign_"))?;
     lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_ADInplaceOrView_sign_out).debug("wrapper_ADInplaceOrView_sign_out"))?;
+    lib.impl_("stack.out", Kernel::typed::<op::stack_out>(wrapper_ADInplaceOrView_stack_out).debug("wrapper_ADInplaceOrView_stack_out"))?;
+    lib.impl_("sort.values", Kernel::typed::<op::sort_values>(wrapper_ADInplaceOrView_sort_values).debug("wrapper_ADInplaceOrView_sort_values"))?;
+    lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_ADInplaceOrView_sort_values_stable).debug("wrapper_ADInplaceOrView_sort_values_stable"))?;
+    lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(wrapper_ADInplaceOrView_logsumexp_out).debug("wrapper_ADInplaceOrView_logsumexp_out"))?;
+    lib.impl_("max.out", Kernel::typed::<op::max_out>(wrapper_ADInplaceOrView_max_out).debug("wrapper_ADInplaceOrView_max_out"))?;
+    lib.impl_("min.out", Kernel::typed::<op::min_out>(wrapper_ADInplaceOrView_min_out).debug("wrapper_ADInplaceOrView_min_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
@@ -944,6 +970,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("isnan.out", Kernel::typed::<op::isnan_out>(wrapper_ADInplaceOrView_isnan_out).debug("wrapper_ADInplaceOrView_isnan_out"))?;
     lib.impl_("relu.out", Kernel::typed::<op::relu_out>(wrapper_ADInplaceOrView_relu_out).debug("wrapper_ADInplaceOrView_relu_out"))?;
     lib.impl_("isinf.out", Kernel::typed::<op::isinf_out>(wrapper_ADInplaceOrView_isinf_out).debug("wrapper_ADInplaceOrView_isinf_out"))?;
+    lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(wrapper_ADInplaceOrView_repeat_out).debug("wrapper_ADInplaceOrView_repeat_out"))?;
+    lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(wrapper_ADInplaceOrView_constant_pad_nd_out).debug("wrapper_ADInplaceOrView_constant_pad_nd_out"))?;
+    lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(wrapper_ADInplaceOrView_embedding_out).debug("wrapper_ADInplaceOrView_embedding_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -1226,6 +1255,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sign", Kernel::typed::<op::sign>(wrapper_Meta_sign).debug("wrapper_Meta_sign"))?;
     lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_Meta_sign_).debug("wrapper_Meta_sign_"))?;
     lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_Meta_sign_out).debug("wrapper_Meta_sign_out"))?;
+    lib.impl_("stack", Kernel::typed::<op::stack>(wrapper_Meta_stack).debug("wrapper_Meta_stack"))?;
+    lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_Meta_sort_values_stable).debug("wrapper_Meta_sort_values_stable"))?;
+    lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(wrapper_Meta_sort_stable).debug("wrapper_Meta_sort_stable"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -1275,6 +1307,12 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("var_mean", Kernel::typed::<op::var_mean>(wrapper_CompositeImplicitAutograd_var_mean).debug("wrapper_CompositeImplicitAutograd_var_mean"))?;
     lib.impl_("var_mean.dim", Kernel::typed::<op::var_mean_dim>(wrapper_CompositeImplicitAutograd_var_mean_dim).debug("wrapper_CompositeImplicitAutograd_var_mean_dim"))?;
     lib.impl_("isfinite", Kernel::typed::<op::isfinite>(wrapper_CompositeImplicitAutograd_isfinite).debug("wrapper_CompositeImplicitAutograd_isfinite"))?;
+    lib.impl_("one_hot", Kernel::typed::<op::one_hot>(wrapper_CompositeImplicitAutograd_one_hot).debug("wrapper_CompositeImplicitAutograd_one_hot"))?;
+    lib.impl_("cross_entropy_loss", Kernel::typed::<op::cross_entropy_loss>(wrapper_CompositeImplicitAutograd_cross_entropy_loss).debug("wrapper_CompositeImplicitAutograd_cross_entropy_loss"))?;
+    lib.impl_("max.other", Kernel::typed::<op::max_other>(wrapper_CompositeImplicitAutograd_max_other).debug("wrapper_CompositeImplicitAutograd_max_other"))?;
+    lib.impl_("max.out", Kernel::typed::<op::max_out>(wrapper_CompositeImplicitAutograd_max_out).debug("wrapper_CompositeImplicitAutograd_max_out"))?;
+    lib.impl_("min.other", Kernel::typed::<op::min_other>(wrapper_CompositeImplicitAutograd_min_other).debug("wrapper_CompositeImplicitAutograd_min_other"))?;
+    lib.impl_("min.out", Kernel::typed::<op::min_out>(wrapper_CompositeImplicitAutograd_min_out).debug("wrapper_CompositeImplicitAutograd_min_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
@@ -1400,6 +1438,14 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("nan_to_num", Kernel::typed::<op::nan_to_num>(wrapper_CompositeExplicitAutograd_nan_to_num).debug("wrapper_CompositeExplicitAutograd_nan_to_num"))?;
     lib.impl_("nan_to_num_", Kernel::typed::<op::nan_to_num_>(wrapper_CompositeExplicitAutograd_nan_to_num_).debug("wrapper_CompositeExplicitAutograd_nan_to_num_"))?;
     lib.impl_("isinf", Kernel::typed::<op::isinf>(wrapper_CompositeExplicitAutograd_isinf).debug("wrapper_CompositeExplicitAutograd_isinf"))?;
+    lib.impl_("stack", Kernel::typed::<op::stack>(wrapper_CompositeExplicitAutograd_stack).debug("wrapper_CompositeExplicitAutograd_stack"))?;
+    lib.impl_("stack.out", Kernel::typed::<op::stack_out>(wrapper_CompositeExplicitAutograd_stack_out).debug("wrapper_CompositeExplicitAutograd_stack_out"))?;
+    lib.impl_("repeat", Kernel::typed::<op::repeat>(wrapper_CompositeExplicitAutograd_repeat).debug("wrapper_CompositeExplicitAutograd_repeat"))?;
+    lib.impl_("constant_pad_nd", Kernel::typed::<op::constant_pad_nd>(wrapper_CompositeExplicitAutograd_constant_pad_nd).debug("wrapper_CompositeExplicitAutograd_constant_pad_nd"))?;
+    lib.impl_("embedding", Kernel::typed::<op::embedding>(wrapper_CompositeExplicitAutograd_embedding).debug("wrapper_CompositeExplicitAutograd_embedding"))?;
+    lib.impl_("sort.values", Kernel::typed::<op::sort_values>(wrapper_CompositeExplicitAutograd_sort_values).debug("wrapper_CompositeExplicitAutograd_sort_values"))?;
+    lib.impl_("sort", Kernel::typed::<op::sort>(wrapper_CompositeExplicitAutograd_sort).debug("wrapper_CompositeExplicitAutograd_sort"))?;
+    lib.impl_("logsumexp", Kernel::typed::<op::logsumexp>(wrapper_CompositeExplicitAutograd_logsumexp).debug("wrapper_CompositeExplicitAutograd_logsumexp"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -1471,6 +1517,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("isnan.out", Kernel::typed::<op::isnan_out>(wrapper_CompositeExplicitAutograd_isnan_out).debug("wrapper_CompositeExplicitAutograd_isnan_out"))?;
     lib.impl_("relu.out", Kernel::typed::<op::relu_out>(wrapper_CompositeExplicitAutograd_relu_out).debug("wrapper_CompositeExplicitAutograd_relu_out"))?;
     lib.impl_("isinf.out", Kernel::typed::<op::isinf_out>(wrapper_CompositeExplicitAutograd_isinf_out).debug("wrapper_CompositeExplicitAutograd_isinf_out"))?;
+    lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(wrapper_CompositeExplicitAutograd_repeat_out).debug("wrapper_CompositeExplicitAutograd_repeat_out"))?;
+    lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(wrapper_CompositeExplicitAutograd_constant_pad_nd_out).debug("wrapper_CompositeExplicitAutograd_constant_pad_nd_out"))?;
+    lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(wrapper_CompositeExplicitAutograd_embedding_out).debug("wrapper_CompositeExplicitAutograd_embedding_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -1500,6 +1549,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy"))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(wrapper_CompositeExplicitAutogradNonFunctional_alias_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_alias_copy"))?;
     lib.impl_("bernoulli.p", Kernel::typed::<op::bernoulli_p>(wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p).debug("wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p"))?;
+    lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out).debug("wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out"))?;
     lib.leak();
     Ok(())
 }
@@ -6614,6 +6664,148 @@ fn wrapper_CompositeExplicitAutograd_isinf(_ks: DispatchKeySet, (self_,): (&Tens
     crate::native::isinf(self_)
 }
 
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_stack(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
+    crate::native::stack(tensors, dim)
+}
+
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor`
+fn wrapper_Meta_stack(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
+    crate::native::stack_meta(tensors, dim)
+}
+
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_stack_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
+    crate::native::stack_out(tensors, dim, out)
+}
+
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_stack_out(ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::stack_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, tensors, dim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_repeat(_ks: DispatchKeySet, (self_, repeats): (&Tensor, &[i64])) -> Result<Tensor> {
+    crate::native::repeat(self_, repeats)
+}
+
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_constant_pad_nd(_ks: DispatchKeySet, (self_, pad, value): (&Tensor, &[i64], Scalar)) -> Result<Tensor> {
+    crate::native::constant_pad_nd(self_, pad, value)
+}
+
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_embedding(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse): (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
+    crate::native::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+}
+
+/// `one_hot(Tensor self, int num_classes=-1) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_one_hot(_ks: DispatchKeySet, (self_, num_classes): (&Tensor, i64)) -> Result<Tensor> {
+    crate::native::one_hot(self_, num_classes)
+}
+
+/// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_CompositeExplicitAutograd_sort_values(_ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    crate::native::sort_out(self_, dim, descending, values, indices)
+}
+
+/// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_ADInplaceOrView_sort_values(ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::sort_values::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, descending, values, indices)?;
+    values.bump_version();
+    indices.bump_version();
+    Ok(result)
+}
+
+/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_Meta_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]))?;
+    crate::structured::resize_out(values, meta.output(0)?)?;
+    crate::structured::resize_out(indices, meta.output(1)?)?;
+    let _ = &meta;
+    Ok((values.clone(), indices.clone()))
+}
+
+/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+fn wrapper_ADInplaceOrView_sort_values_stable(ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let result = crate::op::sort_values_stable::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, stable, dim, descending, values, indices)?;
+    values.bump_version();
+    indices.bump_version();
+    Ok(result)
+}
+
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+fn wrapper_CompositeExplicitAutograd_sort(_ks: DispatchKeySet, (self_, dim, descending): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::sort(self_, dim, descending)
+}
+
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+fn wrapper_Meta_sort_stable(_ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Functional)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let out1 = crate::structured::create_out(meta.output(1)?)?;
+    let _ = &meta;
+    Ok((out0, out1))
+}
+
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_logsumexp(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
+    crate::native::logsumexp(self_, dim, keepdim)
+}
+
+/// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    crate::native::logsumexp_out(self_, dim, keepdim, out)
+}
+
+/// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_logsumexp_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::logsumexp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_cross_entropy_loss(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, label_smoothing): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, f64)) -> Result<Tensor> {
+    crate::native::cross_entropy_loss(self_, target, weight, reduction, ignore_index, label_smoothing)
+}
+
+/// `max.other(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_max_other(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::max(self_, other)
+}
+
+/// `max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_max_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::max_out(self_, other, out)
+}
+
+/// `max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_max_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::max_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `min.other(Tensor self, Tensor other) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_min_other(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::min(self_, other)
+}
+
+/// `min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeImplicitAutograd_min_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::min_out(self_, other, out)
+}
+
+/// `min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_min_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::min_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -7577,6 +7769,48 @@ fn wrapper_CompositeExplicitAutograd_isinf_out(_ks: DispatchKeySet, (self_, out)
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_isinf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::isinf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_repeat_out(_ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::repeat::call(self_, repeats)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_repeat_out(ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let result = crate::op::repeat_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, repeats, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::constant_pad_nd::call(self_, pad, value)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_constant_pad_nd_out(ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::constant_pad_nd_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, pad, value, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)?;
+    crate::runtime::copy_to_out(out, &result)?;
+    Ok(out.clone())
+}
+
+/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_embedding_out(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::embedding_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, weight, indices, padding_idx, scale_grad_by_freq, sparse, out)?;
     out.bump_version();
     Ok(result)
 }

@@ -723,6 +723,24 @@ pub trait TensorOps {
     fn isfinite(&self) -> Result<Tensor>;
     /// `aten::isinf(Tensor self) -> Tensor`
     fn isinf(&self) -> Result<Tensor>;
+    /// `aten::repeat(Tensor self, SymInt[] repeats) -> Tensor`
+    fn repeat(&self, repeats: &[i64]) -> Result<Tensor>;
+    /// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    fn sort(&self) -> Result<(Tensor, Tensor)>;
+    /// `aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)>;
+    /// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)>;
+    /// `aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)>;
+    /// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+    fn logsumexp(&self, dim: &[i64]) -> Result<Tensor>;
+    /// `aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+    fn logsumexp_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor>;
+    /// `aten::max.other(Tensor self, Tensor other) -> Tensor`
+    fn max_other(&self, other: &Tensor) -> Result<Tensor>;
+    /// `aten::min.other(Tensor self, Tensor other) -> Tensor`
+    fn min_other(&self, other: &Tensor) -> Result<Tensor>;
 }
 
 impl TensorOps for Tensor {
@@ -2149,5 +2167,41 @@ impl TensorOps for Tensor {
     #[inline]
     fn isinf(&self) -> Result<Tensor> {
         op::isinf::call(self)
+    }
+    #[inline]
+    fn repeat(&self, repeats: &[i64]) -> Result<Tensor> {
+        op::repeat::call(self, repeats)
+    }
+    #[inline]
+    fn sort(&self) -> Result<(Tensor, Tensor)> {
+        op::sort::call(self, -1, false)
+    }
+    #[inline]
+    fn sort_with(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        op::sort::call(self, dim, descending)
+    }
+    #[inline]
+    fn sort_stable(&self, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
+        op::sort_stable::call(self, stable, -1, false)
+    }
+    #[inline]
+    fn sort_stable_with(&self, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        op::sort_stable::call(self, stable, dim, descending)
+    }
+    #[inline]
+    fn logsumexp(&self, dim: &[i64]) -> Result<Tensor> {
+        op::logsumexp::call(self, dim, false)
+    }
+    #[inline]
+    fn logsumexp_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        op::logsumexp::call(self, dim, keepdim)
+    }
+    #[inline]
+    fn max_other(&self, other: &Tensor) -> Result<Tensor> {
+        op::max_other::call(self, other)
+    }
+    #[inline]
+    fn min_other(&self, other: &Tensor) -> Result<Tensor> {
+        op::min_other::call(self, other)
     }
 }

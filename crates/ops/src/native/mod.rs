@@ -9,6 +9,7 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
+mod shape;
 mod unary;
 mod views;
 
@@ -19,5 +20,6 @@ pub use linalg::*;
 pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
+pub use shape::*;
 pub use unary::*;
 pub use views::*;
