@@ -29,8 +29,9 @@ fn main() {
     let mode = args.next().unwrap_or_else(|| "boxed".to_owned());
     let n: u32 = args.next().map_or(10_000, |s| s.parse().unwrap());
     switchyard_sidecar::init().unwrap();
-    let x = switchyard_sidecar::to_sidecar(&Tensor::from_slice(&[0.5f32, -1.0, 2.0, 0.25]).unwrap())
-        .unwrap();
+    let x =
+        switchyard_sidecar::to_sidecar(&Tensor::from_slice(&[0.5f32, -1.0, 2.0, 0.25]).unwrap())
+            .unwrap();
     let device = switchyard_sidecar::device();
     let cpu = DispatchKeySet::from_key(DispatchKey::CPU);
     let run_boxed = || op::exp::call(&x).unwrap();

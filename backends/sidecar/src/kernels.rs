@@ -44,7 +44,11 @@ fn gather(t: &Tensor) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(usize::try_from(g.numel()).unwrap_or(0) * size);
         for offset in g.offsets() {
             let start = usize::try_from(offset).map_err(|_| out_of_bounds())? * size;
-            out.extend_from_slice(mem.bytes.get(start..start + size).ok_or_else(out_of_bounds)?);
+            out.extend_from_slice(
+                mem.bytes
+                    .get(start..start + size)
+                    .ok_or_else(out_of_bounds)?,
+            );
         }
         Ok(out)
     })
@@ -99,9 +103,11 @@ fn upload(src: &Tensor, dst: &Tensor) -> Result<()> {
         Some(MemoryFormat::Contiguous),
     )?;
     let bytes = with_tensors(&[(&staged, Access::Read)], |data| {
-        let start = usize::try_from(data.geometry(0).storage_offset()).map_err(|_| out_of_bounds())?
+        let start = usize::try_from(data.geometry(0).storage_offset())
+            .map_err(|_| out_of_bounds())?
             * staged.element_size();
-        let len = usize::try_from(staged.numel()).map_err(|_| out_of_bounds())? * staged.element_size();
+        let len =
+            usize::try_from(staged.numel()).map_err(|_| out_of_bounds())? * staged.element_size();
         Ok(data
             .bytes(0)?
             .get(start..start + len)
@@ -191,8 +197,7 @@ impl SidecarNativeFunctions for Sidecar {
     /// Contiguous `float32` matrices on the sidecar; anything else (and every error message)
     /// comes from the fallback.
     fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-        let shapes_ok =
-            self_.dim() == 2 && mat2.dim() == 2 && self_.sizes()[1] == mat2.sizes()[0];
+        let shapes_ok = self_.dim() == 2 && mat2.dim() == 2 && self_.sizes()[1] == mat2.sizes()[0];
         let native = [self_, mat2]
             .iter()
             .all(|t| is_sidecar(t) && t.dtype() == ScalarType::Float && t.is_contiguous());

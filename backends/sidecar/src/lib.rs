@@ -34,8 +34,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use switchyard_backend::{
     Device, DeviceType, DispatchKey, DispatchKeySet, Dispatcher, Error, Kernel, Library,
-    LibraryKind, OperatorHandle, Result, Stack, Tensor, cpu_fallback,
-    register_privateuse1_backend, set_allocator,
+    LibraryKind, OperatorHandle, Result, Stack, Tensor, cpu_fallback, register_privateuse1_backend,
+    set_allocator,
 };
 use switchyard_ops::op;
 

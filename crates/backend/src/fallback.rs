@@ -83,14 +83,17 @@ pub fn cpu_fallback_with(
         )));
     }
     let facts = op.require_schema_facts()?;
-    let base = stack.len().checked_sub(facts.num_arguments).ok_or_else(|| {
-        Error::runtime(format!(
-            "internal error: {} needs {} arguments but the stack holds {}",
-            op.name(),
-            facts.num_arguments,
-            stack.len()
-        ))
-    })?;
+    let base = stack
+        .len()
+        .checked_sub(facts.num_arguments)
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "internal error: {} needs {} arguments but the stack holds {}",
+                op.name(),
+                facts.num_arguments,
+                stack.len()
+            ))
+        })?;
     let target = target_device(&facts, &stack[base..]);
     if facts.is_view() && options.error_on_views {
         return Err(Error::not_implemented(view_message(op, target)));
@@ -222,23 +225,29 @@ fn target_device(facts: &SchemaFacts, args: &[IValue]) -> Option<Device> {
         });
     from_device_arg
         .or_else(|| {
-            facts.tensor_arguments.iter().find_map(|a| match args.get(a.index) {
-                Some(IValue::Tensor(t))
-                    if matches!(
-                        a.kind,
-                        TensorArgumentKind::Tensor | TensorArgumentKind::OptionalTensor
-                    ) =>
-                {
-                    Some(t.device())
-                }
-                _ => None,
-            })
+            facts
+                .tensor_arguments
+                .iter()
+                .find_map(|a| match args.get(a.index) {
+                    Some(IValue::Tensor(t))
+                        if matches!(
+                            a.kind,
+                            TensorArgumentKind::Tensor | TensorArgumentKind::OptionalTensor
+                        ) =>
+                    {
+                        Some(t.device())
+                    }
+                    _ => None,
+                })
         })
         .or_else(|| {
-            facts.tensor_arguments.iter().find_map(|a| match args.get(a.index) {
-                Some(IValue::TensorList(list)) => list.first().map(Tensor::device),
-                _ => None,
-            })
+            facts
+                .tensor_arguments
+                .iter()
+                .find_map(|a| match args.get(a.index) {
+                    Some(IValue::TensorList(list)) => list.first().map(Tensor::device),
+                    _ => None,
+                })
         })
 }
 

@@ -94,7 +94,9 @@ pub fn parse_call_args(
 /// and literals have no bare identifier before an `=`).
 fn looks_like_keyword(text: &str) -> bool {
     text.split_once('=').is_some_and(|(k, _)| {
-        k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        k.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     })
 }

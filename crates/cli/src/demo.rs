@@ -168,7 +168,10 @@ fn mlp(device: Device) -> Result<()> {
         println!("loss = {loss}");
     } else {
         // Device memory is not host memory: bring the value over to print it.
-        println!("loss = {} (computed on {device})", to_device(&loss, Device::CPU)?);
+        println!(
+            "loss = {} (computed on {device})",
+            to_device(&loss, Device::CPU)?
+        );
     }
     let mut per_key: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for hop in &hops {
@@ -195,7 +198,10 @@ fn mlp(device: Device) -> Result<()> {
                 (new > 0).then(|| format!("{op} x{new}"))
             })
             .collect();
-        println!("ran on the CPU through the fallback: {}", fell_back.join(", "));
+        println!(
+            "ran on the CPU through the fallback: {}",
+            fell_back.join(", ")
+        );
     }
     Ok(())
 }

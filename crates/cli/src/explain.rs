@@ -10,14 +10,18 @@ use switchyard_schema::{BaseType, Type};
 /// A sample value for an argument: small tensors on `device`, defaults, or simple values.
 fn sample(ty: &Type, default: Option<&str>, device: Device, requires_grad: bool) -> Result<IValue> {
     if let Some(d) = default {
-        return switchyard::args::parse_value(ty, d.trim_matches(|c| c == '\'' || c == '"'), device)
-            .or_else(|_| {
-                if ty.is_optional() {
-                    Ok(IValue::None)
-                } else {
-                    parse_value(ty, "1", device)
-                }
-            });
+        return switchyard::args::parse_value(
+            ty,
+            d.trim_matches(|c| c == '\'' || c == '"'),
+            device,
+        )
+        .or_else(|_| {
+            if ty.is_optional() {
+                Ok(IValue::None)
+            } else {
+                parse_value(ty, "1", device)
+            }
+        });
     }
     Ok(match ty {
         Type::Base(BaseType::Tensor) | Type::Optional(_)

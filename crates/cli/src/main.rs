@@ -1,6 +1,5 @@
 //! The `switchyard` command.
 
-
 mod demo;
 mod explain;
 mod output;

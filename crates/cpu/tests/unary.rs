@@ -328,7 +328,9 @@ fn every_case_matches_pytorch() {
             assert!(r.is_same(&out));
             let (got, want) = (out.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
             assert!(
-                got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
                 "{name}: out= {got:?} differs from the functional result {want:?}"
             );
             continue;

@@ -190,7 +190,8 @@ mod tests {
         assert_eq!(f.returns[0].alias, ReturnAlias::Fresh);
         assert!(!f.is_view());
 
-        let f = facts("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+        let f =
+            facts("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
         assert!(f.tensor_arguments[0].is_write);
         assert_eq!(f.returns[0].alias, ReturnAlias::MutatedArgument(0));
         assert_eq!(f.returns[0].text, "Tensor(a!)");
@@ -226,10 +227,16 @@ mod tests {
         assert_eq!(f.device_arguments, [3]);
         let f = facts("cat(Tensor[] tensors, int dim=0) -> Tensor");
         assert_eq!(f.tensor_arguments[0].kind, TensorArgumentKind::TensorList);
-        let f = facts("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]");
+        let f =
+            facts("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]");
         assert_eq!(f.returns[0].kind, ReturnKindFacts::TensorList);
         assert!(f.is_view());
-        let f = facts("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor");
-        assert_eq!(f.tensor_arguments[2].kind, TensorArgumentKind::OptionalTensor);
+        let f = facts(
+            "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor",
+        );
+        assert_eq!(
+            f.tensor_arguments[2].kind,
+            TensorArgumentKind::OptionalTensor
+        );
     }
 }

@@ -9,11 +9,11 @@
 //! arguments onto a [`Stack`] (to call a boxed-only kernel such as a fallback), and reading
 //! them back off the stack (the boxed adaptor of a typed kernel).
 
+use crate::OperatorHandle;
 use switchyard_core::{
     Device, DispatchKeySet, Error, Generator, IValue, Layout, MemoryFormat, Result, Scalar,
     ScalarType, Stack, Tensor,
 };
-use crate::OperatorHandle;
 use switchyard_schema::{
     Argument, BaseOperatorName, BaseType, FunctionSchema, OperatorName, Return, Type,
 };

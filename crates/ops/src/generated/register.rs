@@ -1225,6 +1225,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("round.decimals", Kernel::typed::<op::round_decimals>(wrapper_Meta_round_decimals).debug("wrapper_Meta_round_decimals"))?;
     lib.impl_("round_.decimals", Kernel::typed::<op::round__decimals>(wrapper_Meta_round__decimals).debug("wrapper_Meta_round__decimals"))?;
     lib.impl_("round.decimals_out", Kernel::typed::<op::round_decimals_out>(wrapper_Meta_round_decimals_out).debug("wrapper_Meta_round_decimals_out"))?;
+    lib.impl_("relu", Kernel::typed::<op::relu>(wrapper_Meta_relu).debug("wrapper_Meta_relu"))?;
+    lib.impl_("relu_", Kernel::typed::<op::relu_>(wrapper_Meta_relu_).debug("wrapper_Meta_relu_"))?;
     lib.impl_("gelu.out", Kernel::typed::<op::gelu_out>(wrapper_Meta_gelu_out).debug("wrapper_Meta_gelu_out"))?;
     lib.impl_("gelu_", Kernel::typed::<op::gelu_>(wrapper_Meta_gelu_).debug("wrapper_Meta_gelu_"))?;
     lib.impl_("gelu", Kernel::typed::<op::gelu>(wrapper_Meta_gelu).debug("wrapper_Meta_gelu"))?;
@@ -6265,6 +6267,16 @@ fn wrapper_ADInplaceOrView_round_decimals_out(ks: DispatchKeySet, (self_, decima
     let result = crate::op::round_decimals_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `relu(Tensor self) -> Tensor`
+fn wrapper_Meta_relu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::relu_meta(self_)
+}
+
+/// `relu_(Tensor(a!) self) -> Tensor(a!)`
+fn wrapper_Meta_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::relu_meta_(self_)
 }
 
 /// `relu_(Tensor(a!) self) -> Tensor(a!)`

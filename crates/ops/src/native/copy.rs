@@ -331,7 +331,7 @@ pub fn _copy_from(self_: &Tensor, dst: &Tensor, non_blocking: bool) -> Result<Te
 /// `_copy_from_and_resize`: resizes `dst` to `self`'s sizes, copies `self` into it and
 /// returns it.
 pub fn _copy_from_and_resize(self_: &Tensor, dst: &Tensor) -> Result<Tensor> {
-    check_copy_from_devices(self_, dst)?;
+    // Both steps are operator calls: a backend's `resize_` and `_copy_from` serve its tensors.
     redispatch::resize_(dst, &self_.sizes())?;
     redispatch::copy_(dst, self_, false)?;
     Ok(dst.clone())

@@ -652,6 +652,14 @@ fn random_from_to_(
         Some(g) => g.clone(),
         None => switchyard_core::generator::default_generator(Device::CPU)?,
     };
+    if !t.is_cpu() {
+        // Another device (an external backend): draw on the host with the CPU generator, then
+        // copy over; `random_` is not an operator here, so a backend cannot serve the draws.
+        let host = Tensor::allocate(&t.sizes(), t.dtype(), Device::CPU)?;
+        random_fill(&host, low, high, &generator)?;
+        crate::op::copy_::call(t, &host, false)?;
+        return Ok(t.clone());
+    }
     random_fill(t, low, high, &generator)?;
     Ok(t.clone())
 }

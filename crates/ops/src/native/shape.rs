@@ -11,7 +11,7 @@
 use crate::op;
 use switchyard_core::promotion::DEFAULT_DTYPE;
 use switchyard_core::shape::{fmt_dims, wrap_dim};
-use switchyard_core::{Result, Scalar, ScalarType, Tensor, bail, torch_check};
+use switchyard_core::{Device, Result, Scalar, ScalarType, Tensor, bail, torch_check};
 
 // ---------------------------------------------------------------------------------------------
 // stack
@@ -283,9 +283,9 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
             None,
         );
     }
-    let min = op::min::call(self_)?.item::<i64>()?;
+    let min = host_item(&op::min::call(self_)?)?;
     torch_check!(min >= 0, "Class values must be non-negative.");
-    let max = op::max::call(self_)?.item::<i64>()?;
+    let max = host_item(&op::max::call(self_)?)?;
     let num_classes = if num_classes == -1 {
         max + 1
     } else {
@@ -594,4 +594,13 @@ pub fn min(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `min.out`: `minimum.out`.
 pub fn min_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::minimum_out::call(self_, other, out)
+}
+
+/// `t.item()` for a tensor on any device (PyTorch's `_local_scalar_dense`): device tensors are
+/// copied to the host first.
+fn host_item(t: &Tensor) -> Result<i64> {
+    if t.is_cpu() {
+        return t.item::<i64>();
+    }
+    op::_to_copy::call(t, None, None, Some(Device::CPU), None, false, None)?.item::<i64>()
 }

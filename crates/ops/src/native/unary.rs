@@ -72,3 +72,25 @@ pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     let nan = op::isnan::call(&marked)?;
     op::logical_not_::call(&nan)
 }
+
+/// `relu` on Meta: `self`'s shape and dtype (contiguous, like the CPU kernel's result); bool
+/// is refused with the CPU kernel's error.
+pub fn relu_meta(self_: &Tensor) -> Result<Tensor> {
+    check_relu_dtype(self_)?;
+    empty_like(self_, self_.dtype())
+}
+
+/// `relu_` on Meta: the dtype check only.
+pub fn relu_meta_(self_: &Tensor) -> Result<Tensor> {
+    check_relu_dtype(self_)?;
+    Ok(self_.clone())
+}
+
+fn check_relu_dtype(self_: &Tensor) -> Result<()> {
+    if self_.dtype() == ScalarType::Bool {
+        return Err(switchyard_core::Error::not_implemented(
+            "Boolean inputs not supported for relu",
+        ));
+    }
+    Ok(())
+}
