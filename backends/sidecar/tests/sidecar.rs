@@ -399,11 +399,7 @@ fn argument_text(
         Type::Base(BaseType::Tensor) => Some(match name {
             "target" if v.shape == "[2,3]" => "[2,0]".to_owned(),
             "index" | "indices" => v.long.to_owned(),
-            "mask" | "condition" => v
-                .long
-                .replace('0', "false")
-                .replace('1', "true")
-                .replace('2', "true"),
+            "mask" | "condition" => v.long.replace('0', "false").replace(['1', '2'], "true"),
             "weight" | "bias" if v.shape == "[2,3]" && arg.ty.is_optional() => {
                 "[1.0,2.0,0.5]".to_owned()
             }

@@ -9,7 +9,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 // Linking the crate registers the CPU kernels with the dispatcher.
-extern crate switchyard_cpu;
+use switchyard_cpu as _;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
