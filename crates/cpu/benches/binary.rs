@@ -16,6 +16,9 @@ use std::hint::black_box;
 use switchyard_core::{Device, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 
+// Linking the crate registers the CPU kernels with the dispatcher.
+use switchyard_cpu as _;
+
 const N: usize = 16 * 1024 * 1024;
 
 fn big(seed: f32) -> Tensor {

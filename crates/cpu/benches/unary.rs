@@ -13,6 +13,9 @@ use std::time::Instant;
 use switchyard_core::{Device, ScalarType, Tensor};
 use switchyard_ops::op;
 
+// Linking the crate registers the CPU kernels with the dispatcher.
+use switchyard_cpu as _;
+
 const N: usize = 16 * 1024 * 1024;
 
 fn best(reps: u32, mut f: impl FnMut()) -> f64 {
