@@ -142,15 +142,6 @@ pub fn cpu_fallback_with(
         .filter(|a| a.is_write)
         .map(|a| (a.index, stack[base + a.index].clone()))
         .collect();
-    // The originals that returns may alias.
-    let aliased: Vec<(usize, IValue)> = facts
-        .returns
-        .iter()
-        .filter_map(|r| match r.alias {
-            ReturnAlias::MutatedArgument(i) => Some((i, stack[base + i].clone())),
-            _ => None,
-        })
-        .collect();
     if !batch.is_empty() {
         let on_cpu = op::_to_cpu::call(&batch)?;
         if on_cpu.len() != batch.len() {
@@ -191,7 +182,8 @@ pub fn cpu_fallback_with(
         let slot = &mut stack[first_return + j];
         match ret.alias {
             ReturnAlias::MutatedArgument(i) => {
-                let original = aliased
+                // A mutable return aliases a written argument, whose original `written` kept.
+                let original = written
                     .iter()
                     .find(|(k, _)| *k == i)
                     .map(|(_, v)| v.clone())
