@@ -311,10 +311,32 @@ fn fallthrough_masks_global_and_per_backend() {
     let h = d.find_schema(&format!("{ns}::foo")).unwrap();
     let cpu = tagged(0.0);
     let xla = fake_tensor(DeviceType::Xla);
-    // Default: BackendSelect and ADInplaceOrView are framework fallthroughs, masked out.
+    // Default: BackendSelect, ADInplaceOrView and (until the autograd layer registers
+    // kernels) the Autograd keys are framework fallthroughs, masked out.
     let ks = h.compute_dispatch_key_set(cpu.key_set());
     assert!(!ks.has(K::ADInplaceOrView) && !ks.has(K::BackendSelect));
-    assert_eq!(ks.highest_priority_type_id(), K::AutogradCPU);
+    assert!(!ks.has(K::AutogradCPU));
+    assert_eq!(ks.highest_priority_type_id(), K::CPU);
+    // An operator's own autograd kernels unmask its Autograd keys.
+    l.impl_(
+        "foo",
+        Kernel::typed::<TT>(backend)
+            .for_key(K::AutogradCPU)
+            .debug("autograd_cpu"),
+    )
+    .unwrap();
+    l.impl_(
+        "foo",
+        Kernel::typed::<TT>(backend)
+            .for_key(K::AutogradXLA)
+            .debug("autograd_xla"),
+    )
+    .unwrap();
+    assert_eq!(
+        h.compute_dispatch_key_set(cpu.key_set())
+            .highest_priority_type_id(),
+        K::AutogradCPU
+    );
     // A per-operator fallthrough at AutogradXLA only: masks become per-backend.
     let ft = {
         let mut l2 = lib(d, &ns);

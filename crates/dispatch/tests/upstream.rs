@@ -19,7 +19,9 @@ fn lines(items: &[&str]) -> String {
 }
 
 fn bf() -> String {
-    FRAMEWORK_DEBUG.to_string()
+    // The framework's Autograd fallback is a fallthrough (dumped as PyTorch dumped its own,
+    // "fallthrough registered in pytorch framework").
+    format!("fallthrough {FRAMEWORK_DEBUG}")
 }
 
 fn def_alias(schema: &'static str, alias: AliasAnalysisKind) -> Registration {
