@@ -44,6 +44,9 @@ pub(crate) struct Plan {
 impl Plan {
     /// Aligns `operands` to `shape` (numpy broadcasting) and coalesces dimensions.
     pub(crate) fn new(shape: &[i64], operands: &[&Geometry]) -> Result<Plan> {
+        if let Some(plan) = Self::linear(shape, operands) {
+            return Ok(plan);
+        }
         let ndim = shape.len();
         let mut strides: SmallVec<[DimVec; 4]> = SmallVec::new();
         for g in operands {
@@ -72,7 +75,7 @@ impl Plan {
         })?;
         // Coalesce: drop size-1 dimensions, then merge an outer dimension into the next inner
         // one when every operand steps through both as one.
-        let mut dims: Vec<usize> = (0..ndim).filter(|d| shape[*d] != 1).collect();
+        let mut dims: SmallVec<[usize; 8]> = (0..ndim).filter(|d| shape[*d] != 1).collect();
         let mut out_shape: DimVec = DimVec::new();
         let mut out_strides: SmallVec<[DimVec; 4]> =
             strides.iter().map(|_| DimVec::new()).collect();
@@ -98,6 +101,32 @@ impl Plan {
         Ok(Plan {
             shape: out_shape,
             strides: out_strides,
+            offsets: operands.iter().map(|g| g.storage_offset()).collect(),
+            numel,
+        })
+    }
+
+    /// The common case without the general alignment: every operand contiguous with exactly
+    /// `shape`, which coalesces to one run (`[]` for a single element, else `[numel]`). Small
+    /// calls are dominated by this bookkeeping, so it is worth the check.
+    fn linear(shape: &[i64], operands: &[&Geometry]) -> Option<Plan> {
+        if !operands
+            .iter()
+            .all(|g| g.is_contiguous() && g.sizes() == shape)
+        {
+            return None;
+        }
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?))?;
+        let (dims, unit): (DimVec, DimVec) = if numel == 1 {
+            (DimVec::new(), DimVec::new())
+        } else {
+            (DimVec::from_elem(numel as i64, 1), DimVec::from_elem(1, 1))
+        };
+        Some(Plan {
+            shape: dims,
+            strides: operands.iter().map(|_| unit.clone()).collect(),
             offsets: operands.iter().map(|g| g.storage_offset()).collect(),
             numel,
         })
@@ -289,10 +318,11 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
     requests.push((out, Access::Write));
     requests.extend(inputs.iter().map(|t| (*t, Access::Read)));
     with_tensors(&requests, |data| {
-        let geoms: SmallVec<[Geometry; MAX_OPERANDS]> =
-            (0..=N).map(|i| data.geometry(i).clone()).collect();
-        let geom_refs: SmallVec<[&Geometry; MAX_OPERANDS]> = geoms.iter().collect();
-        let plan = Plan::new(geoms[0].sizes(), &geom_refs)?;
+        let plan = {
+            let geoms: SmallVec<[&Geometry; MAX_OPERANDS]> =
+                (0..=N).map(|i| data.geometry(i)).collect();
+            Plan::new(geoms[0].sizes(), &geoms)?
+        };
         if plan.numel == 0 {
             return Ok(());
         }

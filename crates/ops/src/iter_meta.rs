@@ -4,6 +4,7 @@
 //! backends then run the loop with the computed dtypes.
 
 use crate::structured::{Meta, OutputSpec, Outs};
+use smallvec::SmallVec;
 use switchyard_core::promotion::ResultTypeState;
 use switchyard_core::shape::{DimVec, fmt_dims, infer_size};
 use switchyard_core::{Device, Error, Result, ScalarType, Tensor, can_cast, torch_check};
@@ -18,7 +19,7 @@ pub struct IterInfo {
 /// The configuration of an elementwise operator (PyTorch's `TensorIteratorConfig`).
 #[derive(Clone, Debug)]
 pub struct IterConfig<'a> {
-    inputs: Vec<&'a Tensor>,
+    inputs: SmallVec<[&'a Tensor; 4]>,
     outs: Outs<'a>,
     promote_inputs_to_common_dtype: bool,
     promote_integer_inputs_to_float: bool,
@@ -32,7 +33,7 @@ impl<'a> IterConfig<'a> {
     /// A configuration over `inputs` writing one output (existing per `outs`).
     pub fn new(inputs: &[&'a Tensor], outs: Outs<'a>) -> Self {
         IterConfig {
-            inputs: inputs.to_vec(),
+            inputs: SmallVec::from_slice(inputs),
             outs,
             promote_inputs_to_common_dtype: false,
             promote_integer_inputs_to_float: false,
