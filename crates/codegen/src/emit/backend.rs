@@ -28,7 +28,7 @@
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
 use super::registration::{
-    functional_args, outs_names, wrapper_fn, wrapper_name as registration_wrapper_name,
+    copy_into_outs_body, functional_args, wrapper_fn, wrapper_name as registration_wrapper_name,
 };
 use super::rust::{
     UnsupportedType, arg_name, arg_type, fn_name, output_type, tuple, unambiguous_name,
@@ -296,49 +296,7 @@ fn generated_body(
             b
         });
     }
-    let outs = outs_names(f);
-    let list_out = f
-        .schema
-        .arguments
-        .iter()
-        .any(|a| a.is_out && a.ty.is_tensor_list());
-    Ok(
-        if list_out || (f.schema.returns.is_empty() && outs.len() == 1) {
-            let o = &outs[0];
-            if list_out {
-                format!(
-                    "    let functional_result = {call};\n    {rt}::copy_list_to_out({o}, &functional_result)?;\n    Ok(())\n"
-                )
-            } else {
-                format!(
-                    "    let functional_result = {call};\n    {rt}::copy_to_out({o}, &functional_result)?;\n    Ok(())\n"
-                )
-            }
-        } else if outs.len() == 1 {
-            let o = &outs[0];
-            format!(
-                "    let functional_result = {call};\n    {rt}::copy_to_out({o}, &functional_result)?;\n    Ok({o}.clone())\n"
-            )
-        } else {
-            let results: Vec<String> = (0..outs.len())
-                .map(|i| format!("functional_result{i}"))
-                .collect();
-            let mut b = format!("    let {} = {call};\n", tuple(&results));
-            for (o, r) in outs.iter().zip(&results) {
-                b.push_str(&format!("    {rt}::copy_to_out({o}, &{r})?;\n"));
-            }
-            b.push_str(&format!(
-                "    Ok({})\n",
-                tuple(
-                    &outs
-                        .iter()
-                        .map(|o| format!("{o}.clone()"))
-                        .collect::<Vec<_>>()
-                )
-            ));
-            b
-        },
-    )
+    Ok(copy_into_outs_body(f, &call, rt))
 }
 
 fn register_file(

@@ -310,8 +310,6 @@ fn generated_out_body(
     functional: &GenFunction,
     paths: Paths,
 ) -> Result<String, UnsupportedType> {
-    let outs = outs_names(f);
-    let first_out = outs.first().cloned().unwrap_or_default();
     let args = functional_args(f, functional)?;
     let _ = input;
     let call = format!(
@@ -320,37 +318,53 @@ fn generated_out_body(
         unambiguous_name(&functional.schema),
         args.join(", ")
     );
-    let rt = paths.runtime;
+    Ok(copy_into_outs_body(f, &call, paths.runtime))
+}
+
+/// The body shared by every generated out= wrapper (here and in backend registrations): bind
+/// the functional `call`'s results, copy each into its out argument (resizing it), return the
+/// outs. The results are named `functional_result*` so they cannot shadow an argument.
+pub(super) fn copy_into_outs_body(f: &GenFunction, call: &str, rt: &str) -> String {
+    let outs = outs_names(f);
     let list_out = f
         .schema
         .arguments
         .iter()
         .any(|a| a.is_out && a.ty.is_tensor_list());
-    Ok(if list_out {
-        format!(
-            "    let result = {call};\n    {rt}::copy_list_to_out({first_out}, &result)?;\n    Ok(())\n"
+    let returns_nothing = f.schema.returns.is_empty();
+    if outs.len() == 1 {
+        let o = &outs[0];
+        let copy = if list_out {
+            "copy_list_to_out"
+        } else {
+            "copy_to_out"
+        };
+        let ret = if list_out || returns_nothing {
+            "()".to_string()
+        } else {
+            format!("{o}.clone()")
+        };
+        return format!(
+            "    let functional_result = {call};\n    {rt}::{copy}({o}, &functional_result)?;\n    Ok({ret})\n"
+        );
+    }
+    let results: Vec<String> = (0..outs.len())
+        .map(|i| format!("functional_result{i}"))
+        .collect();
+    let mut b = format!("    let {} = {call};\n", tuple(&results));
+    for (o, r) in outs.iter().zip(&results) {
+        b.push_str(&format!("    {rt}::copy_to_out({o}, &{r})?;\n"));
+    }
+    b.push_str(&format!(
+        "    Ok({})\n",
+        tuple(
+            &outs
+                .iter()
+                .map(|o| format!("{o}.clone()"))
+                .collect::<Vec<_>>()
         )
-    } else if outs.len() == 1 {
-        format!(
-            "    let result = {call};\n    {rt}::copy_to_out({first_out}, &result)?;\n    Ok({first_out}.clone())\n"
-        )
-    } else {
-        let results: Vec<String> = (0..outs.len()).map(|i| format!("r{i}")).collect();
-        let mut b = format!("    let {} = {call};\n", tuple(&results));
-        for (o, r) in outs.iter().zip(&results) {
-            b.push_str(&format!("    {rt}::copy_to_out({o}, &{r})?;\n"));
-        }
-        b.push_str(&format!(
-            "    Ok({})\n",
-            tuple(
-                &outs
-                    .iter()
-                    .map(|o| format!("{o}.clone()"))
-                    .collect::<Vec<_>>()
-            )
-        ));
-        b
-    })
+    ));
+    b
 }
 
 /// The body of a functional operator generated from its in-place or mutable sibling: clone

@@ -6820,8 +6820,8 @@ fn wrapper_ADInplaceOrView_min_out(ks: DispatchKeySet, (self_, other, out): (&Te
 
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::copy::call(self_, src, non_blocking)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::copy::call(self_, src, non_blocking)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6834,8 +6834,8 @@ fn wrapper_ADInplaceOrView_copy_out(ks: DispatchKeySet, (self_, src, non_blockin
 
 /// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_resize_out(_ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::resize::call(self_, size, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::resize::call(self_, size, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6855,8 +6855,8 @@ fn wrapper_CompositeExplicitAutograd_resize(_ks: DispatchKeySet, (self_, size, m
 
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_empty_strided_out(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::empty_strided::call(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::empty_strided::call(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6869,8 +6869,8 @@ fn wrapper_ADInplaceOrView_empty_strided_out(ks: DispatchKeySet, (size, stride, 
 
 /// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fill_Scalar::call(self_, value)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::fill_Scalar::call(self_, value)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6883,8 +6883,8 @@ fn wrapper_ADInplaceOrView_fill_Scalar_out(ks: DispatchKeySet, (self_, value, ou
 
 /// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_fill_Tensor_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fill_Tensor::call(self_, value)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::fill_Tensor::call(self_, value)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6897,8 +6897,8 @@ fn wrapper_ADInplaceOrView_fill_Tensor_out(ks: DispatchKeySet, (self_, value, ou
 
 /// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd__index_put_impl_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_index_put_impl::call(self_, indices, values, accumulate, unsafe_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::_index_put_impl::call(self_, indices, values, accumulate, unsafe_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6918,8 +6918,8 @@ fn wrapper_CompositeExplicitAutograd__index_put_impl(_ks: DispatchKeySet, (self_
 
 /// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_slice_scatter_out(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::slice_scatter::call(self_, src, dim, start, end, step)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::slice_scatter::call(self_, src, dim, start, end, step)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6932,8 +6932,8 @@ fn wrapper_ADInplaceOrView_slice_scatter_out(ks: DispatchKeySet, (self_, src, di
 
 /// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_select_scatter_out(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::select_scatter::call(self_, src, dim, index)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::select_scatter::call(self_, src, dim, index)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6946,8 +6946,8 @@ fn wrapper_ADInplaceOrView_select_scatter_out(ks: DispatchKeySet, (self_, src, d
 
 /// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_diagonal_scatter_out(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::diagonal_scatter::call(self_, src, offset, dim1, dim2)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::diagonal_scatter::call(self_, src, offset, dim1, dim2)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6960,8 +6960,8 @@ fn wrapper_ADInplaceOrView_diagonal_scatter_out(ks: DispatchKeySet, (self_, src,
 
 /// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_as_strided_scatter_out(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::as_strided_scatter::call(self_, src, size, stride, storage_offset)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::as_strided_scatter::call(self_, src, size, stride, storage_offset)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6974,8 +6974,8 @@ fn wrapper_ADInplaceOrView_as_strided_scatter_out(ks: DispatchKeySet, (self_, sr
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::prod::call(self_, dtype)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::prod::call(self_, dtype)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -6988,8 +6988,8 @@ fn wrapper_ADInplaceOrView_prod_out(ks: DispatchKeySet, (self_, dtype, out): (&T
 
 /// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::flip::call(self_, dims)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::flip::call(self_, dims)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7002,8 +7002,8 @@ fn wrapper_ADInplaceOrView_flip_out(ks: DispatchKeySet, (self_, dims, out): (&Te
 
 /// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::roll::call(self_, shifts, dims)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::roll::call(self_, shifts, dims)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7016,8 +7016,8 @@ fn wrapper_ADInplaceOrView_roll_out(ks: DispatchKeySet, (self_, shifts, dims, ou
 
 /// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd__unsafe_view_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_unsafe_view::call(self_, size)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::_unsafe_view::call(self_, size)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7030,8 +7030,8 @@ fn wrapper_ADInplaceOrView__unsafe_view_out(ks: DispatchKeySet, (self_, size, ou
 
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clone::call(self_, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::clone::call(self_, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7044,8 +7044,8 @@ fn wrapper_ADInplaceOrView_clone_out(ks: DispatchKeySet, (self_, memory_format, 
 
 /// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::zero::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::zero::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7065,8 +7065,8 @@ fn wrapper_CompositeExplicitAutograd_zero(_ks: DispatchKeySet, (self_,): (&Tenso
 
 /// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd__to_copy_out(_ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_to_copy::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, non_blocking, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::_to_copy::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, non_blocking, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7079,8 +7079,8 @@ fn wrapper_ADInplaceOrView__to_copy_out(ks: DispatchKeySet, (self_, non_blocking
 
 /// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::uniform::call(self_, from, to, generator)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::uniform::call(self_, from, to, generator)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7100,8 +7100,8 @@ fn wrapper_CompositeExplicitAutograd_uniform(_ks: DispatchKeySet, (self_, from, 
 
 /// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::as_strided_copy::call(self_, size, stride, storage_offset)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::as_strided_copy::call(self_, size, stride, storage_offset)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7114,8 +7114,8 @@ fn wrapper_ADInplaceOrView_as_strided_copy_out(ks: DispatchKeySet, (self_, size,
 
 /// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::diagonal_copy::call(self_, offset, dim1, dim2)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::diagonal_copy::call(self_, offset, dim1, dim2)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7128,8 +7128,8 @@ fn wrapper_ADInplaceOrView_diagonal_copy_out(ks: DispatchKeySet, (self_, offset,
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::expand_copy::call(self_, size, implicit)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::expand_copy::call(self_, size, implicit)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7142,8 +7142,8 @@ fn wrapper_ADInplaceOrView_expand_copy_out(ks: DispatchKeySet, (self_, size, imp
 
 /// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::permute_copy::call(self_, dims)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::permute_copy::call(self_, dims)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7156,8 +7156,8 @@ fn wrapper_ADInplaceOrView_permute_copy_out(ks: DispatchKeySet, (self_, dims, ou
 
 /// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::select_copy_int::call(self_, dim, index)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::select_copy_int::call(self_, dim, index)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7170,8 +7170,8 @@ fn wrapper_ADInplaceOrView_select_copy_int_out(ks: DispatchKeySet, (self_, dim, 
 
 /// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::detach_copy::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::detach_copy::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7184,8 +7184,8 @@ fn wrapper_ADInplaceOrView_detach_copy_out(ks: DispatchKeySet, (self_, out): (&T
 
 /// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::slice_copy_Tensor::call(self_, dim, start, end, step)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::slice_copy_Tensor::call(self_, dim, start, end, step)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7198,8 +7198,8 @@ fn wrapper_ADInplaceOrView_slice_copy_Tensor_out(ks: DispatchKeySet, (self_, dim
 
 /// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::squeeze_copy::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::squeeze_copy::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7212,8 +7212,8 @@ fn wrapper_ADInplaceOrView_squeeze_copy_out(ks: DispatchKeySet, (self_, out): (&
 
 /// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::squeeze_copy_dim::call(self_, dim)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::squeeze_copy_dim::call(self_, dim)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7226,8 +7226,8 @@ fn wrapper_ADInplaceOrView_squeeze_copy_dim_out(ks: DispatchKeySet, (self_, dim,
 
 /// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::squeeze_copy_dims::call(self_, dim)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::squeeze_copy_dims::call(self_, dim)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7240,8 +7240,8 @@ fn wrapper_ADInplaceOrView_squeeze_copy_dims_out(ks: DispatchKeySet, (self_, dim
 
 /// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::t_copy::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::t_copy::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7254,8 +7254,8 @@ fn wrapper_ADInplaceOrView_t_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor
 
 /// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::transpose_copy_int::call(self_, dim0, dim1)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::transpose_copy_int::call(self_, dim0, dim1)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7268,8 +7268,8 @@ fn wrapper_ADInplaceOrView_transpose_copy_int_out(ks: DispatchKeySet, (self_, di
 
 /// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::unsqueeze_copy::call(self_, dim)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::unsqueeze_copy::call(self_, dim)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7282,8 +7282,8 @@ fn wrapper_ADInplaceOrView_unsqueeze_copy_out(ks: DispatchKeySet, (self_, dim, o
 
 /// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::view_copy::call(self_, size)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::view_copy::call(self_, size)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7296,8 +7296,8 @@ fn wrapper_ADInplaceOrView_view_copy_out(ks: DispatchKeySet, (self_, size, out):
 
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::view_copy_dtype::call(self_, dtype)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::view_copy_dtype::call(self_, dtype)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7310,8 +7310,8 @@ fn wrapper_ADInplaceOrView_view_copy_dtype_out(ks: DispatchKeySet, (self_, dtype
 
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::unfold_copy::call(self_, dimension, size, step)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::unfold_copy::call(self_, dimension, size, step)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7324,8 +7324,8 @@ fn wrapper_ADInplaceOrView_unfold_copy_out(ks: DispatchKeySet, (self_, dimension
 
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::alias_copy::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::alias_copy::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7338,10 +7338,10 @@ fn wrapper_ADInplaceOrView_alias_copy_out(ks: DispatchKeySet, (self_, out): (&Te
 
 /// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 fn wrapper_CompositeExplicitAutograd_native_layer_norm_out(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    let (r0, r1, r2) = crate::op::native_layer_norm::call(input, normalized_shape, weight, bias, eps)?;
-    crate::runtime::copy_to_out(out0, &r0)?;
-    crate::runtime::copy_to_out(out1, &r1)?;
-    crate::runtime::copy_to_out(out2, &r2)?;
+    let (functional_result0, functional_result1, functional_result2) = crate::op::native_layer_norm::call(input, normalized_shape, weight, bias, eps)?;
+    crate::runtime::copy_to_out(out0, &functional_result0)?;
+    crate::runtime::copy_to_out(out1, &functional_result1)?;
+    crate::runtime::copy_to_out(out2, &functional_result2)?;
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
@@ -7356,9 +7356,9 @@ fn wrapper_ADInplaceOrView_native_layer_norm_out(ks: DispatchKeySet, (input, nor
 
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_CompositeExplicitAutograd_native_dropout_out(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = crate::op::native_dropout::call(input, p, train)?;
-    crate::runtime::copy_to_out(out0, &r0)?;
-    crate::runtime::copy_to_out(out1, &r1)?;
+    let (functional_result0, functional_result1) = crate::op::native_dropout::call(input, p, train)?;
+    crate::runtime::copy_to_out(out0, &functional_result0)?;
+    crate::runtime::copy_to_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -7372,8 +7372,8 @@ fn wrapper_ADInplaceOrView_native_dropout_out(ks: DispatchKeySet, (input, p, tra
 
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_convolution_out(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::convolution::call(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::convolution::call(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7386,8 +7386,8 @@ fn wrapper_ADInplaceOrView_convolution_out(ks: DispatchKeySet, (input, weight, b
 
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_add_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::add_Scalar::call(self_, other, alpha)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::add_Scalar::call(self_, other, alpha)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7400,8 +7400,8 @@ fn wrapper_ADInplaceOrView_add_Scalar_out(ks: DispatchKeySet, (self_, other, alp
 
 /// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_div_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div_Scalar::call(self_, other)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::div_Scalar::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7414,8 +7414,8 @@ fn wrapper_ADInplaceOrView_div_Scalar_out(ks: DispatchKeySet, (self_, other, out
 
 /// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div_Scalar_mode::call(self_, other, rounding_mode)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::div_Scalar_mode::call(self_, other, rounding_mode)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7428,8 +7428,8 @@ fn wrapper_ADInplaceOrView_div_Scalar_mode_out(ks: DispatchKeySet, (self_, other
 
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_mul_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mul_Scalar::call(self_, other)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::mul_Scalar::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7442,8 +7442,8 @@ fn wrapper_ADInplaceOrView_mul_Scalar_out(ks: DispatchKeySet, (self_, other, out
 
 /// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_sub_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sub_Scalar::call(self_, other, alpha)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::sub_Scalar::call(self_, other, alpha)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7456,8 +7456,8 @@ fn wrapper_ADInplaceOrView_sub_Scalar_out(ks: DispatchKeySet, (self_, other, alp
 
 /// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_and_Scalar_Tensor::call(self_, other)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::bitwise_and_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7470,8 +7470,8 @@ fn wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, (se
 
 /// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_or_Scalar_Tensor::call(self_, other)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::bitwise_or_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7484,8 +7484,8 @@ fn wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out(ks: DispatchKeySet, (sel
 
 /// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_xor_Scalar_Tensor::call(self_, other)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::bitwise_xor_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7498,8 +7498,8 @@ fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, (se
 
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::remainder_Scalar_Tensor::call(self_, other)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::remainder_Scalar_Tensor::call(self_, other)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7512,8 +7512,8 @@ fn wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (self
 
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_empty_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::empty_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::empty_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7526,8 +7526,8 @@ fn wrapper_ADInplaceOrView_empty_like_out(ks: DispatchKeySet, (self_, memory_for
 
 /// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::full_like::call(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::full_like::call(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7540,8 +7540,8 @@ fn wrapper_ADInplaceOrView_full_like_out(ks: DispatchKeySet, (self_, fill_value,
 
 /// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_ones_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ones_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::ones_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7554,8 +7554,8 @@ fn wrapper_ADInplaceOrView_ones_like_out(ks: DispatchKeySet, (self_, memory_form
 
 /// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::zeros_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::zeros_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7568,8 +7568,8 @@ fn wrapper_ADInplaceOrView_zeros_like_out(ks: DispatchKeySet, (self_, memory_for
 
 /// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bernoulli_Tensor::call(self_, p, generator)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::bernoulli_Tensor::call(self_, p, generator)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7589,8 +7589,8 @@ fn wrapper_CompositeExplicitAutograd_bernoulli_Tensor(_ks: DispatchKeySet, (self
 
 /// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bernoulli_p::call(self_, p, generator)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::bernoulli_p::call(self_, p, generator)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7603,8 +7603,8 @@ fn wrapper_ADInplaceOrView_bernoulli_float_out(ks: DispatchKeySet, (self_, p, ge
 
 /// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rand_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::rand_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7617,8 +7617,8 @@ fn wrapper_ADInplaceOrView_rand_like_out(ks: DispatchKeySet, (self_, memory_form
 
 /// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_rand_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rand_like_generator::call(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::rand_like_generator::call(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7631,8 +7631,8 @@ fn wrapper_ADInplaceOrView_rand_like_generator_out(ks: DispatchKeySet, (self_, g
 
 /// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randn_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::randn_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7645,8 +7645,8 @@ fn wrapper_ADInplaceOrView_randn_like_out(ks: DispatchKeySet, (self_, memory_for
 
 /// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_randn_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randn_like_generator::call(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::randn_like_generator::call(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7659,8 +7659,8 @@ fn wrapper_ADInplaceOrView_randn_like_generator_out(ks: DispatchKeySet, (self_, 
 
 /// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::normal_functional::call(self_, mean, std, generator)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::normal_functional::call(self_, mean, std, generator)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7673,8 +7673,8 @@ fn wrapper_ADInplaceOrView_normal_out(ks: DispatchKeySet, (self_, mean, std, gen
 
 /// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_index_put_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::index_put::call(self_, indices, values, accumulate)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::index_put::call(self_, indices, values, accumulate)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7687,8 +7687,8 @@ fn wrapper_ADInplaceOrView_index_put_out(ks: DispatchKeySet, (self_, indices, va
 
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::masked_fill_Scalar::call(self_, mask, value)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::masked_fill_Scalar::call(self_, mask, value)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7701,8 +7701,8 @@ fn wrapper_ADInplaceOrView_masked_fill_Scalar_out(ks: DispatchKeySet, (self_, ma
 
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::masked_fill_Tensor::call(self_, mask, value)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::masked_fill_Tensor::call(self_, mask, value)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7715,8 +7715,8 @@ fn wrapper_ADInplaceOrView_masked_fill_Tensor_out(ks: DispatchKeySet, (self_, ma
 
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sum::call(self_, dtype)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::sum::call(self_, dtype)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7729,9 +7729,9 @@ fn wrapper_ADInplaceOrView_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Te
 
 /// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_CompositeExplicitAutograd_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let (r0, r1) = crate::op::var_mean_correction::call(self_, dim, correction, keepdim)?;
-    crate::runtime::copy_to_out(out0, &r0)?;
-    crate::runtime::copy_to_out(out1, &r1)?;
+    let (functional_result0, functional_result1) = crate::op::var_mean_correction::call(self_, dim, correction, keepdim)?;
+    crate::runtime::copy_to_out(out0, &functional_result0)?;
+    crate::runtime::copy_to_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -7745,8 +7745,8 @@ fn wrapper_ADInplaceOrView_var_mean_correction_out(ks: DispatchKeySet, (self_, d
 
 /// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::isnan::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::isnan::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7759,8 +7759,8 @@ fn wrapper_ADInplaceOrView_isnan_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::relu::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::relu::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7773,8 +7773,8 @@ fn wrapper_ADInplaceOrView_relu_out(ks: DispatchKeySet, (self_, out): (&Tensor, 
 
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::isinf::call(self_)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::isinf::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7787,8 +7787,8 @@ fn wrapper_ADInplaceOrView_isinf_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_repeat_out(_ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::repeat::call(self_, repeats)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::repeat::call(self_, repeats)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7801,8 +7801,8 @@ fn wrapper_ADInplaceOrView_repeat_out(ks: DispatchKeySet, (self_, repeats, out):
 
 /// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::constant_pad_nd::call(self_, pad, value)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::constant_pad_nd::call(self_, pad, value)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -7815,8 +7815,8 @@ fn wrapper_ADInplaceOrView_constant_pad_nd_out(ks: DispatchKeySet, (self_, pad, 
 
 /// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)?;
-    crate::runtime::copy_to_out(out, &result)?;
+    let functional_result = crate::op::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
