@@ -1,5 +1,5 @@
 //! The reduction engine (PyTorch's TensorIterator reductions on CPU), plus the row kernels of
-//! softmax / log_softmax and of cumulative scans.
+//! softmax / log_softmax, of layer_norm and of cumulative scans.
 //!
 //! [`reduce`] folds every output element's slice of the input with a [`Reducer`] and returns
 //! the accumulators in the output's logical (row-major) order; the caller finishes them and
@@ -1179,7 +1179,7 @@ pub(crate) fn contiguous_with(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
 // exp, softmax and log_softmax
 // ---------------------------------------------------------------------------------------------
 
-/// Floats softmax computes in.
+/// Floats softmax and layer_norm compute in.
 pub(crate) trait SoftFloat: RNum {
     /// `e^x` for `x <= 0` or NaN, the only arguments softmax takes the exponential of
     /// (`x - max`); vectorisable and within 1 ulp for `f32` (`math::exp_nonpos_f32`), libm's
@@ -1187,6 +1187,8 @@ pub(crate) trait SoftFloat: RNum {
     fn exp_(self) -> Self;
     /// Natural logarithm.
     fn ln_(self) -> Self;
+    /// Square root.
+    fn sqrt_(self) -> Self;
 }
 
 impl SoftFloat for f32 {
@@ -1198,6 +1200,10 @@ impl SoftFloat for f32 {
     fn ln_(self) -> f32 {
         self.ln()
     }
+    #[inline(always)]
+    fn sqrt_(self) -> f32 {
+        self.sqrt()
+    }
 }
 
 impl SoftFloat for f64 {
@@ -1208,6 +1214,10 @@ impl SoftFloat for f64 {
     #[inline(always)]
     fn ln_(self) -> f64 {
         self.ln()
+    }
+    #[inline(always)]
+    fn sqrt_(self) -> f64 {
+        self.sqrt()
     }
 }
 
@@ -1420,6 +1430,87 @@ pub(crate) fn softmax<F: SoftFloat>(
     }
     debug_assert_eq!(rows * inner, n);
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// layer_norm rows
+// ---------------------------------------------------------------------------------------------
+
+/// `native_layer_norm` of contiguous rows of length `cols` into `y`, with each row's mean and
+/// `1 / sqrt(var + eps)` written to `mean` / `rstd` (one per row).
+///
+/// The statistics take two passes over the row (the mean, then the biased variance as the mean
+/// of `(x - mean)^2`), each folded into [`LANES`] accumulators: a row of 1024 `f32` stays in
+/// L1 between the passes, and unlike `E[x^2] - E[x]^2` this loses nothing when the values share
+/// a large offset. The output is `(x * rstd - rstd * mean) * gamma + beta`, PyTorch's formula.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn layer_norm_rows_body<F: SoftFloat>(
+    x: &[F],
+    y: &mut [F],
+    mean: &mut [F],
+    rstd: &mut [F],
+    gamma: Option<&[F]>,
+    beta: Option<&[F]>,
+    cols: usize,
+    eps: F,
+) {
+    if cols == 0 {
+        return;
+    }
+    let n = F::from_f64_lossy(cols as f64);
+    let stats = mean.iter_mut().zip(rstd.iter_mut());
+    for ((xr, yr), (m, r)) in x
+        .chunks_exact(cols)
+        .zip(y.chunks_exact_mut(cols))
+        .zip(stats)
+    {
+        let mu = lane_fold(xr, F::ZERO, F::add, F::add).div(n);
+        let ssd = lane_fold(
+            xr,
+            F::ZERO,
+            |a, v: F| {
+                let d = v.sub(mu);
+                a.add(d.mul(d))
+            },
+            F::add,
+        );
+        let rs = F::ONE.div(ssd.div(n).add(eps).sqrt_());
+        let shift = F::ZERO.sub(rs.mul(mu));
+        let ys = yr.iter_mut().zip(xr);
+        match (gamma, beta) {
+            (Some(g), Some(b)) => {
+                for (((o, v), g), b) in ys.zip(g).zip(b) {
+                    *o = v.mul(rs).add(shift).mul(*g).add(*b);
+                }
+            }
+            (Some(g), None) => {
+                for ((o, v), g) in ys.zip(g) {
+                    *o = v.mul(rs).add(shift).mul(*g);
+                }
+            }
+            (None, Some(b)) => {
+                for ((o, v), b) in ys.zip(b) {
+                    *o = v.mul(rs).add(shift).add(*b);
+                }
+            }
+            (None, None) => {
+                for (o, v) in ys {
+                    *o = v.mul(rs).add(shift);
+                }
+            }
+        }
+        *m = mu;
+        *r = rs;
+    }
+}
+
+multiversion! {
+    /// [`layer_norm_rows_body`] in the best instruction set available.
+    fn layer_norm_rows / layer_norm_rows_avx2 / layer_norm_rows_avx512 / layer_norm_rows_body<F: SoftFloat>(
+        x: &[F], y: &mut [F], mean: &mut [F], rstd: &mut [F], gamma: Option<&[F]>,
+        beta: Option<&[F]>, cols: usize, eps: F,
+    ) -> ()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1642,6 +1733,112 @@ mod tests {
                             let tol = want * (u * (d.abs() + k + 9.0) + a) + 2f64.powi(-148);
                             assert!((got - want).abs() <= tol, "{what}, want {want:e}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn layer_norm_variant(
+        level: u8,
+        x: &[f32],
+        y: &mut [f32],
+        m: &mut [f32],
+        r: &mut [f32],
+        g: Option<&[f32]>,
+        b: Option<&[f32]>,
+        cols: usize,
+    ) {
+        let eps = 1e-5;
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
+            1 => unsafe { layer_norm_rows_avx2(x, y, m, r, g, b, cols, eps) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
+            2 => unsafe { layer_norm_rows_avx512(x, y, m, r, g, b, cols, eps) },
+            _ => layer_norm_rows_body(x, y, m, r, g, b, cols, eps),
+        }
+    }
+
+    /// Layer-norm rows against an `f64` reference (two-pass statistics of the same `f32`
+    /// inputs), and every instruction-set variant against the baseline bit for bit.
+    ///
+    /// Error bounds, with `u = eps/2` the unit roundoff: a lane sum of `n` values through 32
+    /// lanes and a 5-level merge rounds at most `n/32 + 5` times along any path, so the mean
+    /// errs by `dm = (n/32 + 7) u mean|x|` (Higham's bound for summation trees, plus the
+    /// division). The variance is the mean of `(x - mean')^2`: the shifted sum of squares gains
+    /// `n dm^2` (the cross term vanishes around the exact mean) and each term errs by `3u`, so
+    /// `var` errs by `(n/32 + 9) u var + dm^2`, and `rstd = 1 / sqrt(var + 1e-5)` relatively by
+    /// `dr = ((n/32 + 10) u var + dm^2) / (2 (var + 1e-5)) + 3u`. The output
+    /// `(x r' - r' m') g + b` then errs by at most
+    /// `|g| r (dr |x - m| + dm + 2u (|x| + |m|)) + 2u (|g r (x - m)| + |y|)`.
+    /// A one-pass `E[x^2] - E[x]^2` in `f32` misses these by orders of magnitude on the offset
+    /// rows, where `u E[x^2]` dwarfs the variance.
+    #[test]
+    fn layer_norm_rows_match_f64_and_agree_across_instruction_sets() {
+        let u = f64::from(f32::EPSILON) / 2.0;
+        for n in [1usize, 2, 7, 17, 31, 32, 33, 64, 100, 1023, 1024, 1025] {
+            let gamma: Vec<f32> = (0..n).map(|i| 0.5 + (i % 13) as f32 * 0.1).collect();
+            let beta: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+            for (name, row) in test_rows(n) {
+                if row.iter().any(|v| !v.is_finite()) || name == "near max" || name == "huge" {
+                    continue; // `x^2` overflows f32 here; PyTorch's answer is inf/NaN too.
+                }
+                let x: Vec<f32> = row.iter().chain(&row).copied().collect();
+                let xs: Vec<f64> = row.iter().map(|v| f64::from(*v)).collect();
+                let nf = n as f64;
+                let k = (n / 32) as f64;
+                let mean = xs.iter().sum::<f64>() / nf;
+                let var = xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / nf;
+                let rstd = 1.0 / (var + f64::from(1e-5f32)).sqrt();
+                let dm = (k + 7.0) * u * xs.iter().map(|v| v.abs()).sum::<f64>() / nf;
+                let dr = ((k + 10.0) * u * var + dm * dm) / (2.0 * (var + 1e-5)) + 3.0 * u;
+                for (g, b) in [
+                    (Some(&gamma[..]), Some(&beta[..])),
+                    (Some(&gamma[..]), None),
+                    (None, Some(&beta[..])),
+                    (None, None),
+                ] {
+                    let outs = variants(|level| {
+                        let (mut y, mut m, mut r) = (vec![0.0f32; 2 * n], [0.0f32; 2], [0.0f32; 2]);
+                        layer_norm_variant(level, &x, &mut y, &mut m, &mut r, g, b, n);
+                        (y, m, r)
+                    });
+                    for o in &outs[1..] {
+                        let same = same_bits(&outs[0].0, &o.0)
+                            && same_bits(&outs[0].1, &o.1)
+                            && same_bits(&outs[0].2, &o.2);
+                        assert!(same, "{name} n={n}: variants differ");
+                    }
+                    let (y, m, r) = &outs[0];
+                    assert!(same_bits(&y[..n], &y[n..]) && same_bits(&m[..1], &m[1..]));
+                    assert!(same_bits(&r[..1], &r[1..]), "{name} n={n}: rows differ");
+                    let what = format!("{name} n={n} gamma={} beta={}", g.is_some(), b.is_some());
+                    let (m0, r0) = (f64::from(m[0]), f64::from(r[0]));
+                    assert!((m0 - mean).abs() <= dm, "{what}: mean {m0:e} vs {mean:e}");
+                    assert!(
+                        (r0 - rstd).abs() <= dr * rstd,
+                        "{what}: rstd {r0:e} vs {rstd:e} (relative error {:e}, bound {dr:e})",
+                        (r0 - rstd).abs() / rstd
+                    );
+                    for i in 0..n {
+                        let gi = g.map_or(1.0, |g| f64::from(g[i]));
+                        let bi = b.map_or(0.0, |b| f64::from(b[i]));
+                        let t = (xs[i] - mean) * rstd;
+                        let want = t * gi + bi;
+                        let tol = gi.abs()
+                            * rstd
+                            * (dr * (xs[i] - mean).abs()
+                                + dm
+                                + 2.0 * u * (xs[i].abs() + mean.abs()))
+                            + 2.0 * u * ((gi * t).abs() + want.abs());
+                        let got = f64::from(y[i]);
+                        assert!(
+                            (got - want).abs() <= tol,
+                            "{what} i={i}: {got:e} vs {want:e} (tolerance {tol:e})"
+                        );
                     }
                 }
             }

@@ -9,6 +9,7 @@
 use super::linalg::not_implemented;
 use crate::loops::{self, typed, typed_mut};
 use crate::num::{Num, dispatch_compute};
+use crate::reduce_loops::{SoftFloat, layer_norm_rows};
 use rayon::prelude::*;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::half::{bf16, f16};
@@ -485,6 +486,16 @@ pub fn layer_norm_cpu(
         cols: n as usize,
         stat_shape,
     };
+    let same = param_dtype == dtype
+        && [weight, bias]
+            .into_iter()
+            .flatten()
+            .all(|p| p.dtype() == dtype);
+    match dtype {
+        ScalarType::Float if same => return job.run_same::<f32>(),
+        ScalarType::Double if same => return job.run_same::<f64>(),
+        _ => {}
+    }
     dispatch_float!(dtype, "LayerNormKernelImpl", S => {
         if param_dtype != dtype {
             return job.run::<S, f32, f32>();
@@ -538,15 +549,19 @@ struct LayerNorm<'a> {
     stat_shape: DimVec,
 }
 
+/// The slices [`LayerNorm::with_rows`] hands out: input rows (read), output rows, means and
+/// reciprocal standard deviations (written).
+type RowSlices<'s, S, P> = (
+    &'s [<S as Element>::Repr],
+    &'s mut [<S as Element>::Repr],
+    &'s mut [<P as Element>::Repr],
+    &'s mut [<P as Element>::Repr],
+);
+
 impl LayerNorm<'_> {
-    /// Input stored as `S`, parameters and statistics as `P`, arithmetic in `A`.
-    // The per-row closure takes zipped (index, ((output row, mean), rstd)) items.
-    #[allow(clippy::type_complexity)]
-    fn run<S: Element, P: Element, A: Real>(&self) -> Result<(Tensor, Tensor, Tensor)>
-    where
-        S::Repr: Send + Sync,
-        P::Repr: Send + Sync,
-    {
+    /// The contiguous input and the new `(out, mean, rstd)`: input and output stored as `S`,
+    /// statistics as `P`.
+    fn tensors<S: Element, P: Element>(&self) -> Result<[Tensor; 4]> {
         let device = self.input.device();
         let x = if self.input.is_contiguous() {
             self.input.clone()
@@ -558,24 +573,25 @@ impl LayerNorm<'_> {
         let y = Tensor::allocate(&self.input.sizes(), S::DTYPE, device)?;
         let mean = Tensor::allocate(&self.stat_shape, P::DTYPE, device)?;
         let rstd = Tensor::allocate(&self.stat_shape, P::DTYPE, device)?;
-        if self.rows == 0 {
-            return Ok((y, mean, rstd));
-        }
-        let param = |t: Option<&Tensor>| -> Result<Option<Vec<A>>> {
-            t.map(|t| Ok(t.to_vec::<P>()?.into_iter().map(convert::<P, A>).collect()))
-                .transpose()
-        };
-        let (gamma, beta) = (param(self.weight)?, param(self.bias)?);
-        let eps = A::from_f64_lossy(self.eps);
+        Ok([x, y, mean, rstd])
+    }
+
+    /// Runs `f` on the data of [`LayerNorm::tensors`]'s tensors, for non-empty rows; empty rows
+    /// get mean 0 and rstd NaN (variance 0/0) as in PyTorch.
+    fn with_rows<S: Element, P: Element>(
+        &self,
+        [x, y, mean, rstd]: &[Tensor; 4],
+        f: impl FnOnce(RowSlices<'_, S, P>),
+    ) -> Result<()> {
         let (rows, cols) = (self.rows, self.cols);
         let start = usize::try_from(x.storage_offset())
             .map_err(|_| Error::runtime("internal error: layer_norm offset"))?;
         with_tensors(
             &[
-                (&y, Access::Write),
-                (&mean, Access::Write),
-                (&rstd, Access::Write),
-                (&x, Access::Read),
+                (y, Access::Write),
+                (mean, Access::Write),
+                (rstd, Access::Write),
+                (x, Access::Read),
             ],
             |data| {
                 let (mut written, shared) = data.split_host_mut(&[0, 1, 2])?;
@@ -600,6 +616,67 @@ impl LayerNorm<'_> {
                 )?
                 .get(start..start + rows * cols)
                 .ok_or_else(layer_norm_storage)?;
+                if cols == 0 {
+                    for (m_, r_) in means.iter_mut().zip(rstds.iter_mut()) {
+                        *m_ = P::to_repr(P::from_f64_lossy(0.0));
+                        *r_ = P::to_repr(P::from_f64_lossy(f64::NAN));
+                    }
+                } else {
+                    f((xs, ys, means, rstds));
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// `Float` / `Double` input with parameters of the same dtype: whole rows go to the
+    /// multiversioned [`layer_norm_rows`] (AVX-512 / AVX2 copies), in parallel above [`GRAIN`]
+    /// elements, writing straight into the outputs.
+    fn run_same<F: SoftFloat + Send + Sync>(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let t = self.tensors::<F, F>()?;
+        if self.rows > 0 {
+            let param = |t: Option<&Tensor>| t.map(|t| t.to_vec::<F>()).transpose();
+            let (gamma, beta) = (param(self.weight)?, param(self.bias)?);
+            let (g, b) = (gamma.as_deref(), beta.as_deref());
+            let eps = F::from_f64_lossy(self.eps);
+            let (rows, cols) = (self.rows, self.cols);
+            self.with_rows::<F, F>(&t, |(xs, ys, means, rstds)| {
+                if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
+                    // Tasks of whole rows, about GRAIN / 4 elements each.
+                    let per = (GRAIN / 4 / cols).max(1);
+                    ys.par_chunks_mut(per * cols)
+                        .zip(xs.par_chunks(per * cols))
+                        .zip(means.par_chunks_mut(per))
+                        .zip(rstds.par_chunks_mut(per))
+                        .for_each(|(((y, x), m), r)| layer_norm_rows(x, y, m, r, g, b, cols, eps));
+                } else {
+                    layer_norm_rows(xs, ys, means, rstds, g, b, cols, eps);
+                }
+            })?;
+        }
+        let [_, y, mean, rstd] = t;
+        Ok((y, mean, rstd))
+    }
+
+    /// Input stored as `S`, parameters and statistics as `P`, arithmetic in `A` (the `f16` /
+    /// `bf16` cases, and mixed parameter dtypes).
+    // The per-row closure takes zipped (index, ((output row, mean), rstd)) items.
+    #[allow(clippy::type_complexity)]
+    fn run<S: Element, P: Element, A: Real>(&self) -> Result<(Tensor, Tensor, Tensor)>
+    where
+        S::Repr: Send + Sync,
+        P::Repr: Send + Sync,
+    {
+        let t = self.tensors::<S, P>()?;
+        if self.rows > 0 {
+            let param = |t: Option<&Tensor>| -> Result<Option<Vec<A>>> {
+                t.map(|t| Ok(t.to_vec::<P>()?.into_iter().map(convert::<P, A>).collect()))
+                    .transpose()
+            };
+            let (gamma, beta) = (param(self.weight)?, param(self.bias)?);
+            let eps = A::from_f64_lossy(self.eps);
+            let (rows, cols) = (self.rows, self.cols);
+            self.with_rows::<S, P>(&t, |(xs, ys, means, rstds)| {
                 let row = |(i, ((y_row, mean), rstd)): (
                     usize,
                     ((&mut [S::Repr], &mut P::Repr), &mut P::Repr),
@@ -610,13 +687,7 @@ impl LayerNorm<'_> {
                     *mean = P::to_repr(convert::<A, P>(mu));
                     *rstd = P::to_repr(convert::<A, P>(r));
                 };
-                if cols == 0 {
-                    // Empty rows: mean 0, variance 0/0.
-                    for (m_, r_) in means.iter_mut().zip(rstds.iter_mut()) {
-                        *m_ = P::to_repr(P::from_f64_lossy(0.0));
-                        *r_ = P::to_repr(P::from_f64_lossy(f64::NAN));
-                    }
-                } else if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
+                if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
                     let min_rows = (GRAIN / 4 / cols).max(1);
                     ys.par_chunks_mut(cols)
                         .zip(means.par_iter_mut())
@@ -631,9 +702,9 @@ impl LayerNorm<'_> {
                         .enumerate()
                         .for_each(row);
                 }
-                Ok(())
-            },
-        )?;
+            })?;
+        }
+        let [_, y, mean, rstd] = t;
         Ok((y, mean, rstd))
     }
 }
