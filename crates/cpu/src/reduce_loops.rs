@@ -29,6 +29,7 @@
 use crate::loops::{GRAIN_SIZE, typed, typed_mut};
 use rayon::prelude::*;
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::{Access, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors};
 
@@ -1437,7 +1438,9 @@ pub(crate) fn softmax<F: SoftFloat>(
 // ---------------------------------------------------------------------------------------------
 
 /// `native_layer_norm` of contiguous rows of length `cols` into `y`, with each row's mean and
-/// `1 / sqrt(var + eps)` written to `mean` / `rstd` (one per row).
+/// `1 / sqrt(var + eps)` written to `mean` / `rstd` (one per row). When `x` and `y` have
+/// `cols * mean.len()` elements and `gamma` / `beta` at least `cols`, every element of `y` is
+/// written (`y` may be uninitialised memory).
 ///
 /// The statistics take two passes over the row (the mean, then the biased variance as the mean
 /// of `(x - mean)^2`), each folded into [`LANES`] accumulators: a row of 1024 `f32` stays in
@@ -1447,7 +1450,7 @@ pub(crate) fn softmax<F: SoftFloat>(
 #[allow(clippy::too_many_arguments)]
 fn layer_norm_rows_body<F: SoftFloat>(
     x: &[F],
-    y: &mut [F],
+    y: &mut [MaybeUninit<F>],
     mean: &mut [F],
     rstd: &mut [F],
     gamma: Option<&[F]>,
@@ -1481,22 +1484,22 @@ fn layer_norm_rows_body<F: SoftFloat>(
         match (gamma, beta) {
             (Some(g), Some(b)) => {
                 for (((o, v), g), b) in ys.zip(g).zip(b) {
-                    *o = v.mul(rs).add(shift).mul(*g).add(*b);
+                    *o = MaybeUninit::new(v.mul(rs).add(shift).mul(*g).add(*b));
                 }
             }
             (Some(g), None) => {
                 for ((o, v), g) in ys.zip(g) {
-                    *o = v.mul(rs).add(shift).mul(*g);
+                    *o = MaybeUninit::new(v.mul(rs).add(shift).mul(*g));
                 }
             }
             (None, Some(b)) => {
                 for ((o, v), b) in ys.zip(b) {
-                    *o = v.mul(rs).add(shift).add(*b);
+                    *o = MaybeUninit::new(v.mul(rs).add(shift).add(*b));
                 }
             }
             (None, None) => {
                 for (o, v) in ys {
-                    *o = v.mul(rs).add(shift);
+                    *o = MaybeUninit::new(v.mul(rs).add(shift));
                 }
             }
         }
@@ -1508,7 +1511,7 @@ fn layer_norm_rows_body<F: SoftFloat>(
 multiversion! {
     /// [`layer_norm_rows_body`] in the best instruction set available.
     fn layer_norm_rows / layer_norm_rows_avx2 / layer_norm_rows_avx512 / layer_norm_rows_body<F: SoftFloat>(
-        x: &[F], y: &mut [F], mean: &mut [F], rstd: &mut [F], gamma: Option<&[F]>,
+        x: &[F], y: &mut [MaybeUninit<F>], mean: &mut [F], rstd: &mut [F], gamma: Option<&[F]>,
         beta: Option<&[F]>, cols: usize, eps: F,
     ) -> ()
 }
@@ -1751,15 +1754,21 @@ mod tests {
         cols: usize,
     ) {
         let eps = 1e-5;
+        let mut slots = vec![MaybeUninit::uninit(); y.len()];
+        let ys = &mut slots[..];
         match level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
-            1 => unsafe { layer_norm_rows_avx2(x, y, m, r, g, b, cols, eps) },
+            1 => unsafe { layer_norm_rows_avx2(x, ys, m, r, g, b, cols, eps) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
-            2 => unsafe { layer_norm_rows_avx512(x, y, m, r, g, b, cols, eps) },
-            _ => layer_norm_rows_body(x, y, m, r, g, b, cols, eps),
+            2 => unsafe { layer_norm_rows_avx512(x, ys, m, r, g, b, cols, eps) },
+            _ => layer_norm_rows_body(x, ys, m, r, g, b, cols, eps),
         }
+        assert_eq!((x.len(), y.len()), (cols * m.len(), cols * m.len()));
+        // SAFETY: the kernel writes every element of its output when, as just checked, the
+        // input, the output and the number of rows agree.
+        y.copy_from_slice(unsafe { slots.assume_init_ref() });
     }
 
     /// Layer-norm rows against an `f64` reference (two-pass statistics of the same `f32`
