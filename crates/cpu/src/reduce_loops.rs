@@ -1245,24 +1245,36 @@ fn row_max<F: SoftFloat>(x: &[F]) -> F {
 }
 
 /// Softmax (or log-softmax) of contiguous rows of length `dim`: the row's maximum, then
-/// `e^(x - max)` (stored and summed for softmax, only summed for log-softmax), then the scaling
-/// by `1 / sum` (or `x - max - ln(sum)`). A row of 1024 `f32` is 4 KB, so the passes after the
+/// `e^(x - max)` summed and stored (for log-softmax `x - max` is stored), then the scaling by
+/// `1 / sum` (or the subtraction of `ln(sum)`). A row of 1024 `f32` is 4 KB, so the passes after the
 /// first read it from L1. The sums use [`LANES`] accumulators whatever the instruction set, so
 /// every variant gives the same bits.
 #[inline(always)]
 fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) {
     for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
         let max = row_max(xr);
+        let mut acc = [F::ZERO; LANES];
+        let (oc, orest) = or.as_chunks_mut::<LANES>();
+        let (xc, xrest) = xr.as_chunks::<LANES>();
         if log {
-            let sum = lane_fold(xr, F::ZERO, |a, v: F| a.add(v.sub(max).exp_()), F::add);
-            let lse = sum.ln_();
-            or.iter_mut()
-                .zip(xr)
-                .for_each(|(o, v)| *o = v.sub(max).sub(lse));
+            // `x - max` is stored during the exponentials, whose arithmetic hides the output's
+            // cache misses; the last pass then subtracts `ln(sum)` in L1. A separate store pass
+            // `x - max - ln(sum)` (same values) was 15% slower on [4096, 1024].
+            for (o, v) in oc.iter_mut().zip(xc) {
+                for i in 0..LANES {
+                    let d = v[i].sub(max);
+                    o[i] = d;
+                    acc[i] = acc[i].add(d.exp_());
+                }
+            }
+            for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
+                let d = v.sub(max);
+                *o = d;
+                *a = a.add(d.exp_());
+            }
+            let lse = lane_fold(&acc, F::ZERO, F::add, F::add).ln_();
+            or.iter_mut().for_each(|o| *o = o.sub(lse));
         } else {
-            let mut acc = [F::ZERO; LANES];
-            let (oc, orest) = or.as_chunks_mut::<LANES>();
-            let (xc, xrest) = xr.as_chunks::<LANES>();
             for (o, v) in oc.iter_mut().zip(xc) {
                 for i in 0..LANES {
                     let e = v[i].sub(max).exp_();
