@@ -25,6 +25,7 @@ use smallvec::SmallVec;
 use std::alloc::Layout;
 use std::any::Any;
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -110,6 +111,60 @@ impl HostBuffer {
                 "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
             ))
         })?;
+        Ok(HostBuffer { ptr, len })
+    }
+
+    /// A buffer of `count` elements of `T` written by `init` instead of zeroed, for kernels that
+    /// produce every element of a large new buffer (zeroing 16 MB costs as much as a
+    /// memory-bound kernel reading and writing it).
+    ///
+    /// `init` receives the uninitialised elements and must return them initialised, as the
+    /// very slice it received (same address and length; checked, an error otherwise). Safe
+    /// code can only produce that slice by writing every element (`write_copy_of_slice`, or
+    /// element writes followed by `assume_init_mut`, whose SAFETY argument is exactly that),
+    /// and `T: Pod` has no padding, so every byte is then initialised. On an error or a panic
+    /// in `init` the memory is freed unread.
+    pub fn init_with<T: bytemuck::Pod>(
+        count: usize,
+        init: impl for<'a> FnOnce(&'a mut [MaybeUninit<T>]) -> Result<&'a mut [T]>,
+    ) -> Result<HostBuffer> {
+        const { assert!(std::mem::align_of::<T>() <= HOST_ALIGNMENT) };
+        let len = count
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::runtime("DefaultCPUAllocator: allocation size overflow"))?;
+        if len == 0 {
+            init(&mut [])?;
+            return Self::zeroed(0);
+        }
+        let layout = Self::layout(len)?;
+        // SAFETY: `layout` has non-zero size (len > 0).
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let ptr = NonNull::new(raw).ok_or_else(|| {
+            Error::runtime(format!(
+                "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
+            ))
+        })?;
+        /// Frees the allocation (without reading it) unless forgotten.
+        struct Uninit(NonNull<u8>, Layout);
+        impl Drop for Uninit {
+            fn drop(&mut self) {
+                // SAFETY: `self.0` was returned by `alloc` with layout `self.1` and is owned by
+                // this guard alone.
+                unsafe { std::alloc::dealloc(self.0.as_ptr(), self.1) };
+            }
+        }
+        let guard = Uninit(ptr, layout);
+        // SAFETY: `ptr` is valid for `len = count * size_of::<T>()` bytes, aligned to
+        // HOST_ALIGNMENT >= align_of::<T>() (checked above), and exclusively owned by `guard`
+        // for the slice's lifetime; `MaybeUninit<T>` has no validity requirement.
+        let slots = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().cast(), count) };
+        let done = init(slots)?;
+        if done.as_ptr().cast::<u8>() != ptr.as_ptr() || done.len() != count {
+            return Err(Error::runtime(
+                "internal error: HostBuffer::init_with: init returned another slice than its own",
+            ));
+        }
+        std::mem::forget(guard);
         Ok(HostBuffer { ptr, len })
     }
 
@@ -313,6 +368,20 @@ impl Storage {
                 ))
             }
         }
+    }
+
+    /// A resizable host storage of `count` elements of `T` written by `init` rather than zeroed
+    /// (see [`HostBuffer::init_with`] for the contract).
+    pub fn new_host_with<T: bytemuck::Pod>(
+        count: usize,
+        init: impl for<'a> FnOnce(&'a mut [MaybeUninit<T>]) -> Result<&'a mut [T]>,
+    ) -> Result<Storage> {
+        Ok(Self::from_parts(
+            Device::CPU,
+            StorageData::Host(HostBuffer::init_with(count, init)?),
+            None,
+            true,
+        ))
     }
 
     /// A host storage holding a copy of `bytes`.
@@ -649,6 +718,29 @@ mod tests {
         let e = HostBuffer::zeroed(0).unwrap();
         assert!(e.is_empty());
         assert_eq!(e.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
+    }
+
+    #[test]
+    fn init_with_takes_the_initialised_slice_back() {
+        let b = HostBuffer::init_with::<u32>(5, |s| Ok(s.write_copy_of_slice(&[7; 5]))).unwrap();
+        assert_eq!(b.len(), 20);
+        assert_eq!(b.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
+        assert_eq!(bytemuck::cast_slice::<u8, u32>(b.as_slice()), &[7; 5]);
+        let e = HostBuffer::init_with::<f64>(0, |s| Ok(s.write_copy_of_slice(&[]))).unwrap();
+        assert!(e.is_empty());
+        // Only the slice handed out proves initialisation; anything else is refused.
+        let e = HostBuffer::init_with::<u8>(4, |s| Ok(&mut s.write_copy_of_slice(&[1; 4])[1..]));
+        let e = e.map(|b| b.len()).unwrap_err();
+        assert!(e.message().contains("another slice"));
+        let e = HostBuffer::init_with::<u8>(4, |_| Err(Error::runtime("no")));
+        let e = e.map(|b| b.len()).unwrap_err();
+        assert_eq!(e.message(), "no");
+        let s =
+            Storage::new_host_with::<u16>(3, |s| Ok(s.write_copy_of_slice(&[1, 2, 3]))).unwrap();
+        assert_eq!(
+            s.read().unwrap().data().host_bytes().unwrap(),
+            &[1, 0, 2, 0, 3, 0]
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::storage::{Access, Storage, StorageData, StorageLocks};
 use crate::{Device, Error, Layout, Result, Scalar, ScalarType, bail, torch_check};
 use smallvec::SmallVec;
 use std::any::Any;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -235,6 +236,27 @@ impl Tensor {
     /// promises nothing).
     pub fn allocate(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
         Self::allocate_strided(sizes, &shape::contiguous_strides(sizes), dtype, device)
+    }
+
+    /// A new contiguous CPU tensor of element type `T` whose elements (row-major) `init`
+    /// writes, without the zero-fill of [`Tensor::allocate`]: for kernels that produce every
+    /// element of a large new output. `init` gets the uninitialised elements and returns them
+    /// initialised, as the same slice (see [`crate::storage::HostBuffer::init_with`]).
+    pub fn new_with<T: Element>(
+        sizes: &[i64],
+        init: impl for<'a> FnOnce(&'a mut [MaybeUninit<T::Repr>]) -> Result<&'a mut [T::Repr]>,
+    ) -> Result<Tensor> {
+        let numel = usize::try_from(shape::numel(sizes)?)
+            .map_err(|_| Error::runtime("internal error: negative numel"))?;
+        nbytes_for(numel as i64, T::DTYPE, sizes)?;
+        let storage = Storage::new_host_with::<T::Repr>(numel, init)?;
+        Self::from_storage(
+            storage,
+            sizes,
+            &shape::contiguous_strides(sizes),
+            0,
+            T::DTYPE,
+        )
     }
 
     /// A new tensor with explicit strides.
@@ -927,6 +949,27 @@ mod tests {
             vec![4]
         );
         assert_eq!(StridedOffsets::new(&[2, 0], &[1, 1], 0).count(), 0);
+    }
+
+    #[test]
+    fn new_with_writes_every_element() {
+        let t = Tensor::new_with::<f32>(&[2, 3], |s| {
+            for (i, v) in s.iter_mut().enumerate() {
+                v.write(i as f32);
+            }
+            // SAFETY: the loop above wrote every element.
+            Ok(unsafe { s.assume_init_mut() })
+        })
+        .unwrap();
+        assert_eq!(t.sizes().as_slice(), &[2, 3]);
+        assert_eq!(t.strides().as_slice(), &[3, 1]);
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        );
+        let b = Tensor::new_with::<bool>(&[0, 4], |s| Ok(s.write_copy_of_slice(&[]))).unwrap();
+        assert_eq!((b.numel(), b.dtype()), (0, ScalarType::Bool));
+        assert!(Tensor::new_with::<f32>(&[-1], |_| Err(Error::runtime("not called"))).is_err());
     }
 
     #[test]

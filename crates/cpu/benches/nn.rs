@@ -1,10 +1,11 @@
 //! Linalg / nn kernels against PyTorch's figures on the same machine
 //! (`/work/shared/bench/torch_reference.py`, and `torch.native_layer_norm` timed the same way):
 //! `matmul` of two 1024×1024 `f32` matrices (GFLOP/s = 2·1024³ / time) and
-//! `native_layer_norm` over `[4096, 1024]` `f32` with weight and bias, both through the
-//! dispatcher.
+//! `native_layer_norm` over `[4096, 1024]` `f32` with weight and bias, and `softmax` /
+//! `log_softmax` over the last dimension of `[4096, 1024]` `f32`, all through the dispatcher.
+//! PyTorch's figures for the last three: `tools/bench/torch_kernels.py`.
 //!
-//! Run: `cargo bench -p switchyard-cpu --bench nn`.
+//! Run: `cargo bench -p switchyard-cpu --bench nn` (add `-- softmax` to run only those).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -52,6 +53,14 @@ fn bench(c: &mut Criterion) {
                 op::native_layer_norm::call(&x, &[1024], Some(&w), Some(&bias), 1e-5).unwrap(),
             )
         });
+    });
+
+    group.throughput(Throughput::Bytes(4 * 4096 * 1024 * 2));
+    group.bench_function("softmax_4096x1024_f32", |bench| {
+        bench.iter(|| black_box(op::_softmax::call(&x, -1, false).unwrap()));
+    });
+    group.bench_function("log_softmax_4096x1024_f32", |bench| {
+        bench.iter(|| black_box(op::_log_softmax::call(&x, -1, false).unwrap()));
     });
     group.finish();
 }

@@ -271,6 +271,21 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     if x > EXP_HI_F32 { f32::INFINITY } else { res }
 }
 
+/// `e^x` for `x <= 0` or NaN (softmax's `x - max`): the same bits as [`exp_f32`] there, with
+/// no overflow select and a cheaper final scaling (softmax spends most of its time here).
+///
+/// `2^(n + 64)` is normal for every `n` in `[-150, 0]` (`x >= -104`), so `y * 2^(n + 64)` is
+/// exact and the multiplication by `2^-64` rounds once, like [`scale_f32`]'s two factors.
+/// `-inf` (and anything below -104) is clamped to -104, whose `e^x` rounds to 0.
+#[inline(always)]
+pub(crate) fn exp_nonpos_f32(x: f32) -> f32 {
+    // `x < lo` is false for NaN, which therefore passes through.
+    let xc = if x < EXP_LO_F32 { EXP_LO_F32 } else { x };
+    let (r, n) = exp_reduce_f32(xc);
+    let y = 1.0 + expm1_poly_f32(r);
+    y * pow2i_f32(n.wrapping_add(64)) * pow2i_f32(-64)
+}
+
 /// `e^x - 1`, accurate near 0.
 ///
 /// With `x = n ln2 + r` and `q = expm1(r) = r + t`, `expm1(x) = (2^n - 1) + 2^n r + 2^n t'`
@@ -1056,6 +1071,50 @@ mod tests {
         if worst.0.is_nan() || worst.0 > max_ulps {
             FAILURES.with(|f| f.borrow_mut().push(report));
         }
+    }
+
+    #[test]
+    fn exp_nonpos_matches_exp_bit_for_bit() {
+        // Every 37th f32 in [-104, 0] (about 30 million values), then the edges.
+        let lo = (-104.0f32).to_bits();
+        let hi = (-0.0f32).to_bits();
+        let mut checked = 0u32;
+        for bits in (hi..=lo).step_by(37).chain([hi, lo, lo - 1, hi + 1]) {
+            let x = f32::from_bits(bits);
+            assert_eq!(
+                exp_nonpos_f32(x).to_bits(),
+                exp_f32(x).to_bits(),
+                "x = {x:e}"
+            );
+            checked += 1;
+        }
+        assert!(checked > 20_000_000);
+        for x in [
+            0.0, -0.0, -1e-30, -1e-45, -87.3, -87.4, -103.9, -103.97, -104.0,
+        ] {
+            assert_eq!(
+                exp_nonpos_f32(x).to_bits(),
+                exp_f32(x).to_bits(),
+                "x = {x:e}"
+            );
+        }
+        // Below -104 (and -inf) the result is 0, like e^x rounded; NaN stays NaN.
+        for x in [-104.5, -1e30, f32::NEG_INFINITY] {
+            assert_eq!(exp_nonpos_f32(x), 0.0, "x = {x:e}");
+        }
+        assert!(exp_nonpos_f32(f32::NAN).is_nan());
+        // Denormal results are rounded once (the largest gap from libm is well under 1 ulp).
+        check_f32(
+            "exp_nonpos",
+            exp_nonpos_f32,
+            f64::exp,
+            &sweep_f32(-104.0, 0.0, 400_000)
+                .into_iter()
+                .filter(|x| *x <= 0.0 || x.is_nan())
+                .collect::<Vec<_>>(),
+            1.0,
+        );
+        assert_no_failures();
     }
 
     #[test]

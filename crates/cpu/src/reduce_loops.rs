@@ -1,5 +1,5 @@
 //! The reduction engine (PyTorch's TensorIterator reductions on CPU), plus the row kernels of
-//! softmax / log_softmax and of cumulative scans.
+//! softmax / log_softmax, of layer_norm and of cumulative scans.
 //!
 //! [`reduce`] folds every output element's slice of the input with a [`Reducer`] and returns
 //! the accumulators in the output's logical (row-major) order; the caller finishes them and
@@ -23,12 +23,13 @@
 //!    outermost splittable reduced dimension are divided among rayon threads; partial
 //!    accumulators are combined in order, so index reductions keep the first occurrence.
 //!
-//! The hot loops are compiled twice, for the baseline target and with AVX2 + FMA, and the
-//! variant is picked at run time.
+//! The hot loops are compiled twice, for the baseline target and with AVX2 + FMA (the
+//! compute-bound row kernels also with AVX-512), and the variant is picked at run time.
 
 use crate::loops::{GRAIN_SIZE, typed, typed_mut};
 use rayon::prelude::*;
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::{Access, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors};
 
@@ -54,9 +55,58 @@ pub(crate) fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
+/// Whether the AVX-512 variants of the row kernels can run (the feature set of
+/// `math.rs`'s AVX-512 loops; cached by std).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx512() -> bool {
+    has_avx2()
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+}
+
 /// Defines `$name` (dispatching at run time) over `$body` (an `#[inline(always)]` function
-/// holding the loops), with an AVX2 + FMA copy of `$body` on x86-64.
+/// holding the loops), with an AVX2 + FMA copy of `$body` on x86-64, and an AVX-512 copy when a
+/// third name is given (`fn name / avx2 / avx512 / body`; only for the few row kernels that are
+/// compute-bound, since every copy costs build time).
 macro_rules! multiversion {
+    (
+        $(#[$doc:meta])*
+        fn $name:ident / $avx2:ident / $avx512:ident / $body:ident
+        < $($g:ident : $bound:path),* > ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty
+    ) => {
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) fn $name<$($g: $bound),*>($($arg: $ty),*) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            if has_avx512() {
+                // SAFETY: the CPU supports every feature `$avx512` enables.
+                return unsafe { $avx512::<$($g),*>($($arg),*) };
+            }
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2() {
+                // SAFETY: the CPU supports AVX2 and FMA, the only features `$avx2` enables.
+                return unsafe { $avx2::<$($g),*>($($arg),*) };
+            }
+            $body::<$($g),*>($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        fn $avx2<$($g: $bound),*>($($arg: $ty),*) -> $ret {
+            $body::<$($g),*>($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        fn $avx512<$($g: $bound),*>($($arg: $ty),*) -> $ret {
+            $body::<$($g),*>($($arg),*)
+        }
+    };
     (
         $(#[$doc:meta])*
         fn $name:ident / $avx2:ident / $body:ident
@@ -1130,50 +1180,30 @@ pub(crate) fn contiguous_with(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
 // exp, softmax and log_softmax
 // ---------------------------------------------------------------------------------------------
 
-/// `e^x` for `f32` with straight-line arithmetic the compiler vectorises (Cephes' polynomial
-/// after range reduction by `ln 2`; about 1 ulp). NaN propagates, `-inf` gives 0, `inf` gives
-/// `inf`, and results below `f32::MIN_POSITIVE` are denormal as with libm.
-#[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    // Adding 1.5 * 2^23 rounds to an integer held in the low mantissa bits.
-    const MAGIC: f32 = 12_582_912.0;
-    let xc = x.clamp(-104.0, 89.0);
-    let t = xc * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
-    let r = xc - n * LN2_HI - n * LN2_LO;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 5e-1;
-    let y = p * r * r + r + 1.0;
-    // 2^n as two factors so that neither exponent leaves the normal range.
-    let n1 = ni >> 1;
-    let n2 = ni.wrapping_sub(n1);
-    let s1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
-    let s2 = f32::from_bits((n2.wrapping_add(127) as u32) << 23);
-    y * s1 * s2
-}
-
-/// Floats softmax computes in.
+/// Floats softmax and layer_norm compute in.
 pub(crate) trait SoftFloat: RNum {
-    /// `e^x` (vectorisable for `f32`).
+    /// `e^x` for `x <= 0` or NaN, the only arguments softmax takes the exponential of
+    /// (`x - max`); vectorisable and within 1 ulp for `f32` (`math::exp_nonpos_f32`), libm's
+    /// for `f64`.
     fn exp_(self) -> Self;
     /// Natural logarithm.
     fn ln_(self) -> Self;
+    /// Square root.
+    fn sqrt_(self) -> Self;
 }
 
 impl SoftFloat for f32 {
     #[inline(always)]
     fn exp_(self) -> f32 {
-        exp_f32(self)
+        crate::math::exp_nonpos_f32(self)
     }
     #[inline(always)]
     fn ln_(self) -> f32 {
         self.ln()
+    }
+    #[inline(always)]
+    fn sqrt_(self) -> f32 {
+        self.sqrt()
     }
 }
 
@@ -1186,23 +1216,65 @@ impl SoftFloat for f64 {
     fn ln_(self) -> f64 {
         self.ln()
     }
+    #[inline(always)]
+    fn sqrt_(self) -> f64 {
+        self.sqrt()
+    }
 }
 
-/// Softmax (or log-softmax) of contiguous rows of length `dim`.
+/// Independent accumulators of [`row_max`]: `max` has a latency of several cycles, and 32
+/// lanes (two AVX-512 registers of `f32`) would leave the row's first pass latency-bound.
+const MAX_LANES: usize = 64;
+
+/// The largest element of a row, ignoring NaN: `v > a ? v : a` is one `max` instruction per
+/// vector, where a NaN-propagating maximum needs a compare and a blend more. Ignoring NaN is
+/// harmless here: a NaN element makes the sum of exponentials NaN, so every output of its row
+/// is NaN anyway (as with PyTorch, whose maximum propagates it).
+#[inline(always)]
+fn row_max<F: SoftFloat>(x: &[F]) -> F {
+    let bigger = |a: F, v: F| if v > a { v } else { a };
+    let mut acc = [F::LOWEST; MAX_LANES];
+    let (chunks, rest) = x.as_chunks::<MAX_LANES>();
+    for c in chunks {
+        for i in 0..MAX_LANES {
+            acc[i] = bigger(acc[i], c[i]);
+        }
+    }
+    let m = rest.iter().fold(F::LOWEST, |a, v| bigger(a, *v));
+    acc.iter().fold(m, |a, v| bigger(a, *v))
+}
+
+/// Softmax (or log-softmax) of contiguous rows of length `dim`: the row's maximum, then
+/// `e^(x - max)` summed and stored (for log-softmax `x - max` is stored), then the scaling by
+/// `1 / sum` (or the subtraction of `ln(sum)`). A row of 1024 `f32` is 4 KB, so the passes after the
+/// first read it from L1. The sums use [`LANES`] accumulators whatever the instruction set, so
+/// every variant gives the same bits.
 #[inline(always)]
 fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) {
     for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
-        let max = lane_fold(xr, F::LOWEST, max_nan, max_nan);
+        let max = row_max(xr);
+        let mut acc = [F::ZERO; LANES];
+        let (oc, orest) = or.as_chunks_mut::<LANES>();
+        let (xc, xrest) = xr.as_chunks::<LANES>();
         if log {
-            let sum = lane_fold(xr, F::ZERO, |a, v: F| a.add(v.sub(max).exp_()), F::add);
-            let lse = sum.ln_();
-            or.iter_mut()
-                .zip(xr)
-                .for_each(|(o, v)| *o = v.sub(max).sub(lse));
+            // `x - max` is stored during the exponentials, whose arithmetic hides the output's
+            // cache misses; the last pass then subtracts `ln(sum)` in L1. A separate store pass
+            // `x - max - ln(sum)` (same values) was 15% slower on [4096, 1024].
+            for (o, v) in oc.iter_mut().zip(xc) {
+                for i in 0..LANES {
+                    let d = v[i].sub(max);
+                    o[i] = d;
+                    acc[i] = acc[i].add(d.exp_());
+                }
+            }
+            for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
+                let d = v.sub(max);
+                *o = d;
+                *a = a.add(d.exp_());
+            }
+            let lse = lane_fold(&acc, F::ZERO, F::add, F::add).ln_();
+            or.iter_mut().for_each(|o| *o = o.sub(lse));
         } else {
-            let mut acc = [F::ZERO; LANES];
-            let (oc, orest) = or.as_chunks_mut::<LANES>();
-            let (xc, xrest) = xr.as_chunks::<LANES>();
             for (o, v) in oc.iter_mut().zip(xc) {
                 for i in 0..LANES {
                     let e = v[i].sub(max).exp_();
@@ -1223,8 +1295,9 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool
 }
 
 multiversion! {
-    /// [`softmax_rows_body`] in the best instruction set available.
-    fn softmax_rows / softmax_rows_avx2 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) -> ()
+    /// [`softmax_rows_body`] in the best instruction set available (AVX-512 included: the
+    /// exponential makes these rows compute-bound).
+    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) -> ()
 }
 
 /// Per-column statistics of softmax over the middle dimension of `[outer, dim, inner]`:
@@ -1373,6 +1446,89 @@ pub(crate) fn softmax<F: SoftFloat>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// layer_norm rows
+// ---------------------------------------------------------------------------------------------
+
+/// `native_layer_norm` of contiguous rows of length `cols` into `y`, with each row's mean and
+/// `1 / sqrt(var + eps)` written to `mean` / `rstd` (one per row). When `x` and `y` have
+/// `cols * mean.len()` elements and `gamma` / `beta` at least `cols`, every element of `y` is
+/// written (`y` may be uninitialised memory).
+///
+/// The statistics take two passes over the row (the mean, then the biased variance as the mean
+/// of `(x - mean)^2`), each folded into [`LANES`] accumulators: a row of 1024 `f32` stays in
+/// L1 between the passes, and unlike `E[x^2] - E[x]^2` this loses nothing when the values share
+/// a large offset. The output is `(x * rstd - rstd * mean) * gamma + beta`, PyTorch's formula.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn layer_norm_rows_body<F: SoftFloat>(
+    x: &[F],
+    y: &mut [MaybeUninit<F>],
+    mean: &mut [F],
+    rstd: &mut [F],
+    gamma: Option<&[F]>,
+    beta: Option<&[F]>,
+    cols: usize,
+    eps: F,
+) {
+    if cols == 0 {
+        return;
+    }
+    let n = F::from_f64_lossy(cols as f64);
+    let stats = mean.iter_mut().zip(rstd.iter_mut());
+    for ((xr, yr), (m, r)) in x
+        .chunks_exact(cols)
+        .zip(y.chunks_exact_mut(cols))
+        .zip(stats)
+    {
+        let mu = lane_fold(xr, F::ZERO, F::add, F::add).div(n);
+        let ssd = lane_fold(
+            xr,
+            F::ZERO,
+            |a, v: F| {
+                let d = v.sub(mu);
+                a.add(d.mul(d))
+            },
+            F::add,
+        );
+        let rs = F::ONE.div(ssd.div(n).add(eps).sqrt_());
+        let shift = F::ZERO.sub(rs.mul(mu));
+        let ys = yr.iter_mut().zip(xr);
+        match (gamma, beta) {
+            (Some(g), Some(b)) => {
+                for (((o, v), g), b) in ys.zip(g).zip(b) {
+                    *o = MaybeUninit::new(v.mul(rs).add(shift).mul(*g).add(*b));
+                }
+            }
+            (Some(g), None) => {
+                for ((o, v), g) in ys.zip(g) {
+                    *o = MaybeUninit::new(v.mul(rs).add(shift).mul(*g));
+                }
+            }
+            (None, Some(b)) => {
+                for ((o, v), b) in ys.zip(b) {
+                    *o = MaybeUninit::new(v.mul(rs).add(shift).add(*b));
+                }
+            }
+            (None, None) => {
+                for (o, v) in ys {
+                    *o = MaybeUninit::new(v.mul(rs).add(shift));
+                }
+            }
+        }
+        *m = mu;
+        *r = rs;
+    }
+}
+
+multiversion! {
+    /// [`layer_norm_rows_body`] in the best instruction set available.
+    fn layer_norm_rows / layer_norm_rows_avx2 / layer_norm_rows_avx512 / layer_norm_rows_body<F: SoftFloat>(
+        x: &[F], y: &mut [MaybeUninit<F>], mean: &mut [F], rstd: &mut [F], gamma: Option<&[F]>,
+        beta: Option<&[F]>, cols: usize, eps: F,
+    ) -> ()
+}
+
+// ---------------------------------------------------------------------------------------------
 // Cumulative sums and products
 // ---------------------------------------------------------------------------------------------
 
@@ -1456,27 +1612,258 @@ mod tests {
     use super::*;
     use switchyard_core::Device;
 
-    #[test]
-    fn exp_matches_libm() {
-        let mut worst = 0.0f64;
-        let mut x = -110.0f32;
-        while x < 90.0 {
-            let (a, b) = (exp_f32(x), x.exp());
-            if b.is_finite() && b > f32::MIN_POSITIVE {
-                worst = worst.max(((a - b) / b).abs() as f64);
-            } else {
-                assert!(
-                    (a - b).abs() <= f32::MIN_POSITIVE || a == b,
-                    "{x}: {a} vs {b}"
-                );
-            }
-            x += 0.001_37;
+    /// Rows of `n` values exercising the row kernels: uniform, a large common offset (exposes
+    /// cancellation), huge and tiny magnitudes, `-inf` entries, a NaN, and constant rows.
+    fn test_rows(n: usize) -> Vec<(&'static str, Vec<f32>)> {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64 ^ n as u64;
+        let mut uniform = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let u: Vec<f32> = (0..n).map(|_| uniform()).collect();
+        let mut with_inf = u.iter().map(|v| v * 8.0).collect::<Vec<_>>();
+        for v in with_inf.iter_mut().step_by(3) {
+            *v = f32::NEG_INFINITY;
         }
-        assert!(worst < 4e-7, "relative error {worst}");
-        assert!(exp_f32(f32::NAN).is_nan());
-        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
-        assert_eq!(exp_f32(0.0), 1.0);
+        let mut with_nan = u.clone();
+        with_nan[n / 2] = f32::NAN;
+        vec![
+            ("uniform", u.clone()),
+            ("wide", u.iter().map(|v| v * 40.0).collect()),
+            ("offset 1000", u.iter().map(|v| v + 1000.0).collect()),
+            ("offset -3e4", u.iter().map(|v| v * 3.0 - 3e4).collect()),
+            ("huge", u.iter().map(|v| v * 1e30).collect()),
+            ("tiny", u.iter().map(|v| v * 1e-30).collect()),
+            ("near max", u.iter().map(|v| f32::MAX * (0.5 + v)).collect()),
+            ("-inf entries", with_inf),
+            ("all -inf", vec![f32::NEG_INFINITY; n]),
+            ("nan", with_nan),
+            ("constant", vec![0.1; n]),
+        ]
+    }
+
+    /// `f(body)`, `f(avx2)` and `f(avx512)` where the CPU has them.
+    fn variants<T>(f: impl Fn(u8) -> T) -> Vec<T> {
+        let mut out = vec![f(0)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx2() {
+                out.push(f(1));
+            }
+            if has_avx512() {
+                out.push(f(2));
+            }
+        }
+        out
+    }
+
+    fn same_bits(a: &[f32], b: &[f32]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+
+    fn softmax_variant(level: u8, x: &[f32], out: &mut [f32], dim: usize, log: bool) {
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
+            1 => unsafe { softmax_rows_avx2(x, out, dim, log) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
+            2 => unsafe { softmax_rows_avx512(x, out, dim, log) },
+            _ => softmax_rows_body(x, out, dim, log),
+        }
+    }
+
+    /// Softmax rows against an `f64` reference, and every instruction-set variant against the
+    /// baseline bit for bit (they share one summation order and use no fused multiply-add).
+    ///
+    /// Error bound of the `f32` results, with `u = eps/2` the unit roundoff, `d = x - max` and
+    /// `S = sum e^d`: `fl(x - max)` errs by `u|d|` relatively, which `e^d` turns into a relative
+    /// error of `u|d|`; the exponential adds at most 1 ulp (`2u`); so the sum's terms err by
+    /// `u(|d_j| + 2) e^d_j`, that is `A = u sum (|d_j| + 2) e^d_j / S` relative to `S` (computed
+    /// below), and summing `n` terms through 32 lanes and a 5-level merge adds `(n/32 + 5) u`
+    /// (Higham's bound for a summation tree of that height). Softmax `e^d * (1 / S)` adds two
+    /// roundings: `|p - p*| <= p* (u (|d| + n/32 + 9) + A) + 2^-148`, the last term for denormal
+    /// results. Log-softmax `(x - max) - ln(S)` with a libm `ln` within 1 ulp:
+    /// `|l - l*| <= u (|d| + 2 |ln S| + |l*| + n/32 + 5) + A`.
+    #[test]
+    fn softmax_rows_match_f64_and_agree_across_instruction_sets() {
+        let u = f64::from(f32::EPSILON) / 2.0;
+        for n in [
+            1usize, 2, 7, 17, 31, 32, 33, 63, 64, 65, 100, 1023, 1024, 1025,
+        ] {
+            for (name, row) in test_rows(n) {
+                // Two copies of the row check that consecutive rows stay independent.
+                let x: Vec<f32> = row.iter().chain(&row).copied().collect();
+                let max64 = row
+                    .iter()
+                    .copied()
+                    .filter(|v| !v.is_nan())
+                    .fold(f64::NEG_INFINITY, |a, v| a.max(f64::from(v)));
+                let undefined = row.iter().any(|v| v.is_nan()) || max64 == f64::NEG_INFINITY;
+                let ds: Vec<f64> = row.iter().map(|v| f64::from(*v) - max64).collect();
+                let sum: f64 = ds.iter().map(|d| d.exp()).sum();
+                let a = u * ds
+                    .iter()
+                    .filter(|d| d.is_finite())
+                    .map(|d| (d.abs() + 2.0) * d.exp())
+                    .sum::<f64>()
+                    / sum;
+                let k = (n / 32) as f64;
+                for log in [false, true] {
+                    let outs = variants(|level| {
+                        let mut out = vec![0.0f32; 2 * n];
+                        softmax_variant(level, &x, &mut out, n, log);
+                        out
+                    });
+                    for o in &outs[1..] {
+                        assert!(
+                            same_bits(&outs[0], o),
+                            "{name} n={n} log={log}: variants differ"
+                        );
+                    }
+                    let out = &outs[0];
+                    assert!(same_bits(&out[..n], &out[n..]), "{name} n={n}: rows differ");
+                    for (i, (&d, &y)) in ds.iter().zip(out).enumerate() {
+                        let what =
+                            format!("{name} n={n} log={log} i={i}: x={:e} got {y:e}", row[i]);
+                        let got = f64::from(y);
+                        if undefined {
+                            assert!(y.is_nan(), "{what}");
+                        } else if log {
+                            let want = d - sum.ln();
+                            if (want as f32).is_infinite() {
+                                // -inf entries, or `x - max` beyond the f32 range.
+                                assert_eq!(y, want as f32, "{what}");
+                                continue;
+                            }
+                            let tol =
+                                u * (d.abs() + 2.0 * sum.ln().abs() + want.abs() + k + 5.0) + a;
+                            assert!((got - want).abs() <= tol, "{what}, want {want:e}");
+                        } else if d == f64::NEG_INFINITY {
+                            assert_eq!(y, 0.0, "{what}");
+                        } else {
+                            let want = d.exp() / sum;
+                            let tol = want * (u * (d.abs() + k + 9.0) + a) + 2f64.powi(-148);
+                            assert!((got - want).abs() <= tol, "{what}, want {want:e}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn layer_norm_variant(
+        level: u8,
+        x: &[f32],
+        y: &mut [f32],
+        m: &mut [f32],
+        r: &mut [f32],
+        g: Option<&[f32]>,
+        b: Option<&[f32]>,
+        cols: usize,
+    ) {
+        let eps = 1e-5;
+        let mut slots = vec![MaybeUninit::uninit(); y.len()];
+        let ys = &mut slots[..];
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
+            1 => unsafe { layer_norm_rows_avx2(x, ys, m, r, g, b, cols, eps) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
+            2 => unsafe { layer_norm_rows_avx512(x, ys, m, r, g, b, cols, eps) },
+            _ => layer_norm_rows_body(x, ys, m, r, g, b, cols, eps),
+        }
+        assert_eq!((x.len(), y.len()), (cols * m.len(), cols * m.len()));
+        // SAFETY: the kernel writes every element of its output when, as just checked, the
+        // input, the output and the number of rows agree.
+        y.copy_from_slice(unsafe { slots.assume_init_ref() });
+    }
+
+    /// Layer-norm rows against an `f64` reference (two-pass statistics of the same `f32`
+    /// inputs), and every instruction-set variant against the baseline bit for bit.
+    ///
+    /// Error bounds, with `u = eps/2` the unit roundoff: a lane sum of `n` values through 32
+    /// lanes and a 5-level merge rounds at most `n/32 + 5` times along any path, so the mean
+    /// errs by `dm = (n/32 + 7) u mean|x|` (Higham's bound for summation trees, plus the
+    /// division). The variance is the mean of `(x - mean')^2`: the shifted sum of squares gains
+    /// `n dm^2` (the cross term vanishes around the exact mean) and each term errs by `3u`, so
+    /// `var` errs by `(n/32 + 9) u var + dm^2`, and `rstd = 1 / sqrt(var + 1e-5)` relatively by
+    /// `dr = ((n/32 + 10) u var + dm^2) / (2 (var + 1e-5)) + 3u`. The output
+    /// `(x r' - r' m') g + b` then errs by at most
+    /// `|g| r (dr |x - m| + dm + 2u (|x| + |m|)) + 2u (|g r (x - m)| + |y|)`.
+    /// A one-pass `E[x^2] - E[x]^2` in `f32` misses these by orders of magnitude on the offset
+    /// rows, where `u E[x^2]` dwarfs the variance.
+    #[test]
+    fn layer_norm_rows_match_f64_and_agree_across_instruction_sets() {
+        let u = f64::from(f32::EPSILON) / 2.0;
+        for n in [1usize, 2, 7, 17, 31, 32, 33, 64, 100, 1023, 1024, 1025] {
+            let gamma: Vec<f32> = (0..n).map(|i| 0.5 + (i % 13) as f32 * 0.1).collect();
+            let beta: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+            for (name, row) in test_rows(n) {
+                if row.iter().any(|v| !v.is_finite()) || name == "near max" || name == "huge" {
+                    continue; // `x^2` overflows f32 here; PyTorch's answer is inf/NaN too.
+                }
+                let x: Vec<f32> = row.iter().chain(&row).copied().collect();
+                let xs: Vec<f64> = row.iter().map(|v| f64::from(*v)).collect();
+                let nf = n as f64;
+                let k = (n / 32) as f64;
+                let mean = xs.iter().sum::<f64>() / nf;
+                let var = xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / nf;
+                let rstd = 1.0 / (var + f64::from(1e-5f32)).sqrt();
+                let dm = (k + 7.0) * u * xs.iter().map(|v| v.abs()).sum::<f64>() / nf;
+                let dr = ((k + 10.0) * u * var + dm * dm) / (2.0 * (var + 1e-5)) + 3.0 * u;
+                for (g, b) in [
+                    (Some(&gamma[..]), Some(&beta[..])),
+                    (Some(&gamma[..]), None),
+                    (None, Some(&beta[..])),
+                    (None, None),
+                ] {
+                    let outs = variants(|level| {
+                        let (mut y, mut m, mut r) = (vec![0.0f32; 2 * n], [0.0f32; 2], [0.0f32; 2]);
+                        layer_norm_variant(level, &x, &mut y, &mut m, &mut r, g, b, n);
+                        (y, m, r)
+                    });
+                    for o in &outs[1..] {
+                        let same = same_bits(&outs[0].0, &o.0)
+                            && same_bits(&outs[0].1, &o.1)
+                            && same_bits(&outs[0].2, &o.2);
+                        assert!(same, "{name} n={n}: variants differ");
+                    }
+                    let (y, m, r) = &outs[0];
+                    assert!(same_bits(&y[..n], &y[n..]) && same_bits(&m[..1], &m[1..]));
+                    assert!(same_bits(&r[..1], &r[1..]), "{name} n={n}: rows differ");
+                    let what = format!("{name} n={n} gamma={} beta={}", g.is_some(), b.is_some());
+                    let (m0, r0) = (f64::from(m[0]), f64::from(r[0]));
+                    assert!((m0 - mean).abs() <= dm, "{what}: mean {m0:e} vs {mean:e}");
+                    assert!(
+                        (r0 - rstd).abs() <= dr * rstd,
+                        "{what}: rstd {r0:e} vs {rstd:e} (relative error {:e}, bound {dr:e})",
+                        (r0 - rstd).abs() / rstd
+                    );
+                    for i in 0..n {
+                        let gi = g.map_or(1.0, |g| f64::from(g[i]));
+                        let bi = b.map_or(0.0, |b| f64::from(b[i]));
+                        let t = (xs[i] - mean) * rstd;
+                        let want = t * gi + bi;
+                        let tol = gi.abs()
+                            * rstd
+                            * (dr * (xs[i] - mean).abs()
+                                + dm
+                                + 2.0 * u * (xs[i].abs() + mean.abs()))
+                            + 2.0 * u * ((gi * t).abs() + want.abs());
+                        let got = f64::from(y[i]);
+                        assert!(
+                            (got - want).abs() <= tol,
+                            "{what} i={i}: {got:e} vs {want:e} (tolerance {tol:e})"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -322,3 +322,116 @@ fn dropout_masks_and_scales() {
     let same = op::dropout::call(&x, 0.5, false).unwrap();
     assert!(same.is_alias_of(&x));
 }
+
+/// `native_layer_norm` on `Float` (the multiversioned row kernel, rows split among threads
+/// above the grain size) through the dispatcher, for row lengths around the vector widths, on
+/// rows with large offsets, tiny values and constant rows:
+/// - every row of the large (parallel) call equals, bit for bit, that row normalized alone
+///   (serial), and a transposed input equals its contiguous copy;
+/// - mean, rstd and output are within the bounds derived in `reduce_loops`' unit test of a
+///   two-pass `f64` computation on the same values (a one-pass `E[x^2] - E[x]^2` in `f32`
+///   misses the rstd bound by orders of magnitude on the offset rows).
+#[test]
+fn layer_norm_float_rows_match_double() {
+    let u = f64::from(f32::EPSILON) / 2.0;
+    for n in [1usize, 7, 17, 33, 1023] {
+        let rows = 32_768 / n + 3;
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ n as u64;
+        let mut data: Vec<f32> = (0..rows * n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect();
+        for (r, row) in data.chunks_mut(n).enumerate() {
+            match r % 5 {
+                1 => row.iter_mut().for_each(|v| *v += 1000.0),
+                2 => row.iter_mut().for_each(|v| *v = *v * 3.0 - 3e4),
+                3 => row.iter_mut().for_each(|v| *v *= 1e-20),
+                4 => row.fill(0.1),
+                _ => {}
+            }
+        }
+        let t = Tensor::from_vec(data.clone(), &[rows as i64, n as i64]).unwrap();
+        let gamma: Vec<f32> = (0..n).map(|i| 0.5 + (i % 13) as f32 * 0.1).collect();
+        let beta: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+        let (w, b) = (
+            Tensor::from_vec(gamma.clone(), &[n as i64]).unwrap(),
+            Tensor::from_vec(beta.clone(), &[n as i64]).unwrap(),
+        );
+        for (wo, bo) in [(Some(&w), Some(&b)), (None, None), (Some(&w), None)] {
+            let norm = |x: &Tensor| {
+                let (y, m, r) = op::native_layer_norm::call(x, &[n as i64], wo, bo, 1e-5).unwrap();
+                (
+                    y.to_vec::<f32>().unwrap(),
+                    m.to_vec::<f32>().unwrap(),
+                    r.to_vec::<f32>().unwrap(),
+                )
+            };
+            let (y, m, r) = norm(&t);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for i in (0..rows).step_by(89).chain([rows - 1]) {
+                let one = Tensor::from_vec(data[i * n..(i + 1) * n].to_vec(), &[1, n as i64]);
+                let (y1, m1, r1) = norm(&one.unwrap());
+                assert_eq!(bits(&y1), bits(&y[i * n..(i + 1) * n]), "n={n} row {i}");
+                assert_eq!(
+                    (m1[0].to_bits(), r1[0].to_bits()),
+                    (m[i].to_bits(), r[i].to_bits())
+                );
+            }
+            let tr: Vec<f32> = (0..n)
+                .flat_map(|c| data.iter().skip(c).step_by(n).copied().collect::<Vec<_>>())
+                .collect();
+            let store = Tensor::from_vec(tr, &[n as i64, rows as i64]).unwrap();
+            let view = store
+                .as_strided_view(&[rows as i64, n as i64], &[1, rows as i64], 0)
+                .unwrap();
+            let (yv, mv, rv) = norm(&view);
+            assert_eq!(
+                (bits(&yv), bits(&mv), bits(&rv)),
+                (bits(&y), bits(&m), bits(&r))
+            );
+            let k = (n / 32) as f64;
+            for (i, xs) in data.chunks(n).enumerate() {
+                let xs: Vec<f64> = xs.iter().map(|v| f64::from(*v)).collect();
+                let mean = xs.iter().sum::<f64>() / n as f64;
+                let var = xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+                let rstd = 1.0 / (var + 1e-5).sqrt();
+                let dm = (k + 7.0) * u * xs.iter().map(|v| v.abs()).sum::<f64>() / n as f64;
+                let dr = ((k + 10.0) * u * var + dm * dm) / (2.0 * (var + 1e-5)) + 3.0 * u;
+                let what = format!(
+                    "n={n} row {i} weight={} bias={}",
+                    wo.is_some(),
+                    bo.is_some()
+                );
+                assert!(
+                    (f64::from(m[i]) - mean).abs() <= dm,
+                    "{what}: mean {} vs {mean}",
+                    m[i]
+                );
+                assert!(
+                    (f64::from(r[i]) - rstd).abs() <= dr * rstd,
+                    "{what}: rstd {} vs {rstd}",
+                    r[i]
+                );
+                for (j, x) in xs.iter().enumerate() {
+                    let g = wo.map_or(1.0, |_| f64::from(gamma[j]));
+                    let c = bo.map_or(0.0, |_| f64::from(beta[j]));
+                    let t = (x - mean) * rstd;
+                    let want = t * g + c;
+                    let tol = g.abs()
+                        * rstd
+                        * (dr * (x - mean).abs() + dm + 2.0 * u * (x.abs() + mean.abs()))
+                        + 2.0 * u * ((g * t).abs() + want.abs());
+                    let got = f64::from(y[i * n + j]);
+                    assert!(
+                        (got - want).abs() <= tol,
+                        "{what} col {j}: {got:e} vs {want:e}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -486,3 +486,145 @@ fn large_reductions_agree_with_f64() {
         assert_eq!(idx[j], col.iter().position(|x| *x == best).unwrap() as i64);
     }
 }
+
+/// `a` and `b` hold the same values (NaN matching NaN).
+fn same_values(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// `data` ([rows, n], row-major) stored transposed and viewed as [rows, n] again: a
+/// non-contiguous tensor with the same values.
+fn transposed_view(data: &[f32], rows: usize, n: usize) -> Tensor {
+    let t: Vec<f32> = (0..n)
+        .flat_map(|c| (0..rows).map(move |r| data[r * n + c]))
+        .collect();
+    let store = Tensor::from_vec(t, &[n as i64, rows as i64]).unwrap();
+    store
+        .as_strided_view(&[rows as i64, n as i64], &[1, rows as i64], 0)
+        .unwrap()
+}
+
+/// The last-dimension softmax / log-softmax rows (the multiversioned row kernel, rows split
+/// among threads above the grain size) through the dispatcher, for row lengths around the
+/// vector widths, on rows with a large offset, `-inf` entries, a NaN, huge values and only
+/// `-inf`:
+/// - every row of the large (parallel) call equals, bit for bit, that row computed alone
+///   (serial), and transposed inputs and strided `out=` give the same bits;
+/// - the results are within the bounds derived in `reduce_loops`' unit test of the `f64`
+///   answer, with the sum's error term bounded by `u (0.37 n + 2)` (`|d| e^d <= 1/e`, `S >= 1`);
+/// - `f16` / `bf16` compute in `f32` and round once.
+#[test]
+fn softmax_last_dim_rows() {
+    let u = f64::from(f32::EPSILON) / 2.0;
+    for n in [1usize, 7, 17, 33, 1023] {
+        let rows = 32_768 / n + 3;
+        let mut data = floats(rows * n, n as u64);
+        for (r, row) in data.chunks_mut(n).enumerate() {
+            match r % 6 {
+                1 => row.iter_mut().for_each(|v| *v += 1000.0),
+                2 => row
+                    .iter_mut()
+                    .skip(1)
+                    .step_by(3)
+                    .for_each(|v| *v = f32::NEG_INFINITY),
+                3 => row[n / 2] = f32::NAN,
+                4 => row.iter_mut().for_each(|v| *v *= 1e30),
+                5 if r % 12 == 5 => row.fill(f32::NEG_INFINITY),
+                _ => {}
+            }
+        }
+        let shape = [rows as i64, n as i64];
+        let t = Tensor::from_vec(data.clone(), &shape).unwrap();
+        let a = u * (0.37 * n as f64 + 2.0);
+        let k = (n / 32) as f64;
+        for log in [false, true] {
+            let f = |x: &Tensor| {
+                if log {
+                    op::_log_softmax::call(x, 1, false).unwrap()
+                } else {
+                    op::_softmax::call(x, 1, false).unwrap()
+                }
+            };
+            let out = f(&t);
+            let got = out.to_vec::<f32>().unwrap();
+            for r in (0..rows).step_by(97).chain([rows - 1]) {
+                let one = Tensor::from_vec(data[r * n..(r + 1) * n].to_vec(), &[1, n as i64]);
+                let alone = f(&one.unwrap()).to_f64_vec().unwrap();
+                let row: Vec<f64> = got[r * n..(r + 1) * n]
+                    .iter()
+                    .map(|v| f64::from(*v))
+                    .collect();
+                assert!(same_values(&alone, &row), "n={n} log={log} row {r}");
+            }
+            let view = transposed_view(&data, rows, n);
+            assert!(same_values(
+                &f(&view).to_f64_vec().unwrap(),
+                &out.to_f64_vec().unwrap()
+            ));
+            let strided = transposed_view(&vec![0.0; rows * n], rows, n);
+            if log {
+                op::_log_softmax_out::call(&t, 1, false, &strided).unwrap();
+            } else {
+                op::_softmax_out::call(&t, 1, false, &strided).unwrap();
+            }
+            assert!(same_values(
+                &strided.to_f64_vec().unwrap(),
+                &out.to_f64_vec().unwrap()
+            ));
+            for (r, (xs, ys)) in data.chunks(n).zip(got.chunks(n)).enumerate() {
+                let max = xs
+                    .iter()
+                    .filter(|v| !v.is_nan())
+                    .fold(f64::NEG_INFINITY, |m, v| m.max(f64::from(*v)));
+                let sum: f64 = xs.iter().map(|v| (f64::from(*v) - max).exp()).sum();
+                for (&x, &y) in xs.iter().zip(ys) {
+                    let d = f64::from(x) - max;
+                    let what = format!("n={n} log={log} row {r}: x={x:e} got {y:e}");
+                    let want = if log { d - sum.ln() } else { d.exp() / sum };
+                    if want.is_nan() {
+                        assert!(y.is_nan(), "{what}");
+                    } else if !(want as f32).is_finite() || d == f64::NEG_INFINITY {
+                        assert_eq!(y, want as f32, "{what}");
+                    } else if log {
+                        let tol = u * (d.abs() + 2.0 * sum.ln().abs() + want.abs() + k + 5.0) + a;
+                        assert!((f64::from(y) - want).abs() <= tol, "{what}, want {want:e}");
+                    } else {
+                        let tol = want * (u * (d.abs() + k + 9.0) + a) + 2f64.powi(-148);
+                        assert!((f64::from(y) - want).abs() <= tol, "{what}, want {want:e}");
+                    }
+                }
+            }
+            for low in [ScalarType::Half, ScalarType::BFloat16] {
+                let x = op::_to_copy::call(&t, Some(low), None, None, None, false, None).unwrap();
+                let wide =
+                    op::_to_copy::call(&x, Some(ScalarType::Float), None, None, None, false, None);
+                let want = f(&wide.unwrap());
+                let want = op::_to_copy::call(&want, Some(low), None, None, None, false, None);
+                let want = want.unwrap().to_f64_vec().unwrap();
+                let got = f(&x).to_f64_vec().unwrap();
+                if low == ScalarType::Half {
+                    assert!(same_values(&got, &want), "n={n} log={log} {low:?}");
+                } else {
+                    // The result is rounded to bf16 through `f64` with half 2.7's `bf16::from_f64`,
+                    // which ignores the low 32 bits of the f64 mantissa, so an f32 just above a
+                    // tie rounds down (`_to_copy` rounds from f32 correctly): one ulp at most.
+                    for (g, w) in got.iter().zip(&want) {
+                        let ulp = if w.is_normal() {
+                            2f64.powi(w.abs().log2().floor() as i32 - 7)
+                        } else {
+                            0.0
+                        };
+                        let ok = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+                        assert!(
+                            ok || (g - w).abs() <= ulp,
+                            "n={n} log={log}: {g:e} vs {w:e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -9,7 +9,9 @@
 use super::linalg::not_implemented;
 use crate::loops::{self, typed, typed_mut};
 use crate::num::{Num, dispatch_compute};
+use crate::reduce_loops::{SoftFloat, layer_norm_rows};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::half::{bf16, f16};
 use switchyard_core::shape::DimVec;
@@ -485,6 +487,16 @@ pub fn layer_norm_cpu(
         cols: n as usize,
         stat_shape,
     };
+    let same = param_dtype == dtype
+        && [weight, bias]
+            .into_iter()
+            .flatten()
+            .all(|p| p.dtype() == dtype);
+    match dtype {
+        ScalarType::Float if same => return job.run_same::<f32>(),
+        ScalarType::Double if same => return job.run_same::<f64>(),
+        _ => {}
+    }
     dispatch_float!(dtype, "LayerNormKernelImpl", S => {
         if param_dtype != dtype {
             return job.run::<S, f32, f32>();
@@ -538,53 +550,67 @@ struct LayerNorm<'a> {
     stat_shape: DimVec,
 }
 
+/// Weight and bias values, when given.
+type Params<A> = (Option<Vec<A>>, Option<Vec<A>>);
+
 impl LayerNorm<'_> {
-    /// Input stored as `S`, parameters and statistics as `P`, arithmetic in `A`.
-    // The per-row closure takes zipped (index, ((output row, mean), rstd)) items.
-    #[allow(clippy::type_complexity)]
-    fn run<S: Element, P: Element, A: Real>(&self) -> Result<(Tensor, Tensor, Tensor)>
-    where
-        S::Repr: Send + Sync,
-        P::Repr: Send + Sync,
-    {
-        let device = self.input.device();
-        let x = if self.input.is_contiguous() {
-            self.input.clone()
-        } else {
-            let c = Tensor::allocate(&self.input.sizes(), S::DTYPE, device)?;
-            loops::map::<S, S, 1>(&c, [self.input], |[v]| v)?;
-            c
-        };
-        let y = Tensor::allocate(&self.input.sizes(), S::DTYPE, device)?;
-        let mean = Tensor::allocate(&self.stat_shape, P::DTYPE, device)?;
-        let rstd = Tensor::allocate(&self.stat_shape, P::DTYPE, device)?;
-        if self.rows == 0 {
-            return Ok((y, mean, rstd));
+    /// The input as a contiguous tensor of its dtype `S` (itself when it already is one).
+    fn contiguous_input<S: Element>(&self) -> Result<Tensor> {
+        if self.input.is_contiguous() {
+            return Ok(self.input.clone());
         }
-        let param = |t: Option<&Tensor>| -> Result<Option<Vec<A>>> {
-            t.map(|t| Ok(t.to_vec::<P>()?.into_iter().map(convert::<P, A>).collect()))
-                .transpose()
+        let c = Tensor::allocate(&self.input.sizes(), S::DTYPE, self.input.device())?;
+        loops::map::<S, S, 1>(&c, [self.input], |[v]| v)?;
+        Ok(c)
+    }
+
+    /// New `mean` / `rstd` tensors of dtype `P`.
+    fn stat_tensors<P: Element>(&self) -> Result<(Tensor, Tensor)> {
+        let device = self.input.device();
+        Ok((
+            Tensor::allocate(&self.stat_shape, P::DTYPE, device)?,
+            Tensor::allocate(&self.stat_shape, P::DTYPE, device)?,
+        ))
+    }
+
+    /// Weight and bias as vectors of `A` (converted from their dtype `P`), each checked to
+    /// hold one value per column (the row kernels rely on it to write every output).
+    fn params<P: Element, A: Copy>(&self, conv: impl Fn(P) -> A) -> Result<Params<A>> {
+        let get = |t: Option<&Tensor>| -> Result<Option<Vec<A>>> {
+            let Some(t) = t else { return Ok(None) };
+            let v: Vec<A> = t.to_vec::<P>()?.into_iter().map(&conv).collect();
+            if v.len() != self.cols {
+                return Err(Error::runtime("internal error: layer_norm parameter size"));
+            }
+            Ok(Some(v))
         };
-        let (gamma, beta) = (param(self.weight)?, param(self.bias)?);
-        let eps = A::from_f64_lossy(self.eps);
+        Ok((get(self.weight)?, get(self.bias)?))
+    }
+
+    /// Runs `f(x rows, means, rstds)` on the data of contiguous `x` (stored as `S`) and of
+    /// `mean` / `rstd` (stored as `P`), with exactly `rows * cols`, `rows` and `rows` elements;
+    /// for empty rows (`cols == 0`) it does not call `f` and sets mean 0 and rstd NaN (variance
+    /// 0/0) as PyTorch does.
+    fn with_stats<S: Element, P: Element>(
+        &self,
+        x: &Tensor,
+        mean: &Tensor,
+        rstd: &Tensor,
+        f: impl FnOnce(&[S::Repr], &mut [P::Repr], &mut [P::Repr]) -> Result<()>,
+    ) -> Result<()> {
         let (rows, cols) = (self.rows, self.cols);
         let start = usize::try_from(x.storage_offset())
             .map_err(|_| Error::runtime("internal error: layer_norm offset"))?;
         with_tensors(
             &[
-                (&y, Access::Write),
-                (&mean, Access::Write),
-                (&rstd, Access::Write),
-                (&x, Access::Read),
+                (mean, Access::Write),
+                (rstd, Access::Write),
+                (x, Access::Read),
             ],
             |data| {
-                let (mut written, shared) = data.split_host_mut(&[0, 1, 2])?;
+                let (mut written, shared) = data.split_host_mut(&[0, 1])?;
                 let rstd_bytes = written.pop().ok_or_else(layer_norm_storage)?;
                 let mean_bytes = written.pop().ok_or_else(layer_norm_storage)?;
-                let y_bytes = written.pop().ok_or_else(layer_norm_storage)?;
-                let ys = typed_mut::<S>(y_bytes)?
-                    .get_mut(..rows * cols)
-                    .ok_or_else(layer_norm_storage)?;
                 let means = typed_mut::<P>(mean_bytes)?
                     .get_mut(..rows)
                     .ok_or_else(layer_norm_storage)?;
@@ -593,47 +619,115 @@ impl LayerNorm<'_> {
                     .ok_or_else(layer_norm_storage)?;
                 let xs = typed::<S>(
                     shared
-                        .get(3)
+                        .get(2)
                         .copied()
                         .flatten()
                         .ok_or_else(layer_norm_storage)?,
                 )?
                 .get(start..start + rows * cols)
                 .ok_or_else(layer_norm_storage)?;
-                let row = |(i, ((y_row, mean), rstd)): (
-                    usize,
-                    ((&mut [S::Repr], &mut P::Repr), &mut P::Repr),
+                if cols == 0 {
+                    for (m_, r_) in means.iter_mut().zip(rstds.iter_mut()) {
+                        *m_ = P::to_repr(P::from_f64_lossy(0.0));
+                        *r_ = P::to_repr(P::from_f64_lossy(f64::NAN));
+                    }
+                    return Ok(());
+                }
+                f(xs, means, rstds)
+            },
+        )
+    }
+
+    /// `Float` / `Double` input with parameters of the same dtype: whole rows go to the
+    /// multiversioned [`layer_norm_rows`] (AVX-512 / AVX2 copies), in parallel above [`GRAIN`]
+    /// elements. The output is written straight into new memory that is never zero-filled
+    /// (for [4096, 1024] `f32`, zeroing the 16 MB first cost about as much as the kernel).
+    fn run_same<F: SoftFloat + Send + Sync>(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let x = self.contiguous_input::<F>()?;
+        let (mean, rstd) = self.stat_tensors::<F>()?;
+        let (gamma, beta) = self.params::<F, F>(|v| v)?;
+        let (g, b) = (gamma.as_deref(), beta.as_deref());
+        let eps = F::from_f64_lossy(self.eps);
+        let (rows, cols) = (self.rows, self.cols);
+        let y = Tensor::new_with::<F>(&self.input.sizes(), |ys| {
+            if ys.len() != rows * cols {
+                return Err(layer_norm_storage());
+            }
+            self.with_stats::<F, F>(&x, &mean, &rstd, |xs, means, rstds| {
+                if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
+                    // Tasks of whole rows, about GRAIN / 4 elements each.
+                    let per = (GRAIN / 4 / cols).max(1);
+                    ys.par_chunks_mut(per * cols)
+                        .zip(xs.par_chunks(per * cols))
+                        .zip(means.par_chunks_mut(per))
+                        .zip(rstds.par_chunks_mut(per))
+                        .for_each(|(((y, x), m), r)| layer_norm_rows(x, y, m, r, g, b, cols, eps));
+                } else {
+                    layer_norm_rows(xs, &mut *ys, means, rstds, g, b, cols, eps);
+                }
+                Ok(())
+            })?;
+            // SAFETY: `ys` has `rows * cols` elements (checked above). `with_stats` returned
+            // Ok, so either `cols == 0` and there is nothing to write, or the closure ran
+            // `layer_norm_rows` on `xs` / `ys` of `rows * cols` elements and `rows` statistics
+            // (whole rows per task: the zipped chunks cover all of them), with parameters of
+            // `cols` values (`params`), which writes every element of its output.
+            Ok(unsafe { ys.assume_init_mut() })
+        })?;
+        Ok((y, mean, rstd))
+    }
+
+    /// Input stored as `S`, parameters and statistics as `P`, arithmetic in `A` (the `f16` /
+    /// `bf16` cases, and mixed parameter dtypes). The output is written into new memory that is
+    /// never zero-filled, like [`LayerNorm::run_same`].
+    // The per-row closure takes zipped ((input row, output row), (mean, rstd)) items.
+    #[allow(clippy::type_complexity)]
+    fn run<S: Element, P: Element, A: Real>(&self) -> Result<(Tensor, Tensor, Tensor)>
+    where
+        S::Repr: Send + Sync,
+        P::Repr: Send + Sync,
+    {
+        let x = self.contiguous_input::<S>()?;
+        let (mean, rstd) = self.stat_tensors::<P>()?;
+        let (gamma, beta) = self.params::<P, A>(convert::<P, A>)?;
+        let eps = A::from_f64_lossy(self.eps);
+        let (rows, cols) = (self.rows, self.cols);
+        let y = Tensor::new_with::<S>(&self.input.sizes(), |ys| {
+            if ys.len() != rows * cols {
+                return Err(layer_norm_storage());
+            }
+            self.with_stats::<S, P>(&x, &mean, &rstd, |xs, means, rstds| {
+                let row = |((x_row, y_row), (mean, rstd)): (
+                    (&[S::Repr], &mut [MaybeUninit<S::Repr>]),
+                    (&mut P::Repr, &mut P::Repr),
                 )| {
-                    let x_row = &xs[i * cols..(i + 1) * cols];
                     let (mu, r) =
                         normalize_row::<S, A>(x_row, y_row, gamma.as_deref(), beta.as_deref(), eps);
                     *mean = P::to_repr(convert::<A, P>(mu));
                     *rstd = P::to_repr(convert::<A, P>(r));
                 };
-                if cols == 0 {
-                    // Empty rows: mean 0, variance 0/0.
-                    for (m_, r_) in means.iter_mut().zip(rstds.iter_mut()) {
-                        *m_ = P::to_repr(P::from_f64_lossy(0.0));
-                        *r_ = P::to_repr(P::from_f64_lossy(f64::NAN));
-                    }
-                } else if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
+                if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
                     let min_rows = (GRAIN / 4 / cols).max(1);
-                    ys.par_chunks_mut(cols)
-                        .zip(means.par_iter_mut())
-                        .zip(rstds.par_iter_mut())
-                        .enumerate()
+                    xs.par_chunks(cols)
+                        .zip(ys.par_chunks_mut(cols))
+                        .zip(means.par_iter_mut().zip(rstds.par_iter_mut()))
                         .with_min_len(min_rows)
                         .for_each(row);
                 } else {
-                    ys.chunks_mut(cols)
-                        .zip(means.iter_mut())
-                        .zip(rstds.iter_mut())
-                        .enumerate()
+                    xs.chunks(cols)
+                        .zip(ys.chunks_mut(cols))
+                        .zip(means.iter_mut().zip(rstds.iter_mut()))
                         .for_each(row);
                 }
                 Ok(())
-            },
-        )?;
+            })?;
+            // SAFETY: `ys` has `rows * cols` elements (checked above). `with_stats` returned
+            // Ok, so either `cols == 0` and there is nothing to write, or the closure ran
+            // `normalize_row` on every row: `xs` and `ys` both split into `rows` rows of `cols`
+            // elements, zipped with the `rows` statistics; `normalize_row` writes every element
+            // of its output row (its parameters have `cols` values, checked by `params`).
+            Ok(unsafe { ys.assume_init_mut() })
+        })?;
         Ok((y, mean, rstd))
     }
 }
@@ -644,11 +738,12 @@ fn layer_norm_storage() -> Error {
 
 /// Normalizes one row into `y`: `(x * rstd - rstd * mean) * gamma + beta` as PyTorch computes
 /// it; returns `(mean, rstd)`. The statistics use two passes over the row (exact mean, then the
-/// biased variance around it).
+/// biased variance around it). Every element of `y` is written when `x`, `y` and the parameters
+/// have the same length.
 #[inline(always)]
 fn normalize_row<S: Element, A: Real>(
     x: &[S::Repr],
-    y: &mut [S::Repr],
+    y: &mut [MaybeUninit<S::Repr>],
     gamma: Option<&[A]>,
     beta: Option<&[A]>,
     eps: A,
@@ -680,7 +775,7 @@ fn normalize_row<S: Element, A: Real>(
         / n;
     let rstd = A::one() / (var + eps).sqrt();
     let shift = A::zero() - rstd * mean;
-    let store = |v: A| S::to_repr(convert::<A, S>(v));
+    let store = |v: A| MaybeUninit::new(S::to_repr(convert::<A, S>(v)));
     match (gamma, beta) {
         (Some(g), Some(b)) => {
             for (((o, v), g), b) in y.iter_mut().zip(x).zip(g).zip(b) {
