@@ -143,13 +143,16 @@ macro_rules! half_element {
             fn to_f64(self) -> f64 {
                 <$t>::to_f64(self)
             }
+            // Through `f32`, as C++'s `static_cast<c10::Half>(double)` goes (its constructors
+            // take a float). `half`'s own `from_f64` truncates the low 32 bits of the double
+            // first, which turns a value just above a rounding tie into the tie itself.
             #[inline]
             fn from_f64_lossy(v: f64) -> Self {
-                <$t>::from_f64(v)
+                <$t>::from_f32(v as f32)
             }
             #[inline]
             fn from_i64_lossy(v: i64) -> Self {
-                <$t>::from_f64(v as f64)
+                <$t>::from_f32(v as f32)
             }
         }
     };
@@ -322,6 +325,19 @@ mod tests {
         assert!(!convert::<i32, bool>(0));
         assert_eq!(convert::<bool, f64>(true), 1.0);
         assert_eq!(convert::<f32, f16>(1.0).to_f64(), 1.0);
+        // Just above a tie rounds up (the last f32 bit decides), exactly at it to even.
+        let above_tie = |ulp_bits: i32| 1.0 + 2f32.powi(-ulp_bits - 1) + f32::EPSILON;
+        assert_eq!(
+            convert::<f32, bf16>(above_tie(7)).to_f64(),
+            1.0 + 2f64.powi(-7)
+        );
+        assert_eq!(
+            convert::<f32, f16>(above_tie(10)).to_f64(),
+            1.0 + 2f64.powi(-10)
+        );
+        assert_eq!(convert::<f32, bf16>(1.0 + 2f32.powi(-8)).to_f64(), 1.0);
+        assert_eq!(convert::<i64, bf16>(257).to_f64(), 256.0);
+        assert_eq!(convert::<i64, bf16>(259).to_f64(), 260.0);
         assert_eq!(convert::<i64, i64>(i64::MAX), i64::MAX);
     }
 
