@@ -170,9 +170,8 @@ impl HostBuffer {
 
     /// Copies `bytes` into a new buffer.
     pub fn from_bytes(bytes: &[u8]) -> Result<HostBuffer> {
-        let mut b = Self::zeroed(bytes.len())?;
-        b.as_mut_slice().copy_from_slice(bytes);
-        Ok(b)
+        // Written once by the copy, not zeroed first (`Tensor::from_vec` comes through here).
+        Self::init_with::<u8>(bytes.len(), |slots| Ok(slots.write_copy_of_slice(bytes)))
     }
 
     fn dangling() -> NonNull<u8> {
