@@ -13,6 +13,12 @@ use switchyard_core::promotion::DEFAULT_DTYPE;
 use switchyard_core::shape::{fmt_dims, wrap_dim};
 use switchyard_core::{Device, Result, Scalar, ScalarType, Tensor, bail, torch_check};
 
+/// A new tensor of `sizes` and `dtype` on `device`, its contents unspecified (through the
+/// dispatcher, so every backend allocates its own).
+fn empty_on(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+    op::empty_memory_format::call(sizes, Some(dtype), None, Some(device), None, None)
+}
+
 // ---------------------------------------------------------------------------------------------
 // stack
 // ---------------------------------------------------------------------------------------------
@@ -85,14 +91,7 @@ pub fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         bail!(RuntimeError, "repeat: the result size overflows int64");
     };
     // Allocated before the zero check, as PyTorch does: negative repeats fail here.
-    let result = op::empty_memory_format::call(
-        &target,
-        Some(self_.dtype()),
-        None,
-        Some(self_.device()),
-        None,
-        None,
-    )?;
+    let result = empty_on(&target, self_.dtype(), self_.device())?;
     if repeats.contains(&0) {
         return Ok(result);
     }
@@ -178,14 +177,7 @@ pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Ten
         );
         new_shape.push(new_dim);
     }
-    let output = op::empty_memory_format::call(
-        &new_shape,
-        Some(self_.dtype()),
-        None,
-        Some(self_.device()),
-        None,
-        None,
-    )?;
+    let output = empty_on(&new_shape, self_.dtype(), self_.device())?;
     op::fill__Scalar::call(&output, value)?;
     let mut c_output = output.clone();
     for i in l_diff..ndim {
@@ -274,14 +266,7 @@ pub fn one_hot(self_: &Tensor, num_classes: i64) -> Result<Tensor> {
             "Can not infer total number of classes from empty tensor."
         );
         shape.push(num_classes);
-        return op::empty_memory_format::call(
-            &shape,
-            Some(ScalarType::Long),
-            None,
-            Some(device),
-            None,
-            None,
-        );
+        return empty_on(&shape, ScalarType::Long, device);
     }
     let min = host_item(&op::min::call(self_)?)?;
     torch_check!(min >= 0, "Class values must be non-negative.");
@@ -337,14 +322,7 @@ fn logsumexp_dtype(dtype: ScalarType) -> ScalarType {
 /// `logsumexp`: into a new tensor of the input's floating dtype (the default one for
 /// integer inputs).
 pub fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
-    let result = op::empty_memory_format::call(
-        &[0],
-        Some(logsumexp_dtype(self_.dtype())),
-        None,
-        Some(self_.device()),
-        None,
-        None,
-    )?;
+    let result = empty_on(&[0], logsumexp_dtype(self_.dtype()), self_.device())?;
     logsumexp_out(self_, dim, keepdim, &result)
 }
 
