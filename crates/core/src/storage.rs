@@ -30,8 +30,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Alignment of host allocations, enough for any SIMD load.
+/// Alignment of host allocations of at least this many bytes, enough for any SIMD load.
 pub const HOST_ALIGNMENT: usize = 64;
+
+/// Alignment of smaller host allocations: above every element type's alignment, and it lets
+/// the allocator serve tiny tensors (scalars, short vectors) from its fast path instead of the
+/// slower aligned-allocation one; a buffer that small gains nothing from cache-line alignment.
+pub const SMALL_HOST_ALIGNMENT: usize = 16;
 
 /// Memory owned by a device that is not the host: an opaque handle a backend interprets.
 pub trait DeviceMemory: Send + Sync + 'static {
@@ -82,7 +87,8 @@ pub fn get_allocator(kind: DeviceType) -> Option<Arc<dyn Allocator>> {
         .map(|(_, a)| a.clone())
 }
 
-/// A zero-initialised, 64-byte-aligned host allocation.
+/// A zero-initialised host allocation, aligned to [`HOST_ALIGNMENT`] (to
+/// [`SMALL_HOST_ALIGNMENT`] below `HOST_ALIGNMENT` bytes).
 pub struct HostBuffer {
     ptr: NonNull<u8>,
     len: usize,
@@ -128,7 +134,7 @@ impl HostBuffer {
         count: usize,
         init: impl for<'a> FnOnce(&'a mut [MaybeUninit<T>]) -> Result<&'a mut [T]>,
     ) -> Result<HostBuffer> {
-        const { assert!(std::mem::align_of::<T>() <= HOST_ALIGNMENT) };
+        const { assert!(std::mem::align_of::<T>() <= SMALL_HOST_ALIGNMENT) };
         let len = count
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::runtime("DefaultCPUAllocator: allocation size overflow"))?;
@@ -154,8 +160,8 @@ impl HostBuffer {
             }
         }
         let guard = Uninit(ptr, layout);
-        // SAFETY: `ptr` is valid for `len = count * size_of::<T>()` bytes, aligned to
-        // HOST_ALIGNMENT >= align_of::<T>() (checked above), and exclusively owned by `guard`
+        // SAFETY: `ptr` is valid for `len = count * size_of::<T>()` bytes, aligned to at least
+        // SMALL_HOST_ALIGNMENT >= align_of::<T>() (checked above), and exclusively owned by `guard`
         // for the slice's lifetime; `MaybeUninit<T>` has no validity requirement.
         let slots = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().cast(), count) };
         let done = init(slots)?;
@@ -181,7 +187,12 @@ impl HostBuffer {
     }
 
     fn layout(len: usize) -> Result<Layout> {
-        Layout::from_size_align(len, HOST_ALIGNMENT)
+        let align = if len < HOST_ALIGNMENT {
+            SMALL_HOST_ALIGNMENT
+        } else {
+            HOST_ALIGNMENT
+        };
+        Layout::from_size_align(len, align)
             .map_err(|_| Error::runtime(format!("DefaultCPUAllocator: can't allocate {len} bytes")))
     }
 
@@ -691,6 +702,44 @@ impl<'a> StorageLocks<'a> {
         Ok((written, per_request))
     }
 
+    /// [`StorageLocks::split_mut`] for the common case of one written request, request 0 (an
+    /// elementwise output): its data mutably, and the data of every other request in order
+    /// (`None` where it shares request 0's storage). Cheaper than the general split, which
+    /// matters for tiny tensors.
+    #[allow(clippy::type_complexity)]
+    pub fn split_first_mut(
+        &mut self,
+    ) -> Result<(&mut StorageData, SmallVec<[Option<&StorageData>; 4]>)> {
+        let written_slot = self.slot(0)?;
+        let mut written = None;
+        let mut per_slot: SmallVec<[Option<&StorageData>; 4]> = SmallVec::new();
+        for (slot, guard) in self.guards.iter_mut().enumerate() {
+            if slot != written_slot {
+                per_slot.push(Some(match guard {
+                    GuardInner::Write(g) => &**g,
+                    GuardInner::Read(g) => &**g,
+                }));
+                continue;
+            }
+            match guard {
+                GuardInner::Write(g) => written = Some(&mut **g),
+                GuardInner::Read(_) => {
+                    return Err(Error::runtime(
+                        "internal error: operand 0 was locked for reading but is written",
+                    ));
+                }
+            }
+            per_slot.push(None);
+        }
+        let written = written
+            .ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
+        let rest = self.slot_of[1..]
+            .iter()
+            .map(|slot| per_slot.get(*slot).copied().flatten())
+            .collect();
+        Ok((written, rest))
+    }
+
     /// Whether requests `i` and `j` share a storage.
     pub fn same_storage(&self, i: usize, j: usize) -> bool {
         matches!((self.slot_of.get(i), self.slot_of.get(j)), (Some(a), Some(b)) if a == b)
@@ -714,6 +763,11 @@ mod tests {
         let b = HostBuffer::zeroed(100).unwrap();
         assert_eq!(b.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
         assert!(b.as_slice().iter().all(|x| *x == 0));
+        for len in [1, 8, 63] {
+            let small = HostBuffer::zeroed(len).unwrap();
+            assert_eq!(small.as_slice().as_ptr() as usize % SMALL_HOST_ALIGNMENT, 0);
+            assert!(small.as_slice().iter().all(|x| *x == 0));
+        }
         let e = HostBuffer::zeroed(0).unwrap();
         assert!(e.is_empty());
         assert_eq!(e.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
@@ -723,7 +777,10 @@ mod tests {
     fn init_with_takes_the_initialised_slice_back() {
         let b = HostBuffer::init_with::<u32>(5, |s| Ok(s.write_copy_of_slice(&[7; 5]))).unwrap();
         assert_eq!(b.len(), 20);
-        assert_eq!(b.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
+        assert_eq!(b.as_slice().as_ptr() as usize % SMALL_HOST_ALIGNMENT, 0);
+        let big =
+            HostBuffer::init_with::<u32>(64, |s| Ok(s.write_copy_of_slice(&[3; 64]))).unwrap();
+        assert_eq!(big.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
         assert_eq!(bytemuck::cast_slice::<u8, u32>(b.as_slice()), &[7; 5]);
         let e = HostBuffer::init_with::<f64>(0, |s| Ok(s.write_copy_of_slice(&[]))).unwrap();
         assert!(e.is_empty());

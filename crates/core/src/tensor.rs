@@ -22,17 +22,35 @@ use smallvec::SmallVec;
 use std::any::Any;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 /// Sizes, strides, storage offset and storage of a tensor, as one consistent snapshot.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Geometry {
     sizes: DimVec,
     strides: DimVec,
     storage_offset: i64,
     storage: Option<Storage>,
     numel: i64,
+    /// Storage elements the view reaches (offset + furthest element + 1; 0 when empty).
+    required_elements: i64,
     is_contiguous: bool,
+}
+
+impl Clone for Geometry {
+    /// Copies the dimension lists with `from_slice` (a memcpy; the derived clone goes element
+    /// by element, which shows in every tiny operator call's snapshot).
+    fn clone(&self) -> Self {
+        Geometry {
+            sizes: DimVec::from_slice(&self.sizes),
+            strides: DimVec::from_slice(&self.strides),
+            storage_offset: self.storage_offset,
+            storage: self.storage.clone(),
+            numel: self.numel,
+            required_elements: self.required_elements,
+            is_contiguous: self.is_contiguous,
+        }
+    }
 }
 
 impl Geometry {
@@ -56,7 +74,26 @@ impl Geometry {
             storage_offset,
             storage,
             numel,
+            required_elements: shape::required_storage_elements(sizes, strides, storage_offset)?,
         })
+    }
+
+    /// A contiguous geometry at offset 0 whose `numel` the caller has computed (and checked).
+    fn contiguous(sizes: &[i64], numel: i64, storage: Option<Storage>) -> Geometry {
+        Geometry {
+            sizes: DimVec::from_slice(sizes),
+            strides: shape::contiguous_strides(sizes),
+            storage_offset: 0,
+            storage,
+            numel,
+            required_elements: numel,
+            is_contiguous: true,
+        }
+    }
+
+    /// Bytes of storage the view reaches for elements of `dtype`.
+    fn required_bytes(&self, dtype: ScalarType) -> Result<usize> {
+        nbytes_for(self.required_elements, dtype, &self.sizes)
     }
 
     /// Sizes.
@@ -149,23 +186,38 @@ impl Iterator for StridedOffsets<'_> {
 
 /// A counter bumped by every in-place mutation, shared by a tensor and all its views; autograd
 /// uses it to reject a backward pass through data modified after it was saved.
-#[derive(Clone, Debug, Default)]
-pub struct VersionCounter(Arc<AtomicU32>);
+///
+/// The shared cell is allocated on first need (a bump, or sharing with a view): most tensors
+/// are temporaries that are never viewed or modified, and an allocation per tensor is a
+/// measurable part of a tiny operator call. Until then the version is 0.
+#[derive(Debug, Default)]
+pub struct VersionCounter(OnceLock<Arc<AtomicU32>>);
 
 impl VersionCounter {
+    fn cell(&self) -> &Arc<AtomicU32> {
+        self.0.get_or_init(Arc::default)
+    }
+
     /// The current version.
     pub fn current(&self) -> u32 {
-        self.0.load(Ordering::Acquire)
+        self.0.get().map_or(0, |c| c.load(Ordering::Acquire))
     }
 
     /// Increments the version.
     pub fn bump(&self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        self.cell().fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether two counters are the same shared counter.
     pub fn is_shared_with(&self, other: &VersionCounter) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(self.cell(), other.cell())
+    }
+}
+
+impl Clone for VersionCounter {
+    /// Shares the counter (a view's counter is its base's).
+    fn clone(&self) -> Self {
+        VersionCounter(OnceLock::from(self.cell().clone()))
     }
 }
 
@@ -200,6 +252,24 @@ pub fn dense_key_set(device: Device) -> DispatchKeySet {
     )
 }
 
+impl TensorImpl {
+    /// A plain strided tensor (no payload, fresh version counter, no autograd state).
+    fn dense(dtype: ScalarType, device: Device, geometry: Geometry) -> TensorImpl {
+        TensorImpl {
+            dtype,
+            device,
+            layout: Layout::Strided,
+            key_set: dense_key_set(device),
+            geometry: RwLock::new(geometry),
+            version: VersionCounter::default(),
+            requires_grad: AtomicBool::new(false),
+            wrapped_number: AtomicBool::new(false),
+            autograd_meta: RwLock::new(None),
+            payload: None,
+        }
+    }
+}
+
 impl Tensor {
     fn from_impl(imp: TensorImpl) -> Tensor {
         Tensor(Arc::new(imp))
@@ -217,25 +287,19 @@ impl Tensor {
         check_in_bounds(&storage, sizes, strides, storage_offset, dtype)?;
         let device = storage.device();
         let geometry = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
-        Ok(Self::from_impl(TensorImpl {
-            dtype,
-            device,
-            layout: Layout::Strided,
-            key_set: dense_key_set(device),
-            geometry: RwLock::new(geometry),
-            version: VersionCounter::default(),
-            requires_grad: AtomicBool::new(false),
-            wrapped_number: AtomicBool::new(false),
-            autograd_meta: RwLock::new(None),
-            payload: None,
-        }))
+        Ok(Self::from_impl(TensorImpl::dense(dtype, device, geometry)))
     }
 
     /// A new contiguous tensor on `device` (CPU, meta, or a device with an installed
     /// allocator). Host memory starts zeroed; callers must not rely on that (`torch.empty`
     /// promises nothing).
     pub fn allocate(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
-        Self::allocate_strided(sizes, &shape::contiguous_strides(sizes), dtype, device)
+        // Every operator's functional output comes through here: compute the size once and
+        // build the contiguous geometry directly (it fits the new storage by construction).
+        let numel = shape::numel(sizes)?;
+        let storage = Storage::new(nbytes_for(numel, dtype, sizes)?, device)?;
+        let geometry = Geometry::contiguous(sizes, numel, Some(storage));
+        Ok(Self::from_impl(TensorImpl::dense(dtype, device, geometry)))
     }
 
     /// A new contiguous CPU tensor of element type `T` whose elements (row-major) `init`
@@ -250,13 +314,12 @@ impl Tensor {
             .map_err(|_| Error::runtime("internal error: negative numel"))?;
         nbytes_for(numel as i64, T::DTYPE, sizes)?;
         let storage = Storage::new_host_with::<T::Repr>(numel, init)?;
-        Self::from_storage(
-            storage,
-            sizes,
-            &shape::contiguous_strides(sizes),
-            0,
+        let geometry = Geometry::contiguous(sizes, numel as i64, Some(storage));
+        Ok(Self::from_impl(TensorImpl::dense(
             T::DTYPE,
-        )
+            Device::CPU,
+            geometry,
+        )))
     }
 
     /// A new tensor with explicit strides.
@@ -394,14 +457,20 @@ impl Tensor {
         self.geometry_read().clone()
     }
 
+    /// Runs `f` on the current geometry without copying it (one lock for several reads).
+    /// `f` must not mutate this tensor's metadata (that would wait for this read).
+    pub fn with_geometry<R>(&self, f: impl FnOnce(&Geometry) -> R) -> R {
+        f(&self.geometry_read())
+    }
+
     /// Sizes.
     pub fn sizes(&self) -> DimVec {
-        self.geometry_read().sizes.clone()
+        DimVec::from_slice(&self.geometry_read().sizes)
     }
 
     /// Strides, in elements.
     pub fn strides(&self) -> DimVec {
-        self.geometry_read().strides.clone()
+        DimVec::from_slice(&self.geometry_read().strides)
     }
 
     /// Size of dimension `dim` (negative counts from the end).
@@ -818,6 +887,18 @@ impl TensorData<'_> {
             .collect::<Result<_>>()?;
         Ok((written, shared))
     }
+
+    /// [`TensorData::split_host_mut`] for one written operand, operand 0: its bytes mutably,
+    /// and the bytes of operands 1.. (`None` for those sharing operand 0's storage).
+    #[allow(clippy::type_complexity)]
+    pub fn split_first_host_mut(&mut self) -> Result<(&mut [u8], SmallVec<[Option<&[u8]>; 4]>)> {
+        let (written, rest) = self.locks.split_first_mut()?;
+        let rest = rest
+            .into_iter()
+            .map(|d| d.map(StorageData::host_bytes).transpose())
+            .collect::<Result<_>>()?;
+        Ok((written.host_bytes_mut()?, rest))
+    }
 }
 
 /// Runs `f` with the data of `tensors` locked (shared for `Read`, exclusive for `Write`):
@@ -841,9 +922,7 @@ pub fn with_tensors<R>(
     for (i, (g, (t, _))) in geometries.iter().zip(tensors).enumerate() {
         // The geometry was read before the lock: re-check it against the locked storage, in
         // case another thread shrank the storage in between.
-        let elements =
-            shape::required_storage_elements(g.sizes(), g.strides(), g.storage_offset())?;
-        let needed = nbytes_for(elements, t.dtype(), g.sizes())?;
+        let needed = g.required_bytes(t.dtype())?;
         let available = locks.data(i)?.nbytes();
         torch_check!(
             needed <= available,
@@ -939,6 +1018,39 @@ impl<U: NestedData> NestedData for &[U] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_counters_are_shared_however_late_they_are_allocated() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+        assert_eq!(t.version(), 0);
+        // A view taken before any bump shares the (then allocated) counter.
+        let v = t.as_strided_view(&[2], &[1], 1).unwrap();
+        t.bump_version();
+        assert_eq!((t.version(), v.version()), (1, 1));
+        assert!(v.version_counter().is_shared_with(t.version_counter()));
+        // A fresh tensor's counter is its own.
+        let other = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+        assert!(!other.version_counter().is_shared_with(t.version_counter()));
+        assert_eq!(other.version(), 0);
+    }
+
+    #[test]
+    fn views_taken_concurrently_of_a_fresh_tensor_share_one_counter() {
+        for _ in 0..50 {
+            let t = Tensor::from_vec(vec![0.0f32; 4], &[4]).unwrap();
+            let views: Vec<Tensor> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| t.as_strided_view(&[2], &[1], 0).unwrap()))
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for v in &views {
+                v.bump_version();
+            }
+            assert_eq!(t.version(), 4);
+            assert!(views.iter().all(|v| v.version() == 4));
+        }
+    }
 
     #[test]
     fn strided_offsets_iterate_row_major() {

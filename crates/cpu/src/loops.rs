@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use smallvec::SmallVec;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::tensor::Geometry;
+use switchyard_core::tensor::TensorData;
 use switchyard_core::{
     Access, DimVec, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors,
 };
@@ -304,7 +305,7 @@ fn out_of_range() -> Error {
 /// the output's storage and must be read through the output's bytes).
 struct Operands<'a> {
     dtypes: SmallVec<[ScalarType; MAX_OPERANDS]>,
-    inputs: SmallVec<[Option<&'a [u8]>; MAX_OPERANDS]>,
+    inputs: SmallVec<[Option<&'a [u8]>; 4]>,
 }
 
 /// `out = f(inputs)` elementwise over `out`'s shape; inputs are converted to `C`, results from
@@ -318,6 +319,10 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
     requests.push((out, Access::Write));
     requests.extend(inputs.iter().map(|t| (*t, Access::Read)));
     with_tensors(&requests, |data| {
+        let dtypes: SmallVec<[ScalarType; MAX_OPERANDS]> = (0..=N).map(|i| data.dtype(i)).collect();
+        if let Some(done) = map_small_linear::<C, R, N>(data, &dtypes, &f) {
+            return done;
+        }
         let plan = {
             let geoms: SmallVec<[&Geometry; MAX_OPERANDS]> =
                 (0..=N).map(|i| data.geometry(i)).collect();
@@ -326,13 +331,8 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
         if plan.numel == 0 {
             return Ok(());
         }
-        let dtypes: SmallVec<[ScalarType; MAX_OPERANDS]> = (0..=N).map(|i| data.dtype(i)).collect();
-        let (mut written, shared) = data.split_host_mut(&[0])?;
-        let out_bytes: &mut [u8] = written.remove(0);
-        let ops = Operands {
-            dtypes,
-            inputs: shared.into_iter().skip(1).collect(),
-        };
+        let (out_bytes, inputs) = data.split_first_host_mut()?;
+        let ops = Operands { dtypes, inputs };
         let aliased = ops.inputs.iter().any(Option::is_none);
         let out_dtype = ops.dtypes[0];
         if plan.numel >= GRAIN_SIZE
@@ -356,6 +356,41 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
         }
         run_range::<C, R, N>(&plan, 0, plan.numel, out_bytes, 0, &ops, &f)
     })
+}
+
+/// The tiny-call fast path of [`map`]: below [`GRAIN_SIZE`] elements, with every operand
+/// contiguous with the output's shape, of the compute types and not sharing the output's
+/// storage, the elements are one run and go straight to [`run_direct`] without a [`Plan`].
+/// `None` when the call does not qualify.
+fn map_small_linear<C: Element, R: Element, const N: usize>(
+    data: &mut TensorData<'_>,
+    dtypes: &[ScalarType],
+    f: &impl Fn([C; N]) -> R,
+) -> Option<Result<()>> {
+    let out = data.geometry(0);
+    let numel = usize::try_from(out.numel()).ok()?;
+    if numel == 0 {
+        // Nothing to write (an empty view's offset may even lie past its storage's end).
+        return Some(Ok(()));
+    }
+    let qualifies = numel < GRAIN_SIZE
+        && dtypes[0] == R::DTYPE
+        && dtypes[1..].iter().all(|d| *d == C::DTYPE)
+        && (0..=N).all(|i| {
+            let g = data.geometry(i);
+            g.is_contiguous() && g.sizes() == out.sizes()
+        })
+        && (1..=N).all(|i| !data.same_storage(0, i));
+    if !qualifies {
+        return None;
+    }
+    let offsets: SmallVec<[i64; MAX_OPERANDS]> =
+        (0..=N).map(|i| data.geometry(i).storage_offset()).collect();
+    let dtypes = SmallVec::from_slice(dtypes);
+    Some(data.split_first_host_mut().and_then(|(out_bytes, inputs)| {
+        let ops = Operands { dtypes, inputs };
+        run_direct::<C, R, N>(out_bytes, offsets[0], &offsets, numel, &ops, f)
+    }))
 }
 
 /// Runs `body(index, chunk)` over `chunk_bytes`-sized chunks of `region` on the thread pool.
@@ -533,6 +568,34 @@ mod tests {
         let out2 = Tensor::allocate(&[2, 2], ScalarType::Float, Device::CPU).unwrap();
         map::<f32, f32, 1>(&out2, [&t], |[x]| x).unwrap();
         assert_eq!(out2.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 3.0, 5.0]);
+    }
+
+    #[test]
+    fn small_contiguous_maps_honour_storage_offsets_and_shared_storage() {
+        // Contiguous views at offsets into one storage: the small linear path must read and
+        // write at each operand's own offset.
+        let base = Tensor::from_vec((0..12).map(|i| i as f32).collect(), &[12]).unwrap();
+        let x = base.as_strided_view(&[2, 2], &[2, 1], 2).unwrap(); // 2, 3, 4, 5
+        let y = Tensor::from_vec(vec![0.0f32, 10.0, 20.0, 30.0, 40.0], &[5]).unwrap();
+        let y = y.as_strided_view(&[2, 2], &[2, 1], 1).unwrap(); // 10, 20, 30, 40
+        let out = Tensor::from_vec(vec![-1.0f32; 7], &[7]).unwrap();
+        let out_view = out.as_strided_view(&[2, 2], &[2, 1], 3).unwrap();
+        map::<f32, f32, 2>(&out_view, [&x, &y], |[a, b]| a + b).unwrap();
+        assert_eq!(
+            out.to_vec::<f32>().unwrap(),
+            vec![-1.0, -1.0, -1.0, 12.0, 23.0, 34.0, 45.0]
+        );
+        // Output and input in one storage, overlapping with a shift: out[i] = in[i] * 10 where
+        // out starts one element after in. The small path must not take this (it reads inputs
+        // in place while writing); the general engine reads each block before writing it.
+        let shared = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0], &[5]).unwrap();
+        let src = shared.as_strided_view(&[4], &[1], 0).unwrap();
+        let dst = shared.as_strided_view(&[4], &[1], 1).unwrap();
+        map::<f32, f32, 1>(&dst, [&src], |[v]| v * 10.0).unwrap();
+        assert_eq!(
+            shared.to_vec::<f32>().unwrap(),
+            vec![1.0, 10.0, 20.0, 30.0, 40.0]
+        );
     }
 
     #[test]

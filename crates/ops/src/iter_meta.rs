@@ -117,9 +117,9 @@ impl<'a> IterConfig<'a> {
     /// Computes the broadcast shape, dtypes and device, checking the caller's output; returns
     /// the meta result with [`IterInfo`] for the loop.
     pub fn build(self) -> Result<Meta<IterInfo>> {
-        let shape = self.compute_shape()?;
-        let device = self.compute_device()?;
-        let (common, out_dtype) = self.compute_types()?;
+        let (shape, dims) = self.compute_shape()?;
+        let device = self.compute_device(&dims)?;
+        let (common, out_dtype) = self.compute_types(&dims)?;
         Ok(Meta::new(
             [OutputSpec {
                 sizes: shape,
@@ -133,10 +133,22 @@ impl<'a> IterConfig<'a> {
         ))
     }
 
-    fn compute_shape(&self) -> Result<DimVec> {
+    /// The broadcast shape, and each input's number of dimensions (read under the same
+    /// metadata lock, so tiny calls pay one lock per input).
+    fn compute_shape(&self) -> Result<(DimVec, SmallVec<[usize; 4]>)> {
         let mut shape = DimVec::new();
-        for t in &self.inputs {
-            shape = infer_size(&shape, &t.sizes())?;
+        let mut dims = SmallVec::new();
+        for (i, t) in self.inputs.iter().enumerate() {
+            t.with_geometry(|g| -> Result<()> {
+                let sizes = g.sizes();
+                dims.push(sizes.len());
+                if i == 0 {
+                    shape = DimVec::from_slice(sizes);
+                } else if shape.as_slice() != sizes {
+                    shape = infer_size(&shape, sizes)?;
+                }
+                Ok(())
+            })?;
         }
         if let Outs::Inplace(out) = self.outs {
             let out_sizes = out.sizes();
@@ -147,14 +159,16 @@ impl<'a> IterConfig<'a> {
                 fmt_dims(&shape)
             );
         }
-        Ok(shape)
+        Ok((shape, dims))
     }
 
-    fn compute_device(&self) -> Result<Device> {
+    fn compute_device(&self, dims: &[usize]) -> Result<Device> {
         // 0-dim CPU tensors (scalars) may accompany tensors on any device.
+        let out = self.outs.get(0);
+        let inputs = self.inputs.iter().copied().zip(dims.iter().copied());
         let mut device: Option<Device> = None;
-        for t in self.inputs.iter().copied().chain(self.outs.get(0)) {
-            if t.is_cpu() && t.dim() == 0 && !self.outs.get(0).is_some_and(|o| o.is_same(t)) {
+        for (t, dim) in inputs.chain(out.map(|o| (o, o.dim()))) {
+            if t.is_cpu() && dim == 0 && !out.is_some_and(|o| o.is_same(t)) {
                 continue;
             }
             match device {
@@ -171,7 +185,7 @@ impl<'a> IterConfig<'a> {
         Ok(device.unwrap_or(Device::CPU))
     }
 
-    fn compute_types(&self) -> Result<(ScalarType, ScalarType)> {
+    fn compute_types(&self, dims: &[usize]) -> Result<(ScalarType, ScalarType)> {
         let out = self.outs.get(0);
         if self.check_all_same_dtype {
             let first = self.inputs.first().map(|t| t.dtype());
@@ -187,8 +201,12 @@ impl<'a> IterConfig<'a> {
             return Ok((expected, self.output_dtype.unwrap_or(expected)));
         }
         let mut state = ResultTypeState::new();
-        for t in &self.inputs {
-            state.update_tensor(t);
+        for (t, dim) in self.inputs.iter().zip(dims) {
+            if t.is_wrapped_number() {
+                state.update_tensor(t);
+            } else {
+                state.update_dims(t.dtype(), *dim);
+            }
         }
         let mut common = state.result().unwrap_or(ScalarType::Float);
         if self.promote_integer_inputs_to_float && common.is_integral(true) {
