@@ -161,6 +161,12 @@ pub(crate) trait RNum: Element<Repr = Self> + bytemuck::Pod + PartialOrd {
     fn abs(self) -> Self;
     /// `|self|^p` (floats; integers return `self`).
     fn pow_abs(self, p: f64) -> Self;
+    /// `pairwise_sum(xs, |x| x)`, bit for bit; floats use explicit vector registers
+    /// (`sum_simd`).
+    #[inline(always)]
+    fn plain_sum(xs: &[Self]) -> Self {
+        pairwise_sum(xs, |x| x)
+    }
 }
 
 macro_rules! int_rnum {
@@ -183,7 +189,7 @@ macro_rules! int_rnum {
 int_rnum!(u8, i8, i16, i32, i64);
 
 macro_rules! float_rnum {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $sum:path),*) => {$(
         impl RNum for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -196,10 +202,11 @@ macro_rules! float_rnum {
             #[inline(always)] fn is_nan(self) -> bool { self != self }
             #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
             #[inline(always)] fn pow_abs(self, p: f64) -> Self { <$t>::abs(self).powf(p as $t) }
+            #[inline(always)] fn plain_sum(xs: &[Self]) -> Self { $sum(xs) }
         }
     )*};
 }
-float_rnum!(f32, f64);
+float_rnum!(f32 => crate::sum_simd::sum_f32, f64 => crate::sum_simd::sum_f64);
 
 /// An element type whose stored representation can be shared across threads (every
 /// [`Element`]; the bound makes that visible to rayon).
@@ -238,6 +245,13 @@ pub(crate) fn lane_fold<T: Copy, A: Copy>(
     for (a, x) in acc.iter_mut().zip(rest) {
         *a = f(*a, *x);
     }
+    merge_lanes(&mut acc, merge)
+}
+
+/// Merges [`LANES`] accumulators pairwise (lane `i` with lane `i + width`, halving `width`),
+/// the last step of [`lane_fold`].
+#[inline(always)]
+pub(crate) fn merge_lanes<A: Copy>(acc: &mut [A; LANES], merge: impl Fn(A, A) -> A) -> A {
     let mut width = LANES;
     while width > 1 {
         width /= 2;
@@ -253,13 +267,21 @@ pub(crate) fn lane_fold<T: Copy, A: Copy>(
 /// grows with `log(n)` rather than `n`.
 #[inline(always)]
 pub(crate) fn pairwise_sum<T: Copy, A: RNum>(xs: &[T], map: impl Fn(T) -> A) -> A {
+    pairwise_blocks(xs, |b| lane_fold(b, A::ZERO, |a, x| a.add(map(x)), A::add))
+}
+
+/// The tree of [`pairwise_sum`] over leaves of [`BLOCK`] elements summed by `leaf` (which
+/// must lane-fold as [`pairwise_sum`] does for the two to agree; `sum_simd` gives it
+/// vector-register leaves).
+#[inline(always)]
+pub(crate) fn pairwise_blocks<T, A: RNum>(xs: &[T], leaf: impl Fn(&[T]) -> A) -> A {
     if xs.len() <= BLOCK {
-        return lane_fold(xs, A::ZERO, |a, x| a.add(map(x)), A::add);
+        return leaf(xs);
     }
     let mut stack = [A::ZERO; 64];
     let mut count = 0u64;
     for block in xs.chunks(BLOCK) {
-        let mut s = lane_fold(block, A::ZERO, |a, x| a.add(map(x)), A::add);
+        let mut s = leaf(block);
         let mut level = 0;
         while (count >> level) & 1 == 1 {
             s = stack[level].add(s);
@@ -325,7 +347,7 @@ impl<C: RNum> Reducer<C> for Sum {
     #[inline(always)]
     fn fold(&self, acc: C, xs: &[C], _first: i64) -> C {
         let s = match self.0 {
-            SumKind::Plain => pairwise_sum(xs, |x| x),
+            SumKind::Plain => C::plain_sum(xs),
             SumKind::Abs => pairwise_sum(xs, RNum::abs),
             SumKind::Square => pairwise_sum(xs, |x: C| x.mul(x)),
             SumKind::NonZero => {
@@ -530,7 +552,7 @@ impl Reducer<f64> for Welford {
             return acc;
         }
         let n = xs.len() as f64;
-        let mean = pairwise_sum(xs, |x| x) / n;
+        let mean = f64::plain_sum(xs) / n;
         let m2 = pairwise_sum(xs, |x| (x - mean) * (x - mean));
         self.combine(acc, Moments { n, mean, m2 })
     }
