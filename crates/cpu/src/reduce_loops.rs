@@ -1270,9 +1270,10 @@ fn row_max<F: SoftFloat>(x: &[F]) -> F {
 /// `e^(x - max)` summed and stored (for log-softmax `x - max` is stored), then the scaling by
 /// `1 / sum` (or the subtraction of `ln(sum)`). A row of 1024 `f32` is 4 KB, so the passes after the
 /// first read it from L1. The sums use [`LANES`] accumulators whatever the instruction set, so
-/// every variant gives the same bits.
+/// every variant gives the same bits. The first pass over a row writes every element of its
+/// output row, so `out` may be uninitialised memory.
 #[inline(always)]
-fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) {
+fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool) {
     for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
         let max = row_max(xr);
         let mut acc = [F::ZERO; LANES];
@@ -1285,30 +1286,36 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool
             for (o, v) in oc.iter_mut().zip(xc) {
                 for i in 0..LANES {
                     let d = v[i].sub(max);
-                    o[i] = d;
+                    o[i] = MaybeUninit::new(d);
                     acc[i] = acc[i].add(d.exp_());
                 }
             }
             for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
                 let d = v.sub(max);
-                *o = d;
+                *o = MaybeUninit::new(d);
                 *a = a.add(d.exp_());
             }
+            // SAFETY: `xr` and `or` both have `dim` elements (`chunks_exact`), so the loops
+            // above (the `LANES`-chunks, then the shorter rest) wrote every element of `or`.
+            let or = unsafe { or.assume_init_mut() };
             let lse = lane_fold(&acc, F::ZERO, F::add, F::add).ln_();
             or.iter_mut().for_each(|o| *o = o.sub(lse));
         } else {
             for (o, v) in oc.iter_mut().zip(xc) {
                 for i in 0..LANES {
                     let e = v[i].sub(max).exp_();
-                    o[i] = e;
+                    o[i] = MaybeUninit::new(e);
                     acc[i] = acc[i].add(e);
                 }
             }
             for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
                 let e = v.sub(max).exp_();
-                *o = e;
+                *o = MaybeUninit::new(e);
                 *a = a.add(e);
             }
+            // SAFETY: `xr` and `or` both have `dim` elements (`chunks_exact`), so the loops
+            // above (the `LANES`-chunks, then the shorter rest) wrote every element of `or`.
+            let or = unsafe { or.assume_init_mut() };
             let sum = lane_fold(&acc, F::ZERO, F::add, F::add);
             let inv = F::ONE.div(sum);
             or.iter_mut().for_each(|o| *o = o.mul(inv));
@@ -1319,7 +1326,7 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool
 multiversion! {
     /// [`softmax_rows_body`] in the best instruction set available (AVX-512 included: the
     /// exponential makes these rows compute-bound).
-    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) -> ()
+    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool) -> ()
 }
 
 /// Per-column statistics of softmax over the middle dimension of `[outer, dim, inner]`:
@@ -1374,12 +1381,13 @@ multiversion! {
     ) -> ()
 }
 
-/// Applies the statistics to rows `r0 ..` (each of `inner` elements) of `[outer, dim, inner]`.
+/// Applies the statistics to rows `r0 ..` (each of `inner` elements) of `[outer, dim, inner]`,
+/// writing every element of `out` (which may be uninitialised).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn softmax_apply_body<F: SoftFloat>(
     x: &[F],
-    out: &mut [F],
+    out: &mut [MaybeUninit<F>],
     maxs: &[F],
     sums: &[F],
     r0: usize,
@@ -1395,11 +1403,11 @@ fn softmax_apply_body<F: SoftFloat>(
         let s = &sums[o * inner..(o + 1) * inner];
         if log {
             for (((y, v), mx), l) in or.iter_mut().zip(xr).zip(m).zip(s) {
-                *y = v.sub(*mx).sub(*l);
+                *y = MaybeUninit::new(v.sub(*mx).sub(*l));
             }
         } else {
             for (((y, v), mx), inv) in or.iter_mut().zip(xr).zip(m).zip(s) {
-                *y = v.sub(*mx).exp_().mul(*inv);
+                *y = MaybeUninit::new(v.sub(*mx).exp_().mul(*inv));
             }
         }
     }
@@ -1408,16 +1416,17 @@ fn softmax_apply_body<F: SoftFloat>(
 multiversion! {
     /// [`softmax_apply_body`] in the best instruction set available.
     fn softmax_apply / softmax_apply_avx2 / softmax_apply_body<F: SoftFloat>(
-        x: &[F], out: &mut [F], maxs: &[F], sums: &[F], r0: usize, dim: usize, inner: usize, log: bool,
+        x: &[F], out: &mut [MaybeUninit<F>], maxs: &[F], sums: &[F], r0: usize, dim: usize, inner: usize, log: bool,
     ) -> ()
 }
 
 /// Softmax (`log`: log-softmax) of contiguous `x` viewed as `[outer, dim, inner]` along the
 /// middle dimension, into contiguous `out` of the same shape. Rows (or row groups) run in
-/// parallel above [`GRAIN_SIZE`] elements.
+/// parallel above [`GRAIN_SIZE`] elements. On success every one of the first
+/// `outer * dim * inner` elements of `out` is written, so `out` may be uninitialised memory.
 pub(crate) fn softmax<F: SoftFloat>(
     x: &[F],
-    out: &mut [F],
+    out: &mut [MaybeUninit<F>],
     outer: usize,
     dim: usize,
     inner: usize,
@@ -1686,15 +1695,21 @@ mod tests {
     }
 
     fn softmax_variant(level: u8, x: &[f32], out: &mut [f32], dim: usize, log: bool) {
+        let mut slots = vec![MaybeUninit::uninit(); out.len()];
+        let ys = &mut slots[..];
         match level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
-            1 => unsafe { softmax_rows_avx2(x, out, dim, log) },
+            1 => unsafe { softmax_rows_avx2(x, ys, dim, log) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
-            2 => unsafe { softmax_rows_avx512(x, out, dim, log) },
-            _ => softmax_rows_body(x, out, dim, log),
+            2 => unsafe { softmax_rows_avx512(x, ys, dim, log) },
+            _ => softmax_rows_body(x, ys, dim, log),
         }
+        assert!(dim > 0 && x.len() == out.len() && x.len().is_multiple_of(dim));
+        // SAFETY: the kernel writes every element of whole rows of `dim` elements; as just
+        // checked, the input and output are the same whole number of rows.
+        out.copy_from_slice(unsafe { slots.assume_init_ref() });
     }
 
     /// Softmax rows against an `f64` reference, and every instruction-set variant against the
