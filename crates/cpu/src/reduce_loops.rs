@@ -1205,8 +1205,8 @@ pub(crate) fn contiguous_with(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
 /// Floats softmax and layer_norm compute in.
 pub(crate) trait SoftFloat: RNum {
     /// `e^x` for `x <= 0` or NaN, the only arguments softmax takes the exponential of
-    /// (`x - max`); vectorisable and within 1 ulp for `f32` (`math::exp_nonpos_f32`), libm's
-    /// for `f64`.
+    /// (`x - max`); vectorisable and within 1 ulp for `f32` (`math::exp_nonpos_f32`, whose
+    /// fused multiply-adds are correctly rounded everywhere), libm's for `f64`.
     fn exp_(self) -> Self;
     /// Natural logarithm.
     fn ln_(self) -> Self;
@@ -1713,7 +1713,8 @@ mod tests {
     }
 
     /// Softmax rows against an `f64` reference, and every instruction-set variant against the
-    /// baseline bit for bit (they share one summation order and use no fused multiply-add).
+    /// baseline bit for bit (they share one summation order, and the exponential's fused
+    /// multiply-adds are correctly rounded in every variant).
     ///
     /// Error bound of the `f32` results, with `u = eps/2` the unit roundoff, `d = x - max` and
     /// `S = sum e^d`: `fl(x - max)` errs by `u|d|` relatively, which `e^d` turns into a relative
