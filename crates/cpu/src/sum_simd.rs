@@ -6,12 +6,14 @@
 //! Why not leave it to the compiler: inlined into the multiversioned reduction engine, the
 //! generic [`lane_fold`] came out as one 8-wide add and twelve 2-wide ones per 32 elements
 //! (LLVM's SLP vectoriser splits the 32-lane array badly in that context), which made the sum
-//! of 16M `f32` a third slower than PyTorch's. Here the 32 lanes live in full-width registers:
+//! of 16M `f32` 40% slower than PyTorch's. Here the 32 lanes live in full-width registers:
 //! four `ymm` (AVX2) or two `zmm` (AVX-512) of `f32`, eight `ymm` or four `zmm` of `f64`.
 //! Only the register layout changes, never which values are added in which order, so every
 //! instruction set gives the bits of the portable code.
 
-use crate::reduce_loops::{LANES, merge_lanes, pairwise_blocks, pairwise_sum};
+#[cfg(doc)]
+use crate::reduce_loops::{BLOCK, lane_fold};
+use crate::reduce_loops::{LANES, RNum, merge_lanes, pairwise_blocks, pairwise_sum};
 
 #[cfg(target_arch = "x86_64")]
 use crate::reduce_loops::{has_avx2, has_avx512};
@@ -53,7 +55,7 @@ pub(crate) fn sum_f64(xs: &[f64]) -> f64 {
 /// Adds the tail (`rest`, fewer than [`LANES`] elements) to the first lanes and merges the
 /// lanes, as [`lane_fold`] finishes.
 #[inline(always)]
-fn finish<A: crate::reduce_loops::RNum>(mut lanes: [A; LANES], rest: &[A]) -> A {
+fn finish<A: RNum>(mut lanes: [A; LANES], rest: &[A]) -> A {
     for (l, x) in lanes.iter_mut().zip(rest) {
         *l = l.add(*x);
     }
@@ -67,8 +69,8 @@ pub(crate) mod x86 {
     use super::{LANES, finish, pairwise_blocks};
     use std::arch::x86_64::*;
 
-    /// One leaf: `N` registers of `W` `f32` lanes (`N * W == LANES`), loaded, added and stored
-    /// with the given intrinsics.
+    /// One leaf: `N` registers of `W` lanes (`N * W == LANES`), loaded, added and stored with
+    /// the given intrinsics.
     macro_rules! leaf {
         ($name:ident, $features:literal, $t:ty, $v:ty, $n:literal, $w:literal,
          $zero:ident, $load:ident, $add:ident, $store:ident) => {
