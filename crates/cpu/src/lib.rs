@@ -23,3 +23,4 @@ pub mod native;
 pub(crate) mod num;
 pub(crate) mod random;
 pub(crate) mod reduce_loops;
+pub(crate) mod sum_simd;

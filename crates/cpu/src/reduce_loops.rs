@@ -161,6 +161,12 @@ pub(crate) trait RNum: Element<Repr = Self> + bytemuck::Pod + PartialOrd {
     fn abs(self) -> Self;
     /// `|self|^p` (floats; integers return `self`).
     fn pow_abs(self, p: f64) -> Self;
+    /// `pairwise_sum(xs, |x| x)`, bit for bit; floats use explicit vector registers
+    /// (`sum_simd`).
+    #[inline(always)]
+    fn plain_sum(xs: &[Self]) -> Self {
+        pairwise_sum(xs, |x| x)
+    }
 }
 
 macro_rules! int_rnum {
@@ -183,7 +189,7 @@ macro_rules! int_rnum {
 int_rnum!(u8, i8, i16, i32, i64);
 
 macro_rules! float_rnum {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $sum:path),*) => {$(
         impl RNum for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -196,10 +202,11 @@ macro_rules! float_rnum {
             #[inline(always)] fn is_nan(self) -> bool { self != self }
             #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
             #[inline(always)] fn pow_abs(self, p: f64) -> Self { <$t>::abs(self).powf(p as $t) }
+            #[inline(always)] fn plain_sum(xs: &[Self]) -> Self { $sum(xs) }
         }
     )*};
 }
-float_rnum!(f32, f64);
+float_rnum!(f32 => crate::sum_simd::sum_f32, f64 => crate::sum_simd::sum_f64);
 
 /// An element type whose stored representation can be shared across threads (every
 /// [`Element`]; the bound makes that visible to rayon).
@@ -238,6 +245,13 @@ pub(crate) fn lane_fold<T: Copy, A: Copy>(
     for (a, x) in acc.iter_mut().zip(rest) {
         *a = f(*a, *x);
     }
+    merge_lanes(&mut acc, merge)
+}
+
+/// Merges [`LANES`] accumulators pairwise (lane `i` with lane `i + width`, halving `width`),
+/// the last step of [`lane_fold`].
+#[inline(always)]
+pub(crate) fn merge_lanes<A: Copy>(acc: &mut [A; LANES], merge: impl Fn(A, A) -> A) -> A {
     let mut width = LANES;
     while width > 1 {
         width /= 2;
@@ -253,13 +267,21 @@ pub(crate) fn lane_fold<T: Copy, A: Copy>(
 /// grows with `log(n)` rather than `n`.
 #[inline(always)]
 pub(crate) fn pairwise_sum<T: Copy, A: RNum>(xs: &[T], map: impl Fn(T) -> A) -> A {
+    pairwise_blocks(xs, |b| lane_fold(b, A::ZERO, |a, x| a.add(map(x)), A::add))
+}
+
+/// The tree of [`pairwise_sum`] over leaves of [`BLOCK`] elements summed by `leaf` (which
+/// must lane-fold as [`pairwise_sum`] does for the two to agree; `sum_simd` gives it
+/// vector-register leaves).
+#[inline(always)]
+pub(crate) fn pairwise_blocks<T, A: RNum>(xs: &[T], leaf: impl Fn(&[T]) -> A) -> A {
     if xs.len() <= BLOCK {
-        return lane_fold(xs, A::ZERO, |a, x| a.add(map(x)), A::add);
+        return leaf(xs);
     }
     let mut stack = [A::ZERO; 64];
     let mut count = 0u64;
     for block in xs.chunks(BLOCK) {
-        let mut s = lane_fold(block, A::ZERO, |a, x| a.add(map(x)), A::add);
+        let mut s = leaf(block);
         let mut level = 0;
         while (count >> level) & 1 == 1 {
             s = stack[level].add(s);
@@ -325,7 +347,7 @@ impl<C: RNum> Reducer<C> for Sum {
     #[inline(always)]
     fn fold(&self, acc: C, xs: &[C], _first: i64) -> C {
         let s = match self.0 {
-            SumKind::Plain => pairwise_sum(xs, |x| x),
+            SumKind::Plain => C::plain_sum(xs),
             SumKind::Abs => pairwise_sum(xs, RNum::abs),
             SumKind::Square => pairwise_sum(xs, |x: C| x.mul(x)),
             SumKind::NonZero => {
@@ -530,7 +552,7 @@ impl Reducer<f64> for Welford {
             return acc;
         }
         let n = xs.len() as f64;
-        let mean = pairwise_sum(xs, |x| x) / n;
+        let mean = f64::plain_sum(xs) / n;
         let m2 = pairwise_sum(xs, |x| (x - mean) * (x - mean));
         self.combine(acc, Moments { n, mean, m2 })
     }
@@ -1183,8 +1205,8 @@ pub(crate) fn contiguous_with(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
 /// Floats softmax and layer_norm compute in.
 pub(crate) trait SoftFloat: RNum {
     /// `e^x` for `x <= 0` or NaN, the only arguments softmax takes the exponential of
-    /// (`x - max`); vectorisable and within 1 ulp for `f32` (`math::exp_nonpos_f32`), libm's
-    /// for `f64`.
+    /// (`x - max`); vectorisable and within 1 ulp for `f32` (`math::exp_nonpos_f32`, whose
+    /// fused multiply-adds are correctly rounded everywhere), libm's for `f64`.
     fn exp_(self) -> Self;
     /// Natural logarithm.
     fn ln_(self) -> Self;
@@ -1248,9 +1270,10 @@ fn row_max<F: SoftFloat>(x: &[F]) -> F {
 /// `e^(x - max)` summed and stored (for log-softmax `x - max` is stored), then the scaling by
 /// `1 / sum` (or the subtraction of `ln(sum)`). A row of 1024 `f32` is 4 KB, so the passes after the
 /// first read it from L1. The sums use [`LANES`] accumulators whatever the instruction set, so
-/// every variant gives the same bits.
+/// every variant gives the same bits. The first pass over a row writes every element of its
+/// output row, so `out` may be uninitialised memory.
 #[inline(always)]
-fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) {
+fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool) {
     for (xr, or) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
         let max = row_max(xr);
         let mut acc = [F::ZERO; LANES];
@@ -1263,30 +1286,36 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool
             for (o, v) in oc.iter_mut().zip(xc) {
                 for i in 0..LANES {
                     let d = v[i].sub(max);
-                    o[i] = d;
+                    o[i] = MaybeUninit::new(d);
                     acc[i] = acc[i].add(d.exp_());
                 }
             }
             for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
                 let d = v.sub(max);
-                *o = d;
+                *o = MaybeUninit::new(d);
                 *a = a.add(d.exp_());
             }
+            // SAFETY: `xr` and `or` both have `dim` elements (`chunks_exact`), so the loops
+            // above (the `LANES`-chunks, then the shorter rest) wrote every element of `or`.
+            let or = unsafe { or.assume_init_mut() };
             let lse = lane_fold(&acc, F::ZERO, F::add, F::add).ln_();
             or.iter_mut().for_each(|o| *o = o.sub(lse));
         } else {
             for (o, v) in oc.iter_mut().zip(xc) {
                 for i in 0..LANES {
                     let e = v[i].sub(max).exp_();
-                    o[i] = e;
+                    o[i] = MaybeUninit::new(e);
                     acc[i] = acc[i].add(e);
                 }
             }
             for ((o, v), a) in orest.iter_mut().zip(xrest).zip(acc.iter_mut()) {
                 let e = v.sub(max).exp_();
-                *o = e;
+                *o = MaybeUninit::new(e);
                 *a = a.add(e);
             }
+            // SAFETY: `xr` and `or` both have `dim` elements (`chunks_exact`), so the loops
+            // above (the `LANES`-chunks, then the shorter rest) wrote every element of `or`.
+            let or = unsafe { or.assume_init_mut() };
             let sum = lane_fold(&acc, F::ZERO, F::add, F::add);
             let inv = F::ONE.div(sum);
             or.iter_mut().for_each(|o| *o = o.mul(inv));
@@ -1297,7 +1326,7 @@ fn softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool
 multiversion! {
     /// [`softmax_rows_body`] in the best instruction set available (AVX-512 included: the
     /// exponential makes these rows compute-bound).
-    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [F], dim: usize, log: bool) -> ()
+    fn softmax_rows / softmax_rows_avx2 / softmax_rows_avx512 / softmax_rows_body<F: SoftFloat>(x: &[F], out: &mut [MaybeUninit<F>], dim: usize, log: bool) -> ()
 }
 
 /// Per-column statistics of softmax over the middle dimension of `[outer, dim, inner]`:
@@ -1352,12 +1381,13 @@ multiversion! {
     ) -> ()
 }
 
-/// Applies the statistics to rows `r0 ..` (each of `inner` elements) of `[outer, dim, inner]`.
+/// Applies the statistics to rows `r0 ..` (each of `inner` elements) of `[outer, dim, inner]`,
+/// writing every element of `out` (which may be uninitialised).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn softmax_apply_body<F: SoftFloat>(
     x: &[F],
-    out: &mut [F],
+    out: &mut [MaybeUninit<F>],
     maxs: &[F],
     sums: &[F],
     r0: usize,
@@ -1373,11 +1403,11 @@ fn softmax_apply_body<F: SoftFloat>(
         let s = &sums[o * inner..(o + 1) * inner];
         if log {
             for (((y, v), mx), l) in or.iter_mut().zip(xr).zip(m).zip(s) {
-                *y = v.sub(*mx).sub(*l);
+                *y = MaybeUninit::new(v.sub(*mx).sub(*l));
             }
         } else {
             for (((y, v), mx), inv) in or.iter_mut().zip(xr).zip(m).zip(s) {
-                *y = v.sub(*mx).exp_().mul(*inv);
+                *y = MaybeUninit::new(v.sub(*mx).exp_().mul(*inv));
             }
         }
     }
@@ -1386,16 +1416,17 @@ fn softmax_apply_body<F: SoftFloat>(
 multiversion! {
     /// [`softmax_apply_body`] in the best instruction set available.
     fn softmax_apply / softmax_apply_avx2 / softmax_apply_body<F: SoftFloat>(
-        x: &[F], out: &mut [F], maxs: &[F], sums: &[F], r0: usize, dim: usize, inner: usize, log: bool,
+        x: &[F], out: &mut [MaybeUninit<F>], maxs: &[F], sums: &[F], r0: usize, dim: usize, inner: usize, log: bool,
     ) -> ()
 }
 
 /// Softmax (`log`: log-softmax) of contiguous `x` viewed as `[outer, dim, inner]` along the
 /// middle dimension, into contiguous `out` of the same shape. Rows (or row groups) run in
-/// parallel above [`GRAIN_SIZE`] elements.
+/// parallel above [`GRAIN_SIZE`] elements. On success every one of the first
+/// `outer * dim * inner` elements of `out` is written, so `out` may be uninitialised memory.
 pub(crate) fn softmax<F: SoftFloat>(
     x: &[F],
-    out: &mut [F],
+    out: &mut [MaybeUninit<F>],
     outer: usize,
     dim: usize,
     inner: usize,
@@ -1664,19 +1695,26 @@ mod tests {
     }
 
     fn softmax_variant(level: u8, x: &[f32], out: &mut [f32], dim: usize, log: bool) {
+        let mut slots = vec![MaybeUninit::uninit(); out.len()];
+        let ys = &mut slots[..];
         match level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.
-            1 => unsafe { softmax_rows_avx2(x, out, dim, log) },
+            1 => unsafe { softmax_rows_avx2(x, ys, dim, log) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 2 only when the CPU has the AVX-512 features.
-            2 => unsafe { softmax_rows_avx512(x, out, dim, log) },
-            _ => softmax_rows_body(x, out, dim, log),
+            2 => unsafe { softmax_rows_avx512(x, ys, dim, log) },
+            _ => softmax_rows_body(x, ys, dim, log),
         }
+        assert!(dim > 0 && x.len() == out.len() && x.len().is_multiple_of(dim));
+        // SAFETY: the kernel writes every element of whole rows of `dim` elements; as just
+        // checked, the input and output are the same whole number of rows.
+        out.copy_from_slice(unsafe { slots.assume_init_ref() });
     }
 
     /// Softmax rows against an `f64` reference, and every instruction-set variant against the
-    /// baseline bit for bit (they share one summation order and use no fused multiply-add).
+    /// baseline bit for bit (they share one summation order, and the exponential's fused
+    /// multiply-adds are correctly rounded in every variant).
     ///
     /// Error bound of the `f32` results, with `u = eps/2` the unit roundoff, `d = x - max` and
     /// `S = sum e^d`: `fl(x - max)` errs by `u|d|` relatively, which `e^d` turns into a relative

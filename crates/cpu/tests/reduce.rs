@@ -628,3 +628,86 @@ fn softmax_last_dim_rows() {
         }
     }
 }
+
+/// Functional `_softmax` / `_log_softmax` write their `Float` / `Double` output into new
+/// memory themselves (not through `create_out`): they give the bits of the `out=` variants for
+/// every dimension (inner and last), negative dims, strided and offset inputs, and match them
+/// on empty inputs and errors.
+#[test]
+fn functional_softmax_matches_out_variant() {
+    let data = floats(2 * 3 * 5 * 7, 11);
+    for dtype in [ScalarType::Float, ScalarType::Double] {
+        let base = Tensor::from_vec(data.clone(), &[2, 3, 5, 7]).unwrap();
+        let base = op::_to_copy::call(&base, Some(dtype), None, None, None, false, None).unwrap();
+        let inputs = [
+            base.clone(),
+            // Strided (a transposed view) and offset (the second [3, 5, 7] block).
+            base.as_strided_view(&[2, 3, 7, 5], &[105, 35, 1, 7], 0)
+                .unwrap(),
+            base.as_strided_view(&[3, 5, 7], &[35, 7, 1], 105).unwrap(),
+        ];
+        for x in &inputs {
+            for dim in -1..x.dim() as i64 {
+                for log in [false, true] {
+                    let out = Tensor::allocate(&[0], dtype, Device::CPU).unwrap();
+                    let got = if log {
+                        op::_log_softmax_out::call(x, dim, false, &out).unwrap();
+                        op::_log_softmax::call(x, dim, false).unwrap()
+                    } else {
+                        op::_softmax_out::call(x, dim, false, &out).unwrap();
+                        op::_softmax::call(x, dim, false).unwrap()
+                    };
+                    assert_eq!(got.dtype(), dtype);
+                    assert_eq!(got.sizes(), x.sizes());
+                    assert!(got.is_contiguous());
+                    assert!(
+                        same_values(&got.to_f64_vec().unwrap(), &out.to_f64_vec().unwrap()),
+                        "{dtype:?} {:?} dim={dim} log={log}",
+                        x.sizes()
+                    );
+                }
+            }
+        }
+        let empty = Tensor::allocate(&[4, 0], dtype, Device::CPU).unwrap();
+        let got = op::_softmax::call(&empty, 1, false).unwrap();
+        assert_eq!(
+            (got.sizes().as_slice(), got.dtype()),
+            (&[4i64, 0][..], dtype)
+        );
+    }
+    let ints = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
+    let out = Tensor::allocate(&[0], ScalarType::Long, Device::CPU).unwrap();
+    for log in [false, true] {
+        let (functional, with_out) = if log {
+            (
+                op::_log_softmax::call(&ints, 0, false),
+                op::_log_softmax_out::call(&ints, 0, false, &out),
+            )
+        } else {
+            (
+                op::_softmax::call(&ints, 0, false),
+                op::_softmax_out::call(&ints, 0, false, &out),
+            )
+        };
+        // The same error, up to the operator named at the end.
+        let (a, b) = (functional.unwrap_err(), with_out.unwrap_err());
+        let (a, b) = (a.to_string(), b.to_string());
+        let message = |s: &str| {
+            s.split(" (in operator")
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert_eq!(message(&a), message(&b));
+        assert!(
+            a.contains("softmax") && a.contains("not implemented for 'Long'"),
+            "{a}"
+        );
+    }
+    let x = Tensor::from_vec(vec![0.5f32, 1.5], &[2]).unwrap();
+    let half_to_float = op::_softmax::call(&x, 0, true).unwrap_err();
+    assert!(
+        half_to_float.to_string().contains("half to float"),
+        "{half_to_float}"
+    );
+}

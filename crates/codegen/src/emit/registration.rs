@@ -143,6 +143,27 @@ pub(super) fn outs_names(f: &GenFunction) -> Vec<String> {
         .collect()
 }
 
+/// Structured `CPU` impls whose functional variant allocates its own output: (impl kernel,
+/// functional kernel). The functional wrapper runs the meta function and then
+/// `native::<functional kernel>(&meta, <functional arguments>) -> Result<Tensor>` instead of
+/// `create_out` + the impl. For kernels that write every element of a large output: they can
+/// write it into new memory with `Tensor::new_with` and skip the zero-fill of `create_out`
+/// (PyTorch's functional wrappers allocate with `empty`, uninitialised). The kernel must give
+/// the output the meta function describes; the in-place and out= variants are unchanged.
+pub const CPU_FUNCTIONAL_OUTPUT_KERNELS: [(&str, &str); 2] = [
+    ("softmax_cpu_out", "softmax_cpu"),
+    ("log_softmax_cpu_out", "log_softmax_cpu"),
+];
+
+/// The functional kernel that allocates its own output for structured impl `kernel` at `key`
+/// ([`CPU_FUNCTIONAL_OUTPUT_KERNELS`]).
+fn functional_output_kernel(key: DispatchKey, kernel: &str) -> Option<&'static str> {
+    CPU_FUNCTIONAL_OUTPUT_KERNELS
+        .iter()
+        .find(|(k, _)| key == DispatchKey::CPU && *k == kernel)
+        .map(|(_, f)| *f)
+}
+
 /// The structured expansion of one group member at `key` (CPU: meta + impl; Meta: meta only).
 fn structured_wrapper(
     key: DispatchKey,
@@ -180,6 +201,23 @@ fn structured_wrapper(
         meta_args.join(", "),
         if meta_args.is_empty() { "" } else { ", " }
     );
+    let impl_kernel = out_op.kernel(key).filter(|_| key != DispatchKey::Meta);
+    if kind == SchemaKind::Functional
+        && let Some(own) = impl_kernel.and_then(|k| functional_output_kernel(key, k))
+    {
+        body.push_str(&format!(
+            "    {}::{}(&meta, {})\n",
+            paths.native,
+            fn_name(own),
+            meta_args.join(", ")
+        ));
+        return Ok(Wrapper::new(
+            key,
+            f,
+            name.clone(),
+            wrapper_fn(&name, f, false, &body)?,
+        ));
+    }
     // The tensors the impl writes, and what the wrapper returns.
     let targets: Vec<String> = match kind {
         SchemaKind::Functional => {
@@ -204,7 +242,6 @@ fn structured_wrapper(
             outs
         }
     };
-    let impl_kernel = out_op.kernel(key).filter(|_| key != DispatchKey::Meta);
     if let Some(kernel) = impl_kernel {
         let mutating = kind != SchemaKind::Functional;
         let mut impl_outputs = Vec::new();

@@ -648,9 +648,7 @@ fn wrapper_CPU__index_put_impl_(_ks: DispatchKeySet, (self_, indices, values, ac
 /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 fn wrapper_CPU__log_softmax(_ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
     let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional)?;
-    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::log_softmax_cpu_out(&meta, self_, dim, half_to_float, &out0)?;
-    Ok(out0)
+    crate::native::log_softmax_cpu(&meta, self_, dim, half_to_float)
 }
 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
@@ -728,9 +726,7 @@ fn wrapper_CPU_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor
 /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 fn wrapper_CPU__softmax(_ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
     let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional)?;
-    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::softmax_cpu_out(&meta, self_, dim, half_to_float, &out0)?;
-    Ok(out0)
+    crate::native::softmax_cpu(&meta, self_, dim, half_to_float)
 }
 
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`

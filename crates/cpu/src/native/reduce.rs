@@ -12,6 +12,7 @@ use crate::reduce_loops::{
     ArgBest, Elem, Extreme, Moments, Prod, RNum, SoftFloat, Sum, SumKind, Welford, contiguous_as,
     contiguous_with, reduce, scan, softmax, store,
 };
+use std::mem::MaybeUninit;
 use switchyard_core::Element;
 use switchyard_core::shape::DimVec;
 use switchyard_core::{
@@ -21,7 +22,7 @@ use switchyard_core::{
 use switchyard_ops::meta::{
     DimInfo, ReduceInfo, check_result_cast, dtype_from_self, make_dim_mask, reduction_shape,
 };
-use switchyard_ops::structured::{Meta, resize_output};
+use switchyard_ops::structured::{Meta, create_out, resize_output};
 
 /// Binds `$S` to the element type of `$dtype` and `$C` to the compute type reductions of
 /// that dtype keep values in (the type itself; `u8` for `Bool`). Half types must have been
@@ -853,22 +854,21 @@ pub fn cumprod_out(
     cum_op(self_, meta.extra.dim, out, true, "cumprod_out_cpu")
 }
 
-/// Shared by `_softmax.out` / `_log_softmax.out`: a contiguous input, computed in `float`
-/// (`double` for `Double`), max-subtracted for stability.
-fn softmax_op(
+/// PyTorch's checks of softmax / log_softmax, in its order; returns the type the kernel computes
+/// in (`float`, `double` for `Double`), or `None` when there is nothing to compute.
+fn softmax_compute_type(
     input: &Tensor,
     dim: usize,
     half_to_float: bool,
-    out: &Tensor,
     log: bool,
-) -> Result<()> {
+) -> Result<Option<ScalarType>> {
     // PyTorch words this check the same for both operators.
     torch_check!(
         !half_to_float,
         "softmax with half to float conversion is not supported on CPU"
     );
     if input.numel() == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let dtype = input.dtype();
     if !dtype.is_floating_point() {
@@ -881,12 +881,26 @@ fn softmax_op(
         };
         return Err(not_implemented(name, dtype));
     }
-    let (outer, size, inner) = split_at_dim(&input.sizes(), dim)?;
-    let compute = if dtype == ScalarType::Double {
+    Ok(Some(if dtype == ScalarType::Double {
         ScalarType::Double
     } else {
         ScalarType::Float
+    }))
+}
+
+/// Shared by `_softmax.out` / `_log_softmax.out`: a contiguous input, computed in `float`
+/// (`double` for `Double`), max-subtracted for stability.
+fn softmax_op(
+    input: &Tensor,
+    dim: usize,
+    half_to_float: bool,
+    out: &Tensor,
+    log: bool,
+) -> Result<()> {
+    let Some(compute) = softmax_compute_type(input, dim, half_to_float, log)? else {
+        return Ok(());
     };
+    let (outer, size, inner) = split_at_dim(&input.sizes(), dim)?;
     let x = contiguous_with(input, compute)?;
     into_contiguous_out(&x, out, compute, |x, dest| {
         fn run<F: SoftFloat + Elem>(
@@ -896,7 +910,10 @@ fn softmax_op(
             log: bool,
         ) -> Result<()> {
             with_slices::<F, ()>(x, dest, |xs, ys| {
-                softmax::<F>(xs, ys, dims.0, dims.1, dims.2, log)
+                // SAFETY: `MaybeUninit<F>` has the layout of `F`, and `softmax` stores only
+                // initialised values through the slots, so `ys` stays initialised.
+                let slots = unsafe { &mut *(std::ptr::from_mut(ys) as *mut [MaybeUninit<F>]) };
+                softmax::<F>(xs, slots, dims.0, dims.1, dims.2, log)
             })
         }
         if compute == ScalarType::Double {
@@ -905,6 +922,87 @@ fn softmax_op(
             run::<f32>(x, dest, (outer, size, inner), log)
         }
     })
+}
+
+/// Shared by functional `_softmax` / `_log_softmax`: a non-empty `Float` / `Double` input gets
+/// its output written straight into new memory that is never zero-filled (for [4096, 1024]
+/// `f32`, zeroing the 16 MB first cost half as much as the kernel; PyTorch's functional
+/// wrapper allocates with `empty`). Everything else (half types computed in `float`, errors,
+/// empty inputs) takes the structured path: `create_out`, then [`softmax_op`].
+fn softmax_functional(
+    meta: &Meta<DimInfo>,
+    input: &Tensor,
+    half_to_float: bool,
+    log: bool,
+) -> Result<Tensor> {
+    let spec = meta.output(0)?;
+    let dim = meta.extra.dim;
+    let dtype = input.dtype();
+    let direct = !half_to_float
+        && input.numel() > 0
+        && matches!(dtype, ScalarType::Float | ScalarType::Double)
+        && spec.dtype == dtype
+        && spec.strides.is_none()
+        && spec.device == input.device()
+        && spec.sizes.as_slice() == input.sizes().as_slice();
+    if !direct {
+        let out = create_out(spec)?;
+        softmax_op(input, dim, half_to_float, &out, log)?;
+        return Ok(out);
+    }
+    let dims = split_at_dim(&input.sizes(), dim)?;
+    let x = contiguous_with(input, dtype)?;
+    fn run<F: SoftFloat + Elem>(
+        x: &Tensor,
+        sizes: &[i64],
+        (outer, size, inner): (usize, usize, usize),
+        log: bool,
+    ) -> Result<Tensor> {
+        let n = outer * size * inner;
+        Tensor::new_with::<F>(sizes, |ys| {
+            if ys.len() != n {
+                return Err(Error::runtime("internal error: softmax output size"));
+            }
+            with_tensors(&[(x, Access::Read)], |data| {
+                let xo = usize::try_from(data.geometry(0).storage_offset())
+                    .map_err(|_| Error::runtime("internal error: softmax input offset"))?;
+                let xs = loops::typed::<F>(data.bytes(0)?)?
+                    .get(xo..xo.saturating_add(n))
+                    .ok_or_else(|| Error::runtime("internal error: softmax input range"))?;
+                softmax::<F>(xs, &mut *ys, outer, size, inner, log)
+            })?;
+            // SAFETY: `ys` has `n = outer * size * inner` elements (checked above) and
+            // `softmax` returned Ok on an input of `n` elements, so it wrote every one of them.
+            Ok(unsafe { ys.assume_init_mut() })
+        })
+    }
+    if dtype == ScalarType::Double {
+        run::<f64>(&x, &spec.sizes, dims, log)
+    } else {
+        run::<f32>(&x, &spec.sizes, dims, log)
+    }
+}
+
+/// Functional `_softmax`: the structured impl [`softmax_cpu_out`] into an output it allocates
+/// itself (see `softmax_functional`).
+pub fn softmax_cpu(
+    meta: &Meta<DimInfo>,
+    self_: &Tensor,
+    _dim: i64,
+    half_to_float: bool,
+) -> Result<Tensor> {
+    softmax_functional(meta, self_, half_to_float, false)
+}
+
+/// Functional `_log_softmax`: the structured impl [`log_softmax_cpu_out`] into an output it
+/// allocates itself (see `softmax_functional`).
+pub fn log_softmax_cpu(
+    meta: &Meta<DimInfo>,
+    self_: &Tensor,
+    _dim: i64,
+    half_to_float: bool,
+) -> Result<Tensor> {
+    softmax_functional(meta, self_, half_to_float, true)
 }
 
 /// `_softmax.out`.
