@@ -47,10 +47,22 @@ impl ResultTypeState {
     /// Adds a tensor argument (its tier comes from its dimensionality; a tensor marked as a
     /// wrapped number counts as a scalar).
     pub fn update_tensor(&mut self, t: &Tensor) {
+        self.update_tensor_dim_by(t, || t.dim());
+    }
+
+    /// [`ResultTypeState::update_tensor`] when the caller already read `t`'s number of
+    /// dimensions (`dim`), saving a metadata read.
+    pub fn update_tensor_with_dim(&mut self, t: &Tensor, dim: usize) {
+        self.update_tensor_dim_by(t, || dim);
+    }
+
+    /// The tier rule of both: a wrapped number counts as a scalar, any other tensor by its
+    /// dimensionality (read only when needed).
+    fn update_tensor_dim_by(&mut self, t: &Tensor, dim: impl FnOnce() -> usize) {
         if t.is_wrapped_number() {
             self.update_wrapped(t.dtype());
         } else {
-            self.update_dims(t.dtype(), t.dim());
+            self.update_dims(t.dtype(), dim());
         }
     }
 

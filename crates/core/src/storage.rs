@@ -111,13 +111,17 @@ impl HostBuffer {
         }
         let layout = Self::layout(len)?;
         // SAFETY: `layout` has non-zero size (len > 0).
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).ok_or_else(|| {
+        let ptr = Self::allocated(unsafe { std::alloc::alloc_zeroed(layout) }, len)?;
+        Ok(HostBuffer { ptr, len })
+    }
+
+    /// The result of an allocation of `len` bytes, or PyTorch's out-of-memory error.
+    fn allocated(raw: *mut u8, len: usize) -> Result<NonNull<u8>> {
+        NonNull::new(raw).ok_or_else(|| {
             Error::runtime(format!(
                 "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
             ))
-        })?;
-        Ok(HostBuffer { ptr, len })
+        })
     }
 
     /// A buffer of `count` elements of `T` written by `init` instead of zeroed, for kernels that
@@ -144,12 +148,7 @@ impl HostBuffer {
         }
         let layout = Self::layout(len)?;
         // SAFETY: `layout` has non-zero size (len > 0).
-        let raw = unsafe { std::alloc::alloc(layout) };
-        let ptr = NonNull::new(raw).ok_or_else(|| {
-            Error::runtime(format!(
-                "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
-            ))
-        })?;
+        let ptr = Self::allocated(unsafe { std::alloc::alloc(layout) }, len)?;
         /// Frees the allocation (without reading it) unless forgotten.
         struct Uninit(NonNull<u8>, Layout);
         impl Drop for Uninit {

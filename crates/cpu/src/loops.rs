@@ -111,10 +111,7 @@ impl Plan {
     /// `shape`, which coalesces to one run (`[]` for a single element, else `[numel]`). Small
     /// calls are dominated by this bookkeeping, so it is worth the check.
     fn linear(shape: &[i64], operands: &[&Geometry]) -> Option<Plan> {
-        if !operands
-            .iter()
-            .all(|g| g.is_contiguous() && g.sizes() == shape)
-        {
+        if !Self::all_contiguous_as(shape, operands) {
             return None;
         }
         let numel = shape
@@ -131,6 +128,14 @@ impl Plan {
             offsets: operands.iter().map(|g| g.storage_offset()).collect(),
             numel,
         })
+    }
+
+    /// Whether every operand is contiguous with exactly `shape` (its elements are one run in
+    /// storage order, starting at its offset).
+    fn all_contiguous_as(shape: &[i64], operands: &[&Geometry]) -> bool {
+        operands
+            .iter()
+            .all(|g| g.is_contiguous() && g.sizes() == shape)
     }
 
     /// Calls `f(offsets, len)` for each inner run of the linear index range `[start, end)`;
@@ -367,25 +372,26 @@ fn map_small_linear<C: Element, R: Element, const N: usize>(
     dtypes: &[ScalarType],
     f: &impl Fn([C; N]) -> R,
 ) -> Option<Result<()>> {
-    let out = data.geometry(0);
-    let numel = usize::try_from(out.numel()).ok()?;
-    if numel == 0 {
-        // Nothing to write (an empty view's offset may even lie past its storage's end).
-        return Some(Ok(()));
-    }
-    let qualifies = numel < GRAIN_SIZE
-        && dtypes[0] == R::DTYPE
-        && dtypes[1..].iter().all(|d| *d == C::DTYPE)
-        && (0..=N).all(|i| {
-            let g = data.geometry(i);
-            g.is_contiguous() && g.sizes() == out.sizes()
-        })
-        && (1..=N).all(|i| !data.same_storage(0, i));
-    if !qualifies {
-        return None;
-    }
-    let offsets: SmallVec<[i64; MAX_OPERANDS]> =
-        (0..=N).map(|i| data.geometry(i).storage_offset()).collect();
+    let (numel, offsets) = {
+        let geoms: SmallVec<[&Geometry; MAX_OPERANDS]> =
+            (0..=N).map(|i| data.geometry(i)).collect();
+        let numel = usize::try_from(geoms[0].numel()).ok()?;
+        if numel == 0 {
+            // Nothing to write (an empty view's offset may even lie past its storage's end).
+            return Some(Ok(()));
+        }
+        let qualifies = numel < GRAIN_SIZE
+            && dtypes[0] == R::DTYPE
+            && dtypes[1..].iter().all(|d| *d == C::DTYPE)
+            && Plan::all_contiguous_as(geoms[0].sizes(), &geoms)
+            && (1..=N).all(|i| !data.same_storage(0, i));
+        if !qualifies {
+            return None;
+        }
+        let offsets: SmallVec<[i64; MAX_OPERANDS]> =
+            geoms.iter().map(|g| g.storage_offset()).collect();
+        (numel, offsets)
+    };
     let dtypes = SmallVec::from_slice(dtypes);
     Some(data.split_first_host_mut().and_then(|(out_bytes, inputs)| {
         let ops = Operands { dtypes, inputs };

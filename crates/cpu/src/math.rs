@@ -74,6 +74,21 @@ fn detect() -> Level {
     Level::Baseline
 }
 
+/// Whether the AVX2 + FMA copies of the hot loops can run (here and in `reduce_loops` /
+/// `sum_simd`, which share this one detection).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx2() -> bool {
+    level() != Level::Baseline
+}
+
+/// Whether the AVX-512 copies can run (AVX-512 F/BW/DQ/VL on top of AVX2 + FMA).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx512() -> bool {
+    level() == Level::Avx512
+}
+
 /// Defines a slice loop `$name` from a body function, with AVX2 and AVX-512 clones picked at
 /// run time.
 macro_rules! multiversion {
@@ -1121,7 +1136,7 @@ mod tests {
         assert!(xs.len() > 20_000_000);
         check_f32("exp_nonpos dense", exp_nonpos_f32, f64::exp, &xs, 1.0);
         #[cfg(target_arch = "x86_64")]
-        if crate::reduce_loops::has_avx2() {
+        if has_avx2() {
             let mut hw = vec![0.0f32; xs.len()];
             // SAFETY: the CPU has AVX2 and FMA.
             unsafe { exp_nonpos_fma_hw(&xs, &mut hw) };

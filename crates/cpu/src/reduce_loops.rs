@@ -48,24 +48,8 @@ const TILE: usize = 1024;
 /// Elements converted per gather in the converting path.
 const GATHER: usize = 1024;
 
-/// Whether the AVX2 + FMA variants of the hot loops can run (cached by std).
 #[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-/// Whether the AVX-512 variants of the row kernels can run (the feature set of
-/// `math.rs`'s AVX-512 loops; cached by std).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx512() -> bool {
-    has_avx2()
-        && std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-}
+use crate::math::{has_avx2, has_avx512};
 
 /// Defines `$name` (dispatching at run time) over `$body` (an `#[inline(always)]` function
 /// holding the loops), with an AVX2 + FMA copy of `$body` on x86-64, and an AVX-512 copy when a

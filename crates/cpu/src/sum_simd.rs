@@ -16,7 +16,7 @@ use crate::reduce_loops::{BLOCK, lane_fold};
 use crate::reduce_loops::{LANES, RNum, merge_lanes, pairwise_blocks, pairwise_sum};
 
 #[cfg(target_arch = "x86_64")]
-use crate::reduce_loops::{has_avx2, has_avx512};
+use crate::math::{has_avx2, has_avx512};
 
 /// `Σ xs` in [`pairwise_sum`]'s order, with the widest vectors the CPU has.
 #[inline]

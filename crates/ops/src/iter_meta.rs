@@ -202,11 +202,7 @@ impl<'a> IterConfig<'a> {
         }
         let mut state = ResultTypeState::new();
         for (t, dim) in self.inputs.iter().zip(dims) {
-            if t.is_wrapped_number() {
-                state.update_tensor(t);
-            } else {
-                state.update_dims(t.dtype(), *dim);
-            }
+            state.update_tensor_with_dim(t, *dim);
         }
         let mut common = state.result().unwrap_or(ScalarType::Float);
         if self.promote_integer_inputs_to_float && common.is_integral(true) {
