@@ -9,7 +9,7 @@
 use super::linalg::not_implemented;
 use crate::loops::{self, typed, typed_mut};
 use crate::num::{Num, dispatch_compute};
-use crate::reduce_loops::{SoftFloat, layer_norm_rows};
+use crate::reduce_loops::{RowParams, SoftFloat, layer_norm_rows};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
@@ -646,32 +646,35 @@ impl LayerNorm<'_> {
         let x = self.contiguous_input::<F>()?;
         let (mean, rstd) = self.stat_tensors::<F>()?;
         let (gamma, beta) = self.params::<F, F>(|v| v)?;
-        let (g, b) = (gamma.as_deref(), beta.as_deref());
-        let eps = F::from_f64_lossy(self.eps);
         let (rows, cols) = (self.rows, self.cols);
+        let params = RowParams::new(gamma.as_deref(), beta.as_deref(), cols)
+            .ok_or_else(|| Error::runtime("internal error: layer_norm parameter size"))?;
+        let eps = F::from_f64_lossy(self.eps);
         let y = Tensor::new_with::<F>(&self.input.sizes(), |ys| {
             if ys.len() != rows * cols {
                 return Err(layer_norm_storage());
             }
             self.with_stats::<F, F>(&x, &mean, &rstd, |xs, means, rstds| {
-                if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
-                    // Tasks of whole rows, about GRAIN / 4 elements each.
-                    let per = (GRAIN / 4 / cols).max(1);
+                let threads = rayon::current_num_threads();
+                if rows * cols >= GRAIN && threads > 1 {
+                    // Tasks of whole rows, four per thread for balance: the kernel pipelines
+                    // its passes across the rows of a task, so long runs of rows pay.
+                    let per = rows.div_ceil(4 * threads).max(GRAIN / 4 / cols).max(1);
                     ys.par_chunks_mut(per * cols)
                         .zip(xs.par_chunks(per * cols))
                         .zip(means.par_chunks_mut(per))
                         .zip(rstds.par_chunks_mut(per))
-                        .for_each(|(((y, x), m), r)| layer_norm_rows(x, y, m, r, g, b, cols, eps));
+                        .for_each(|(((y, x), m), r)| layer_norm_rows(x, y, m, r, &params, eps));
                 } else {
-                    layer_norm_rows(xs, &mut *ys, means, rstds, g, b, cols, eps);
+                    layer_norm_rows(xs, &mut *ys, means, rstds, &params, eps);
                 }
                 Ok(())
             })?;
             // SAFETY: `ys` has `rows * cols` elements (checked above). `with_stats` returned
             // Ok, so either `cols == 0` and there is nothing to write, or the closure ran
             // `layer_norm_rows` on `xs` / `ys` of `rows * cols` elements and `rows` statistics
-            // (whole rows per task: the zipped chunks cover all of them), with parameters of
-            // `cols` values (`params`), which writes every element of its output.
+            // (whole rows per task: the zipped chunks cover all of them), with `RowParams` of
+            // `cols` values, which writes every element of its output.
             Ok(unsafe { ys.assume_init_mut() })
         })?;
         Ok((y, mean, rstd))
