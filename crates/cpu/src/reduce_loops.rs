@@ -259,28 +259,73 @@ pub(crate) fn pairwise_sum<T: Copy, A: RNum>(xs: &[T], map: impl Fn(T) -> A) -> 
 /// vector-register leaves).
 #[inline(always)]
 pub(crate) fn pairwise_blocks<T, A: RNum>(xs: &[T], leaf: impl Fn(&[T]) -> A) -> A {
+    pairwise_block_pairs(xs, &leaf, |a, b| (leaf(a), leaf(b)))
+}
+
+/// [`pairwise_blocks`] with the leaves taken two at a time where it can: `two_leaves(a, b)`
+/// must return `(leaf(a), leaf(b))` for two whole leaves, and may interleave them (two
+/// independent chains of additions instead of one).
+#[inline(always)]
+pub(crate) fn pairwise_block_pairs<T, A: RNum>(
+    xs: &[T],
+    leaf: impl Fn(&[T]) -> A,
+    two_leaves: impl Fn(&[T], &[T]) -> (A, A),
+) -> A {
     if xs.len() <= BLOCK {
         return leaf(xs);
     }
-    let mut stack = [A::ZERO; 64];
-    let mut count = 0u64;
-    for block in xs.chunks(BLOCK) {
-        let mut s = leaf(block);
+    let mut tree = PairwiseTree::new();
+    let mut pairs = xs.chunks_exact(2 * BLOCK);
+    for pair in &mut pairs {
+        let (a, b) = pair.split_at(BLOCK);
+        let (sa, sb) = two_leaves(a, b);
+        tree.push(sa);
+        tree.push(sb);
+    }
+    for block in pairs.remainder().chunks(BLOCK) {
+        tree.push(leaf(block));
+    }
+    tree.total()
+}
+
+/// The binary counter over a stack of partial sums that merges leaf sums pairwise, in order.
+struct PairwiseTree<A> {
+    stack: [A; 64],
+    count: u64,
+}
+
+impl<A: RNum> PairwiseTree<A> {
+    #[inline(always)]
+    fn new() -> Self {
+        PairwiseTree {
+            stack: [A::ZERO; 64],
+            count: 0,
+        }
+    }
+
+    /// Adds the next leaf's sum, merging each completed pair of equal subtrees.
+    #[inline(always)]
+    fn push(&mut self, mut s: A) {
         let mut level = 0;
-        while (count >> level) & 1 == 1 {
-            s = stack[level].add(s);
+        while (self.count >> level) & 1 == 1 {
+            s = self.stack[level].add(s);
             level += 1;
         }
-        stack[level] = s;
-        count += 1;
+        self.stack[level] = s;
+        self.count += 1;
     }
-    let mut total = A::ZERO;
-    for (level, s) in stack.iter().enumerate() {
-        if (count >> level) & 1 == 1 {
-            total = s.add(total);
+
+    /// The sum of every leaf pushed.
+    #[inline(always)]
+    fn total(&self) -> A {
+        let mut total = A::ZERO;
+        for (level, s) in self.stack.iter().enumerate() {
+            if (self.count >> level) & 1 == 1 {
+                total = s.add(total);
+            }
         }
+        total
     }
-    total
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,10 +10,15 @@
 //! four `ymm` (AVX2) or two `zmm` (AVX-512) of `f32`, eight `ymm` or four `zmm` of `f64`.
 //! Only the register layout changes, never which values are added in which order, so every
 //! instruction set gives the bits of the portable code.
+//!
+//! Whole leaves go two at a time ([`pairwise_block_pairs`]), each with its own registers:
+//! one leaf's two AVX-512 accumulators are two chains of dependent additions, too few to keep
+//! enough loads in flight, and the pair (with a prefetch a few pages ahead) took the 16M `f32`
+//! sum on two threads from 1.29 to about 1.2 ms.
 
 #[cfg(doc)]
-use crate::reduce_loops::{BLOCK, lane_fold};
-use crate::reduce_loops::{LANES, RNum, merge_lanes, pairwise_blocks, pairwise_sum};
+use crate::reduce_loops::lane_fold;
+use crate::reduce_loops::{BLOCK, LANES, RNum, merge_lanes, pairwise_block_pairs, pairwise_sum};
 
 #[cfg(target_arch = "x86_64")]
 use crate::math::{has_avx2, has_avx512};
@@ -66,13 +71,13 @@ fn finish<A: RNum>(mut lanes: [A; LANES], rest: &[A]) -> A {
 pub(crate) mod x86 {
     //! The AVX2 and AVX-512 leaves: `W`-wide registers hold lanes `W k .. W k + W`.
 
-    use super::{LANES, finish, pairwise_blocks};
+    use super::{BLOCK, LANES, finish, pairwise_block_pairs};
     use std::arch::x86_64::*;
 
     /// One leaf: `N` registers of `W` lanes (`N * W == LANES`), loaded, added and stored with
-    /// the given intrinsics.
+    /// the given intrinsics; and two whole leaves at once, each with its own `N` registers.
     macro_rules! leaf {
-        ($name:ident, $features:literal, $t:ty, $v:ty, $n:literal, $w:literal,
+        ($name:ident, $two:ident, $features:literal, $t:ty, $v:ty, $n:literal, $w:literal,
          $zero:ident, $load:ident, $add:ident, $store:ident) => {
             #[inline]
             #[target_feature(enable = $features)]
@@ -96,11 +101,72 @@ pub(crate) mod x86 {
                 }
                 finish(lanes, rest)
             }
+
+            /// `($name(a), $name(b))` for two whole leaves, read side by side: two independent
+            /// chains of additions keep twice as many loads in flight. The page past the
+            /// next pair is touched first, because the hardware prefetcher does not follow a
+            /// stream across a page boundary by itself.
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn $two(a: &[$t], b: &[$t]) -> ($t, $t) {
+                if a.len() != BLOCK || b.len() != BLOCK {
+                    return ($name(a), $name(b));
+                }
+                touch_ahead(b);
+                let (ca, _) = a.as_chunks::<LANES>();
+                let (cb, _) = b.as_chunks::<LANES>();
+                let mut acc_a: [$v; $n] = [$zero(); $n];
+                let mut acc_b: [$v; $n] = [$zero(); $n];
+                for (x, y) in ca.iter().zip(cb) {
+                    for k in 0..$n {
+                        // SAFETY: `x` and `y` hold `LANES = N * W` elements and `k < N`, so
+                        // the `W` elements from `W * k` are in bounds; the loads have no
+                        // alignment requirement.
+                        unsafe {
+                            acc_a[k] = $add(acc_a[k], $load(x.as_ptr().add($w * k)));
+                            acc_b[k] = $add(acc_b[k], $load(y.as_ptr().add($w * k)));
+                        }
+                    }
+                }
+                let (mut la, mut lb) = ([0.0; LANES], [0.0; LANES]);
+                for k in 0..$n {
+                    // SAFETY: `la` and `lb` hold `N * W` elements and `k < N`, so the `W`
+                    // from `W * k` are in bounds; the stores have no alignment requirement.
+                    unsafe {
+                        $store(la.as_mut_ptr().add($w * k), acc_a[k]);
+                        $store(lb.as_mut_ptr().add($w * k), acc_b[k]);
+                    }
+                }
+                // Whole leaves are a multiple of `LANES` long: no tail.
+                (finish(la, &[]), finish(lb, &[]))
+            }
         };
+    }
+
+    /// How far past the end of a pair of leaves [`touch_ahead`] reaches: 16 KiB, four pages.
+    /// Measured on 16M `f32` over two threads: 2 KiB did not help, 16 and 32 KiB gained
+    /// about 4%.
+    const TOUCH_AHEAD_BYTES: usize = 16 << 10;
+
+    /// Prefetches one line in each of the two pages [`TOUCH_AHEAD_BYTES`] past `leaf`, so the
+    /// hardware prefetcher is streaming those pages before the loads reach them.
+    #[inline(always)]
+    fn touch_ahead<T>(leaf: &[T]) {
+        let end = leaf.as_ptr_range().end.cast::<i8>();
+        for page in [0, 4096] {
+            // `wrapping_add` keeps the pointer arithmetic defined wherever it lands, and a
+            // prefetch never faults or changes memory, so an address past the slice (or
+            // past the allocation) is harmless.
+            let p = end.wrapping_add(TOUCH_AHEAD_BYTES + page);
+            // SAFETY: `_mm_prefetch` needs only SSE, part of every x86-64 CPU; a prefetch
+            // neither faults nor reads into the program.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+        }
     }
 
     leaf!(
         leaf_f32_avx2,
+        two_leaves_f32_avx2,
         "avx2,fma",
         f32,
         __m256,
@@ -113,6 +179,7 @@ pub(crate) mod x86 {
     );
     leaf!(
         leaf_f64_avx2,
+        two_leaves_f64_avx2,
         "avx2,fma",
         f64,
         __m256d,
@@ -125,6 +192,7 @@ pub(crate) mod x86 {
     );
     leaf!(
         leaf_f32_avx512,
+        two_leaves_f32_avx512,
         "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma",
         f32,
         __m512,
@@ -137,6 +205,7 @@ pub(crate) mod x86 {
     );
     leaf!(
         leaf_f64_avx512,
+        two_leaves_f64_avx512,
         "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma",
         f64,
         __m512d,
@@ -151,25 +220,33 @@ pub(crate) mod x86 {
     /// [`super::sum_f32`] with AVX2 registers.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn sum_f32_avx2(xs: &[f32]) -> f32 {
-        pairwise_blocks(xs, |b| leaf_f32_avx2(b))
+        pairwise_block_pairs(xs, |b| leaf_f32_avx2(b), |a, b| two_leaves_f32_avx2(a, b))
     }
 
     /// [`super::sum_f64`] with AVX2 registers.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn sum_f64_avx2(xs: &[f64]) -> f64 {
-        pairwise_blocks(xs, |b| leaf_f64_avx2(b))
+        pairwise_block_pairs(xs, |b| leaf_f64_avx2(b), |a, b| two_leaves_f64_avx2(a, b))
     }
 
     /// [`super::sum_f32`] with AVX-512 registers.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
     pub(crate) fn sum_f32_avx512(xs: &[f32]) -> f32 {
-        pairwise_blocks(xs, |b| leaf_f32_avx512(b))
+        pairwise_block_pairs(
+            xs,
+            |b| leaf_f32_avx512(b),
+            |a, b| two_leaves_f32_avx512(a, b),
+        )
     }
 
     /// [`super::sum_f64`] with AVX-512 registers.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
     pub(crate) fn sum_f64_avx512(xs: &[f64]) -> f64 {
-        pairwise_blocks(xs, |b| leaf_f64_avx512(b))
+        pairwise_block_pairs(
+            xs,
+            |b| leaf_f64_avx512(b),
+            |a, b| two_leaves_f64_avx512(a, b),
+        )
     }
 }
 
