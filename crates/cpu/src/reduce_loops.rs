@@ -1608,10 +1608,11 @@ pub(crate) struct RowParams<F> {
 }
 
 impl<F: SoftFloat> RowParams<F> {
-    /// Parameters for rows of `cols`; `None` when a given parameter holds fewer values.
-    pub(crate) fn new(gamma: Option<&[F]>, beta: Option<&[F]>, cols: usize) -> Option<Self> {
-        let take = |p: Option<&[F]>, identity: F| match p {
-            Some(p) => p.get(..cols).map(<[F]>::to_vec),
+    /// Parameters for rows of `cols`; `None` when a given parameter does not hold `cols`
+    /// values.
+    pub(crate) fn new(gamma: Option<Vec<F>>, beta: Option<Vec<F>>, cols: usize) -> Option<Self> {
+        let take = |p: Option<Vec<F>>, identity: F| match p {
+            Some(p) => (p.len() == cols).then_some(p),
             None => Some(vec![identity; cols]),
         };
         Some(RowParams {
@@ -1949,7 +1950,7 @@ mod tests {
         let eps = 1e-5;
         let mut slots = vec![MaybeUninit::uninit(); y.len()];
         let ys = &mut slots[..];
-        let p = &RowParams::new(g, b, cols).unwrap();
+        let p = &RowParams::new(g.map(<[f32]>::to_vec), b.map(<[f32]>::to_vec), cols).unwrap();
         match level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.

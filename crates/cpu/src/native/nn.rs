@@ -647,7 +647,7 @@ impl LayerNorm<'_> {
         let (mean, rstd) = self.stat_tensors::<F>()?;
         let (gamma, beta) = self.params::<F, F>(|v| v)?;
         let (rows, cols) = (self.rows, self.cols);
-        let params = RowParams::new(gamma.as_deref(), beta.as_deref(), cols)
+        let params = RowParams::new(gamma, beta, cols)
             .ok_or_else(|| Error::runtime("internal error: layer_norm parameter size"))?;
         let eps = F::from_f64_lossy(self.eps);
         let y = Tensor::new_with::<F>(&self.input.sizes(), |ys| {
