@@ -1509,10 +1509,10 @@ pub(crate) fn softmax<F: SoftFloat>(
 // layer_norm rows
 // ---------------------------------------------------------------------------------------------
 
-/// `native_layer_norm` of contiguous rows of length `cols` into `y`, with each row's mean and
-/// `1 / sqrt(var + eps)` written to `mean` / `rstd` (one per row). When `x` and `y` have
-/// `cols * mean.len()` elements and `gamma` / `beta` at least `cols`, every element of `y` is
-/// written (`y` may be uninitialised memory).
+/// `native_layer_norm` of contiguous rows of length `cols = params.cols()` into `y`, with each
+/// row's mean and `1 / sqrt(var + eps)` written to `mean` / `rstd` (one per row). When `x` and
+/// `y` have `cols * mean.len()` elements, every element of `y` is written (`y` may be
+/// uninitialised memory).
 ///
 /// Each row's statistics take two passes (the mean, then the biased variance as the mean of
 /// `(x - mean)^2`), each folded into [`LANES`] accumulators: unlike `E[x^2] - E[x]^2` this
@@ -1525,9 +1525,8 @@ pub(crate) fn softmax<F: SoftFloat>(
 /// mean pass stalled on memory while the other two left it idle (0.92 ms against 0.72 ms for
 /// [4096, 1024] `f32` on two threads). Every row's sums are still accumulated lane by lane in
 /// the same order, so the results are bit for bit those of three separate passes
-/// ([`layer_norm_rows_unpipelined`] in the tests).
+/// (`layer_norm_rows_unpipelined` in the tests).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn layer_norm_rows_body<F: SoftFloat>(
     x: &[F],
     y: &mut [MaybeUninit<F>],
@@ -1575,6 +1574,7 @@ fn layer_norm_rows_body<F: SoftFloat>(
                 pipelined_sweep::<F, false>(row(r + 1), row(r + 1), mean[r + 1], out, params);
             rstd[r + 1] = rstd_of(ssd);
         } else {
+            // The last row: only its output is left; the sums of the stand-ins are dropped.
             pipelined_sweep::<F, false>(row(r), row(r), F::ZERO, out, params);
         }
     }
