@@ -582,7 +582,7 @@ impl Reducer<f64> for Welford {
         }
         let n = xs.len() as f64;
         let mean = f64::plain_sum(xs) / n;
-        let m2 = pairwise_sum(xs, |x| (x - mean) * (x - mean));
+        let m2 = crate::sum_simd::sum_squared_deviations_f64(xs, mean);
         self.combine(acc, Moments { n, mean, m2 })
     }
     #[inline(always)]
@@ -923,6 +923,19 @@ impl<S: Elem, C: RNum> Source<'_, S, C> {
         };
         if lo < 0 || hi as usize >= len {
             return Err(out_of_range());
+        }
+        if stride == 1 {
+            // A contiguous run (checked in bounds above): a plain loop the compiler vectorises.
+            let lo = lo as usize;
+            match self {
+                Source::Direct(d) => dst.copy_from_slice(&d[lo..lo + n]),
+                Source::Convert(data) => {
+                    for (v, x) in dst.iter_mut().zip(&data[lo..lo + n]) {
+                        *v = convert::<S, C>(S::from_repr(*x));
+                    }
+                }
+            }
+            return Ok(());
         }
         let at = |i: usize| (offset + stride * i as i64) as usize;
         match self {

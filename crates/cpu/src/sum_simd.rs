@@ -18,7 +18,9 @@
 
 #[cfg(doc)]
 use crate::reduce_loops::lane_fold;
-use crate::reduce_loops::{BLOCK, LANES, RNum, merge_lanes, pairwise_block_pairs, pairwise_sum};
+use crate::reduce_loops::{
+    BLOCK, LANES, RNum, merge_lanes, pairwise_block_pairs, pairwise_blocks, pairwise_sum,
+};
 
 #[cfg(target_arch = "x86_64")]
 use crate::math::{has_avx2, has_avx512};
@@ -57,6 +59,25 @@ pub(crate) fn sum_f64(xs: &[f64]) -> f64 {
     pairwise_sum(xs, |x| x)
 }
 
+/// `Σ (x - mean)²` in [`pairwise_sum`]'s order (the bits of
+/// `pairwise_sum(xs, |x| (x - mean) * (x - mean))`), with the widest vectors the CPU has: the
+/// second pass of `var` / `std`.
+#[inline]
+pub(crate) fn sum_squared_deviations_f64(xs: &[f64], mean: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            // SAFETY: the CPU has every feature `x86::ssd_f64_avx512` enables.
+            return unsafe { x86::ssd_f64_avx512(xs, mean) };
+        }
+        if has_avx2() {
+            // SAFETY: the CPU has AVX2 and FMA, the features `x86::ssd_f64_avx2` enables.
+            return unsafe { x86::ssd_f64_avx2(xs, mean) };
+        }
+    }
+    pairwise_sum(xs, |x| (x - mean) * (x - mean))
+}
+
 /// Adds the tail (`rest`, fewer than [`LANES`] elements) to the first lanes and merges the
 /// lanes, as [`lane_fold`] finishes.
 #[inline(always)]
@@ -71,7 +92,7 @@ fn finish<A: RNum>(mut lanes: [A; LANES], rest: &[A]) -> A {
 pub(crate) mod x86 {
     //! The AVX2 and AVX-512 leaves: `W`-wide registers hold lanes `W k .. W k + W`.
 
-    use super::{BLOCK, LANES, finish, pairwise_block_pairs};
+    use super::{BLOCK, LANES, finish, pairwise_block_pairs, pairwise_blocks};
     use std::arch::x86_64::*;
 
     /// One leaf: `N` registers of `W` lanes (`N * W == LANES`), loaded, added and stored with
@@ -217,6 +238,84 @@ pub(crate) mod x86 {
         _mm512_storeu_pd
     );
 
+    /// One leaf of squared deviations: like `leaf!`, with `(x - mean)²` added instead of `x`
+    /// (a separate subtraction, multiplication and addition, never fused, as in the portable
+    /// code).
+    macro_rules! squared_deviations_leaf {
+        ($name:ident, $features:literal, $v:ty, $n:literal, $w:literal, $zero:ident,
+         $set1:ident, $load:ident, $sub:ident, $mul:ident, $add:ident, $store:ident) => {
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn $name(xs: &[f64], mean: f64) -> f64 {
+                const _: () = assert!($n * $w == LANES);
+                let m = $set1(mean);
+                let (chunks, rest) = xs.as_chunks::<LANES>();
+                let mut acc: [$v; $n] = [$zero(); $n];
+                for c in chunks {
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: `c` holds `LANES = N * W` elements and `k < N`, so the `W`
+                        // elements from `W * k` are in bounds; the load has no alignment
+                        // requirement.
+                        let d = $sub(unsafe { $load(c.as_ptr().add($w * k)) }, m);
+                        *a = $add(*a, $mul(d, d));
+                    }
+                }
+                let mut lanes = [0.0; LANES];
+                for (k, a) in acc.iter().enumerate() {
+                    // SAFETY: `lanes` holds `N * W` elements and `k < N`, so the `W` from
+                    // `W * k` are in bounds; the store has no alignment requirement.
+                    unsafe { $store(lanes.as_mut_ptr().add($w * k), *a) };
+                }
+                let mut tail = [0.0; LANES];
+                for (t, x) in tail.iter_mut().zip(rest) {
+                    *t = (x - mean) * (x - mean);
+                }
+                finish(lanes, &tail[..rest.len()])
+            }
+        };
+    }
+
+    squared_deviations_leaf!(
+        ssd_leaf_f64_avx2,
+        "avx2,fma",
+        __m256d,
+        8,
+        4,
+        _mm256_setzero_pd,
+        _mm256_set1_pd,
+        _mm256_loadu_pd,
+        _mm256_sub_pd,
+        _mm256_mul_pd,
+        _mm256_add_pd,
+        _mm256_storeu_pd
+    );
+    squared_deviations_leaf!(
+        ssd_leaf_f64_avx512,
+        "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma",
+        __m512d,
+        4,
+        8,
+        _mm512_setzero_pd,
+        _mm512_set1_pd,
+        _mm512_loadu_pd,
+        _mm512_sub_pd,
+        _mm512_mul_pd,
+        _mm512_add_pd,
+        _mm512_storeu_pd
+    );
+
+    /// [`super::sum_squared_deviations_f64`] with AVX2 registers.
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn ssd_f64_avx2(xs: &[f64], mean: f64) -> f64 {
+        pairwise_blocks(xs, |b| ssd_leaf_f64_avx2(b, mean))
+    }
+
+    /// [`super::sum_squared_deviations_f64`] with AVX-512 registers.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+    pub(crate) fn ssd_f64_avx512(xs: &[f64], mean: f64) -> f64 {
+        pairwise_blocks(xs, |b| ssd_leaf_f64_avx512(b, mean))
+    }
+
     /// [`super::sum_f32`] with AVX2 registers.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn sum_f32_avx2(xs: &[f32]) -> f32 {
@@ -327,6 +426,33 @@ mod tests {
             }
         }
         assert!(checked >= cases.len());
+    }
+
+    /// The squared deviations of `var`'s second pass give the portable order's bits on every
+    /// instruction set, for every length and around several means.
+    #[test]
+    fn squared_deviations_match_the_portable_order_bit_for_bit() {
+        for n in lengths() {
+            let xs = values(n, n as u64 + 3);
+            for mean in [0.0, 0.37, -1.5e3, xs.first().copied().unwrap_or(2.0)] {
+                let want = pairwise_sum(&xs, |x| (x - mean) * (x - mean)).to_bits();
+                let mut got = vec![sum_squared_deviations_f64(&xs, mean)];
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if has_avx2() {
+                        // SAFETY: the CPU has AVX2 and FMA.
+                        got.push(unsafe { x86::ssd_f64_avx2(&xs, mean) });
+                    }
+                    if has_avx512() {
+                        // SAFETY: the CPU has the AVX-512 features.
+                        got.push(unsafe { x86::ssd_f64_avx512(&xs, mean) });
+                    }
+                }
+                for g in got {
+                    assert_eq!(g.to_bits(), want, "n = {n}, mean = {mean}");
+                }
+            }
+        }
     }
 
     /// The all-`-0.0` sum is `+0.0` (the lanes start at `+0.0`), as in the portable code.
