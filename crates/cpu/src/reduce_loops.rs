@@ -513,16 +513,27 @@ impl<C: RNum, const MAX: bool> Reducer<C> for ArgBest<MAX> {
     fn identity(&self) -> (C, i64) {
         (C::ZERO, -1)
     }
+    /// Two passes over the run instead of one compare-and-branch per element: the extreme
+    /// value, lane-folded (a vector compare and blend), then the first element that matches
+    /// it (the first NaN when the extreme is NaN), found in a run the first pass just brought
+    /// into cache. The element found is the one a sequential scan would keep (`better` is
+    /// strict, so a scan keeps the first of equal extremes, `-0.0` and `0.0` included).
     #[inline(always)]
     fn fold(&self, acc: (C, i64), xs: &[C], first: i64) -> (C, i64) {
-        let (mut v, mut i) = acc;
-        for (k, &x) in xs.iter().enumerate() {
-            if i < 0 || Self::better(x, v) {
-                v = x;
-                i = first + k as i64;
-            }
-        }
-        (v, i)
+        let Some(&x0) = xs.first() else {
+            return acc;
+        };
+        let pick = |a: C, x: C| if Self::better(x, a) { x } else { a };
+        let best = lane_fold(xs, x0, pick, pick);
+        let at = if best.is_nan() {
+            xs.iter().position(|x| x.is_nan())
+        } else {
+            xs.iter().position(|&x| x == best)
+        };
+        // `best` is one of the elements, so a match exists; the fallback is never taken.
+        let k = at.unwrap_or(0);
+        let found = (xs[k], first + k as i64);
+        self.combine(acc, found)
     }
     #[inline(always)]
     fn fold_rows(&self, accs: &mut [(C, i64)], xs: &[C], row: i64) {
@@ -2211,6 +2222,55 @@ mod tests {
             let col: Vec<f32> = (0..5).map(|a| data[b * 20 + a * 4 + 1]).collect();
             assert_eq!(*val, col[*idx as usize]);
             assert!(col.iter().all(|c| c <= val));
+        }
+    }
+
+    /// The two-pass `ArgBest::fold` against a sequential compare-and-keep scan (the
+    /// definition): ties keep the first, `-0.0` and `0.0` tie, the first NaN wins, and an
+    /// accumulator from an earlier run keeps its place unless beaten.
+    #[test]
+    fn arg_best_fold_matches_a_sequential_scan() {
+        fn scan<const MAX: bool>(acc: (f32, i64), xs: &[f32], first: i64) -> (f32, i64) {
+            let (mut v, mut i) = acc;
+            for (k, &x) in xs.iter().enumerate() {
+                if i < 0 || ArgBest::<MAX>::better(x, v) {
+                    (v, i) = (x, first + k as i64);
+                }
+            }
+            (v, i)
+        }
+        let mut seed = 12345u32;
+        let mut next = move || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            seed >> 8
+        };
+        for len in [1usize, 2, 5, 31, 32, 33, 64, 100, 1000] {
+            for round in 0..40 {
+                // Few distinct values (many ties), signed zeros, and sometimes NaN.
+                let xs: Vec<f32> = (0..len)
+                    .map(|_| match next() % 16 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 if round % 4 == 0 => f32::NAN,
+                        r => (r % 5) as f32 - 2.0,
+                    })
+                    .collect();
+                for acc in [(0.0, -1), (1.0, 3), (-0.0, 7), (5.0, 2), (f32::NAN, 1)] {
+                    for (got, want) in [
+                        (
+                            ArgBest::<true>.fold(acc, &xs, 10),
+                            scan::<true>(acc, &xs, 10),
+                        ),
+                        (
+                            ArgBest::<false>.fold(acc, &xs, 10),
+                            scan::<false>(acc, &xs, 10),
+                        ),
+                    ] {
+                        assert_eq!(got.1, want.1, "len {len} round {round} acc {acc:?}");
+                        assert_eq!(got.0.to_bits(), want.0.to_bits(), "len {len} acc {acc:?}");
+                    }
+                }
+            }
         }
     }
 
