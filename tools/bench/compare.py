@@ -10,7 +10,8 @@ ratios, with the same statistic on both sides (the median).
    The tiny add compares with libtorch's C++ `at::add` (../shared/bench/libtorch_overhead.cpp,
    built as its header says); without --libtorch-overhead that row is left out.
 
-Each row prints our median, PyTorch's median (and best), the ratio PyTorch time / our time
+Each row prints our median ("-" when that bench has not been run: the script then doubles as
+PyTorch's figures alone), PyTorch's median (and best), the ratio PyTorch time / our time
 (above 1 = we are faster; for the tiny add, our time / PyTorch's, the target being at most
 0.3), the target and whether this run meets it. Run it on an idle machine: on a shared VM the
 figures move by 10-20% from one minute to the next, so compare runs made back to back."""
@@ -99,10 +100,13 @@ def main():
     missing = []
     for bench_id, label, target in ROWS:
         mine = ours(args.target_dir, bench_id)
-        if mine is None:
-            missing.append(bench_id)
-            continue
         med, best = theirs[bench_id]
+        if mine is None:
+            # PyTorch's figures alone are still worth printing.
+            missing.append(bench_id)
+            print(fmt.format(label, "-", f"{med * 1e3:.3f} ms", f"{best * 1e3:.3f} ms", "-",
+                             f">={target}", "-"))
+            continue
         ratio = med / mine
         print(fmt.format(label, f"{mine * 1e3:.3f} ms", f"{med * 1e3:.3f} ms",
                          f"{best * 1e3:.3f} ms", f"{ratio:.2f}", f">={target}",

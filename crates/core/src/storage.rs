@@ -584,15 +584,7 @@ impl<'a> StorageLocks<'a> {
         let held = HeldToken::acquire()?;
         let mut order: SmallVec<[(usize, &'a Storage, Access); 4]> =
             requests.iter().map(|(s, a)| (s.id(), *s, *a)).collect();
-        // An insertion sort: calls lock a handful of storages, and the library sort's set-up
-        // was ~5% of a one-element add's profile.
-        for i in 1..order.len() {
-            let mut j = i;
-            while j > 0 && order[j - 1].0 > order[j].0 {
-                order.swap(j - 1, j);
-                j -= 1;
-            }
-        }
+        order.sort_by_key(|(id, _, _)| *id);
         let mut distinct: SmallVec<[(usize, &'a Storage, Access); 4]> = SmallVec::new();
         for (id, s, a) in order {
             match distinct.last_mut() {

@@ -3,7 +3,7 @@
 //! `matmul` of two 1024×1024 `f32` matrices (GFLOP/s = 2·1024³ / time) and
 //! `native_layer_norm` over `[4096, 1024]` `f32` with weight and bias, and `softmax` /
 //! `log_softmax` over the last dimension of `[4096, 1024]` `f32`, all through the dispatcher.
-//! PyTorch's figures for the last three: `tools/bench/torch_kernels.py`.
+//! PyTorch's figures, and the ratios: `tools/bench/compare.py`.
 //!
 //! Run: `cargo bench -p switchyard-cpu --bench nn` (add `-- softmax` to run only those).
 

@@ -309,7 +309,7 @@ fn out_of_range() -> Error {
 /// One operand of a computation: its dtype and, for inputs, its bytes (`None` when it shares
 /// the output's storage and must be read through the output's bytes).
 struct Operands<'a> {
-    dtypes: SmallVec<[ScalarType; MAX_OPERANDS]>,
+    dtypes: &'a [ScalarType],
     inputs: SmallVec<[Option<&'a [u8]>; 4]>,
 }
 
@@ -337,7 +337,10 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
             return Ok(());
         }
         let (out_bytes, inputs) = data.split_first_host_mut()?;
-        let ops = Operands { dtypes, inputs };
+        let ops = Operands {
+            dtypes: &dtypes,
+            inputs,
+        };
         let aliased = ops.inputs.iter().any(Option::is_none);
         let out_dtype = ops.dtypes[0];
         if plan.numel >= GRAIN_SIZE
@@ -392,7 +395,6 @@ fn map_small_linear<C: Element, R: Element, const N: usize>(
             geoms.iter().map(|g| g.storage_offset()).collect();
         (numel, offsets)
     };
-    let dtypes = SmallVec::from_slice(dtypes);
     Some(data.split_first_host_mut().and_then(|(out_bytes, inputs)| {
         let ops = Operands { dtypes, inputs };
         run_direct::<C, R, N>(out_bytes, offsets[0], &offsets, numel, &ops, f)
