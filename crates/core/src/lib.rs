@@ -16,6 +16,7 @@ pub mod element;
 pub mod error;
 pub mod format;
 pub mod generator;
+pub mod geometry;
 pub mod ivalue;
 pub mod keys;
 pub mod local_dispatch;

@@ -87,10 +87,30 @@ pub fn get_allocator(kind: DeviceType) -> Option<Arc<dyn Allocator>> {
         .map(|(_, a)| a.clone())
 }
 
-/// A zero-initialised host allocation, aligned to [`HOST_ALIGNMENT`] (to
-/// [`SMALL_HOST_ALIGNMENT`] below `HOST_ALIGNMENT` bytes).
+/// Host buffers of at most this many bytes are stored inline, in the storage object itself:
+/// scalars and short vectors, the outputs of tiny operator calls, then cost no allocation of
+/// their own.
+pub const INLINE_HOST_BYTES: usize = 32;
+
+/// Inline bytes, aligned like a small heap buffer.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct InlineBytes([u8; INLINE_HOST_BYTES]);
+
+const _: () = assert!(std::mem::align_of::<InlineBytes>() == SMALL_HOST_ALIGNMENT);
+
+/// Where a [`HostBuffer`]'s bytes are.
+enum HostBytes {
+    /// An allocation of the buffer's length, owned by the buffer.
+    Heap(NonNull<u8>),
+    /// Inside the buffer (lengths up to [`INLINE_HOST_BYTES`]).
+    Inline(InlineBytes),
+}
+
+/// Zero-initialised host memory, aligned to [`HOST_ALIGNMENT`] (to [`SMALL_HOST_ALIGNMENT`]
+/// below `HOST_ALIGNMENT` bytes). Up to [`INLINE_HOST_BYTES`] bytes are held inline.
 pub struct HostBuffer {
-    ptr: NonNull<u8>,
+    bytes: HostBytes,
     len: usize,
 }
 
@@ -102,17 +122,27 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// Allocates `len` zeroed bytes.
+    #[inline]
     pub fn zeroed(len: usize) -> Result<HostBuffer> {
-        if len == 0 {
-            return Ok(HostBuffer {
-                ptr: Self::dangling(),
-                len: 0,
-            });
+        if len <= INLINE_HOST_BYTES {
+            return Ok(Self::inline(len));
         }
         let layout = Self::layout(len)?;
-        // SAFETY: `layout` has non-zero size (len > 0).
+        // SAFETY: `layout` has non-zero size (len > INLINE_HOST_BYTES).
         let ptr = Self::allocated(unsafe { std::alloc::alloc_zeroed(layout) }, len)?;
-        Ok(HostBuffer { ptr, len })
+        Ok(HostBuffer {
+            bytes: HostBytes::Heap(ptr),
+            len,
+        })
+    }
+
+    /// `len <= INLINE_HOST_BYTES` zeroed bytes held inline.
+    #[inline]
+    fn inline(len: usize) -> HostBuffer {
+        HostBuffer {
+            bytes: HostBytes::Inline(InlineBytes([0; INLINE_HOST_BYTES])),
+            len,
+        }
     }
 
     /// The result of an allocation of `len` bytes, or PyTorch's out-of-memory error.
@@ -142,12 +172,26 @@ impl HostBuffer {
         let len = count
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::runtime("DefaultCPUAllocator: allocation size overflow"))?;
-        if len == 0 {
-            init(&mut [])?;
-            return Self::zeroed(0);
+        if len <= INLINE_HOST_BYTES {
+            // Small enough to live inline: start from zeroed (hence initialised) bytes.
+            let mut buffer = Self::inline(len);
+            let bytes = buffer.as_mut_slice();
+            let start = bytes.as_ptr();
+            // SAFETY: `bytes` is `len = count * size_of::<T>()` initialised bytes, aligned to
+            // SMALL_HOST_ALIGNMENT >= align_of::<T>() (checked above), exclusively borrowed for
+            // the slice's lifetime; `MaybeUninit<T>` has no validity requirement.
+            let slots: &mut [MaybeUninit<T>] =
+                unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), count) };
+            let done = init(slots)?;
+            if done.as_ptr().cast::<u8>() != start || done.len() != count {
+                return Err(Error::runtime(
+                    "internal error: HostBuffer::init_with: init returned another slice than its own",
+                ));
+            }
+            return Ok(buffer);
         }
         let layout = Self::layout(len)?;
-        // SAFETY: `layout` has non-zero size (len > 0).
+        // SAFETY: `layout` has non-zero size (len > INLINE_HOST_BYTES).
         let ptr = Self::allocated(unsafe { std::alloc::alloc(layout) }, len)?;
         /// Frees the allocation (without reading it) unless forgotten.
         struct Uninit(NonNull<u8>, Layout);
@@ -170,19 +214,16 @@ impl HostBuffer {
             ));
         }
         std::mem::forget(guard);
-        Ok(HostBuffer { ptr, len })
+        Ok(HostBuffer {
+            bytes: HostBytes::Heap(ptr),
+            len,
+        })
     }
 
     /// Copies `bytes` into a new buffer.
     pub fn from_bytes(bytes: &[u8]) -> Result<HostBuffer> {
         // Written once by the copy, not zeroed first (`Tensor::from_vec` comes through here).
         Self::init_with::<u8>(bytes.len(), |slots| Ok(slots.write_copy_of_slice(bytes)))
-    }
-
-    fn dangling() -> NonNull<u8> {
-        // An aligned, non-null address that is never dereferenced (the slice is empty).
-        NonNull::new(std::ptr::without_provenance_mut::<u8>(HOST_ALIGNMENT))
-            .unwrap_or(NonNull::dangling())
     }
 
     fn layout(len: usize) -> Result<Layout> {
@@ -206,27 +247,37 @@ impl HostBuffer {
     }
 
     /// The bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is valid for `len` initialised (zeroed at allocation) bytes, or dangling
-        // and aligned with len 0; the borrow of `self` prevents concurrent mutation.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        match &self.bytes {
+            // SAFETY: `ptr` is valid for `len` initialised bytes (zeroed or written at
+            // allocation); the borrow of `self` prevents concurrent mutation.
+            HostBytes::Heap(ptr) => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), self.len) },
+            HostBytes::Inline(b) => b.0.get(..self.len).unwrap_or_default(),
+        }
     }
 
     /// The bytes, mutably.
+    #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`, and `&mut self` guarantees exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        match &mut self.bytes {
+            // SAFETY: as in `as_slice`, and `&mut self` guarantees exclusive access.
+            HostBytes::Heap(ptr) => unsafe {
+                std::slice::from_raw_parts_mut(ptr.as_ptr(), self.len)
+            },
+            HostBytes::Inline(b) => b.0.get_mut(..self.len).unwrap_or_default(),
+        }
     }
 }
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        if self.len > 0
+        if let HostBytes::Heap(ptr) = self.bytes
             && let Ok(layout) = Self::layout(self.len)
         {
             // SAFETY: `ptr` was returned by `alloc_zeroed` with this same layout and is freed
             // exactly once.
-            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
         }
     }
 }
@@ -328,6 +379,7 @@ impl std::fmt::Debug for Storage {
 }
 
 impl Storage {
+    #[inline]
     fn from_parts(
         device: Device,
         data: StorageData,
@@ -347,6 +399,7 @@ impl Storage {
 
     /// A new resizable storage of `nbytes` zeroed bytes on `device` (host for CPU, size-only
     /// for meta, the device's installed allocator otherwise).
+    #[inline]
     pub fn new(nbytes: usize, device: Device) -> Result<Storage> {
         match device.kind() {
             DeviceType::Cpu => Ok(Self::from_parts(
@@ -582,23 +635,37 @@ impl<'a> StorageLocks<'a> {
     /// both reading and writing is locked once, exclusively.
     pub fn lock(requests: &[(&'a Storage, Access)]) -> Result<StorageLocks<'a>> {
         let held = HeldToken::acquire()?;
-        let mut order: SmallVec<[(usize, &'a Storage, Access); 4]> =
-            requests.iter().map(|(s, a)| (s.id(), *s, *a)).collect();
-        order.sort_by_key(|(id, _, _)| *id);
+        // Distinct storages (by identity), each with the strongest access asked of it. Built
+        // in place: operator calls lock two to four storages, and moving whole small vectors
+        // around showed in the profile of tiny calls.
         let mut distinct: SmallVec<[(usize, &'a Storage, Access); 4]> = SmallVec::new();
-        for (id, s, a) in order {
-            match distinct.last_mut() {
-                Some(last) if last.0 == id => {
-                    if a == Access::Write {
-                        last.2 = Access::Write;
+        for (s, a) in requests {
+            let id = s.id();
+            match distinct.iter_mut().find(|d| d.0 == id) {
+                Some(d) => {
+                    if *a == Access::Write {
+                        d.2 = Access::Write;
                     }
                 }
-                _ => distinct.push((id, s, a)),
+                None => distinct.push((id, s, *a)),
             }
         }
-        let mut guards = SmallVec::new();
+        // Address order (see the module documentation). An insertion sort: the list is
+        // a handful of entries, where the library sort's set-up costs more than the sorting.
+        for i in 1..distinct.len() {
+            let mut j = i;
+            while j > 0 && distinct[j - 1].0 > distinct[j].0 {
+                distinct.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        let mut locks = StorageLocks {
+            guards: SmallVec::new(),
+            slot_of: SmallVec::new(),
+            _held: held,
+        };
         for (_, s, a) in &distinct {
-            guards.push(match a {
+            locks.guards.push(match a {
                 Access::Read => {
                     GuardInner::Read(s.inner.data.read().unwrap_or_else(PoisonError::into_inner))
                 }
@@ -607,20 +674,13 @@ impl<'a> StorageLocks<'a> {
                 }
             });
         }
-        let slot_of = requests
-            .iter()
-            .map(|(s, _)| {
-                distinct
-                    .iter()
-                    .position(|(id, _, _)| *id == s.id())
-                    .unwrap_or(0)
-            })
-            .collect();
-        Ok(StorageLocks {
-            guards,
-            slot_of,
-            _held: held,
-        })
+        for (s, _) in requests {
+            let id = s.id();
+            locks
+                .slot_of
+                .push(distinct.iter().position(|d| d.0 == id).unwrap_or(0));
+        }
+        Ok(locks)
     }
 
     /// The data of request `i`.
@@ -769,7 +829,18 @@ mod tests {
         }
         let e = HostBuffer::zeroed(0).unwrap();
         assert!(e.is_empty());
-        assert_eq!(e.as_slice().as_ptr() as usize % HOST_ALIGNMENT, 0);
+        assert_eq!(e.as_slice().as_ptr() as usize % SMALL_HOST_ALIGNMENT, 0);
+        // Up to INLINE_HOST_BYTES the bytes live in the buffer itself, past it on the heap.
+        for len in [INLINE_HOST_BYTES, INLINE_HOST_BYTES + 1] {
+            let mut b = HostBuffer::zeroed(len).unwrap();
+            let inside = b.as_slice().as_ptr_range().start as usize;
+            let own = &b as *const HostBuffer as usize;
+            let inline = (own..own + std::mem::size_of::<HostBuffer>()).contains(&inside);
+            assert_eq!(inline, len <= INLINE_HOST_BYTES, "{len}");
+            b.as_mut_slice()[len - 1] = 9;
+            assert_eq!(b.as_slice().len(), len);
+            assert_eq!(b.as_slice()[len - 1], 9);
+        }
     }
 
     #[test]
@@ -796,6 +867,17 @@ mod tests {
             s.read().unwrap().data().host_bytes().unwrap(),
             &[1, 0, 2, 0, 3, 0]
         );
+    }
+
+    #[test]
+    fn resize_between_inline_and_heap_bytes_keeps_the_prefix() {
+        let s = Storage::from_host_bytes(&[5, 6, 7]).unwrap();
+        s.resize(INLINE_HOST_BYTES + 40).unwrap();
+        let grown = s.read().unwrap().data().host_bytes().unwrap().to_vec();
+        assert_eq!(&grown[..3], &[5, 6, 7]);
+        assert!(grown[3..].iter().all(|b| *b == 0));
+        s.resize(2).unwrap();
+        assert_eq!(s.read().unwrap().data().host_bytes().unwrap(), &[5, 6]);
     }
 
     #[test]

@@ -1,19 +1,24 @@
 //! The tensor handle.
 //!
-//! A [`Tensor`] is a cheap, clonable handle (an `Arc`) to a [`TensorImpl`]: dtype, device and
-//! dispatch key set (fixed at creation), a geometry (sizes, strides, storage offset and the
-//! storage it views), a version counter shared with every view of the same data, the
-//! `requires_grad` flag and a slot for autograd metadata, and an optional *payload* for
-//! tensors that are not plain strided memory (functional wrappers, lazy tensors, backend
-//! tensors).
+//! A [`Tensor`] is a cheap, clonable handle (an `Arc`) to a [`TensorImpl`]: dtype, device,
+//! dispatch key set and storage (fixed at creation), a geometry (sizes, strides, storage
+//! offset), a version counter shared with every view of the same data, the `requires_grad`
+//! flag and a slot for autograd metadata, and an optional *payload* for tensors that are not
+//! plain strided memory (functional wrappers, lazy tensors, backend tensors).
 //!
 //! Cloning a `Tensor` shares it, like assigning a `torch.Tensor` in Python: metadata
-//! mutations (`resize_`, `set_geometry`, `set_storage`) are seen through every handle. The
-//! geometry sits behind a lock so such mutations are safe from any thread; data access goes
-//! through [`with_tensors`], which locks storages (see [`crate::storage`]).
+//! mutations (`resize_`, `set_geometry`) are seen through every handle. The geometry sits in a
+//! sequence lock ([`crate::geometry`]), so such mutations are safe from any thread and reading
+//! it writes nothing shared; data access goes through [`with_tensors`], which locks storages
+//! (see [`crate::storage`]). A tensor never changes which storage it views (PyTorch's `set_`
+//! would; it is not supported), which is what lets operator calls borrow the storage without
+//! touching its reference count.
+
+pub use crate::geometry::{Geometry, StridedOffsets};
 
 use crate::element::{Element, read_element};
-use crate::keys::{DispatchKey, DispatchKeySet, sets, tensor_key_set};
+use crate::geometry::GeometryCell;
+use crate::keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, sets, tensor_key_set};
 use crate::local_dispatch::is_inference_mode_enabled;
 use crate::shape::{self, DimVec, fmt_dims};
 use crate::storage::{Access, Storage, StorageData, StorageLocks};
@@ -21,168 +26,8 @@ use crate::{Device, Error, Layout, Result, Scalar, ScalarType, bail, torch_check
 use smallvec::SmallVec;
 use std::any::Any;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
-
-/// Sizes, strides, storage offset and storage of a tensor, as one consistent snapshot.
-#[derive(Debug)]
-pub struct Geometry {
-    sizes: DimVec,
-    strides: DimVec,
-    storage_offset: i64,
-    storage: Option<Storage>,
-    numel: i64,
-    /// Storage elements the view reaches (offset + furthest element + 1; 0 when empty).
-    required_elements: i64,
-    is_contiguous: bool,
-}
-
-impl Clone for Geometry {
-    /// Copies the dimension lists with `from_slice` (a memcpy; the derived clone goes element
-    /// by element, which shows in every tiny operator call's snapshot).
-    fn clone(&self) -> Self {
-        Geometry {
-            sizes: DimVec::from_slice(&self.sizes),
-            strides: DimVec::from_slice(&self.strides),
-            storage_offset: self.storage_offset,
-            storage: self.storage.clone(),
-            numel: self.numel,
-            required_elements: self.required_elements,
-            is_contiguous: self.is_contiguous,
-        }
-    }
-}
-
-impl Geometry {
-    fn new(
-        sizes: &[i64],
-        strides: &[i64],
-        storage_offset: i64,
-        storage: Option<Storage>,
-    ) -> Result<Geometry> {
-        let numel = shape::numel(sizes)?;
-        torch_check!(
-            sizes.len() == strides.len(),
-            "mismatch in length of strides and shape: sizes {} and strides {}",
-            fmt_dims(sizes),
-            fmt_dims(strides)
-        );
-        Ok(Geometry {
-            is_contiguous: shape::is_contiguous(sizes, strides),
-            sizes: DimVec::from_slice(sizes),
-            strides: DimVec::from_slice(strides),
-            storage_offset,
-            storage,
-            numel,
-            required_elements: shape::required_storage_elements(sizes, strides, storage_offset)?,
-        })
-    }
-
-    /// A contiguous geometry at offset 0 whose `numel` the caller has computed (and checked).
-    fn contiguous(sizes: &[i64], numel: i64, storage: Option<Storage>) -> Geometry {
-        Geometry {
-            sizes: DimVec::from_slice(sizes),
-            strides: shape::contiguous_strides(sizes),
-            storage_offset: 0,
-            storage,
-            numel,
-            required_elements: numel,
-            is_contiguous: true,
-        }
-    }
-
-    /// Bytes of storage the view reaches for elements of `dtype`.
-    fn required_bytes(&self, dtype: ScalarType) -> Result<usize> {
-        nbytes_for(self.required_elements, dtype, &self.sizes)
-    }
-
-    /// Sizes.
-    pub fn sizes(&self) -> &[i64] {
-        &self.sizes
-    }
-
-    /// Strides, in elements.
-    pub fn strides(&self) -> &[i64] {
-        &self.strides
-    }
-
-    /// Offset of element 0 in the storage, in elements.
-    pub fn storage_offset(&self) -> i64 {
-        self.storage_offset
-    }
-
-    /// The storage, if the tensor has one.
-    pub fn storage(&self) -> Option<&Storage> {
-        self.storage.as_ref()
-    }
-
-    /// Number of elements.
-    pub fn numel(&self) -> i64 {
-        self.numel
-    }
-
-    /// Number of dimensions.
-    pub fn dim(&self) -> usize {
-        self.sizes.len()
-    }
-
-    /// Whether the elements are row-major contiguous.
-    pub fn is_contiguous(&self) -> bool {
-        self.is_contiguous
-    }
-
-    /// Storage element offsets of every element, in row-major logical order.
-    pub fn offsets(&self) -> StridedOffsets<'_> {
-        StridedOffsets::new(&self.sizes, &self.strides, self.storage_offset)
-    }
-}
-
-/// Iterates the storage offsets of a strided view in row-major order (an odometer).
-pub struct StridedOffsets<'a> {
-    sizes: &'a [i64],
-    strides: &'a [i64],
-    index: DimVec,
-    next: Option<i64>,
-}
-
-impl<'a> StridedOffsets<'a> {
-    /// Offsets of the view `(sizes, strides, offset)`.
-    pub fn new(sizes: &'a [i64], strides: &'a [i64], offset: i64) -> Self {
-        let empty = sizes.contains(&0);
-        StridedOffsets {
-            sizes,
-            strides,
-            index: DimVec::from_elem(0, sizes.len()),
-            next: (!empty).then_some(offset),
-        }
-    }
-}
-
-impl Iterator for StridedOffsets<'_> {
-    type Item = i64;
-
-    fn next(&mut self) -> Option<i64> {
-        let current = self.next?;
-        let mut off = current;
-        let mut d = self.sizes.len();
-        loop {
-            if d == 0 {
-                self.next = None;
-                break;
-            }
-            d -= 1;
-            self.index[d] += 1;
-            off += self.strides[d];
-            if self.index[d] < self.sizes[d] {
-                self.next = Some(off);
-                break;
-            }
-            off -= self.strides[d] * self.index[d];
-            self.index[d] = 0;
-        }
-        Some(current)
-    }
-}
 
 /// A counter bumped by every in-place mutation, shared by a tensor and all its views; autograd
 /// uses it to reject a backward pass through data modified after it was saved.
@@ -231,7 +76,10 @@ pub struct TensorImpl {
     device: Device,
     layout: Layout,
     key_set: DispatchKeySet,
-    geometry: RwLock<Geometry>,
+    /// The storage this tensor views, fixed for its life (absent for payload tensors). Being
+    /// immutable, it is read without synchronisation or reference counting.
+    storage: Option<Storage>,
+    geometry: GeometryCell,
     version: VersionCounter,
     requires_grad: AtomicBool,
     wrapped_number: AtomicBool,
@@ -245,22 +93,45 @@ pub struct Tensor(Arc<TensorImpl>);
 
 /// The key set of a new dense tensor on `device` (inference tensors get no autograd keys).
 pub fn dense_key_set(device: Device) -> DispatchKeySet {
-    tensor_key_set(
-        DispatchKey::Dense,
-        device.kind().backend_component(),
-        is_inference_mode_enabled(),
-    )
+    // Every new tensor needs this set, and computing it is a few dozen key-set operations:
+    // cache it per backend and inference mode (an empty set marks a slot not yet filled; the
+    // computed set is never empty, and racing threads store the same value).
+    static CACHE: [[AtomicU64; 2]; NUM_BACKENDS + 1] =
+        [const { [const { AtomicU64::new(0) }, const { AtomicU64::new(0) }] }; NUM_BACKENDS + 1];
+    let backend = device.kind().backend_component();
+    let inference = is_inference_mode_enabled();
+    let slot = CACHE
+        .get(backend as usize)
+        .map(|pair| &pair[usize::from(inference)]);
+    if let Some(raw) = slot
+        .map(|s| s.load(Ordering::Relaxed))
+        .filter(|raw| *raw != 0)
+    {
+        return DispatchKeySet::from_raw(raw);
+    }
+    let ks = tensor_key_set(DispatchKey::Dense, backend, inference);
+    if let Some(s) = slot {
+        s.store(ks.raw(), Ordering::Relaxed);
+    }
+    ks
 }
 
 impl TensorImpl {
     /// A plain strided tensor (no payload, fresh version counter, no autograd state).
-    fn dense(dtype: ScalarType, device: Device, geometry: Geometry) -> TensorImpl {
+    #[inline]
+    fn dense(
+        dtype: ScalarType,
+        device: Device,
+        storage: Storage,
+        geometry: &Geometry,
+    ) -> TensorImpl {
         TensorImpl {
             dtype,
             device,
             layout: Layout::Strided,
             key_set: dense_key_set(device),
-            geometry: RwLock::new(geometry),
+            storage: Some(storage),
+            geometry: GeometryCell::new(geometry),
             version: VersionCounter::default(),
             requires_grad: AtomicBool::new(false),
             wrapped_number: AtomicBool::new(false),
@@ -286,8 +157,10 @@ impl Tensor {
     ) -> Result<Tensor> {
         check_in_bounds(&storage, sizes, strides, storage_offset, dtype)?;
         let device = storage.device();
-        let geometry = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
-        Ok(Self::from_impl(TensorImpl::dense(dtype, device, geometry)))
+        let geometry = Geometry::new(sizes, strides, storage_offset)?;
+        Ok(Self::from_impl(TensorImpl::dense(
+            dtype, device, storage, &geometry,
+        )))
     }
 
     /// A new contiguous tensor on `device` (CPU, meta, or a device with an installed
@@ -298,8 +171,10 @@ impl Tensor {
         // build the contiguous geometry directly (it fits the new storage by construction).
         let numel = shape::numel(sizes)?;
         let storage = Storage::new(nbytes_for(numel, dtype, sizes)?, device)?;
-        let geometry = Geometry::contiguous(sizes, numel, Some(storage));
-        Ok(Self::from_impl(TensorImpl::dense(dtype, device, geometry)))
+        let geometry = Geometry::contiguous(sizes, numel);
+        Ok(Self::from_impl(TensorImpl::dense(
+            dtype, device, storage, &geometry,
+        )))
     }
 
     /// A new contiguous CPU tensor of element type `T` whose elements (row-major) `init`
@@ -314,11 +189,12 @@ impl Tensor {
             .map_err(|_| Error::runtime("internal error: negative numel"))?;
         nbytes_for(numel as i64, T::DTYPE, sizes)?;
         let storage = Storage::new_host_with::<T::Repr>(numel, init)?;
-        let geometry = Geometry::contiguous(sizes, numel as i64, Some(storage));
+        let geometry = Geometry::contiguous(sizes, numel as i64);
         Ok(Self::from_impl(TensorImpl::dense(
             T::DTYPE,
             Device::CPU,
-            geometry,
+            storage,
+            &geometry,
         )))
     }
 
@@ -345,13 +221,14 @@ impl Tensor {
         device: Device,
         key_set: DispatchKeySet,
     ) -> Result<Tensor> {
-        let geometry = Geometry::new(sizes, strides, 0, None)?;
+        let geometry = Geometry::new(sizes, strides, 0)?;
         Ok(Self::from_impl(TensorImpl {
             dtype,
             device,
             layout: Layout::Strided,
             key_set,
-            geometry: RwLock::new(geometry),
+            storage: None,
+            geometry: GeometryCell::new(&geometry),
             version: VersionCounter::default(),
             requires_grad: AtomicBool::new(false),
             wrapped_number: AtomicBool::new(false),
@@ -445,66 +322,58 @@ impl Tensor {
         self.0.key_set
     }
 
-    fn geometry_read(&self) -> std::sync::RwLockReadGuard<'_, Geometry> {
-        self.0
-            .geometry
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A consistent snapshot of sizes, strides, offset and storage.
+    /// A consistent snapshot of sizes, strides and offset.
     pub fn geometry(&self) -> Geometry {
-        self.geometry_read().clone()
+        self.0.geometry.load()
     }
 
-    /// Runs `f` on the current geometry without copying it (one lock for several reads).
-    /// `f` must not mutate this tensor's metadata (that would wait for this read).
+    /// Runs `f` on a snapshot of the geometry.
     pub fn with_geometry<R>(&self, f: impl FnOnce(&Geometry) -> R) -> R {
-        f(&self.geometry_read())
+        f(&self.0.geometry.load())
     }
 
     /// Sizes.
     pub fn sizes(&self) -> DimVec {
-        DimVec::from_slice(&self.geometry_read().sizes)
+        DimVec::from_slice(self.geometry().sizes())
     }
 
     /// Strides, in elements.
     pub fn strides(&self) -> DimVec {
-        DimVec::from_slice(&self.geometry_read().strides)
+        DimVec::from_slice(self.geometry().strides())
     }
 
     /// Size of dimension `dim` (negative counts from the end).
     pub fn size(&self, dim: i64) -> Result<i64> {
-        let g = self.geometry_read();
+        let g = self.geometry();
         let d = shape::wrap_dim(dim, g.dim())?;
-        Ok(g.sizes.get(d).copied().unwrap_or(1))
+        Ok(g.sizes().get(d).copied().unwrap_or(1))
     }
 
     /// Stride of dimension `dim` (negative counts from the end).
     pub fn stride(&self, dim: i64) -> Result<i64> {
-        let g = self.geometry_read();
+        let g = self.geometry();
         let d = shape::wrap_dim(dim, g.dim())?;
-        Ok(g.strides.get(d).copied().unwrap_or(1))
+        Ok(g.strides().get(d).copied().unwrap_or(1))
     }
 
     /// Number of dimensions.
     pub fn dim(&self) -> usize {
-        self.geometry_read().dim()
+        self.0.geometry.rank()
     }
 
     /// Number of elements.
     pub fn numel(&self) -> i64 {
-        self.geometry_read().numel
+        self.0.geometry.numel()
     }
 
     /// Offset of element 0 in the storage, in elements.
     pub fn storage_offset(&self) -> i64 {
-        self.geometry_read().storage_offset
+        self.0.geometry.storage_offset()
     }
 
     /// Whether the elements are row-major contiguous.
     pub fn is_contiguous(&self) -> bool {
-        self.geometry_read().is_contiguous
+        self.0.geometry.is_contiguous()
     }
 
     /// Bytes per element.
@@ -512,20 +381,26 @@ impl Tensor {
         self.dtype().element_size()
     }
 
-    /// The storage (absent for payload tensors).
+    /// The storage (absent for payload tensors), as a new handle.
     pub fn storage(&self) -> Option<Storage> {
-        self.geometry_read().storage.clone()
+        self.0.storage.clone()
+    }
+
+    /// The storage (absent for payload tensors), borrowed: a tensor's storage never changes,
+    /// so this needs neither a lock nor a reference count.
+    pub fn storage_ref(&self) -> Option<&Storage> {
+        self.0.storage.as_ref()
     }
 
     /// Whether the tensor has a storage.
     pub fn has_storage(&self) -> bool {
-        self.geometry_read().storage.is_some()
+        self.0.storage.is_some()
     }
 
     /// Whether `self` and `other` share storage (or, without storage, are the same tensor).
     pub fn is_alias_of(&self, other: &Tensor) -> bool {
-        match (self.storage(), other.storage()) {
-            (Some(a), Some(b)) => a.is_alias_of(&b),
+        match (self.storage_ref(), other.storage_ref()) {
+            (Some(a), Some(b)) => a.is_alias_of(b),
             _ => self.is_same(other),
         }
     }
@@ -640,14 +515,15 @@ impl Tensor {
             Error::runtime("Cannot create a strided view of a tensor that has no storage")
         })?;
         check_in_bounds(&storage, sizes, strides, storage_offset, self.dtype())?;
-        let geometry = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
+        let geometry = Geometry::new(sizes, strides, storage_offset)?;
         let src = self.impl_();
         Ok(Self::from_impl(TensorImpl {
             dtype: src.dtype,
             device: src.device,
             layout: src.layout,
             key_set: src.key_set,
-            geometry: RwLock::new(geometry),
+            storage: Some(storage),
+            geometry: GeometryCell::new(&geometry),
             version: src.version.clone(),
             requires_grad: AtomicBool::new(false),
             wrapped_number: AtomicBool::new(false),
@@ -659,25 +535,12 @@ impl Tensor {
     /// Replaces this tensor's sizes, strides and offset over its current storage
     /// (`as_strided_`); visible through every handle.
     pub fn set_geometry(&self, sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<()> {
-        let mut g = self
-            .0
-            .geometry
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(storage) = &g.storage {
+        let writer = self.0.geometry.writer();
+        if let Some(storage) = &self.0.storage {
             check_in_bounds(storage, sizes, strides, storage_offset, self.0.dtype)?;
         }
-        let storage = g.storage.take();
-        match Geometry::new(sizes, strides, storage_offset, storage.clone()) {
-            Ok(new) => {
-                *g = new;
-                Ok(())
-            }
-            Err(e) => {
-                g.storage = storage;
-                Err(e)
-            }
-        }
+        writer.store(&Geometry::new(sizes, strides, storage_offset)?);
+        Ok(())
     }
 
     /// Makes the tensor contiguous with `sizes` (the metadata half of `resize_`), growing the storage if needed
@@ -689,46 +552,18 @@ impl Tensor {
     /// Resizes to `sizes` with explicit `strides`, growing the storage if needed. Returns
     /// whether the sizes changed.
     pub fn resize_with_strides(&self, sizes: &[i64], strides: &[i64]) -> Result<bool> {
-        let mut g = self
-            .0
-            .geometry
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let changed = g.sizes.as_slice() != sizes;
-        let needed = shape::required_storage_elements(sizes, strides, g.storage_offset)?;
-        if let Some(storage) = &g.storage {
-            let nbytes = nbytes_for(needed, self.0.dtype, sizes)?;
+        let writer = self.0.geometry.writer();
+        let current = writer.current();
+        let changed = current.sizes() != sizes;
+        let new = Geometry::new(sizes, strides, current.storage_offset())?;
+        if let Some(storage) = &self.0.storage {
+            let nbytes = nbytes_for(new.required_elements(), self.0.dtype, sizes)?;
             if nbytes > storage.nbytes() {
                 storage.resize(nbytes)?;
             }
         }
-        let storage = g.storage.clone();
-        *g = Geometry::new(sizes, strides, g.storage_offset, storage)?;
+        writer.store(&new);
         Ok(changed)
-    }
-
-    /// `set_`: makes this tensor view `storage` with the given geometry.
-    pub fn set_storage(
-        &self,
-        storage: Storage,
-        storage_offset: i64,
-        sizes: &[i64],
-        strides: &[i64],
-    ) -> Result<()> {
-        torch_check!(
-            storage.device() == self.device(),
-            "Attempted to set the storage of a tensor on device \"{}\" to a storage on different device \"{}\".  This is no longer allowed; the devices must match.",
-            self.device(),
-            storage.device()
-        );
-        check_in_bounds(&storage, sizes, strides, storage_offset, self.dtype())?;
-        let new = Geometry::new(sizes, strides, storage_offset, Some(storage))?;
-        *self
-            .0
-            .geometry
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = new;
-        Ok(())
     }
 
     /// Copies the elements, in row-major order, into a `Vec<T>`; `T` must be this tensor's
@@ -827,7 +662,7 @@ impl std::fmt::Debug for Tensor {
 /// Locked access to the data of several tensors, handed to the closure of [`with_tensors`].
 pub struct TensorData<'a> {
     geometries: &'a [Geometry],
-    dtypes: SmallVec<[ScalarType; 4]>,
+    tensors: &'a [(&'a Tensor, Access)],
     locks: StorageLocks<'a>,
 }
 
@@ -839,7 +674,9 @@ impl TensorData<'_> {
 
     /// The dtype of operand `i`.
     pub fn dtype(&self, i: usize) -> ScalarType {
-        self.dtypes[i.min(self.dtypes.len().saturating_sub(1))]
+        self.tensors[i.min(self.tensors.len().saturating_sub(1))]
+            .0
+            .dtype()
     }
 
     /// The whole storage of operand `i` as host bytes (elements are addressed through
@@ -907,22 +744,25 @@ pub fn with_tensors<R>(
     tensors: &[(&Tensor, Access)],
     f: impl FnOnce(&mut TensorData<'_>) -> Result<R>,
 ) -> Result<R> {
-    let geometries: SmallVec<[Geometry; 4]> = tensors.iter().map(|(t, _)| t.geometry()).collect();
+    // Filled in place, not collected: a collected small vector of geometries is moved
+    // whole (hundreds of bytes) on its way out, which showed in tiny calls' profiles.
+    let mut geometries: SmallVec<[Geometry; 4]> = SmallVec::new();
     let mut requests: SmallVec<[(&Storage, Access); 4]> = SmallVec::new();
-    for (g, (t, access)) in geometries.iter().zip(tensors) {
-        let storage = g.storage().ok_or_else(|| {
+    for (t, access) in tensors {
+        let storage = t.storage_ref().ok_or_else(|| {
             Error::runtime(format!(
                 "Cannot access data of a {} tensor without storage",
                 t.device()
             ))
         })?;
         requests.push((storage, *access));
+        geometries.push(t.geometry());
     }
     let locks = StorageLocks::lock(&requests)?;
     for (i, (g, (t, _))) in geometries.iter().zip(tensors).enumerate() {
         // The geometry was read before the lock: re-check it against the locked storage, in
         // case another thread shrank the storage in between.
-        let needed = g.required_bytes(t.dtype())?;
+        let needed = nbytes_for(g.required_elements(), t.dtype(), g.sizes())?;
         let available = locks.data(i)?.nbytes();
         torch_check!(
             needed <= available,
@@ -931,7 +771,7 @@ pub fn with_tensors<R>(
     }
     let mut data = TensorData {
         geometries: &geometries,
-        dtypes: tensors.iter().map(|(t, _)| t.dtype()).collect(),
+        tensors,
         locks,
     };
     f(&mut data)

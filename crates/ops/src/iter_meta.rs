@@ -133,8 +133,8 @@ impl<'a> IterConfig<'a> {
         ))
     }
 
-    /// The broadcast shape, and each input's number of dimensions (read under the same
-    /// metadata lock, so tiny calls pay one lock per input).
+    /// The broadcast shape, and each input's number of dimensions (read from one geometry
+    /// snapshot per input).
     fn compute_shape(&self) -> Result<(DimVec, SmallVec<[usize; 4]>)> {
         let mut shape = DimVec::new();
         let mut dims = SmallVec::new();

@@ -180,7 +180,7 @@ fn partially_overlap(a: &Tensor, b: &Tensor) -> bool {
     {
         return false;
     }
-    match (ga.storage(), gb.storage()) {
+    match (a.storage_ref(), b.storage_ref()) {
         (Some(sa), Some(sb)) if sa.is_alias_of(sb) => {}
         _ => return false,
     }
@@ -399,8 +399,8 @@ pub(crate) fn clone_preserve_strides(self_: &Tensor) -> Result<Tensor> {
     if has_internal_overlap(g.sizes(), g.strides()) {
         return redispatch::clone(self_, None);
     }
-    let storage = g
-        .storage()
+    let storage = self_
+        .storage_ref()
         .ok_or_else(|| Error::runtime("clone_preserve_strides: the tensor has no storage"))?;
     let numel = (storage.nbytes() / self_.element_size()) as i64;
     let full = self_.as_strided_view(&[numel], &[1], 0)?;

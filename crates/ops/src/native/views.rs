@@ -310,7 +310,7 @@ pub fn view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
 pub fn _unsafe_view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let v = view(self_, size)?;
     let g = v.geometry();
-    let storage = g.storage().cloned().ok_or_else(|| {
+    let storage = v.storage().ok_or_else(|| {
         Error::runtime("Cannot create a strided view of a tensor that has no storage")
     })?;
     Tensor::from_storage(
