@@ -21,8 +21,9 @@ use switchyard_core::{Device, Error, Result, ScalarType, Tensor, torch_check};
 pub struct OutputSpec {
     /// Sizes.
     pub sizes: DimVec,
-    /// Strides, if the meta function requires a layout; `None` for contiguous.
-    pub strides: Option<DimVec>,
+    /// Strides, if the meta function requires a layout; `None` for contiguous (the common
+    /// case: boxed, so specs stay small and cheap to move).
+    pub strides: Option<Box<[i64]>>,
     /// Element type.
     pub dtype: ScalarType,
     /// Device.
@@ -173,7 +174,7 @@ pub fn check_inplace(self_: &Tensor, spec: &OutputSpec) -> Result<()> {
 /// A temporary to compute into when `out`'s strides differ from the ones the spec requires.
 pub fn maybe_create_proxy(out: &Tensor, spec: &OutputSpec) -> Result<Option<Tensor>> {
     match &spec.strides {
-        Some(strides) if out.strides().as_slice() != strides.as_slice() => {
+        Some(strides) if out.strides().as_slice() != &strides[..] => {
             Tensor::allocate_strided(&spec.sizes, strides, spec.dtype, spec.device).map(Some)
         }
         _ => Ok(None),

@@ -696,7 +696,7 @@ pub fn cat(tensors: &[Tensor], dim: i64, outs: Outs<'_>) -> Result<Meta<CatInfo>
     Ok(Meta::new(
         [OutputSpec {
             sizes,
-            strides,
+            strides: strides.map(|s| s.as_slice().into()),
             dtype: out_dtype,
             device,
         }],
@@ -991,7 +991,7 @@ pub fn sort_stable(
     };
     let spec = |dtype| OutputSpec {
         sizes: sizes.clone(),
-        strides: Some(dense.clone()),
+        strides: Some(dense.as_slice().into()),
         dtype,
         device: self_.device(),
     };

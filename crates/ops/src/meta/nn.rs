@@ -305,7 +305,7 @@ fn pool2d_output(input: &Tensor, p: &Pool2dParams, dtype: ScalarType) -> Result<
     };
     Ok(OutputSpec {
         sizes,
-        strides,
+        strides: strides.map(|s| s.as_slice().into()),
         dtype,
         device: input.device(),
     })
