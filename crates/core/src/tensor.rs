@@ -859,6 +859,26 @@ impl<U: NestedData> NestedData for &[U] {
 mod tests {
     use super::*;
 
+    /// The per-backend cache of `dense_key_set` must give what the full computation gives,
+    /// whichever inference mode filled it first.
+    #[test]
+    fn cached_dense_key_sets_follow_inference_mode() {
+        use crate::local_dispatch::InferenceMode;
+        for device in [Device::CPU, Device::META] {
+            for inference in [true, false, true, false] {
+                let _mode = InferenceMode::new(inference);
+                let expected = tensor_key_set(
+                    DispatchKey::Dense,
+                    device.kind().backend_component(),
+                    inference,
+                );
+                assert_eq!(dense_key_set(device), expected);
+                let t = Tensor::allocate(&[1], ScalarType::Float, device).unwrap();
+                assert_eq!((t.key_set(), t.is_inference()), (expected, inference));
+            }
+        }
+    }
+
     #[test]
     fn version_counters_are_shared_however_late_they_are_allocated() {
         let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
