@@ -2,9 +2,9 @@
 //! `add_tiny` benchmark in `switchyard-cpu`, timed one by one so its floor can be read off.
 //!
 //! * `rwlock_read`: one uncontended read lock and unlock of a `std::sync::RwLock` (every
-//!   metadata read and every storage lock pays this);
-//! * `sizes`: `Tensor::sizes` (a metadata read lock and a copy of the sizes);
-//! * `geometry_snapshot`: `Tensor::geometry` (lock, copy, storage refcount up and down);
+//!   storage lock pays this; metadata reads, in a sequence lock, do not);
+//! * `sizes`: `Tensor::sizes` (a sequence-locked geometry read and a copy of the sizes);
+//! * `geometry_snapshot`: `Tensor::geometry` (the sequence-locked copy alone);
 //! * `allocate_1_f32`: `Tensor::allocate` of one element and its drop (buffer, storage and
 //!   tensor allocations);
 //! * `with_tensors_3`: locking three one-element tensors for an elementwise call (one written)
