@@ -176,18 +176,12 @@ impl HostBuffer {
             // Small enough to live inline: start from zeroed (hence initialised) bytes.
             let mut buffer = Self::inline(len);
             let bytes = buffer.as_mut_slice();
-            let start = bytes.as_ptr();
             // SAFETY: `bytes` is `len = count * size_of::<T>()` initialised bytes, aligned to
             // SMALL_HOST_ALIGNMENT >= align_of::<T>() (checked above), exclusively borrowed for
             // the slice's lifetime; `MaybeUninit<T>` has no validity requirement.
             let slots: &mut [MaybeUninit<T>] =
                 unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), count) };
-            let done = init(slots)?;
-            if done.as_ptr().cast::<u8>() != start || done.len() != count {
-                return Err(Error::runtime(
-                    "internal error: HostBuffer::init_with: init returned another slice than its own",
-                ));
-            }
+            Self::initialise(slots, init)?;
             return Ok(buffer);
         }
         let layout = Self::layout(len)?;
@@ -207,17 +201,28 @@ impl HostBuffer {
         // SMALL_HOST_ALIGNMENT >= align_of::<T>() (checked above), and exclusively owned by `guard`
         // for the slice's lifetime; `MaybeUninit<T>` has no validity requirement.
         let slots = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().cast(), count) };
-        let done = init(slots)?;
-        if done.as_ptr().cast::<u8>() != ptr.as_ptr() || done.len() != count {
-            return Err(Error::runtime(
-                "internal error: HostBuffer::init_with: init returned another slice than its own",
-            ));
-        }
+        Self::initialise(slots, init)?;
         std::mem::forget(guard);
         Ok(HostBuffer {
             bytes: HostBytes::Heap(ptr),
             len,
         })
+    }
+
+    /// Hands `slots` to `init` and checks that it gave back the very same slice (address and
+    /// length), which is what proves every element written (see [`HostBuffer::init_with`]).
+    fn initialise<T>(
+        slots: &mut [MaybeUninit<T>],
+        init: impl for<'a> FnOnce(&'a mut [MaybeUninit<T>]) -> Result<&'a mut [T]>,
+    ) -> Result<()> {
+        let (start, count) = (slots.as_ptr().cast::<u8>(), slots.len());
+        let done = init(slots)?;
+        if done.as_ptr().cast::<u8>() != start || done.len() != count {
+            return Err(Error::runtime(
+                "internal error: HostBuffer::init_with: init returned another slice than its own",
+            ));
+        }
+        Ok(())
     }
 
     /// Copies `bytes` into a new buffer.
