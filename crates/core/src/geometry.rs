@@ -15,12 +15,17 @@
 
 use crate::shape::{self, DimVec};
 use crate::{Result, torch_check};
+use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 /// Dimensions a [`Geometry`] and a [`GeometryCell`] hold in fixed arrays; tensors of higher
-/// rank keep their sizes and strides on the heap (and, in a cell, behind a lock).
-pub const INLINE_DIMS: usize = 6;
+/// rank keep their sizes and strides on the heap (and, in a cell, behind a lock). Five keeps a
+/// snapshot within 128 bytes, which the compiler copies with a few vector moves; at 136 bytes
+/// every copy was a `memcpy` call, a sixth of `with_tensors` for a tiny call.
+pub const INLINE_DIMS: usize = 5;
+
+const _: () = assert!(std::mem::size_of::<Geometry>() <= 128);
 
 /// Sizes and strides: fixed arrays up to [`INLINE_DIMS`] dimensions, so copying a snapshot is
 /// a plain copy of a few words (no allocation, no length-dependent `memcpy` call).
@@ -108,6 +113,19 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// The geometry of a 0-dim tensor at offset 0: the starting value of a snapshot slot.
+    pub(crate) const EMPTY: Geometry = Geometry {
+        dims: Dims::Inline {
+            rank: 0,
+            sizes: [0; INLINE_DIMS],
+            strides: [0; INLINE_DIMS],
+        },
+        storage_offset: 0,
+        numel: 1,
+        required_elements: 1,
+        is_contiguous: true,
+    };
+
     /// A checked geometry: sizes non-negative, as many strides as sizes, no overflow.
     pub fn new(sizes: &[i64], strides: &[i64], storage_offset: i64) -> Result<Geometry> {
         let numel = shape::numel(sizes)?;
@@ -254,8 +272,10 @@ pub(crate) struct GeometryWriter<'a> {
 }
 
 impl GeometryCell {
-    /// A cell holding `g`.
+    /// A cell holding `g`, built by value (for tests; tensors build theirs in place with
+    /// [`GeometryCell::init`]).
     #[inline]
+    #[cfg(test)]
     pub(crate) fn new(g: &Geometry) -> GeometryCell {
         let cell = GeometryCell {
             seq: AtomicU64::new(0),
@@ -270,6 +290,47 @@ impl GeometryCell {
         };
         cell.write_fields(g);
         cell
+    }
+
+    /// Writes a cell holding `g` to `dst` in place, without building it on the stack first
+    /// (a cell is ~170 bytes; see [`crate::tensor::Tensor`]'s in-place construction).
+    ///
+    /// # Safety
+    ///
+    /// `dst` must be valid for writes and aligned for a `GeometryCell`; its old contents are
+    /// overwritten without being dropped.
+    #[inline]
+    pub(crate) unsafe fn init(dst: *mut GeometryCell, g: &Geometry) {
+        // Lists every field without `..`: a new field fails to compile here until it is
+        // also written below.
+        let _every_field_is_written = |c: &GeometryCell| {
+            let GeometryCell {
+                seq: _,
+                rank: _,
+                storage_offset: _,
+                numel: _,
+                required_elements: _,
+                is_contiguous: _,
+                dims: _,
+                spilled: _,
+                writer: _,
+            } = c;
+        };
+        // SAFETY: the caller guarantees `dst` is writable and aligned, so every field pointer
+        // derived from it is too; each field is written once, without reading the old value.
+        unsafe {
+            addr_of_mut!((*dst).seq).write(AtomicU64::new(0));
+            addr_of_mut!((*dst).rank).write(AtomicUsize::new(0));
+            addr_of_mut!((*dst).storage_offset).write(AtomicI64::new(0));
+            addr_of_mut!((*dst).numel).write(AtomicI64::new(0));
+            addr_of_mut!((*dst).required_elements).write(AtomicI64::new(0));
+            addr_of_mut!((*dst).is_contiguous).write(AtomicBool::new(true));
+            addr_of_mut!((*dst).dims).write(Default::default());
+            addr_of_mut!((*dst).spilled).write(RwLock::new(Vec::new()));
+            addr_of_mut!((*dst).writer).write(Mutex::new(()));
+            // Every field is initialised now (see the pattern above).
+            (*dst).write_fields(g);
+        }
     }
 
     /// Stores `g` field by field (callers make this invisible to readers: at construction, or
@@ -305,7 +366,7 @@ impl GeometryCell {
     /// Runs `read` until it sees a state no writer touched meanwhile, and returns its result.
     /// `read` may see torn values on a discarded attempt, so it must not fail or panic on them.
     #[inline]
-    fn read_consistent<R>(&self, read: impl Fn(&GeometryCell) -> R) -> R {
+    fn read_consistent<R>(&self, mut read: impl FnMut(&GeometryCell) -> R) -> R {
         let mut spins = 0u32;
         loop {
             let before = self.seq.load(Ordering::Acquire);
@@ -331,12 +392,12 @@ impl GeometryCell {
     /// A consistent copy of the geometry.
     #[inline]
     pub(crate) fn load(&self) -> Geometry {
+        // Built by value rather than through `load_into`, whose in-place overwrite (checking
+        // what the slot held) costs a third more for a fresh value.
         self.read_consistent(|c| {
             let rank = c.rank.load(Ordering::Relaxed);
             let dims = match u8::try_from(rank) {
                 Ok(r) if rank <= INLINE_DIMS => {
-                    // All entries, whatever the rank: a fixed loop of plain loads (entries
-                    // past the rank are kept zero by `write_fields`).
                     let (mut sizes, mut strides) = ([0; INLINE_DIMS], [0; INLINE_DIMS]);
                     for i in 0..INLINE_DIMS {
                         sizes[i] = c.dims[i].load(Ordering::Relaxed);
@@ -348,13 +409,7 @@ impl GeometryCell {
                         strides,
                     }
                 }
-                _ => Dims::Spilled(
-                    c.spilled
-                        .read()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .as_slice()
-                        .into(),
-                ),
+                _ => Dims::Spilled(c.load_spilled()),
             };
             Geometry {
                 dims,
@@ -363,6 +418,52 @@ impl GeometryCell {
                 required_elements: c.required_elements.load(Ordering::Relaxed),
                 is_contiguous: c.is_contiguous.load(Ordering::Relaxed),
             }
+        })
+    }
+
+    /// Sizes then strides of a rank above [`INLINE_DIMS`].
+    fn load_spilled(&self) -> Box<[i64]> {
+        self.spilled
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_slice()
+            .into()
+    }
+
+    /// Overwrites `dst` with a consistent copy of the geometry, field by field. Callers that
+    /// keep snapshots in place use this rather than [`GeometryCell::load`]: a snapshot built
+    /// on the stack and then copied to its slot stalled on store forwarding (half of
+    /// `with_tensors`' own time in a tiny call).
+    #[inline]
+    pub(crate) fn load_into(&self, dst: &mut Geometry) {
+        self.read_consistent(|c| {
+            let rank = c.rank.load(Ordering::Relaxed);
+            match u8::try_from(rank) {
+                Ok(r) if rank <= INLINE_DIMS => {
+                    if !matches!(dst.dims, Dims::Inline { .. }) {
+                        dst.dims = Geometry::EMPTY.dims;
+                    }
+                    if let Dims::Inline {
+                        rank,
+                        sizes,
+                        strides,
+                    } = &mut dst.dims
+                    {
+                        *rank = r;
+                        // All entries, whatever the rank: a fixed loop of plain loads
+                        // (entries past the rank are kept zero by `write_fields`).
+                        for i in 0..INLINE_DIMS {
+                            sizes[i] = c.dims[i].load(Ordering::Relaxed);
+                            strides[i] = c.dims[INLINE_DIMS + i].load(Ordering::Relaxed);
+                        }
+                    }
+                }
+                _ => dst.dims = Dims::Spilled(c.load_spilled()),
+            }
+            dst.storage_offset = c.storage_offset.load(Ordering::Relaxed);
+            dst.numel = c.numel.load(Ordering::Relaxed);
+            dst.required_elements = c.required_elements.load(Ordering::Relaxed);
+            dst.is_contiguous = c.is_contiguous.load(Ordering::Relaxed);
         })
     }
 
@@ -459,6 +560,43 @@ mod tests {
         assert_eq!(cell.load(), low);
     }
 
+    #[test]
+    fn loading_in_place_overwrites_any_previous_snapshot() {
+        let low = Geometry::new(&[2, 3], &[1, 2], 5).unwrap();
+        let high = Geometry::new(&[1, 2, 1, 2, 1, 2, 1, 2], &[16, 8, 8, 4, 4, 2, 2, 1], 7).unwrap();
+        let (low_cell, high_cell) = (GeometryCell::new(&low), GeometryCell::new(&high));
+        // Inline over the empty placeholder, spilled over inline, inline over spilled.
+        let mut slot = Geometry::EMPTY;
+        low_cell.load_into(&mut slot);
+        assert_eq!(slot, low);
+        high_cell.load_into(&mut slot);
+        assert_eq!(slot, high);
+        low_cell.load_into(&mut slot);
+        assert_eq!(slot, low);
+        assert_eq!(
+            (slot.numel(), slot.required_elements()),
+            (6, 5 + 1 + 2 * 2 + 1)
+        );
+    }
+
+    #[test]
+    fn a_cell_built_in_place_equals_one_built_by_value() {
+        for g in [
+            Geometry::EMPTY,
+            Geometry::new(&[4, 0, 3], &[3, 3, 1], 2).unwrap(),
+            Geometry::new(&[2, 1, 2, 1, 2, 1], &[4, 4, 2, 2, 1, 1], 0).unwrap(),
+        ] {
+            let mut place = std::mem::MaybeUninit::<GeometryCell>::uninit();
+            // SAFETY: `place` is writable and aligned for a cell; `init` writes every field.
+            let cell = unsafe {
+                GeometryCell::init(place.as_mut_ptr(), &g);
+                place.assume_init()
+            };
+            assert_eq!(cell.load(), GeometryCell::new(&g).load());
+            assert_eq!(cell.load(), g);
+        }
+    }
+
     /// Writers alternate between geometries whose every field differs (including a rank above
     /// the inline limit); readers must only ever see one of them whole.
     #[test]
@@ -488,13 +626,21 @@ mod tests {
         // not be scheduled at first on a loaded machine), within a time bound.
         let start = std::time::Instant::now();
         let mut reads = 0;
+        let mut slot = Geometry::EMPTY;
         while reads < 200_000
             || (seen.iter().filter(|n| **n > 0).count() < 2
                 && start.elapsed() < std::time::Duration::from_secs(30))
         {
             reads += 1;
-            let g = cell.load();
-            let k = shapes.iter().position(|s| *s == g);
+            // Both ways of reading: by value, and in place over the previous snapshot
+            // (whatever rank that had).
+            if reads % 2 == 0 {
+                slot = cell.load();
+            } else {
+                cell.load_into(&mut slot);
+            }
+            let g = &slot;
+            let k = shapes.iter().position(|s| s == g);
             assert!(k.is_some(), "torn geometry read: {g:?}");
             seen[k.unwrap_or(0)] += 1;
         }

@@ -26,7 +26,7 @@ use std::alloc::Layout;
 use std::any::Any;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
-use std::ptr::NonNull;
+use std::ptr::{NonNull, addr_of_mut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -391,14 +391,39 @@ impl Storage {
         allocator: Option<Arc<dyn Allocator>>,
         resizable: bool,
     ) -> Storage {
+        let nbytes = data.nbytes();
+        // Built in place: moving the value into its `Arc` went through a misaligned stack
+        // copy whose store-forwarding stalls were a sixth of allocating a tiny tensor.
+        let arc = Arc::<StorageImpl>::new_uninit();
+        // Not `Arc::get_mut`: it proves uniqueness with an atomic compare-exchange (~10 ns
+        // here), and a new `Arc` is unique by construction. `as_ptr` derives the pointer from
+        // the allocation itself, not from a shared reference, so writing through it while no
+        // other handle exists is sound (it is how `Arc::get_mut_unchecked` works).
+        let p: *mut StorageImpl = Arc::as_ptr(&arc).cast_mut().cast();
+        // Lists every field without `..`: a new field fails to compile here until it is
+        // also written below.
+        let _every_field_is_written = |s: &StorageImpl| {
+            let StorageImpl {
+                device: _,
+                resizable: _,
+                allocator: _,
+                nbytes: _,
+                data: _,
+            } = s;
+        };
+        // SAFETY: `p` points to memory allocated for a `StorageImpl`, aligned, and exclusively
+        // ours (the `Arc` was just created). Each line writes one field (every field, as the
+        // pattern above checks) without reading or dropping the uninitialised old value.
+        unsafe {
+            addr_of_mut!((*p).device).write(device);
+            addr_of_mut!((*p).resizable).write(resizable);
+            addr_of_mut!((*p).allocator).write(allocator);
+            addr_of_mut!((*p).nbytes).write(AtomicUsize::new(nbytes));
+            addr_of_mut!((*p).data).write(RwLock::new(data));
+        }
         Storage {
-            inner: Arc::new(StorageImpl {
-                device,
-                resizable,
-                allocator,
-                nbytes: AtomicUsize::new(data.nbytes()),
-                data: RwLock::new(data),
-            }),
+            // SAFETY: every field of the `StorageImpl` was written above.
+            inner: unsafe { arc.assume_init() },
         }
     }
 
@@ -632,14 +657,40 @@ pub struct StorageLocks<'a> {
     guards: SmallVec<[GuardInner<'a>; 4]>,
     /// For each request, the index of its guard (requests on one storage share a guard).
     slot_of: SmallVec<[usize; 4]>,
-    _held: HeldToken,
+    /// This thread's right to hold locks, from the first acquisition; dropped after the
+    /// guards (fields drop in order).
+    held: Option<HeldToken>,
 }
 
 impl<'a> StorageLocks<'a> {
     /// Locks every storage of `requests` at once, in address order; a storage requested for
     /// both reading and writing is locked once, exclusively.
     pub fn lock(requests: &[(&'a Storage, Access)]) -> Result<StorageLocks<'a>> {
-        let held = HeldToken::acquire()?;
+        let mut locks = StorageLocks::unlocked();
+        locks.acquire(requests)?;
+        Ok(locks)
+    }
+
+    /// An empty set, to [`StorageLocks::acquire`] into. Infallible, so the caller can build it
+    /// in place (a `Result` of it is moved out through `memcpy`).
+    pub(crate) fn unlocked() -> StorageLocks<'a> {
+        StorageLocks {
+            guards: SmallVec::new(),
+            slot_of: SmallVec::new(),
+            held: None,
+        }
+    }
+
+    /// [`StorageLocks::lock`] into a value the caller already holds (on an empty set of
+    /// locks): the set is ~150 bytes, and returning it by value moved it through `memcpy`
+    /// on every operator call.
+    pub(crate) fn acquire(&mut self, requests: &[(&'a Storage, Access)]) -> Result<()> {
+        if self.held.is_some() {
+            return Err(Error::runtime(
+                "internal error: storage locks acquired twice",
+            ));
+        }
+        self.held = Some(HeldToken::acquire()?);
         // Distinct storages (by identity), each with the strongest access asked of it. Built
         // in place: operator calls lock two to four storages, and moving whole small vectors
         // around showed in the profile of tiny calls.
@@ -664,13 +715,8 @@ impl<'a> StorageLocks<'a> {
                 j -= 1;
             }
         }
-        let mut locks = StorageLocks {
-            guards: SmallVec::new(),
-            slot_of: SmallVec::new(),
-            _held: held,
-        };
         for (_, s, a) in &distinct {
-            locks.guards.push(match a {
+            self.guards.push(match a {
                 Access::Read => {
                     GuardInner::Read(s.inner.data.read().unwrap_or_else(PoisonError::into_inner))
                 }
@@ -681,11 +727,10 @@ impl<'a> StorageLocks<'a> {
         }
         for (s, _) in requests {
             let id = s.id();
-            locks
-                .slot_of
+            self.slot_of
                 .push(distinct.iter().position(|d| d.0 == id).unwrap_or(0));
         }
-        Ok(locks)
+        Ok(())
     }
 
     /// The data of request `i`.
@@ -767,26 +812,24 @@ impl<'a> StorageLocks<'a> {
     }
 
     /// [`StorageLocks::split_mut`] for the common case of one written request, request 0 (an
-    /// elementwise output): its data mutably, and the data of every other request in order
-    /// (`None` where it shares request 0's storage). Cheaper than the general split, which
-    /// matters for tiny tensors.
+    /// elementwise output), on host storage: its bytes mutably, and the bytes of every other
+    /// request in order (`None` where it shares request 0's storage). Cheaper than the general
+    /// split, which matters for tiny tensors.
     #[allow(clippy::type_complexity)]
-    pub fn split_first_mut(
-        &mut self,
-    ) -> Result<(&mut StorageData, SmallVec<[Option<&StorageData>; 4]>)> {
+    pub fn split_first_host_mut(&mut self) -> Result<(&mut [u8], SmallVec<[Option<&[u8]>; 4]>)> {
         let written_slot = self.slot(0)?;
         let mut written = None;
-        let mut per_slot: SmallVec<[Option<&StorageData>; 4]> = SmallVec::new();
+        let mut per_slot: SmallVec<[Option<&[u8]>; 4]> = SmallVec::new();
         for (slot, guard) in self.guards.iter_mut().enumerate() {
             if slot != written_slot {
                 per_slot.push(Some(match guard {
-                    GuardInner::Write(g) => &**g,
-                    GuardInner::Read(g) => &**g,
+                    GuardInner::Write(g) => g.host_bytes()?,
+                    GuardInner::Read(g) => g.host_bytes()?,
                 }));
                 continue;
             }
             match guard {
-                GuardInner::Write(g) => written = Some(&mut **g),
+                GuardInner::Write(g) => written = Some(g.host_bytes_mut()?),
                 GuardInner::Read(_) => {
                     return Err(Error::runtime(
                         "internal error: operand 0 was locked for reading but is written",
@@ -797,10 +840,10 @@ impl<'a> StorageLocks<'a> {
         }
         let written = written
             .ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
-        let rest = self.slot_of[1..]
-            .iter()
-            .map(|slot| per_slot.get(*slot).copied().flatten())
-            .collect();
+        let mut rest = SmallVec::new();
+        for slot in &self.slot_of[1..] {
+            rest.push(per_slot.get(*slot).copied().flatten());
+        }
         Ok((written, rest))
     }
 

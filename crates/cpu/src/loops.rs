@@ -135,7 +135,7 @@ impl Plan {
     fn all_contiguous_as(shape: &[i64], operands: &[&Geometry]) -> bool {
         operands
             .iter()
-            .all(|g| g.is_contiguous() && g.sizes() == shape)
+            .all(|g| g.is_contiguous() && switchyard_core::shape::same_dims(g.sizes(), shape))
     }
 
     /// Calls `f(offsets, len)` for each inner run of the linear index range `[start, end)`;
@@ -371,7 +371,7 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
 /// storage, the elements are one run and go straight to [`run_direct`] without a [`Plan`].
 /// `None` when the call does not qualify.
 fn map_small_linear<C: Element, R: Element, const N: usize>(
-    data: &mut TensorData<'_>,
+    data: &mut TensorData<'_, '_>,
     dtypes: &[ScalarType],
     f: &impl Fn([C; N]) -> R,
 ) -> Option<Result<()>> {

@@ -6,7 +6,7 @@
 use crate::structured::{Meta, OutputSpec, Outs};
 use smallvec::SmallVec;
 use switchyard_core::promotion::ResultTypeState;
-use switchyard_core::shape::{DimVec, fmt_dims, infer_size};
+use switchyard_core::shape::{DimVec, fmt_dims, infer_size, same_dims};
 use switchyard_core::{Device, Error, Result, ScalarType, Tensor, can_cast, torch_check};
 
 /// What the loop needs beyond the output spec.
@@ -120,35 +120,37 @@ impl<'a> IterConfig<'a> {
         let (shape, dims) = self.compute_shape()?;
         let device = self.compute_device(&dims)?;
         let (common, out_dtype) = self.compute_types(&dims)?;
-        Ok(Meta::new(
-            [OutputSpec {
-                sizes: shape,
-                strides: None,
-                dtype: out_dtype,
-                device,
-            }],
-            IterInfo {
+        // Pushed, not collected from an array: collecting moved the spec twice through
+        // `memcpy` (a tenth of a tiny call's meta function).
+        let mut outputs = SmallVec::new();
+        outputs.push(OutputSpec {
+            sizes: shape,
+            strides: None,
+            dtype: out_dtype,
+            device,
+        });
+        Ok(Meta {
+            outputs,
+            extra: IterInfo {
                 common_dtype: common,
             },
-        ))
+        })
     }
 
-    /// The broadcast shape, and each input's number of dimensions (read from one geometry
-    /// snapshot per input).
+    /// The broadcast shape, and each input's number of dimensions (read from one consistent
+    /// copy of each input's sizes: `Tensor::sizes` costs less than a closure over a whole
+    /// geometry snapshot).
     fn compute_shape(&self) -> Result<(DimVec, SmallVec<[usize; 4]>)> {
         let mut shape = DimVec::new();
         let mut dims = SmallVec::new();
         for (i, t) in self.inputs.iter().enumerate() {
-            t.with_geometry(|g| -> Result<()> {
-                let sizes = g.sizes();
-                dims.push(sizes.len());
-                if i == 0 {
-                    shape = DimVec::from_slice(sizes);
-                } else if shape.as_slice() != sizes {
-                    shape = infer_size(&shape, sizes)?;
-                }
-                Ok(())
-            })?;
+            let sizes = t.sizes();
+            dims.push(sizes.len());
+            if i == 0 {
+                shape = sizes;
+            } else if !same_dims(&shape, &sizes) {
+                shape = infer_size(&shape, &sizes)?;
+            }
         }
         if let Outs::Inplace(out) = self.outs {
             let out_sizes = out.sizes();

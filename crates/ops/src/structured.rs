@@ -46,8 +46,10 @@ impl OutputSpec {
 /// values for the impl (PyTorch's `precomputed`).
 #[derive(Clone, Debug)]
 pub struct Meta<P = ()> {
-    /// The outputs.
-    pub outputs: SmallVec<[OutputSpec; 2]>,
+    /// The outputs. One inline: most operators have one, and a result of two inline specs
+    /// (~180 bytes) was moved through `memcpy` at each step out of the meta function; the
+    /// few multi-output operators spill to the heap.
+    pub outputs: SmallVec<[OutputSpec; 1]>,
     /// Values computed once in meta and used by the impl.
     pub extra: P,
 }
