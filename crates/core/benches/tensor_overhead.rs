@@ -5,8 +5,8 @@
 //!   storage lock pays this; metadata reads, in a sequence lock, do not);
 //! * `sizes`: `Tensor::sizes` (a sequence-locked geometry read and a copy of the sizes);
 //! * `geometry_snapshot`: `Tensor::geometry` (the sequence-locked copy alone);
-//! * `allocate_1_f32`: `Tensor::allocate` of one element and its drop (buffer, storage and
-//!   tensor allocations);
+//! * `allocate_1_f32`: `Tensor::allocate` of one element and its drop (the storage and tensor
+//!   allocations, both built in place; a one-element buffer lives inside the storage);
 //! * `with_tensors_3`: locking three one-element tensors for an elementwise call (one written)
 //!   and unlocking them, with no work inside.
 //!

@@ -246,6 +246,20 @@ impl Iterator for StridedOffsets<'_> {
     }
 }
 
+/// The geometry a new [`GeometryCell`] starts with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum NewGeometry<'a> {
+    /// A snapshot's.
+    Of(&'a Geometry),
+    /// Row-major contiguous `sizes` at offset 0, of `numel` elements (checked by the caller).
+    Contiguous {
+        /// The sizes.
+        sizes: &'a [i64],
+        /// Their product.
+        numel: i64,
+    },
+}
+
 /// A tensor's current geometry: lock-free reads, mutex-serialised writes (see the module
 /// documentation).
 pub(crate) struct GeometryCell {
@@ -300,7 +314,7 @@ impl GeometryCell {
     /// `dst` must be valid for writes and aligned for a `GeometryCell`; its old contents are
     /// overwritten without being dropped.
     #[inline]
-    pub(crate) unsafe fn init(dst: *mut GeometryCell, g: &Geometry) {
+    pub(crate) unsafe fn init(dst: *mut GeometryCell, g: NewGeometry<'_>) {
         // Lists every field without `..`: a new field fails to compile here until it is
         // also written below.
         let _every_field_is_written = |c: &GeometryCell| {
@@ -329,8 +343,35 @@ impl GeometryCell {
             addr_of_mut!((*dst).spilled).write(RwLock::new(Vec::new()));
             addr_of_mut!((*dst).writer).write(Mutex::new(()));
             // Every field is initialised now (see the pattern above).
-            (*dst).write_fields(g);
+            match g {
+                NewGeometry::Of(g) => (*dst).write_fields(g),
+                NewGeometry::Contiguous { sizes, numel } => (*dst).write_contiguous(sizes, numel),
+            }
         }
+    }
+
+    /// Stores the row-major contiguous geometry of `sizes` at offset 0, computing the strides
+    /// in place: a new output's geometry, without building a [`Geometry`] first (its arrays,
+    /// built on the stack and copied, stalled on store forwarding). Construction only.
+    fn write_contiguous(&self, sizes: &[i64], numel: i64) {
+        let rank = sizes.len();
+        if rank > INLINE_DIMS {
+            self.write_fields(&Geometry::contiguous(sizes, numel));
+            return;
+        }
+        self.rank.store(rank, Ordering::Relaxed);
+        // Strides as in `shape::contiguous_strides` (sizes of 0 count as 1); entries past the
+        // rank stay zero.
+        let mut stride: i64 = 1;
+        for (i, size) in sizes.iter().enumerate().rev() {
+            self.dims[i].store(*size, Ordering::Relaxed);
+            self.dims[INLINE_DIMS + i].store(stride, Ordering::Relaxed);
+            stride = stride.saturating_mul((*size).max(1));
+        }
+        self.storage_offset.store(0, Ordering::Relaxed);
+        self.numel.store(numel, Ordering::Relaxed);
+        self.required_elements.store(numel, Ordering::Relaxed);
+        self.is_contiguous.store(true, Ordering::Relaxed);
     }
 
     /// Stores `g` field by field (callers make this invisible to readers: at construction, or
@@ -589,11 +630,33 @@ mod tests {
             let mut place = std::mem::MaybeUninit::<GeometryCell>::uninit();
             // SAFETY: `place` is writable and aligned for a cell; `init` writes every field.
             let cell = unsafe {
-                GeometryCell::init(place.as_mut_ptr(), &g);
+                GeometryCell::init(place.as_mut_ptr(), NewGeometry::Of(&g));
                 place.assume_init()
             };
             assert_eq!(cell.load(), GeometryCell::new(&g).load());
             assert_eq!(cell.load(), g);
+        }
+    }
+
+    #[test]
+    fn contiguous_cells_match_contiguous_geometries() {
+        for sizes in [
+            &[][..],
+            &[1],
+            &[7],
+            &[2, 0, 5],
+            &[3, 1, 4, 1, 5],
+            &[2, 1, 3, 1, 2, 4],
+        ] {
+            let numel = shape::numel(sizes).unwrap();
+            let mut place = std::mem::MaybeUninit::<GeometryCell>::uninit();
+            // SAFETY: `place` is writable and aligned for a cell; `init` writes every field.
+            let cell = unsafe {
+                GeometryCell::init(place.as_mut_ptr(), NewGeometry::Contiguous { sizes, numel });
+                place.assume_init()
+            };
+            let expected = Geometry::new(sizes, &shape::contiguous_strides(sizes), 0).unwrap();
+            assert_eq!(cell.load(), expected, "{sizes:?}");
         }
     }
 

@@ -384,7 +384,10 @@ impl std::fmt::Debug for Storage {
 }
 
 impl Storage {
-    #[inline]
+    // Always inlined into the constructors, so the storage data is built straight into the
+    // new allocation (passed by value, it was copied from the stack with a store-forwarding
+    // stall, half of `Storage::new`'s time).
+    #[inline(always)]
     fn from_parts(
         device: Device,
         data: StorageData,
@@ -412,14 +415,20 @@ impl Storage {
             } = s;
         };
         // SAFETY: `p` points to memory allocated for a `StorageImpl`, aligned, and exclusively
-        // ours (the `Arc` was just created). Each line writes one field (every field, as the
-        // pattern above checks) without reading or dropping the uninitialised old value.
+        // ours (the `Arc` was just created). Each write fills one field (every field, as the
+        // pattern above checks) without reading or dropping the uninitialised old value; the
+        // lock is only borrowed (`&mut`, nobody else can see it) after it was written.
         unsafe {
             addr_of_mut!((*p).device).write(device);
             addr_of_mut!((*p).resizable).write(resizable);
             addr_of_mut!((*p).allocator).write(allocator);
             addr_of_mut!((*p).nbytes).write(AtomicUsize::new(nbytes));
-            addr_of_mut!((*p).data).write(RwLock::new(data));
+            // The lock first, around a placeholder, then the data through it: writing
+            // `RwLock::new(data)` built the lock on the stack with the data at an odd offset,
+            // and copying that stalled on store forwarding (half of `Storage::new`).
+            let lock = addr_of_mut!((*p).data);
+            lock.write(RwLock::new(StorageData::Meta { nbytes: 0 }));
+            *(*lock).get_mut().unwrap_or_else(PoisonError::into_inner) = data;
         }
         Storage {
             // SAFETY: every field of the `StorageImpl` was written above.
@@ -812,11 +821,14 @@ impl<'a> StorageLocks<'a> {
     }
 
     /// [`StorageLocks::split_mut`] for the common case of one written request, request 0 (an
-    /// elementwise output), on host storage: its bytes mutably, and the bytes of every other
-    /// request in order (`None` where it shares request 0's storage). Cheaper than the general
-    /// split, which matters for tiny tensors.
-    #[allow(clippy::type_complexity)]
-    pub fn split_first_host_mut(&mut self) -> Result<(&mut [u8], SmallVec<[Option<&[u8]>; 4]>)> {
+    /// elementwise output), on host storage: its bytes mutably, with the bytes of every other
+    /// request pushed onto `rest` in order (`None` where it shares request 0's storage).
+    /// Cheaper than the general split, which matters for tiny tensors; `rest` is the caller's
+    /// because returning a small vector by value stalled on store forwarding.
+    pub fn split_first_host_mut<'s>(
+        &'s mut self,
+        rest: &mut SmallVec<[Option<&'s [u8]>; 4]>,
+    ) -> Result<&'s mut [u8]> {
         let written_slot = self.slot(0)?;
         let mut written = None;
         let mut per_slot: SmallVec<[Option<&[u8]>; 4]> = SmallVec::new();
@@ -840,11 +852,10 @@ impl<'a> StorageLocks<'a> {
         }
         let written = written
             .ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
-        let mut rest = SmallVec::new();
         for slot in &self.slot_of[1..] {
             rest.push(per_slot.get(*slot).copied().flatten());
         }
-        Ok((written, rest))
+        Ok(written)
     }
 
     /// Whether requests `i` and `j` share a storage.

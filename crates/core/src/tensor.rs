@@ -17,7 +17,7 @@
 pub use crate::geometry::{Geometry, StridedOffsets};
 
 use crate::element::{Element, read_element};
-use crate::geometry::GeometryCell;
+use crate::geometry::{GeometryCell, NewGeometry};
 use crate::keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, sets, tensor_key_set};
 use crate::local_dispatch::is_inference_mode_enabled;
 use crate::shape::{self, DimVec, fmt_dims};
@@ -149,7 +149,7 @@ impl Tensor {
     /// allocation: moving the ~280-byte object into an `Arc` by value cost two `memcpy` calls,
     /// a quarter of allocating a tiny tensor.
     #[inline]
-    fn build(parts: TensorParts, geometry: &Geometry) -> Tensor {
+    fn build(parts: TensorParts, geometry: NewGeometry<'_>) -> Tensor {
         let arc = Arc::<TensorImpl>::new_uninit();
         // Not `Arc::get_mut`: it proves uniqueness with an atomic compare-exchange (~10 ns
         // here), and a new `Arc` is unique by construction. `as_ptr` derives the pointer from
@@ -216,7 +216,7 @@ impl Tensor {
         let geometry = Geometry::new(sizes, strides, storage_offset)?;
         Ok(Self::build(
             TensorParts::dense(dtype, device, storage),
-            &geometry,
+            NewGeometry::Of(&geometry),
         ))
     }
 
@@ -228,10 +228,9 @@ impl Tensor {
         // build the contiguous geometry directly (it fits the new storage by construction).
         let numel = shape::numel(sizes)?;
         let storage = Storage::new(nbytes_for(numel, dtype, sizes)?, device)?;
-        let geometry = Geometry::contiguous(sizes, numel);
         Ok(Self::build(
             TensorParts::dense(dtype, device, storage),
-            &geometry,
+            NewGeometry::Contiguous { sizes, numel },
         ))
     }
 
@@ -247,10 +246,12 @@ impl Tensor {
             .map_err(|_| Error::runtime("internal error: negative numel"))?;
         nbytes_for(numel as i64, T::DTYPE, sizes)?;
         let storage = Storage::new_host_with::<T::Repr>(numel, init)?;
-        let geometry = Geometry::contiguous(sizes, numel as i64);
         Ok(Self::build(
             TensorParts::dense(T::DTYPE, Device::CPU, storage),
-            &geometry,
+            NewGeometry::Contiguous {
+                sizes,
+                numel: numel as i64,
+            },
         ))
     }
 
@@ -288,7 +289,7 @@ impl Tensor {
                 version: VersionCounter::default(),
                 payload: Some(payload),
             },
-            &geometry,
+            NewGeometry::Of(&geometry),
         ))
     }
 
@@ -582,7 +583,7 @@ impl Tensor {
                 version: src.version.clone(),
                 payload: None,
             },
-            &geometry,
+            NewGeometry::Of(&geometry),
         ))
     }
 
@@ -781,11 +782,14 @@ impl TensorData<'_, '_> {
         Ok((written, shared))
     }
 
-    /// [`TensorData::split_host_mut`] for one written operand, operand 0: its bytes mutably,
-    /// and the bytes of operands 1.. (`None` for those sharing operand 0's storage).
-    #[allow(clippy::type_complexity)]
-    pub fn split_first_host_mut(&mut self) -> Result<(&mut [u8], SmallVec<[Option<&[u8]>; 4]>)> {
-        self.locks.split_first_host_mut()
+    /// [`TensorData::split_host_mut`] for one written operand, operand 0: its bytes mutably;
+    /// the bytes of operands 1.. are pushed onto `rest` (`None` for those sharing operand 0's
+    /// storage). `rest` is the caller's so that nothing large is returned by value.
+    pub fn split_first_host_mut<'s>(
+        &'s mut self,
+        rest: &mut SmallVec<[Option<&'s [u8]>; 4]>,
+    ) -> Result<&'s mut [u8]> {
+        self.locks.split_first_host_mut(rest)
     }
 }
 

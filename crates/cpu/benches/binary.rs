@@ -5,6 +5,8 @@
 //! * `add_16M_f32`: functional `add.Tensor` (allocates the result);
 //! * `add_tiny`: a 1-element `add.Tensor` through the typed API (dispatch + meta +
 //!   allocation + kernel), PyTorch's `py_add_tiny_ns` minus Python overhead;
+//! * `add_out_tiny`, `add_inplace_tiny`: the same 1-element call into an existing output and
+//!   in place (no allocation), libtorch's `add_out_tiny_ns` and `add_inplace_tiny_ns`;
 //! * `mul_scalar_16M_f32`, `div_floor_16M_f32`, `eq_16M_f32`: other kernels of the family.
 //!
 //! Run: `cargo bench -p switchyard-cpu --bench binary`.
@@ -60,6 +62,24 @@ fn bench(c: &mut Criterion) {
     c.bench_function("add_tiny", |b| {
         b.iter(|| {
             black_box(op::add_Tensor::call(black_box(&a), black_box(&b1), Scalar::Int(1)).unwrap())
+        })
+    });
+    // The same call without allocating: into an existing output, and in place (libtorch's
+    // `add_out_tiny_ns` and `add_inplace_tiny_ns` in `libtorch_overhead.cpp`).
+    let out = Tensor::from_vec(vec![0.0f32], &[1]).unwrap();
+    c.bench_function("add_out_tiny", |b| {
+        b.iter(|| {
+            black_box(
+                op::add_out::call(black_box(&a), black_box(&b1), Scalar::Int(1), &out).unwrap(),
+            )
+        })
+    });
+    let acc = Tensor::from_vec(vec![0.0f32], &[1]).unwrap();
+    c.bench_function("add_inplace_tiny", |b| {
+        b.iter(|| {
+            black_box(
+                op::add__Tensor::call(black_box(&acc), black_box(&b1), Scalar::Int(1)).unwrap(),
+            )
         })
     });
 }

@@ -17,6 +17,7 @@
 use rayon::prelude::*;
 use smallvec::SmallVec;
 use switchyard_core::element::{Element, convert};
+use switchyard_core::shape::same_dims;
 use switchyard_core::tensor::Geometry;
 use switchyard_core::tensor::TensorData;
 use switchyard_core::{
@@ -135,7 +136,7 @@ impl Plan {
     fn all_contiguous_as(shape: &[i64], operands: &[&Geometry]) -> bool {
         operands
             .iter()
-            .all(|g| g.is_contiguous() && switchyard_core::shape::same_dims(g.sizes(), shape))
+            .all(|g| g.is_contiguous() && same_dims(g.sizes(), shape))
     }
 
     /// Calls `f(offsets, len)` for each inner run of the linear index range `[start, end)`;
@@ -310,7 +311,7 @@ fn out_of_range() -> Error {
 /// the output's storage and must be read through the output's bytes).
 struct Operands<'a> {
     dtypes: &'a [ScalarType],
-    inputs: SmallVec<[Option<&'a [u8]>; 4]>,
+    inputs: &'a [Option<&'a [u8]>],
 }
 
 /// `out = f(inputs)` elementwise over `out`'s shape; inputs are converted to `C`, results from
@@ -320,12 +321,24 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
     inputs: [&Tensor; N],
     f: impl Fn([C; N]) -> R + Sync,
 ) -> Result<()> {
+    if N + 1 > MAX_OPERANDS {
+        return Err(Error::runtime(format!(
+            "internal error: an elementwise kernel over {N} inputs (at most {} are supported)",
+            MAX_OPERANDS - 1
+        )));
+    }
     let mut requests: SmallVec<[(&Tensor, Access); MAX_OPERANDS]> = SmallVec::new();
     requests.push((out, Access::Write));
     requests.extend(inputs.iter().map(|t| (*t, Access::Read)));
     with_tensors(&requests, |data| {
-        let dtypes: SmallVec<[ScalarType; MAX_OPERANDS]> = (0..=N).map(|i| data.dtype(i)).collect();
-        if let Some(done) = map_small_linear::<C, R, N>(data, &dtypes, &f) {
+        // A fixed array, not a collected small vector (moved out of `collect`, it stalled on
+        // store forwarding); N + 1 <= MAX_OPERANDS was checked above.
+        let mut all_dtypes = [ScalarType::Float; MAX_OPERANDS];
+        for (i, d) in all_dtypes.iter_mut().enumerate().take(N + 1) {
+            *d = data.dtype(i);
+        }
+        let dtypes = &all_dtypes[..N + 1];
+        if let Some(done) = map_small_linear::<C, R, N>(data, dtypes, &f) {
             return done;
         }
         let plan = {
@@ -336,10 +349,11 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
         if plan.numel == 0 {
             return Ok(());
         }
-        let (out_bytes, inputs) = data.split_first_host_mut()?;
+        let mut inputs = SmallVec::new();
+        let out_bytes = data.split_first_host_mut(&mut inputs)?;
         let ops = Operands {
-            dtypes: &dtypes,
-            inputs,
+            dtypes,
+            inputs: &inputs,
         };
         let aliased = ops.inputs.iter().any(Option::is_none);
         let out_dtype = ops.dtypes[0];
@@ -367,38 +381,62 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
 }
 
 /// The tiny-call fast path of [`map`]: below [`GRAIN_SIZE`] elements, with every operand
-/// contiguous with the output's shape, of the compute types and not sharing the output's
-/// storage, the elements are one run and go straight to [`run_direct`] without a [`Plan`].
+/// contiguous with the output's shape, of the compute types, and either apart from the output
+/// or the output itself (in-place calls), the elements are one run and go straight to
+/// [`run_direct`] (or [`run_direct_in_place`]) without a [`Plan`].
 /// `None` when the call does not qualify.
 fn map_small_linear<C: Element, R: Element, const N: usize>(
     data: &mut TensorData<'_, '_>,
     dtypes: &[ScalarType],
     f: &impl Fn([C; N]) -> R,
 ) -> Option<Result<()>> {
-    let (numel, offsets) = {
-        let geoms: SmallVec<[&Geometry; MAX_OPERANDS]> =
-            (0..=N).map(|i| data.geometry(i)).collect();
-        let numel = usize::try_from(geoms[0].numel()).ok()?;
+    // One pass over the operands' snapshots, nothing collected: this runs on every
+    // elementwise call, and for tiny ones its bookkeeping is a visible share of the time.
+    // `map`, the only caller, checked N + 1 <= MAX_OPERANDS.
+    let mut offsets = [0i64; MAX_OPERANDS];
+    let numel = {
+        let out = data.geometry(0);
+        let numel = usize::try_from(out.numel()).ok()?;
         if numel == 0 {
             // Nothing to write (an empty view's offset may even lie past its storage's end).
             return Some(Ok(()));
         }
-        let qualifies = numel < GRAIN_SIZE
-            && dtypes[0] == R::DTYPE
-            && dtypes[1..].iter().all(|d| *d == C::DTYPE)
-            && Plan::all_contiguous_as(geoms[0].sizes(), &geoms)
-            && (1..=N).all(|i| !data.same_storage(0, i));
-        if !qualifies {
+        if numel >= GRAIN_SIZE || dtypes.first() != Some(&R::DTYPE) {
             return None;
         }
-        let offsets: SmallVec<[i64; MAX_OPERANDS]> =
-            geoms.iter().map(|g| g.storage_offset()).collect();
-        (numel, offsets)
+        let shape = out.sizes();
+        for (i, offset) in offsets.iter_mut().enumerate().take(N + 1) {
+            let g = data.geometry(i);
+            // An input on the output's storage qualifies only as the output itself, element
+            // for element (same offset; contiguous with the same shape, as checked below) and
+            // of the same type, as in `x.add_(y)`: each element is then read just before it
+            // is overwritten. Any other overlap takes the general path.
+            let input_ok = i == 0
+                || (dtypes.get(i) == Some(&C::DTYPE)
+                    && (!data.same_storage(0, i)
+                        || (C::DTYPE == R::DTYPE && g.storage_offset() == out.storage_offset())));
+            if !(input_ok && g.is_contiguous() && same_dims(g.sizes(), shape)) {
+                return None;
+            }
+            *offset = g.storage_offset();
+        }
+        numel
     };
-    Some(data.split_first_host_mut().and_then(|(out_bytes, inputs)| {
-        let ops = Operands { dtypes, inputs };
-        run_direct::<C, R, N>(out_bytes, offsets[0], &offsets, numel, &ops, f)
-    }))
+    let mut inputs = SmallVec::new();
+    Some(
+        data.split_first_host_mut(&mut inputs)
+            .and_then(|out_bytes| {
+                let ops = Operands {
+                    dtypes,
+                    inputs: &inputs,
+                };
+                if inputs.iter().any(Option::is_none) {
+                    run_direct_in_place::<C, R, N>(out_bytes, &offsets, numel, &ops, f)
+                } else {
+                    run_direct::<C, R, N>(out_bytes, offsets[0], &offsets, numel, &ops, f)
+                }
+            }),
+    )
 }
 
 /// Runs `body(index, chunk)` over `chunk_bytes`-sized chunks of `region` on the thread pool.
@@ -470,6 +508,37 @@ fn run_direct<C: Element, R: Element, const N: usize>(
     let dst = dst.get_mut(o..o + len).ok_or_else(out_of_range)?;
     for (i, d) in dst.iter_mut().enumerate() {
         let args: [C; N] = std::array::from_fn(|k| C::from_repr(srcs[k][i]));
+        *d = R::to_repr(f(args));
+    }
+    Ok(())
+}
+
+/// [`run_direct`] where some inputs are the output itself, element for element (`None` in
+/// `ops.inputs`; see `map_small_linear`): each element of the output is read, as those inputs'
+/// value, just before it is overwritten. `offsets[0]` is the output's.
+fn run_direct_in_place<C: Element, R: Element, const N: usize>(
+    out_bytes: &mut [u8],
+    offsets: &[i64],
+    len: usize,
+    ops: &Operands<'_>,
+    f: &impl Fn([C; N]) -> R,
+) -> Result<()> {
+    let mut srcs: [Option<&[C::Repr]>; N] = [None; N];
+    for (k, src) in srcs.iter_mut().enumerate() {
+        if let Some(bytes) = ops.inputs[k] {
+            let all = typed::<C>(bytes)?;
+            let o = usize::try_from(offsets[k + 1]).map_err(|_| out_of_range())?;
+            *src = Some(all.get(o..o + len).ok_or_else(out_of_range)?);
+        }
+    }
+    let dst = typed_mut::<R>(out_bytes)?;
+    let o = usize::try_from(offsets[0]).map_err(|_| out_of_range())?;
+    let dst = dst.get_mut(o..o + len).ok_or_else(out_of_range)?;
+    for (i, d) in dst.iter_mut().enumerate() {
+        // The output's type is the compute type here (checked by the caller), so this
+        // conversion is the identity.
+        let current = convert::<R, C>(R::from_repr(*d));
+        let args: [C; N] = std::array::from_fn(|k| srcs[k].map_or(current, |s| C::from_repr(s[i])));
         *d = R::to_repr(f(args));
     }
     Ok(())

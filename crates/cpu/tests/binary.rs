@@ -203,6 +203,55 @@ fn inplace_with_self_as_operand() {
     assert_same(&a, &expected, "a *= a");
 }
 
+/// Small in-place calls, where `self` is both the output and an input element for element
+/// (the tiny-call fast path reads each element just before overwriting it), equal the
+/// functional results; so do calls whose other operand is `self` too.
+#[test]
+fn small_inplace_calls_equal_functional() {
+    for n in [1usize, 7, 300] {
+        let a = op::add_Scalar::call(
+            &ramp(n, ScalarType::Float),
+            Scalar::Float(0.5),
+            Scalar::Int(1),
+        )
+        .unwrap();
+        let b = op::add_Scalar::call(
+            &ramp(n, ScalarType::Float),
+            Scalar::Float(2.25),
+            Scalar::Int(1),
+        )
+        .unwrap();
+        let expected = op::add_Tensor::call(&a, &b, Scalar::Int(3)).unwrap();
+        let c = contiguous(&a);
+        op::add__Tensor::call(&c, &b, Scalar::Int(3)).unwrap();
+        assert_same(&c, &expected, &format!("add_ alpha=3, n={n}"));
+
+        let expected = op::div_Tensor::call(&b, &a).unwrap();
+        let c = contiguous(&b);
+        op::div__Tensor::call(&c, &a).unwrap();
+        assert_same(&c, &expected, &format!("div_, n={n}"));
+
+        // `self` on both sides: x + 3x = 4x, x - x = 0.
+        let expected = op::mul_Scalar::call(&a, Scalar::Int(4)).unwrap();
+        let c = contiguous(&a);
+        op::add__Tensor::call(&c, &c, Scalar::Int(3)).unwrap();
+        assert_same(&c, &expected, &format!("x.add_(x, alpha=3), n={n}"));
+        let c = contiguous(&a);
+        op::sub__Tensor::call(&c, &c, Scalar::Int(1)).unwrap();
+        let zeros = Tensor::allocate(&[n as i64], ScalarType::Float, Device::CPU).unwrap();
+        assert_same(&c, &zeros, &format!("x.sub_(x), n={n}"));
+
+        // An integer self with a float result cannot be written in place (PyTorch's error).
+        let i = ramp(n, ScalarType::Int);
+        let err = op::add__Tensor::call(&i, &a, Scalar::Int(1)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("can't be cast to the desired output type"),
+            "{err}"
+        );
+    }
+}
+
 /// `where.self` / `where.self_out` are not registered (the generator emits the kernel name
 /// `where` unescaped), so their kernels are tested directly; values checked against
 /// `torch.where` by hand.

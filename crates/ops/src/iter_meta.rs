@@ -7,7 +7,7 @@ use crate::structured::{Meta, OutputSpec, Outs};
 use smallvec::SmallVec;
 use switchyard_core::promotion::ResultTypeState;
 use switchyard_core::shape::{DimVec, fmt_dims, infer_size, same_dims};
-use switchyard_core::{Device, Error, Result, ScalarType, Tensor, can_cast, torch_check};
+use switchyard_core::{Device, Error, Result, Scalar, ScalarType, Tensor, can_cast, torch_check};
 
 /// What the loop needs beyond the output spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,7 @@ pub struct IterConfig<'a> {
     enforce_safe_casting_to_output: bool,
     check_all_same_dtype: bool,
     output_dtype: Option<ScalarType>,
+    alpha: Option<Scalar>,
 }
 
 impl<'a> IterConfig<'a> {
@@ -41,6 +42,7 @@ impl<'a> IterConfig<'a> {
             enforce_safe_casting_to_output: false,
             check_all_same_dtype: true,
             output_dtype: None,
+            alpha: None,
         }
     }
 
@@ -108,6 +110,13 @@ impl<'a> IterConfig<'a> {
         c
     }
 
+    /// Checks `alpha` against the common dtype (PyTorch's `alpha_check`, for `add`/`sub`), in
+    /// [`IterConfig::build`]: checking after `build` moved the whole result once more.
+    pub fn alpha(mut self, alpha: Scalar) -> Self {
+        self.alpha = Some(alpha);
+        self
+    }
+
     /// Forces the output dtype when the caller gives no output.
     pub fn output_dtype(mut self, dtype: ScalarType) -> Self {
         self.output_dtype = Some(dtype);
@@ -117,9 +126,16 @@ impl<'a> IterConfig<'a> {
     /// Computes the broadcast shape, dtypes and device, checking the caller's output; returns
     /// the meta result with [`IterInfo`] for the loop.
     pub fn build(self) -> Result<Meta<IterInfo>> {
-        let (shape, dims) = self.compute_shape()?;
+        // Filled in place, not returned: moving the pair out of a `Result` stalled on store
+        // forwarding (a third of this function's own time in a tiny call).
+        let mut shape = DimVec::new();
+        let mut dims: SmallVec<[usize; 4]> = SmallVec::new();
+        self.compute_shape(&mut shape, &mut dims)?;
         let device = self.compute_device(&dims)?;
         let (common, out_dtype) = self.compute_types(&dims)?;
+        if let Some(alpha) = self.alpha {
+            crate::meta::alpha_check(common, alpha)?;
+        }
         // Pushed, not collected from an array: collecting moved the spec twice through
         // `memcpy` (a tenth of a tiny call's meta function).
         let mut outputs = SmallVec::new();
@@ -137,31 +153,29 @@ impl<'a> IterConfig<'a> {
         })
     }
 
-    /// The broadcast shape, and each input's number of dimensions (read from one consistent
-    /// copy of each input's sizes: `Tensor::sizes` costs less than a closure over a whole
-    /// geometry snapshot).
-    fn compute_shape(&self) -> Result<(DimVec, SmallVec<[usize; 4]>)> {
-        let mut shape = DimVec::new();
-        let mut dims = SmallVec::new();
+    /// Writes the broadcast shape and each input's number of dimensions (read from one
+    /// consistent copy of each input's sizes: `Tensor::sizes` costs less than a closure over
+    /// a whole geometry snapshot).
+    fn compute_shape(&self, shape: &mut DimVec, dims: &mut SmallVec<[usize; 4]>) -> Result<()> {
         for (i, t) in self.inputs.iter().enumerate() {
             let sizes = t.sizes();
             dims.push(sizes.len());
             if i == 0 {
-                shape = sizes;
-            } else if !same_dims(&shape, &sizes) {
-                shape = infer_size(&shape, &sizes)?;
+                *shape = sizes;
+            } else if !same_dims(shape, &sizes) {
+                *shape = infer_size(shape, &sizes)?;
             }
         }
         if let Outs::Inplace(out) = self.outs {
             let out_sizes = out.sizes();
             torch_check!(
-                out_sizes == shape,
+                out_sizes == *shape,
                 "output with shape {} doesn't match the broadcast shape {}",
                 fmt_dims(&out_sizes),
-                fmt_dims(&shape)
+                fmt_dims(shape)
             );
         }
-        Ok((shape, dims))
+        Ok(())
     }
 
     fn compute_device(&self, dims: &[usize]) -> Result<Device> {

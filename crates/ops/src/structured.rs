@@ -100,6 +100,14 @@ impl<'a> Outs<'a> {
     }
 }
 
+/// A meta function's result by reference, or its error (cloned, on the error path only).
+/// Generated wrappers use this rather than `?`: moving a `Meta` out of its `Result` copied it
+/// through the stack and stalled on store forwarding in every call.
+#[inline]
+pub fn meta_ok<P>(meta: &Result<Meta<P>>) -> Result<&Meta<P>> {
+    meta.as_ref().map_err(Clone::clone)
+}
+
 /// Allocates an output as described (PyTorch's `create_out`).
 pub fn create_out(spec: &OutputSpec) -> Result<Tensor> {
     match &spec.strides {

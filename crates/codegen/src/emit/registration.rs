@@ -145,7 +145,7 @@ pub(super) fn outs_names(f: &GenFunction) -> Vec<String> {
 
 /// Structured `CPU` impls whose functional variant allocates its own output: (impl kernel,
 /// functional kernel). The functional wrapper runs the meta function and then
-/// `native::<functional kernel>(&meta, <functional arguments>) -> Result<Tensor>` instead of
+/// `native::<functional kernel>(meta, <functional arguments>) -> Result<Tensor>` instead of
 /// `create_out` + the impl. For kernels that write every element of a large output: they can
 /// write it into new memory with `Tensor::new_with` and skip the zero-fill of `create_out`
 /// (PyTorch's functional wrappers allocate with `empty`, uninitialised). The kernel must give
@@ -195,8 +195,10 @@ fn structured_wrapper(
         _ => format!("Outs::Out(&[{}])", outs_names(f).join(", ")),
     };
     let s = paths.structured;
+    // The result is borrowed, not moved out with `?`: moving a `Meta` out of its `Result`
+    // copied it through the stack, a store-forwarding stall on every call.
     let mut body = format!(
-        "    let meta = {}::{meta_name}({}{}{outs_expr})?;\n",
+        "    let meta = {}::{meta_name}({}{}{outs_expr});\n    let meta = {s}::meta_ok(&meta)?;\n",
         paths.meta,
         meta_args.join(", "),
         if meta_args.is_empty() { "" } else { ", " }
@@ -206,7 +208,7 @@ fn structured_wrapper(
         && let Some(own) = impl_kernel.and_then(|k| functional_output_kernel(key, k))
     {
         body.push_str(&format!(
-            "    {}::{}(&meta, {})\n",
+            "    {}::{}(meta, {})\n",
             paths.native,
             fn_name(own),
             meta_args.join(", ")
@@ -269,7 +271,7 @@ fn structured_wrapper(
             })
             .collect::<Result<_, _>>()?;
         body.push_str(&format!(
-            "    {}::{}(&meta, {}{}{})?;\n",
+            "    {}::{}(meta, {}{}{})?;\n",
             paths.native,
             fn_name(kernel),
             impl_args.join(", "),
@@ -284,7 +286,7 @@ fn structured_wrapper(
             }
         }
     } else {
-        body.push_str("    let _ = &meta;\n");
+        body.push_str("    let _ = meta;\n");
     }
     let ret = match kind {
         SchemaKind::Functional => targets.join(", "),

@@ -341,26 +341,29 @@ static REGISTER: fn(&'static Dispatcher) = |d| {
 
 /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_all_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::all_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::all_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_all_dims(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::all_dims_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::all_dims_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_all_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::all_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::all_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -369,10 +372,11 @@ fn wrapper_CPU_all_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor
 
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::all_dims_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::all_dims_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -381,26 +385,29 @@ fn wrapper_CPU_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&T
 
 /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_any_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::any_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::any_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_any_dims(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::any_dims_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::any_dims_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_any_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::any_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::any_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -409,10 +416,11 @@ fn wrapper_CPU_any_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor
 
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::any_dims_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::any_dims_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -421,18 +429,20 @@ fn wrapper_CPU_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&T
 
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_argmax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::argmax_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::argmax_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_argmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::argmax_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::argmax_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -441,18 +451,20 @@ fn wrapper_CPU_argmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Ten
 
 /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_argmin(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::argmin_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::argmin_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_argmin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::argmin_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::argmin_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -466,18 +478,20 @@ fn wrapper_CPU_as_strided(_ks: DispatchKeySet, (self_, size, stride, storage_off
 
 /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 fn wrapper_CPU_baddbmm(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Functional)?;
+    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::baddbmm_out_cpu(&meta, self_, batch1, batch2, beta, alpha, &out0)?;
+    crate::native::baddbmm_out_cpu(meta, self_, batch1, batch2, beta, alpha, &out0)?;
     Ok(out0)
 }
 
 /// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_CPU_baddbmm_(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::baddbmm_out_cpu(&meta, self_, batch1, batch2, beta, alpha, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::baddbmm_out_cpu(meta, self_, batch1, batch2, beta, alpha, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -486,10 +500,11 @@ fn wrapper_CPU_baddbmm_(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha
 
 /// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::baddbmm_out_cpu(&meta, self_, batch1, batch2, beta, alpha, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::baddbmm_out_cpu(meta, self_, batch1, batch2, beta, alpha, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -498,18 +513,20 @@ fn wrapper_CPU_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, batch2, beta, al
 
 /// `bmm(Tensor self, Tensor mat2) -> Tensor`
 fn wrapper_CPU_bmm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional)?;
+    let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::bmm_out_cpu(&meta, self_, mat2, &out0)?;
+    crate::native::bmm_out_cpu(meta, self_, mat2, &out0)?;
     Ok(out0)
 }
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_bmm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::bmm_out_cpu(&meta, self_, mat2, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::bmm_out_cpu(meta, self_, mat2, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -518,18 +535,20 @@ fn wrapper_CPU_bmm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tenso
 
 /// `cat(Tensor[] tensors, int dim=0) -> Tensor`
 fn wrapper_CPU_cat(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::cat_out_cpu(&meta, tensors, dim, &out0)?;
+    crate::native::cat_out_cpu(meta, tensors, dim, &out0)?;
     Ok(out0)
 }
 
 /// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::cat_out_cpu(&meta, tensors, dim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::cat_out_cpu(meta, tensors, dim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -538,18 +557,20 @@ fn wrapper_CPU_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64
 
 /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CPU_cumprod(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional)?;
+    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::cumprod_out(&meta, self_, dim, dtype, &out0)?;
+    crate::native::cumprod_out(meta, self_, dim, dtype, &out0)?;
     Ok(out0)
 }
 
 /// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
 fn wrapper_CPU_cumprod_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::cumprod_out(&meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::cumprod_out(meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -558,10 +579,11 @@ fn wrapper_CPU_cumprod_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64,
 
 /// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::cumprod_out(&meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::cumprod_out(meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -570,18 +592,20 @@ fn wrapper_CPU_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tens
 
 /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CPU_cumsum(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional)?;
+    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::cumsum_out(&meta, self_, dim, dtype, &out0)?;
+    crate::native::cumsum_out(meta, self_, dim, dtype, &out0)?;
     Ok(out0)
 }
 
 /// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
 fn wrapper_CPU_cumsum_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::cumsum_out(&meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::cumsum_out(meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -590,10 +614,11 @@ fn wrapper_CPU_cumsum_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, 
 
 /// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::cumsum_out(&meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::cumsum_out(meta, self_, dim, dtype, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -622,18 +647,20 @@ fn wrapper_CPU_fill__Tensor(_ks: DispatchKeySet, (self_, value): (&Tensor, &Tens
 
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 fn wrapper_CPU_index_Tensor(_ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::index_tensor(self_, indices, Outs::Functional)?;
+    let meta = switchyard_ops::meta::index_tensor(self_, indices, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::index_out(&meta, self_, indices, &out0)?;
+    crate::native::index_out(meta, self_, indices, &out0)?;
     Ok(out0)
 }
 
 /// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_index_Tensor_out(_ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::index_tensor(self_, indices, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::index_tensor(self_, indices, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::index_out(&meta, self_, indices, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::index_out(meta, self_, indices, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -647,16 +674,18 @@ fn wrapper_CPU__index_put_impl_(_ks: DispatchKeySet, (self_, indices, values, ac
 
 /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 fn wrapper_CPU__log_softmax(_ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional)?;
-    crate::native::log_softmax_cpu(&meta, self_, dim, half_to_float)
+    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    crate::native::log_softmax_cpu(meta, self_, dim, half_to_float)
 }
 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU__log_softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::log_softmax_cpu_out(&meta, self_, dim, half_to_float, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::log_softmax_cpu_out(meta, self_, dim, half_to_float, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -665,18 +694,20 @@ fn wrapper_CPU__log_softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float,
 
 /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 fn wrapper_CPU_amax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::amax_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::amax_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::amax_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::amax_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -685,18 +716,20 @@ fn wrapper_CPU_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
 
 /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 fn wrapper_CPU_amin(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::amin_out(&meta, self_, dim, keepdim, &out0)?;
+    crate::native::amin_out(meta, self_, dim, keepdim, &out0)?;
     Ok(out0)
 }
 
 /// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::amin_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::amin_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -705,18 +738,20 @@ fn wrapper_CPU_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
 
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
 fn wrapper_CPU_mm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional)?;
+    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::mm_out_cpu(&meta, self_, mat2, &out0)?;
+    crate::native::mm_out_cpu(meta, self_, mat2, &out0)?;
     Ok(out0)
 }
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::mm_out_cpu(&meta, self_, mat2, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::mm_out_cpu(meta, self_, mat2, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -725,16 +760,18 @@ fn wrapper_CPU_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor
 
 /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 fn wrapper_CPU__softmax(_ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional)?;
-    crate::native::softmax_cpu(&meta, self_, dim, half_to_float)
+    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    crate::native::softmax_cpu(meta, self_, dim, half_to_float)
 }
 
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU__softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::softmax_cpu_out(&meta, self_, dim, half_to_float, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::softmax_cpu_out(meta, self_, dim, half_to_float, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -748,18 +785,20 @@ fn wrapper_CPU_prod(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<Scalar
 
 /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CPU_prod_dim_int(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::prod_out(&meta, self_, dim, keepdim, dtype, &out0)?;
+    crate::native::prod_out(meta, self_, dim, keepdim, dtype, &out0)?;
     Ok(out0)
 }
 
 /// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::prod_out(&meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::prod_out(meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -783,10 +822,11 @@ fn wrapper_CPU_zero_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::addmm_out_cpu(&meta, self_, mat1, mat2, beta, alpha, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::addmm_out_cpu(meta, self_, mat1, mat2, beta, alpha, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -795,18 +835,20 @@ fn wrapper_CPU_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, o
 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 fn wrapper_CPU_addmm(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Functional)?;
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::addmm_out_cpu(&meta, self_, mat1, mat2, beta, alpha, &out0)?;
+    crate::native::addmm_out_cpu(meta, self_, mat1, mat2, beta, alpha, &out0)?;
     Ok(out0)
 }
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_CPU_addmm_(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::addmm_out_cpu(&meta, self_, mat1, mat2, beta, alpha, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::addmm_out_cpu(meta, self_, mat1, mat2, beta, alpha, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -820,18 +862,20 @@ fn wrapper_CPU_view(_ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Re
 
 /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 fn wrapper_CPU_scatter_src(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional)?;
+    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::scatter_src_out(&meta, self_, dim, index, src, &out0)?;
+    crate::native::scatter_src_out(meta, self_, dim, index, src, &out0)?;
     Ok(out0)
 }
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 fn wrapper_CPU_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::scatter_src_out(&meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::scatter_src_out(meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -840,10 +884,11 @@ fn wrapper_CPU_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Ten
 
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::scatter_src_out(&meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::scatter_src_out(meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -852,18 +897,20 @@ fn wrapper_CPU_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, out
 
 /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
 fn wrapper_CPU_scatter_value(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value, Outs::Functional)?;
+    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::scatter_value_out(&meta, self_, dim, index, value, &out0)?;
+    crate::native::scatter_value_out(meta, self_, dim, index, value, &out0)?;
     Ok(out0)
 }
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 fn wrapper_CPU_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::scatter_value_out(&meta, self_, dim, index, value, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::scatter_value_out(meta, self_, dim, index, value, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -872,10 +919,11 @@ fn wrapper_CPU_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): (
 
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::scatter_value_out(&meta, self_, dim, index, value, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::scatter_value_out(meta, self_, dim, index, value, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -884,18 +932,20 @@ fn wrapper_CPU_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value,
 
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
 fn wrapper_CPU_scatter_reduce(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional)?;
+    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::scatter_reduce_out(&meta, self_, dim, index, src, reduce, &out0)?;
+    crate::native::scatter_reduce_out(meta, self_, dim, index, src, reduce, &out0)?;
     Ok(out0)
 }
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 fn wrapper_CPU_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::scatter_reduce_out(&meta, self_, dim, index, src, reduce, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::scatter_reduce_out(meta, self_, dim, index, src, reduce, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -904,10 +954,11 @@ fn wrapper_CPU_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, red
 
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::scatter_reduce_out(&meta, self_, dim, index, src, reduce, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::scatter_reduce_out(meta, self_, dim, index, src, reduce, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -916,18 +967,20 @@ fn wrapper_CPU_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src, 
 
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
 fn wrapper_CPU_scatter_value_reduce(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Functional)?;
+    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::scatter_value_reduce_out(&meta, self_, dim, index, value, reduce, &out0)?;
+    crate::native::scatter_value_reduce_out(meta, self_, dim, index, value, reduce, &out0)?;
     Ok(out0)
 }
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
 fn wrapper_CPU_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::scatter_value_reduce_out(&meta, self_, dim, index, value, reduce, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::scatter_value_reduce_out(meta, self_, dim, index, value, reduce, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -936,10 +989,11 @@ fn wrapper_CPU_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, va
 
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::scatter_value_reduce_out(&meta, self_, dim, index, value, reduce, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::scatter_value_reduce_out(meta, self_, dim, index, value, reduce, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -948,18 +1002,20 @@ fn wrapper_CPU_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index,
 
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 fn wrapper_CPU_scatter_add(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional)?;
+    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::scatter_add(&meta, self_, dim, index, src, &out0)?;
+    crate::native::scatter_add(meta, self_, dim, index, src, &out0)?;
     Ok(out0)
 }
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 fn wrapper_CPU_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::scatter_add(&meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::scatter_add(meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -968,10 +1024,11 @@ fn wrapper_CPU_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Ten
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::scatter_add(&meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::scatter_add(meta, self_, dim, index, src, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -980,10 +1037,11 @@ fn wrapper_CPU_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, out
 
 /// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_CPU_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::tril_cpu(&meta, self_, diagonal, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::tril_cpu(meta, self_, diagonal, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -992,10 +1050,11 @@ fn wrapper_CPU_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> 
 
 /// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_CPU_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::triu_cpu(&meta, self_, diagonal, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::triu_cpu(meta, self_, diagonal, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1009,10 +1068,11 @@ fn wrapper_CPU_uniform_(_ks: DispatchKeySet, (self_, from, to, generator): (&Ten
 
 /// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::triu_cpu(&meta, self_, diagonal, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::triu_cpu(meta, self_, diagonal, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1021,18 +1081,20 @@ fn wrapper_CPU_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i
 
 /// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
 fn wrapper_CPU_triu(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional)?;
+    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::triu_cpu(&meta, self_, diagonal, &out0)?;
+    crate::native::triu_cpu(meta, self_, diagonal, &out0)?;
     Ok(out0)
 }
 
 /// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::tril_cpu(&meta, self_, diagonal, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::tril_cpu(meta, self_, diagonal, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1041,9 +1103,10 @@ fn wrapper_CPU_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i
 
 /// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
 fn wrapper_CPU_tril(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional)?;
+    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::tril_cpu(&meta, self_, diagonal, &out0)?;
+    crate::native::tril_cpu(meta, self_, diagonal, &out0)?;
     Ok(out0)
 }
 
@@ -1069,10 +1132,11 @@ fn wrapper_CPU_masked_select(_ks: DispatchKeySet, (self_, mask): (&Tensor, &Tens
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::gather_out(&meta, self_, dim, index, sparse_grad, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::gather_out(meta, self_, dim, index, sparse_grad, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1081,20 +1145,22 @@ fn wrapper_CPU_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, 
 
 /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
 fn wrapper_CPU_gather(_ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional)?;
+    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::gather_out(&meta, self_, dim, index, sparse_grad, &out0)?;
+    crate::native::gather_out(meta, self_, dim, index, sparse_grad, &out0)?;
     Ok(out0)
 }
 
 /// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_CPU_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Out(&[values, indices]))?;
+    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Out(&[values, indices]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(values, meta.output(0)?)?;
     switchyard_ops::structured::resize_out(indices, meta.output(1)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(values, meta.output(0)?)?;
     let proxy1 = switchyard_ops::structured::maybe_create_proxy(indices, meta.output(1)?)?;
-    crate::native::topk_out_cpu(&meta, self_, k, dim, largest, sorted, proxy0.as_ref().unwrap_or(values), proxy1.as_ref().unwrap_or(indices))?;
+    crate::native::topk_out_cpu(meta, self_, k, dim, largest, sorted, proxy0.as_ref().unwrap_or(values), proxy1.as_ref().unwrap_or(indices))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(values, p)?;
     }
@@ -1106,27 +1172,30 @@ fn wrapper_CPU_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted,
 
 /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
 fn wrapper_CPU_topk(_ks: DispatchKeySet, (self_, k, dim, largest, sorted): (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional)?;
+    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
-    crate::native::topk_out_cpu(&meta, self_, k, dim, largest, sorted, &out0, &out1)?;
+    crate::native::topk_out_cpu(meta, self_, k, dim, largest, sorted, &out0, &out1)?;
     Ok((out0, out1))
 }
 
 /// `all(Tensor self) -> Tensor`
 fn wrapper_CPU_all(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::all(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::all(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::all_all_out(&meta, self_, &out0)?;
+    crate::native::all_all_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::all(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::all(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::all_all_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::all_all_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1135,18 +1204,20 @@ fn wrapper_CPU_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)
 
 /// `any(Tensor self) -> Tensor`
 fn wrapper_CPU_any(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::any(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::any(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::any_all_out(&meta, self_, &out0)?;
+    crate::native::any_all_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_any_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::any(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::any(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::any_all_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::any_all_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1160,10 +1231,11 @@ fn wrapper_CPU_unfold(_ks: DispatchKeySet, (self_, dimension, size, step): (&Ten
 
 /// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::mse_loss_out(&meta, self_, target, reduction, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::mse_loss_out(meta, self_, target, reduction, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1172,20 +1244,22 @@ fn wrapper_CPU_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out)
 
 /// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 fn wrapper_CPU_mse_loss(_ks: DispatchKeySet, (self_, target, reduction): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional)?;
+    let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::mse_loss_out(&meta, self_, target, reduction, &out0)?;
+    crate::native::mse_loss_out(meta, self_, target, reduction, &out0)?;
     Ok(out0)
 }
 
 /// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_CPU_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Out(&[output, total_weight]))?;
+    let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Out(&[output, total_weight]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(output, meta.output(0)?)?;
     switchyard_ops::structured::resize_out(total_weight, meta.output(1)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(output, meta.output(0)?)?;
     let proxy1 = switchyard_ops::structured::maybe_create_proxy(total_weight, meta.output(1)?)?;
-    crate::native::nll_loss_forward_out_cpu(&meta, self_, target, weight, reduction, ignore_index, proxy0.as_ref().unwrap_or(output), proxy1.as_ref().unwrap_or(total_weight))?;
+    crate::native::nll_loss_forward_out_cpu(meta, self_, target, weight, reduction, ignore_index, proxy0.as_ref().unwrap_or(output), proxy1.as_ref().unwrap_or(total_weight))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(output, p)?;
     }
@@ -1197,19 +1271,21 @@ fn wrapper_CPU_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, weig
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
 fn wrapper_CPU_nll_loss_forward(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional)?;
+    let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
-    crate::native::nll_loss_forward_out_cpu(&meta, self_, target, weight, reduction, ignore_index, &out0, &out1)?;
+    crate::native::nll_loss_forward_out_cpu(meta, self_, target, weight, reduction, ignore_index, &out0, &out1)?;
     Ok((out0, out1))
 }
 
 /// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::avg_pool2d_out_cpu(&meta, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::avg_pool2d_out_cpu(meta, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1218,20 +1294,22 @@ fn wrapper_CPU_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride, 
 
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
 fn wrapper_CPU_avg_pool2d(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional)?;
+    let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::avg_pool2d_out_cpu(&meta, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, &out0)?;
+    crate::native::avg_pool2d_out_cpu(meta, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, &out0)?;
     Ok(out0)
 }
 
 /// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_CPU_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Out(&[out, indices]))?;
+    let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Out(&[out, indices]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     switchyard_ops::structured::resize_out(indices, meta.output(1)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
     let proxy1 = switchyard_ops::structured::maybe_create_proxy(indices, meta.output(1)?)?;
-    crate::native::max_pool2d_with_indices_out_cpu(&meta, self_, kernel_size, stride, padding, dilation, ceil_mode, proxy0.as_ref().unwrap_or(out), proxy1.as_ref().unwrap_or(indices))?;
+    crate::native::max_pool2d_with_indices_out_cpu(meta, self_, kernel_size, stride, padding, dilation, ceil_mode, proxy0.as_ref().unwrap_or(out), proxy1.as_ref().unwrap_or(indices))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1243,27 +1321,30 @@ fn wrapper_CPU_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_s
 
 /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
 fn wrapper_CPU_max_pool2d_with_indices(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional)?;
+    let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
-    crate::native::max_pool2d_with_indices_out_cpu(&meta, self_, kernel_size, stride, padding, dilation, ceil_mode, &out0, &out1)?;
+    crate::native::max_pool2d_with_indices_out_cpu(meta, self_, kernel_size, stride, padding, dilation, ceil_mode, &out0, &out1)?;
     Ok((out0, out1))
 }
 
 /// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CPU_linalg_vector_norm(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::linalg_vector_norm_out(&meta, self_, ord, dim, keepdim, dtype, &out0)?;
+    crate::native::linalg_vector_norm_out(meta, self_, ord, dim, keepdim, dtype, &out0)?;
     Ok(out0)
 }
 
 /// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::linalg_vector_norm_out(&meta, self_, ord, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::linalg_vector_norm_out(meta, self_, ord, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1287,18 +1368,20 @@ fn wrapper_CPU_native_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, 
 
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 fn wrapper_CPU_add_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Functional)?;
+    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::add_out(&meta, self_, other, alpha, &out0)?;
+    crate::native::add_out(meta, self_, other, alpha, &out0)?;
     Ok(out0)
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_CPU_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::add_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::add_out(meta, self_, other, alpha, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1307,10 +1390,11 @@ fn wrapper_CPU_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor,
 
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::add_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::add_out(meta, self_, other, alpha, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1319,18 +1403,20 @@ fn wrapper_CPU_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor
 
 /// `div.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_div_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::div_out(&meta, self_, other, &out0)?;
+    crate::native::div_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::div_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::div_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1339,10 +1425,11 @@ fn wrapper_CPU_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::div_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::div_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1351,18 +1438,20 @@ fn wrapper_CPU_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tens
 
 /// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
 fn wrapper_CPU_div_Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional)?;
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::div_out_mode(&meta, self_, other, rounding_mode, &out0)?;
+    crate::native::div_out_mode(meta, self_, other, rounding_mode, &out0)?;
     Ok(out0)
 }
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
 fn wrapper_CPU_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::div_out_mode(&meta, self_, other, rounding_mode, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::div_out_mode(meta, self_, other, rounding_mode, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1371,10 +1460,11 @@ fn wrapper_CPU_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mod
 
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::div_out_mode(&meta, self_, other, rounding_mode, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::div_out_mode(meta, self_, other, rounding_mode, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1383,18 +1473,20 @@ fn wrapper_CPU_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, o
 
 /// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_mul_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::mul_out(&meta, self_, other, &out0)?;
+    crate::native::mul_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::mul_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::mul_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1403,10 +1495,11 @@ fn wrapper_CPU_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::mul_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::mul_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1415,10 +1508,11 @@ fn wrapper_CPU_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tens
 
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::sub_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::sub_out(meta, self_, other, alpha, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1427,18 +1521,20 @@ fn wrapper_CPU_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor
 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 fn wrapper_CPU_sub_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::sub_out(&meta, self_, other, alpha, &out0)?;
+    crate::native::sub_out(meta, self_, other, alpha, &out0)?;
     Ok(out0)
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_CPU_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::sub_out(&meta, self_, other, alpha, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::sub_out(meta, self_, other, alpha, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1462,26 +1558,29 @@ fn wrapper_CPU_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
 fn wrapper_CPU_clamp(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional)?;
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::clamp_out(&meta, self_, min, max, &out0)?;
+    crate::native::clamp_out(meta, self_, min, max, &out0)?;
     Ok(out0)
 }
 
 /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
 fn wrapper_CPU_clamp_Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional)?;
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::clamp_Tensor_out(&meta, self_, min, max, &out0)?;
+    crate::native::clamp_Tensor_out(meta, self_, min, max, &out0)?;
     Ok(out0)
 }
 
 /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
 fn wrapper_CPU_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::clamp_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::clamp_out(meta, self_, min, max, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1490,10 +1589,11 @@ fn wrapper_CPU_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<S
 
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
 fn wrapper_CPU_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::clamp_Tensor_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::clamp_Tensor_out(meta, self_, min, max, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1502,10 +1602,11 @@ fn wrapper_CPU_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, O
 
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::clamp_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::clamp_out(meta, self_, min, max, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1514,10 +1615,11 @@ fn wrapper_CPU_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, 
 
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::clamp_Tensor_out(&meta, self_, min, max, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::clamp_Tensor_out(meta, self_, min, max, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1526,26 +1628,29 @@ fn wrapper_CPU_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&T
 
 /// `clamp_max(Tensor self, Scalar max) -> Tensor`
 fn wrapper_CPU_clamp_max(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Functional)?;
+    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::clamp_max_out(&meta, self_, max, &out0)?;
+    crate::native::clamp_max_out(meta, self_, max, &out0)?;
     Ok(out0)
 }
 
 /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
 fn wrapper_CPU_clamp_max_Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional)?;
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::clamp_max_Tensor_out(&meta, self_, max, &out0)?;
+    crate::native::clamp_max_Tensor_out(meta, self_, max, &out0)?;
     Ok(out0)
 }
 
 /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
 fn wrapper_CPU_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::clamp_max_out(&meta, self_, max, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::clamp_max_out(meta, self_, max, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1554,10 +1659,11 @@ fn wrapper_CPU_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) 
 
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
 fn wrapper_CPU_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::clamp_max_Tensor_out(&meta, self_, max, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::clamp_max_Tensor_out(meta, self_, max, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1566,10 +1672,11 @@ fn wrapper_CPU_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &T
 
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::clamp_max(self_, max, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::clamp_max_out(&meta, self_, max, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::clamp_max_out(meta, self_, max, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1578,10 +1685,11 @@ fn wrapper_CPU_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, S
 
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::clamp_max_Tensor_out(&meta, self_, max, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::clamp_max_Tensor_out(meta, self_, max, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1590,26 +1698,29 @@ fn wrapper_CPU_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Te
 
 /// `clamp_min(Tensor self, Scalar min) -> Tensor`
 fn wrapper_CPU_clamp_min(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Functional)?;
+    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::clamp_min_out(&meta, self_, min, &out0)?;
+    crate::native::clamp_min_out(meta, self_, min, &out0)?;
     Ok(out0)
 }
 
 /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
 fn wrapper_CPU_clamp_min_Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional)?;
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::clamp_min_Tensor_out(&meta, self_, min, &out0)?;
+    crate::native::clamp_min_Tensor_out(meta, self_, min, &out0)?;
     Ok(out0)
 }
 
 /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
 fn wrapper_CPU_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::clamp_min_out(&meta, self_, min, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::clamp_min_out(meta, self_, min, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1618,10 +1729,11 @@ fn wrapper_CPU_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) 
 
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
 fn wrapper_CPU_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::clamp_min_Tensor_out(&meta, self_, min, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::clamp_min_Tensor_out(meta, self_, min, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1630,10 +1742,11 @@ fn wrapper_CPU_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &T
 
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::clamp_min(self_, min, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::clamp_min_out(&meta, self_, min, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::clamp_min_out(meta, self_, min, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1642,10 +1755,11 @@ fn wrapper_CPU_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, S
 
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::clamp_min_Tensor_out(&meta, self_, min, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::clamp_min_Tensor_out(meta, self_, min, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1654,10 +1768,11 @@ fn wrapper_CPU_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Te
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_CPU_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::eq_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::eq_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1666,10 +1781,11 @@ fn wrapper_CPU_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)
 
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::eq_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::eq_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1678,10 +1794,11 @@ fn wrapper_CPU_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor
 
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::bitwise_and_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::bitwise_and_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1690,18 +1807,20 @@ fn wrapper_CPU_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): 
 
 /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_bitwise_and_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::bitwise_and_out(&meta, self_, other, &out0)?;
+    crate::native::bitwise_and_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::bitwise_and_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::bitwise_and_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1710,10 +1829,11 @@ fn wrapper_CPU_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor
 
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::bitwise_or_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::bitwise_or_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1722,18 +1842,20 @@ fn wrapper_CPU_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (
 
 /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_bitwise_or_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::bitwise_or_out(&meta, self_, other, &out0)?;
+    crate::native::bitwise_or_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::bitwise_or_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::bitwise_or_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1742,10 +1864,11 @@ fn wrapper_CPU_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor,
 
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::bitwise_xor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::bitwise_xor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1754,18 +1877,20 @@ fn wrapper_CPU_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): 
 
 /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_bitwise_xor_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::bitwise_xor_out(&meta, self_, other, &out0)?;
+    crate::native::bitwise_xor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::bitwise_xor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::bitwise_xor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1774,10 +1899,11 @@ fn wrapper_CPU_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor
 
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::ne_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::ne_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1786,18 +1912,20 @@ fn wrapper_CPU_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CPU_ne_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::ne_Scalar_out(&meta, self_, other, &out0)?;
+    crate::native::ne_Scalar_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::ne_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::ne_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1806,18 +1934,20 @@ fn wrapper_CPU_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_ne_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::ne_Tensor_out(&meta, self_, other, &out0)?;
+    crate::native::ne_Tensor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_CPU_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::ne_scalar(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::ne_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::ne_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1826,10 +1956,11 @@ fn wrapper_CPU_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)
 
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::ne_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::ne_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1838,10 +1969,11 @@ fn wrapper_CPU_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor
 
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::eq_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::eq_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1850,18 +1982,20 @@ fn wrapper_CPU_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CPU_eq_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::eq_scalar(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::eq_Scalar_out(&meta, self_, other, &out0)?;
+    crate::native::eq_Scalar_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::eq_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::eq_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1870,18 +2004,20 @@ fn wrapper_CPU_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_eq_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::eq_Tensor_out(&meta, self_, other, &out0)?;
+    crate::native::eq_Tensor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::ge_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::ge_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1890,18 +2026,20 @@ fn wrapper_CPU_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CPU_ge_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::ge_Scalar_out(&meta, self_, other, &out0)?;
+    crate::native::ge_Scalar_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::ge_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::ge_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1910,18 +2048,20 @@ fn wrapper_CPU_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_ge_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::ge_Tensor_out(&meta, self_, other, &out0)?;
+    crate::native::ge_Tensor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_CPU_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::ge_scalar(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::ge_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::ge_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1930,10 +2070,11 @@ fn wrapper_CPU_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)
 
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::ge_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::ge_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1942,10 +2083,11 @@ fn wrapper_CPU_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor
 
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::le_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::le_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1954,18 +2096,20 @@ fn wrapper_CPU_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `le.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CPU_le_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::le_Scalar_out(&meta, self_, other, &out0)?;
+    crate::native::le_Scalar_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::le_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::le_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -1974,18 +2118,20 @@ fn wrapper_CPU_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `le.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_le_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::le_Tensor_out(&meta, self_, other, &out0)?;
+    crate::native::le_Tensor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_CPU_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::le_scalar(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::le_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::le_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -1994,10 +2140,11 @@ fn wrapper_CPU_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)
 
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::le_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::le_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2006,10 +2153,11 @@ fn wrapper_CPU_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor
 
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::gt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::gt_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2018,18 +2166,20 @@ fn wrapper_CPU_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CPU_gt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::gt_Scalar_out(&meta, self_, other, &out0)?;
+    crate::native::gt_Scalar_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::gt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::gt_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2038,18 +2188,20 @@ fn wrapper_CPU_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_gt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::gt_Tensor_out(&meta, self_, other, &out0)?;
+    crate::native::gt_Tensor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_CPU_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::gt_scalar(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::gt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::gt_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2058,10 +2210,11 @@ fn wrapper_CPU_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)
 
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::gt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::gt_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2070,10 +2223,11 @@ fn wrapper_CPU_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor
 
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::lt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::lt_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2082,18 +2236,20 @@ fn wrapper_CPU_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CPU_lt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::lt_Scalar_out(&meta, self_, other, &out0)?;
+    crate::native::lt_Scalar_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::lt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::lt_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2102,18 +2258,20 @@ fn wrapper_CPU_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor,
 
 /// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_lt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::lt_Tensor_out(&meta, self_, other, &out0)?;
+    crate::native::lt_Tensor_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_CPU_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::lt_scalar(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::lt_Scalar_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::lt_Scalar_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2122,10 +2280,11 @@ fn wrapper_CPU_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)
 
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::lt_Tensor_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::lt_Tensor_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2134,10 +2293,11 @@ fn wrapper_CPU_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor
 
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::atan2_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::atan2_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2146,10 +2306,11 @@ fn wrapper_CPU_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Te
 
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::atan2_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::atan2_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2158,18 +2319,20 @@ fn wrapper_CPU_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -
 
 /// `atan2(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_atan2(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::atan2_out(&meta, self_, other, &out0)?;
+    crate::native::atan2_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::fmod_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::fmod_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2178,18 +2341,20 @@ fn wrapper_CPU_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tenso
 
 /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_fmod_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::fmod_out(&meta, self_, other, &out0)?;
+    crate::native::fmod_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::fmod_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::fmod_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2198,10 +2363,11 @@ fn wrapper_CPU_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
 
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::remainder_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::remainder_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2210,18 +2376,20 @@ fn wrapper_CPU_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&
 
 /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_remainder_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::remainder_out(&meta, self_, other, &out0)?;
+    crate::native::remainder_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_CPU_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::remainder_out(&meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::remainder_out(meta, self_, other, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2235,18 +2403,20 @@ fn wrapper_CPU_remainder_Scalar_Tensor(_ks: DispatchKeySet, (self_, other): (Sca
 
 /// `maximum(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_maximum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::maximum_out(&meta, self_, other, &out0)?;
+    crate::native::maximum_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::maximum_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::maximum_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2255,18 +2425,20 @@ fn wrapper_CPU_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &
 
 /// `minimum(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CPU_minimum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional)?;
+    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::minimum_out(&meta, self_, other, &out0)?;
+    crate::native::minimum_out(meta, self_, other, &out0)?;
     Ok(out0)
 }
 
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::minimum_out(&meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::minimum_out(meta, self_, other, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2275,10 +2447,11 @@ fn wrapper_CPU_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &
 
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::pow_Tensor_Tensor_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::pow_Tensor_Tensor_out(meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2287,18 +2460,20 @@ fn wrapper_CPU_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out)
 
 /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
 fn wrapper_CPU_pow_Tensor_Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional)?;
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::pow_Tensor_Tensor_out(&meta, self_, exponent, &out0)?;
+    crate::native::pow_Tensor_Tensor_out(meta, self_, exponent, &out0)?;
     Ok(out0)
 }
 
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_scalar(self_, exponent, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::pow_scalar(self_, exponent, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::pow_Scalar_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::pow_Scalar_out(meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2307,18 +2482,20 @@ fn wrapper_CPU_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scal
 
 /// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
 fn wrapper_CPU_pow_Scalar(_ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_scalar(self_, exponent, Outs::Functional)?;
+    let meta = switchyard_ops::meta::pow_scalar(self_, exponent, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::pow_Scalar_out(&meta, self_, exponent, &out0)?;
+    crate::native::pow_Scalar_out(meta, self_, exponent, &out0)?;
     Ok(out0)
 }
 
 /// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::pow_Tensor_Scalar_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::pow_Tensor_Scalar_out(meta, self_, exponent, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2327,18 +2504,20 @@ fn wrapper_CPU_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out)
 
 /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
 fn wrapper_CPU_pow_Tensor_Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Functional)?;
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::pow_Tensor_Scalar_out(&meta, self_, exponent, &out0)?;
+    crate::native::pow_Tensor_Scalar_out(meta, self_, exponent, &out0)?;
     Ok(out0)
 }
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
 fn wrapper_CPU_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::pow_Tensor_Scalar_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::pow_Tensor_Scalar_out(meta, self_, exponent, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2347,10 +2526,11 @@ fn wrapper_CPU_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Sca
 
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
 fn wrapper_CPU_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::pow_Tensor_Tensor_out(&meta, self_, exponent, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::pow_Tensor_Tensor_out(meta, self_, exponent, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2424,21 +2604,23 @@ fn wrapper_CPU_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&
 
 /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 fn wrapper_CPU_max_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
-    crate::native::max_out(&meta, self_, dim, keepdim, &out0, &out1)?;
+    crate::native::max_out(meta, self_, dim, keepdim, &out0, &out1)?;
     Ok((out0, out1))
 }
 
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_CPU_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]))?;
+    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(max, meta.output(0)?)?;
     switchyard_ops::structured::resize_out(max_values, meta.output(1)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(max, meta.output(0)?)?;
     let proxy1 = switchyard_ops::structured::maybe_create_proxy(max_values, meta.output(1)?)?;
-    crate::native::max_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(max), proxy1.as_ref().unwrap_or(max_values))?;
+    crate::native::max_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(max), proxy1.as_ref().unwrap_or(max_values))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(max, p)?;
     }
@@ -2450,18 +2632,20 @@ fn wrapper_CPU_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_v
 
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CPU_mean_dim(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::mean_out(&meta, self_, dim, keepdim, dtype, &out0)?;
+    crate::native::mean_out(meta, self_, dim, keepdim, dtype, &out0)?;
     Ok(out0)
 }
 
 /// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::mean_out(&meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::mean_out(meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2470,21 +2654,23 @@ fn wrapper_CPU_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): 
 
 /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 fn wrapper_CPU_min_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
-    crate::native::min_out(&meta, self_, dim, keepdim, &out0, &out1)?;
+    crate::native::min_out(meta, self_, dim, keepdim, &out0, &out1)?;
     Ok((out0, out1))
 }
 
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_CPU_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]))?;
+    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(min, meta.output(0)?)?;
     switchyard_ops::structured::resize_out(min_indices, meta.output(1)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(min, meta.output(0)?)?;
     let proxy1 = switchyard_ops::structured::maybe_create_proxy(min_indices, meta.output(1)?)?;
-    crate::native::min_out(&meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(min), proxy1.as_ref().unwrap_or(min_indices))?;
+    crate::native::min_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(min), proxy1.as_ref().unwrap_or(min_indices))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(min, p)?;
     }
@@ -2496,18 +2682,20 @@ fn wrapper_CPU_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_i
 
 /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CPU_sum_dim_IntList(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::sum_out(&meta, self_, dim, keepdim, dtype, &out0)?;
+    crate::native::sum_out(meta, self_, dim, keepdim, dtype, &out0)?;
     Ok(out0)
 }
 
 /// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::sum_out(&meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::sum_out(meta, self_, dim, keepdim, dtype, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2566,18 +2754,20 @@ fn wrapper_CPU_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `bitwise_not(Tensor self) -> Tensor`
 fn wrapper_CPU_bitwise_not(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::bitwise_not_out(&meta, self_, &out0)?;
+    crate::native::bitwise_not_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::bitwise_not_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::bitwise_not_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2586,10 +2776,11 @@ fn wrapper_CPU_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::bitwise_not_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::bitwise_not_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2603,18 +2794,20 @@ fn wrapper_CPU_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Ten
 
 /// `ceil(Tensor self) -> Tensor`
 fn wrapper_CPU_ceil(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ceil(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::ceil_out(&meta, self_, &out0)?;
+    crate::native::ceil_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `ceil_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ceil(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::ceil_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::ceil_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2623,10 +2816,11 @@ fn wrapper_CPU_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::ceil(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::ceil_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::ceil_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2635,18 +2829,20 @@ fn wrapper_CPU_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `cos(Tensor self) -> Tensor`
 fn wrapper_CPU_cos(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cos(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::cos(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::cos_out(&meta, self_, &out0)?;
+    crate::native::cos_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `cos_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cos(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::cos(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::cos_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::cos_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2655,10 +2851,11 @@ fn wrapper_CPU_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::cos(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::cos(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::cos_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::cos_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2667,18 +2864,20 @@ fn wrapper_CPU_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `erf(Tensor self) -> Tensor`
 fn wrapper_CPU_erf(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::erf(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::erf(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::erf_out(&meta, self_, &out0)?;
+    crate::native::erf_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `erf_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::erf(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::erf(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::erf_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::erf_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2687,10 +2886,11 @@ fn wrapper_CPU_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::erf(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::erf(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::erf_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::erf_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2699,18 +2899,20 @@ fn wrapper_CPU_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `exp(Tensor self) -> Tensor`
 fn wrapper_CPU_exp(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::exp(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::exp(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::exp_out(&meta, self_, &out0)?;
+    crate::native::exp_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `exp_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::exp(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::exp(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::exp_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::exp_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2719,10 +2921,11 @@ fn wrapper_CPU_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::exp(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::exp(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::exp_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::exp_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2731,18 +2934,20 @@ fn wrapper_CPU_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `expm1(Tensor self) -> Tensor`
 fn wrapper_CPU_expm1(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::expm1(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::expm1_out(&meta, self_, &out0)?;
+    crate::native::expm1_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `expm1_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::expm1(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::expm1_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::expm1_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2751,10 +2956,11 @@ fn wrapper_CPU_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::expm1(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::expm1_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::expm1_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2763,18 +2969,20 @@ fn wrapper_CPU_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `floor(Tensor self) -> Tensor`
 fn wrapper_CPU_floor(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::floor(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::floor(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::floor_out(&meta, self_, &out0)?;
+    crate::native::floor_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `floor_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::floor(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::floor(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::floor_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::floor_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2783,10 +2991,11 @@ fn wrapper_CPU_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::floor(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::floor(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::floor_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::floor_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2805,18 +3014,20 @@ fn wrapper_CPU_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf, 
 
 /// `log(Tensor self) -> Tensor`
 fn wrapper_CPU_log(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::log(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::log_out(&meta, self_, &out0)?;
+    crate::native::log_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `log_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::log(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::log_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::log_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2825,10 +3036,11 @@ fn wrapper_CPU_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::log(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::log_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::log_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2837,18 +3049,20 @@ fn wrapper_CPU_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `log1p(Tensor self) -> Tensor`
 fn wrapper_CPU_log1p(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log1p(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::log1p_out(&meta, self_, &out0)?;
+    crate::native::log1p_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `log1p_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log1p(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::log1p_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::log1p_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2857,10 +3071,11 @@ fn wrapper_CPU_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log1p(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::log1p_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::log1p_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2869,18 +3084,20 @@ fn wrapper_CPU_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `log2(Tensor self) -> Tensor`
 fn wrapper_CPU_log2(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log2(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::log2(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::log2_out(&meta, self_, &out0)?;
+    crate::native::log2_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `log2_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log2(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::log2(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::log2_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::log2_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2889,10 +3106,11 @@ fn wrapper_CPU_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::log2(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::log2(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::log2_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::log2_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2901,18 +3119,20 @@ fn wrapper_CPU_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `reciprocal(Tensor self) -> Tensor`
 fn wrapper_CPU_reciprocal(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::reciprocal_out(&meta, self_, &out0)?;
+    crate::native::reciprocal_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::reciprocal_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::reciprocal_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2921,10 +3141,11 @@ fn wrapper_CPU_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::reciprocal_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::reciprocal_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2933,18 +3154,20 @@ fn wrapper_CPU_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tens
 
 /// `neg(Tensor self) -> Tensor`
 fn wrapper_CPU_neg(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::neg(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::neg(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::neg_out(&meta, self_, &out0)?;
+    crate::native::neg_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::neg(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::neg(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::neg_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::neg_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2953,10 +3176,11 @@ fn wrapper_CPU_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::neg(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::neg(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::neg_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::neg_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2965,18 +3189,20 @@ fn wrapper_CPU_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `round(Tensor self) -> Tensor`
 fn wrapper_CPU_round(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::round(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::round(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::round_out(&meta, self_, &out0)?;
+    crate::native::round_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `round_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::round(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::round(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::round_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::round_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -2985,10 +3211,11 @@ fn wrapper_CPU_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::round(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::round(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::round_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::round_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -2997,18 +3224,20 @@ fn wrapper_CPU_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `round.decimals(Tensor self, *, int decimals) -> Tensor`
 fn wrapper_CPU_round_decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional)?;
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::round_decimals_out(&meta, self_, decimals, &out0)?;
+    crate::native::round_decimals_out(meta, self_, decimals, &out0)?;
     Ok(out0)
 }
 
 /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
 fn wrapper_CPU_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::round_decimals_out(&meta, self_, decimals, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::round_decimals_out(meta, self_, decimals, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3017,10 +3246,11 @@ fn wrapper_CPU_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor,
 
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::round_decimals_out(&meta, self_, decimals, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::round_decimals_out(meta, self_, decimals, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3039,10 +3269,11 @@ fn wrapper_CPU_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::gelu_out_cpu(&meta, self_, approximate, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::gelu_out_cpu(meta, self_, approximate, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3051,10 +3282,11 @@ fn wrapper_CPU_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor
 
 /// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
 fn wrapper_CPU_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::gelu_out_cpu(&meta, self_, approximate, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::gelu_out_cpu(meta, self_, approximate, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3063,26 +3295,29 @@ fn wrapper_CPU_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str))
 
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 fn wrapper_CPU_gelu(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional)?;
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::gelu_out_cpu(&meta, self_, approximate, &out0)?;
+    crate::native::gelu_out_cpu(meta, self_, approximate, &out0)?;
     Ok(out0)
 }
 
 /// `rsqrt(Tensor self) -> Tensor`
 fn wrapper_CPU_rsqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::rsqrt_out(&meta, self_, &out0)?;
+    crate::native::rsqrt_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::rsqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::rsqrt_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3091,10 +3326,11 @@ fn wrapper_CPU_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::rsqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::rsqrt_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3103,18 +3339,20 @@ fn wrapper_CPU_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `silu(Tensor self) -> Tensor`
 fn wrapper_CPU_silu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::silu(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::silu(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::silu_out(&meta, self_, &out0)?;
+    crate::native::silu_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `silu_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::silu(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::silu(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::silu_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::silu_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3123,10 +3361,11 @@ fn wrapper_CPU_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::silu(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::silu(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::silu_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::silu_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3135,18 +3374,20 @@ fn wrapper_CPU_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `sigmoid(Tensor self) -> Tensor`
 fn wrapper_CPU_sigmoid(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::sigmoid_out(&meta, self_, &out0)?;
+    crate::native::sigmoid_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::sigmoid_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::sigmoid_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3155,10 +3396,11 @@ fn wrapper_CPU_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Ten
 
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::sigmoid_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::sigmoid_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3167,18 +3409,20 @@ fn wrapper_CPU_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)
 
 /// `sin(Tensor self) -> Tensor`
 fn wrapper_CPU_sin(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sin(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sin(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::sin_out(&meta, self_, &out0)?;
+    crate::native::sin_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `sin_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sin(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::sin(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::sin_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::sin_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3187,10 +3431,11 @@ fn wrapper_CPU_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sin(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::sin(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::sin_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::sin_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3199,18 +3444,20 @@ fn wrapper_CPU_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `sqrt(Tensor self) -> Tensor`
 fn wrapper_CPU_sqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::sqrt_out(&meta, self_, &out0)?;
+    crate::native::sqrt_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sqrt(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::sqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::sqrt_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3219,10 +3466,11 @@ fn wrapper_CPU_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sqrt(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::sqrt_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::sqrt_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3231,18 +3479,20 @@ fn wrapper_CPU_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `tan(Tensor self) -> Tensor`
 fn wrapper_CPU_tan(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tan(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::tan(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::tan_out(&meta, self_, &out0)?;
+    crate::native::tan_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `tan_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tan(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::tan(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::tan_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::tan_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3251,10 +3501,11 @@ fn wrapper_CPU_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tan(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::tan(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::tan_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::tan_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3263,18 +3514,20 @@ fn wrapper_CPU_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) ->
 
 /// `tanh(Tensor self) -> Tensor`
 fn wrapper_CPU_tanh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tanh(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::tanh(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::tanh_out(&meta, self_, &out0)?;
+    crate::native::tanh_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `tanh_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tanh(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::tanh(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::tanh_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::tanh_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3283,10 +3536,11 @@ fn wrapper_CPU_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::tanh(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::tanh(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::tanh_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::tanh_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3295,18 +3549,20 @@ fn wrapper_CPU_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `trunc(Tensor self) -> Tensor`
 fn wrapper_CPU_trunc(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::trunc(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::trunc_out(&meta, self_, &out0)?;
+    crate::native::trunc_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `trunc_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::trunc(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::trunc_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::trunc_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3315,10 +3571,11 @@ fn wrapper_CPU_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::trunc(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::trunc_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::trunc_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3327,18 +3584,20 @@ fn wrapper_CPU_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `sign(Tensor self) -> Tensor`
 fn wrapper_CPU_sign(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sign(self_, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sign(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
-    crate::native::sign_out(&meta, self_, &out0)?;
+    crate::native::sign_out(meta, self_, &out0)?;
     Ok(out0)
 }
 
 /// `sign_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_CPU_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sign(self_, Outs::Inplace(self_))?;
+    let meta = switchyard_ops::meta::sign(self_, Outs::Inplace(self_));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::check_inplace(self_, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(self_, meta.output(0)?)?;
-    crate::native::sign_out(&meta, self_, proxy0.as_ref().unwrap_or(self_))?;
+    crate::native::sign_out(meta, self_, proxy0.as_ref().unwrap_or(self_))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(self_, p)?;
     }
@@ -3347,10 +3606,11 @@ fn wrapper_CPU_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CPU_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = switchyard_ops::meta::sign(self_, Outs::Out(&[out]))?;
+    let meta = switchyard_ops::meta::sign(self_, Outs::Out(&[out]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(out, meta.output(0)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(out, meta.output(0)?)?;
-    crate::native::sign_out(&meta, self_, proxy0.as_ref().unwrap_or(out))?;
+    crate::native::sign_out(meta, self_, proxy0.as_ref().unwrap_or(out))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(out, p)?;
     }
@@ -3359,12 +3619,13 @@ fn wrapper_CPU_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_CPU_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]))?;
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     switchyard_ops::structured::resize_out(values, meta.output(0)?)?;
     switchyard_ops::structured::resize_out(indices, meta.output(1)?)?;
     let proxy0 = switchyard_ops::structured::maybe_create_proxy(values, meta.output(0)?)?;
     let proxy1 = switchyard_ops::structured::maybe_create_proxy(indices, meta.output(1)?)?;
-    crate::native::sort_stable_out(&meta, self_, stable, dim, descending, proxy0.as_ref().unwrap_or(values), proxy1.as_ref().unwrap_or(indices))?;
+    crate::native::sort_stable_out(meta, self_, stable, dim, descending, proxy0.as_ref().unwrap_or(values), proxy1.as_ref().unwrap_or(indices))?;
     if let Some(p) = &proxy0 {
         switchyard_ops::structured::copy_back(values, p)?;
     }
@@ -3376,10 +3637,11 @@ fn wrapper_CPU_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, desc
 
 /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
 fn wrapper_CPU_sort_stable(_ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional)?;
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
-    crate::native::sort_stable_out(&meta, self_, stable, dim, descending, &out0, &out1)?;
+    crate::native::sort_stable_out(meta, self_, stable, dim, descending, &out0, &out1)?;
     Ok((out0, out1))
 }
 

@@ -1566,25 +1566,28 @@ static REGISTER: fn(&'static Dispatcher) = |d| {
 
 /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_all_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = crate::meta::all_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::all_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_all_dims(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let meta = crate::meta::all_dims(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::all_dims(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_all_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::all_dim(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::all_dim(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1597,9 +1600,10 @@ fn wrapper_ADInplaceOrView_all_out(ks: DispatchKeySet, (self_, dim, keepdim, out
 
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::all_dims(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::all_dims(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1612,25 +1616,28 @@ fn wrapper_ADInplaceOrView_all_dims_out(ks: DispatchKeySet, (self_, dim, keepdim
 
 /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_any_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = crate::meta::any_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::any_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_any_dims(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let meta = crate::meta::any_dims(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::any_dims(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_any_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::any_dim(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::any_dim(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1643,9 +1650,10 @@ fn wrapper_ADInplaceOrView_any_out(ks: DispatchKeySet, (self_, dim, keepdim, out
 
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::any_dims(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::any_dims(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1658,17 +1666,19 @@ fn wrapper_ADInplaceOrView_any_dims_out(ks: DispatchKeySet, (self_, dim, keepdim
 
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_argmax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let meta = crate::meta::argmax(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::argmax(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_argmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::argmax(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::argmax(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1681,17 +1691,19 @@ fn wrapper_ADInplaceOrView_argmax_out(ks: DispatchKeySet, (self_, dim, keepdim, 
 
 /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_argmin(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let meta = crate::meta::argmin(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::argmin(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_argmin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::argmin(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::argmin(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1721,17 +1733,19 @@ fn wrapper_ADInplaceOrView_as_strided_(ks: DispatchKeySet, (self_, size, stride,
 
 /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 fn wrapper_Meta_baddbmm(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Functional)?;
+    let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_Meta_baddbmm_(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Inplace(self_))?;
+    let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -1744,9 +1758,10 @@ fn wrapper_ADInplaceOrView_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, 
 
 /// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Out(&[out]))?;
+    let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1759,17 +1774,19 @@ fn wrapper_ADInplaceOrView_baddbmm_out(ks: DispatchKeySet, (self_, batch1, batch
 
 /// `bmm(Tensor self, Tensor mat2) -> Tensor`
 fn wrapper_Meta_bmm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bmm(self_, mat2, Outs::Functional)?;
+    let meta = crate::meta::bmm(self_, mat2, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_bmm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bmm(self_, mat2, Outs::Out(&[out]))?;
+    let meta = crate::meta::bmm(self_, mat2, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1782,17 +1799,19 @@ fn wrapper_ADInplaceOrView_bmm_out(ks: DispatchKeySet, (self_, mat2, out): (&Ten
 
 /// `cat(Tensor[] tensors, int dim=0) -> Tensor`
 fn wrapper_Meta_cat(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
-    let meta = crate::meta::cat(tensors, dim, Outs::Functional)?;
+    let meta = crate::meta::cat(tensors, dim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::cat(tensors, dim, Outs::Out(&[out]))?;
+    let meta = crate::meta::cat(tensors, dim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1847,17 +1866,19 @@ fn wrapper_CompositeImplicitAutograd__copy_from_and_resize(_ks: DispatchKeySet, 
 
 /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_cumprod(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Functional)?;
+    let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
 fn wrapper_Meta_cumprod_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Inplace(self_))?;
+    let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -1870,9 +1891,10 @@ fn wrapper_ADInplaceOrView_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&T
 
 /// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Out(&[out]))?;
+    let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -1885,17 +1907,19 @@ fn wrapper_ADInplaceOrView_cumprod_out(ks: DispatchKeySet, (self_, dim, dtype, o
 
 /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_cumsum(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Functional)?;
+    let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
 fn wrapper_Meta_cumsum_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Inplace(self_))?;
+    let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -1908,9 +1932,10 @@ fn wrapper_ADInplaceOrView_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Te
 
 /// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Out(&[out]))?;
+    let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2000,17 +2025,19 @@ fn wrapper_ADInplaceOrView_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Te
 
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 fn wrapper_Meta_index_Tensor(_ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
-    let meta = crate::meta::index_tensor(self_, indices, Outs::Functional)?;
+    let meta = crate::meta::index_tensor(self_, indices, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_index_Tensor_out(_ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::index_tensor(self_, indices, Outs::Out(&[out]))?;
+    let meta = crate::meta::index_tensor(self_, indices, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2030,17 +2057,19 @@ fn wrapper_ADInplaceOrView__index_put_impl_(ks: DispatchKeySet, (self_, indices,
 
 /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 fn wrapper_Meta__log_softmax(_ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = crate::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional)?;
+    let meta = crate::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta__log_softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::_log_softmax(self_, dim, half_to_float, Outs::Out(&[out]))?;
+    let meta = crate::meta::_log_softmax(self_, dim, half_to_float, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2053,17 +2082,19 @@ fn wrapper_ADInplaceOrView__log_softmax_out(ks: DispatchKeySet, (self_, dim, hal
 
 /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 fn wrapper_Meta_amax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
-    let meta = crate::meta::amax(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::amax(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::amax(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::amax(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2076,17 +2107,19 @@ fn wrapper_ADInplaceOrView_amax_out(ks: DispatchKeySet, (self_, dim, keepdim, ou
 
 /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 fn wrapper_Meta_amin(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
-    let meta = crate::meta::amin(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::amin(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::amin(self_, dim, keepdim, Outs::Out(&[out]))?;
+    let meta = crate::meta::amin(self_, dim, keepdim, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2099,17 +2132,19 @@ fn wrapper_ADInplaceOrView_amin_out(ks: DispatchKeySet, (self_, dim, keepdim, ou
 
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
 fn wrapper_Meta_mm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mm(self_, mat2, Outs::Functional)?;
+    let meta = crate::meta::mm(self_, mat2, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mm(self_, mat2, Outs::Out(&[out]))?;
+    let meta = crate::meta::mm(self_, mat2, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2199,17 +2234,19 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_as_strided_scatter(_ks: Dispat
 
 /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 fn wrapper_Meta__softmax(_ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let meta = crate::meta::_softmax(self_, dim, half_to_float, Outs::Functional)?;
+    let meta = crate::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta__softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::_softmax(self_, dim, half_to_float, Outs::Out(&[out]))?;
+    let meta = crate::meta::_softmax(self_, dim, half_to_float, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2288,17 +2325,19 @@ fn wrapper_ADInplaceOrView_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Ten
 
 /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_prod_dim_int(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = crate::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = crate::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2389,9 +2428,10 @@ fn wrapper_ADInplaceOrView_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Out(&[out]))?;
+    let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2404,17 +2444,19 @@ fn wrapper_ADInplaceOrView_addmm_out(ks: DispatchKeySet, (self_, mat1, mat2, bet
 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 fn wrapper_Meta_addmm(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Functional)?;
+    let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_Meta_addmm_(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Inplace(self_))?;
+    let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2478,17 +2520,19 @@ fn wrapper_CompositeExplicitAutograd_view_dtype(_ks: DispatchKeySet, (self_, dty
 
 /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 fn wrapper_Meta_scatter_src(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Functional)?;
+    let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 fn wrapper_Meta_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Inplace(self_))?;
+    let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2501,9 +2545,10 @@ fn wrapper_ADInplaceOrView_scatter__src(ks: DispatchKeySet, (self_, dim, index, 
 
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Out(&[out]))?;
+    let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2516,17 +2561,19 @@ fn wrapper_ADInplaceOrView_scatter_src_out(ks: DispatchKeySet, (self_, dim, inde
 
 /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
 fn wrapper_Meta_scatter_value(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Functional)?;
+    let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 fn wrapper_Meta_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Inplace(self_))?;
+    let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2539,9 +2586,10 @@ fn wrapper_ADInplaceOrView_scatter__value(ks: DispatchKeySet, (self_, dim, index
 
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Out(&[out]))?;
+    let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2554,17 +2602,19 @@ fn wrapper_ADInplaceOrView_scatter_value_out(ks: DispatchKeySet, (self_, dim, in
 
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
 fn wrapper_Meta_scatter_reduce(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional)?;
+    let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 fn wrapper_Meta_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Inplace(self_))?;
+    let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2577,9 +2627,10 @@ fn wrapper_ADInplaceOrView_scatter__reduce(ks: DispatchKeySet, (self_, dim, inde
 
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Out(&[out]))?;
+    let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2592,17 +2643,19 @@ fn wrapper_ADInplaceOrView_scatter_reduce_out(ks: DispatchKeySet, (self_, dim, i
 
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
 fn wrapper_Meta_scatter_value_reduce(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Functional)?;
+    let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
 fn wrapper_Meta_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Inplace(self_))?;
+    let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2615,9 +2668,10 @@ fn wrapper_ADInplaceOrView_scatter__value_reduce(ks: DispatchKeySet, (self_, dim
 
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Out(&[out]))?;
+    let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2630,17 +2684,19 @@ fn wrapper_ADInplaceOrView_scatter_value_reduce_out(ks: DispatchKeySet, (self_, 
 
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 fn wrapper_Meta_scatter_add(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Functional)?;
+    let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 fn wrapper_Meta_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Inplace(self_))?;
+    let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2653,9 +2709,10 @@ fn wrapper_ADInplaceOrView_scatter_add_(ks: DispatchKeySet, (self_, dim, index, 
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Out(&[out]))?;
+    let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2668,9 +2725,10 @@ fn wrapper_ADInplaceOrView_scatter_add_out(ks: DispatchKeySet, (self_, dim, inde
 
 /// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_Meta_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::tril(self_, diagonal, Outs::Inplace(self_))?;
+    let meta = crate::meta::tril(self_, diagonal, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2683,9 +2741,10 @@ fn wrapper_ADInplaceOrView_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor
 
 /// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_Meta_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::triu(self_, diagonal, Outs::Inplace(self_))?;
+    let meta = crate::meta::triu(self_, diagonal, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -2710,9 +2769,10 @@ fn wrapper_ADInplaceOrView_uniform_(ks: DispatchKeySet, (self_, from, to, genera
 
 /// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::triu(self_, diagonal, Outs::Out(&[out]))?;
+    let meta = crate::meta::triu(self_, diagonal, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2725,17 +2785,19 @@ fn wrapper_ADInplaceOrView_triu_out(ks: DispatchKeySet, (self_, diagonal, out): 
 
 /// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
 fn wrapper_Meta_triu(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::triu(self_, diagonal, Outs::Functional)?;
+    let meta = crate::meta::triu(self_, diagonal, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::tril(self_, diagonal, Outs::Out(&[out]))?;
+    let meta = crate::meta::tril(self_, diagonal, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2748,9 +2810,10 @@ fn wrapper_ADInplaceOrView_tril_out(ks: DispatchKeySet, (self_, diagonal, out): 
 
 /// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
 fn wrapper_Meta_tril(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::tril(self_, diagonal, Outs::Functional)?;
+    let meta = crate::meta::tril(self_, diagonal, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
@@ -2770,9 +2833,10 @@ fn wrapper_ADInplaceOrView_masked_select_out(ks: DispatchKeySet, (self_, mask, o
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::gather(self_, dim, index, sparse_grad, Outs::Out(&[out]))?;
+    let meta = crate::meta::gather(self_, dim, index, sparse_grad, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2785,18 +2849,20 @@ fn wrapper_ADInplaceOrView_gather_out(ks: DispatchKeySet, (self_, dim, index, sp
 
 /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
 fn wrapper_Meta_gather(_ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
-    let meta = crate::meta::gather(self_, dim, index, sparse_grad, Outs::Functional)?;
+    let meta = crate::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_Meta_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::topk(self_, k, dim, largest, sorted, Outs::Out(&[values, indices]))?;
+    let meta = crate::meta::topk(self_, k, dim, largest, sorted, Outs::Out(&[values, indices]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(values, meta.output(0)?)?;
     crate::structured::resize_out(indices, meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -2810,26 +2876,29 @@ fn wrapper_ADInplaceOrView_topk_values(ks: DispatchKeySet, (self_, k, dim, large
 
 /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
 fn wrapper_Meta_topk(_ks: DispatchKeySet, (self_, k, dim, largest, sorted): (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::topk(self_, k, dim, largest, sorted, Outs::Functional)?;
+    let meta = crate::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let out1 = crate::structured::create_out(meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out0, out1))
 }
 
 /// `all(Tensor self) -> Tensor`
 fn wrapper_Meta_all(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::all(self_, Outs::Functional)?;
+    let meta = crate::meta::all(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::all(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::all(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2842,17 +2911,19 @@ fn wrapper_ADInplaceOrView_all_all_out(ks: DispatchKeySet, (self_, out): (&Tenso
 
 /// `any(Tensor self) -> Tensor`
 fn wrapper_Meta_any(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::any(self_, Outs::Functional)?;
+    let meta = crate::meta::any(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_any_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::any(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::any(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2875,9 +2946,10 @@ fn wrapper_CompositeExplicitAutograd_alias(_ks: DispatchKeySet, (self_,): (&Tens
 
 /// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mse_loss(self_, target, reduction, Outs::Out(&[out]))?;
+    let meta = crate::meta::mse_loss(self_, target, reduction, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2890,18 +2962,20 @@ fn wrapper_ADInplaceOrView_mse_loss_out(ks: DispatchKeySet, (self_, target, redu
 
 /// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 fn wrapper_Meta_mse_loss(_ks: DispatchKeySet, (self_, target, reduction): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::mse_loss(self_, target, reduction, Outs::Functional)?;
+    let meta = crate::meta::mse_loss(self_, target, reduction, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_Meta_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Out(&[output, total_weight]))?;
+    let meta = crate::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Out(&[output, total_weight]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(output, meta.output(0)?)?;
     crate::structured::resize_out(total_weight, meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((output.clone(), total_weight.clone()))
 }
 
@@ -2915,18 +2989,20 @@ fn wrapper_ADInplaceOrView_nll_loss_forward_output(ks: DispatchKeySet, (self_, t
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
 fn wrapper_Meta_nll_loss_forward(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional)?;
+    let meta = crate::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let out1 = crate::structured::create_out(meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out0, out1))
 }
 
 /// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Out(&[out]))?;
+    let meta = crate::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -2939,18 +3015,20 @@ fn wrapper_ADInplaceOrView_avg_pool2d_out(ks: DispatchKeySet, (self_, kernel_siz
 
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
 fn wrapper_Meta_avg_pool2d(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
-    let meta = crate::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional)?;
+    let meta = crate::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_Meta_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Out(&[out, indices]))?;
+    let meta = crate::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Out(&[out, indices]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
     crate::structured::resize_out(indices, meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out.clone(), indices.clone()))
 }
 
@@ -2964,26 +3042,29 @@ fn wrapper_ADInplaceOrView_max_pool2d_with_indices_out(ks: DispatchKeySet, (self
 
 /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
 fn wrapper_Meta_max_pool2d_with_indices(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional)?;
+    let meta = crate::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let out1 = crate::structured::create_out(meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out0, out1))
 }
 
 /// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_linalg_vector_norm(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = crate::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = crate::meta::linalg_vector_norm(self_, ord, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3246,17 +3327,19 @@ fn wrapper_CompositeImplicitAutograd_conv2d(_ks: DispatchKeySet, (input, weight,
 
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 fn wrapper_Meta_add_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Functional)?;
+    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_Meta_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3269,9 +3352,10 @@ fn wrapper_ADInplaceOrView_add__Tensor(ks: DispatchKeySet, (self_, other, alpha)
 
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3301,17 +3385,19 @@ fn wrapper_ADInplaceOrView_add__Scalar(ks: DispatchKeySet, (self_, other, alpha)
 
 /// `div.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_div_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::div_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::div_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::div_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::div_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3324,9 +3410,10 @@ fn wrapper_ADInplaceOrView_div__Tensor(ks: DispatchKeySet, (self_, other): (&Ten
 
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::div_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::div_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3339,17 +3426,19 @@ fn wrapper_ADInplaceOrView_div_out(ks: DispatchKeySet, (self_, other, out): (&Te
 
 /// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
 fn wrapper_Meta_div_Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
-    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional)?;
+    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
 fn wrapper_Meta_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
-    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Inplace(self_))?;
+    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3362,9 +3451,10 @@ fn wrapper_ADInplaceOrView_div__Tensor_mode(ks: DispatchKeySet, (self_, other, r
 
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]))?;
+    let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3411,17 +3501,19 @@ fn wrapper_ADInplaceOrView_div__Scalar_mode(ks: DispatchKeySet, (self_, other, r
 
 /// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_mul_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mul_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::mul_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mul_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::mul_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3434,9 +3526,10 @@ fn wrapper_ADInplaceOrView_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Ten
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mul_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::mul_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3466,9 +3559,10 @@ fn wrapper_ADInplaceOrView_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Ten
 
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]))?;
+    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3481,17 +3575,19 @@ fn wrapper_ADInplaceOrView_sub_out(ks: DispatchKeySet, (self_, other, alpha, out
 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 fn wrapper_Meta_sub_Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Functional)?;
+    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_Meta_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Inplace(self_))?;
+    let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3593,25 +3689,28 @@ fn wrapper_ADInplaceOrView_logical_or_out(ks: DispatchKeySet, (self_, other, out
 
 /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
 fn wrapper_Meta_clamp(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let meta = crate::meta::clamp(self_, min, max, Outs::Functional)?;
+    let meta = crate::meta::clamp(self_, min, max, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
 fn wrapper_Meta_clamp_Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Functional)?;
+    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
 fn wrapper_Meta_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let meta = crate::meta::clamp(self_, min, max, Outs::Inplace(self_))?;
+    let meta = crate::meta::clamp(self_, min, max, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3624,9 +3723,10 @@ fn wrapper_ADInplaceOrView_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tenso
 
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
 fn wrapper_Meta_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_))?;
+    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3639,9 +3739,10 @@ fn wrapper_ADInplaceOrView_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): 
 
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp(self_, min, max, Outs::Out(&[out]))?;
+    let meta = crate::meta::clamp(self_, min, max, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3654,9 +3755,10 @@ fn wrapper_ADInplaceOrView_clamp_out(ks: DispatchKeySet, (self_, min, max, out):
 
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]))?;
+    let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3669,25 +3771,28 @@ fn wrapper_ADInplaceOrView_clamp_Tensor_out(ks: DispatchKeySet, (self_, min, max
 
 /// `clamp_max(Tensor self, Scalar max) -> Tensor`
 fn wrapper_Meta_clamp_max(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_max(self_, max, Outs::Functional)?;
+    let meta = crate::meta::clamp_max(self_, max, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
 fn wrapper_Meta_clamp_max_Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Functional)?;
+    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
 fn wrapper_Meta_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_max(self_, max, Outs::Inplace(self_))?;
+    let meta = crate::meta::clamp_max(self_, max, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3700,9 +3805,10 @@ fn wrapper_ADInplaceOrView_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor
 
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
 fn wrapper_Meta_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_))?;
+    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3715,9 +3821,10 @@ fn wrapper_ADInplaceOrView_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (
 
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_max(self_, max, Outs::Out(&[out]))?;
+    let meta = crate::meta::clamp_max(self_, max, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3730,9 +3837,10 @@ fn wrapper_ADInplaceOrView_clamp_max_out(ks: DispatchKeySet, (self_, max, out): 
 
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]))?;
+    let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3745,25 +3853,28 @@ fn wrapper_ADInplaceOrView_clamp_max_Tensor_out(ks: DispatchKeySet, (self_, max,
 
 /// `clamp_min(Tensor self, Scalar min) -> Tensor`
 fn wrapper_Meta_clamp_min(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_min(self_, min, Outs::Functional)?;
+    let meta = crate::meta::clamp_min(self_, min, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
 fn wrapper_Meta_clamp_min_Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Functional)?;
+    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
 fn wrapper_Meta_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_min(self_, min, Outs::Inplace(self_))?;
+    let meta = crate::meta::clamp_min(self_, min, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3776,9 +3887,10 @@ fn wrapper_ADInplaceOrView_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor
 
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
 fn wrapper_Meta_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_))?;
+    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3791,9 +3903,10 @@ fn wrapper_ADInplaceOrView_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (
 
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_min(self_, min, Outs::Out(&[out]))?;
+    let meta = crate::meta::clamp_min(self_, min, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3806,9 +3919,10 @@ fn wrapper_ADInplaceOrView_clamp_min_out(ks: DispatchKeySet, (self_, min, out): 
 
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]))?;
+    let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3821,9 +3935,10 @@ fn wrapper_ADInplaceOrView_clamp_min_Tensor_out(ks: DispatchKeySet, (self_, min,
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_Meta_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::eq_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::eq_scalar(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3836,9 +3951,10 @@ fn wrapper_ADInplaceOrView_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::eq_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::eq_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3851,9 +3967,10 @@ fn wrapper_ADInplaceOrView_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3888,9 +4005,10 @@ fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor(_ks: DispatchKeyS
 
 /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_bitwise_and_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
@@ -3908,9 +4026,10 @@ fn wrapper_ADInplaceOrView_bitwise_and__Scalar(ks: DispatchKeySet, (self_, other
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3923,9 +4042,10 @@ fn wrapper_ADInplaceOrView_bitwise_and__Tensor(ks: DispatchKeySet, (self_, other
 
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -3960,9 +4080,10 @@ fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor(_ks: DispatchKeySe
 
 /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_bitwise_or_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
@@ -3980,9 +4101,10 @@ fn wrapper_ADInplaceOrView_bitwise_or__Scalar(ks: DispatchKeySet, (self_, other)
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -3995,9 +4117,10 @@ fn wrapper_ADInplaceOrView_bitwise_or__Tensor(ks: DispatchKeySet, (self_, other)
 
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4032,9 +4155,10 @@ fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor(_ks: DispatchKeyS
 
 /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_bitwise_xor_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
@@ -4052,9 +4176,10 @@ fn wrapper_ADInplaceOrView_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, other
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4067,9 +4192,10 @@ fn wrapper_ADInplaceOrView_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, other
 
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ne_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::ne_scalar(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4082,17 +4208,19 @@ fn wrapper_ADInplaceOrView_ne_Scalar_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_Meta_ne_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::ne_scalar(self_, other, Outs::Functional)?;
+    let meta = crate::meta::ne_scalar(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ne_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::ne_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4105,17 +4233,19 @@ fn wrapper_ADInplaceOrView_ne_Tensor_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_ne_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ne_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::ne_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_Meta_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::ne_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::ne_scalar(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4128,9 +4258,10 @@ fn wrapper_ADInplaceOrView_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ne_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::ne_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4143,9 +4274,10 @@ fn wrapper_ADInplaceOrView_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::eq_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::eq_scalar(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4158,17 +4290,19 @@ fn wrapper_ADInplaceOrView_eq_Scalar_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_Meta_eq_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::eq_scalar(self_, other, Outs::Functional)?;
+    let meta = crate::meta::eq_scalar(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::eq_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::eq_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4181,17 +4315,19 @@ fn wrapper_ADInplaceOrView_eq_Tensor_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_eq_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::eq_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::eq_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ge_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::ge_scalar(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4204,17 +4340,19 @@ fn wrapper_ADInplaceOrView_ge_Scalar_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_Meta_ge_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::ge_scalar(self_, other, Outs::Functional)?;
+    let meta = crate::meta::ge_scalar(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ge_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::ge_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4227,17 +4365,19 @@ fn wrapper_ADInplaceOrView_ge_Tensor_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_ge_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ge_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::ge_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_Meta_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::ge_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::ge_scalar(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4250,9 +4390,10 @@ fn wrapper_ADInplaceOrView_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ge_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::ge_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4265,9 +4406,10 @@ fn wrapper_ADInplaceOrView_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::le_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::le_scalar(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4280,17 +4422,19 @@ fn wrapper_ADInplaceOrView_le_Scalar_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `le.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_Meta_le_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::le_scalar(self_, other, Outs::Functional)?;
+    let meta = crate::meta::le_scalar(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::le_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::le_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4303,17 +4447,19 @@ fn wrapper_ADInplaceOrView_le_Tensor_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `le.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_le_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::le_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::le_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_Meta_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::le_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::le_scalar(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4326,9 +4472,10 @@ fn wrapper_ADInplaceOrView_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::le_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::le_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4341,9 +4488,10 @@ fn wrapper_ADInplaceOrView_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::gt_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::gt_scalar(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4356,17 +4504,19 @@ fn wrapper_ADInplaceOrView_gt_Scalar_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_Meta_gt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::gt_scalar(self_, other, Outs::Functional)?;
+    let meta = crate::meta::gt_scalar(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::gt_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::gt_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4379,17 +4529,19 @@ fn wrapper_ADInplaceOrView_gt_Tensor_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_gt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::gt_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::gt_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_Meta_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::gt_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::gt_scalar(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4402,9 +4554,10 @@ fn wrapper_ADInplaceOrView_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::gt_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::gt_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4417,9 +4570,10 @@ fn wrapper_ADInplaceOrView_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::lt_scalar(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::lt_scalar(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4432,17 +4586,19 @@ fn wrapper_ADInplaceOrView_lt_Scalar_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_Meta_lt_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::lt_scalar(self_, other, Outs::Functional)?;
+    let meta = crate::meta::lt_scalar(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::lt_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::lt_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4455,17 +4611,19 @@ fn wrapper_ADInplaceOrView_lt_Tensor_out(ks: DispatchKeySet, (self_, other, out)
 
 /// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_lt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::lt_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::lt_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_Meta_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::lt_scalar(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::lt_scalar(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4478,9 +4636,10 @@ fn wrapper_ADInplaceOrView_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::lt_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::lt_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4493,9 +4652,10 @@ fn wrapper_ADInplaceOrView_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tens
 
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::atan2(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::atan2(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4508,9 +4668,10 @@ fn wrapper_ADInplaceOrView_atan2_out(ks: DispatchKeySet, (self_, other, out): (&
 
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::atan2(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::atan2(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4523,9 +4684,10 @@ fn wrapper_ADInplaceOrView_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, 
 
 /// `atan2(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_atan2(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::atan2(self_, other, Outs::Functional)?;
+    let meta = crate::meta::atan2(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
@@ -4560,9 +4722,10 @@ fn wrapper_ADInplaceOrView_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Te
 
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::fmod_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::fmod_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4575,17 +4738,19 @@ fn wrapper_ADInplaceOrView_fmod_Tensor_out(ks: DispatchKeySet, (self_, other, ou
 
 /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_fmod_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::fmod_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::fmod_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::fmod_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::fmod_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4627,9 +4792,10 @@ fn wrapper_ADInplaceOrView_remainder__Scalar(ks: DispatchKeySet, (self_, other):
 
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::remainder_tensor(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::remainder_tensor(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4642,17 +4808,19 @@ fn wrapper_ADInplaceOrView_remainder_Tensor_out(ks: DispatchKeySet, (self_, othe
 
 /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_remainder_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::remainder_tensor(self_, other, Outs::Functional)?;
+    let meta = crate::meta::remainder_tensor(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::remainder_tensor(self_, other, Outs::Inplace(self_))?;
+    let meta = crate::meta::remainder_tensor(self_, other, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4665,17 +4833,19 @@ fn wrapper_ADInplaceOrView_remainder__Tensor(ks: DispatchKeySet, (self_, other):
 
 /// `maximum(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_maximum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::maximum(self_, other, Outs::Functional)?;
+    let meta = crate::meta::maximum(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::maximum(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::maximum(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4688,17 +4858,19 @@ fn wrapper_ADInplaceOrView_maximum_out(ks: DispatchKeySet, (self_, other, out): 
 
 /// `minimum(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_minimum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::minimum(self_, other, Outs::Functional)?;
+    let meta = crate::meta::minimum(self_, other, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::minimum(self_, other, Outs::Out(&[out]))?;
+    let meta = crate::meta::minimum(self_, other, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4711,9 +4883,10 @@ fn wrapper_ADInplaceOrView_minimum_out(ks: DispatchKeySet, (self_, other, out): 
 
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]))?;
+    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4726,17 +4899,19 @@ fn wrapper_ADInplaceOrView_pow_Tensor_Tensor_out(ks: DispatchKeySet, (self_, exp
 
 /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
 fn wrapper_Meta_pow_Tensor_Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Functional)?;
+    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::pow_scalar(self_, exponent, Outs::Out(&[out]))?;
+    let meta = crate::meta::pow_scalar(self_, exponent, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4749,17 +4924,19 @@ fn wrapper_ADInplaceOrView_pow_Scalar_out(ks: DispatchKeySet, (self_, exponent, 
 
 /// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
 fn wrapper_Meta_pow_Scalar(_ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::pow_scalar(self_, exponent, Outs::Functional)?;
+    let meta = crate::meta::pow_scalar(self_, exponent, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Out(&[out]))?;
+    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -4772,17 +4949,19 @@ fn wrapper_ADInplaceOrView_pow_Tensor_Scalar_out(ks: DispatchKeySet, (self_, exp
 
 /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
 fn wrapper_Meta_pow_Tensor_Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Functional)?;
+    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
 fn wrapper_Meta_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
-    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Inplace(self_))?;
+    let meta = crate::meta::pow_tensor_scalar(self_, exponent, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -4795,9 +4974,10 @@ fn wrapper_ADInplaceOrView_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&
 
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
 fn wrapper_Meta_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_))?;
+    let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5448,19 +5628,21 @@ fn wrapper_ADInplaceOrView_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, 
 
 /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 fn wrapper_Meta_max_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let out1 = crate::structured::create_out(meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out0, out1))
 }
 
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_Meta_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]))?;
+    let meta = crate::meta::max_dim(self_, dim, keepdim, Outs::Out(&[max, max_values]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(max, meta.output(0)?)?;
     crate::structured::resize_out(max_values, meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((max.clone(), max_values.clone()))
 }
 
@@ -5491,17 +5673,19 @@ fn wrapper_ADInplaceOrView_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, out
 
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_mean_dim(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = crate::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5514,19 +5698,21 @@ fn wrapper_ADInplaceOrView_mean_out(ks: DispatchKeySet, (self_, dim, keepdim, dt
 
 /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 fn wrapper_Meta_min_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Functional)?;
+    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let out1 = crate::structured::create_out(meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out0, out1))
 }
 
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_Meta_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]))?;
+    let meta = crate::meta::min_dim(self_, dim, keepdim, Outs::Out(&[min, min_indices]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(min, meta.output(0)?)?;
     crate::structured::resize_out(min_indices, meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((min.clone(), min_indices.clone()))
 }
 
@@ -5562,17 +5748,19 @@ fn wrapper_CompositeExplicitAutograd_sum(_ks: DispatchKeySet, (self_, dtype): (&
 
 /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_sum_dim_IntList(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional)?;
+    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]))?;
+    let meta = crate::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5691,17 +5879,19 @@ fn wrapper_ADInplaceOrView_abs_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `bitwise_not(Tensor self) -> Tensor`
 fn wrapper_Meta_bitwise_not(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_not(self_, Outs::Functional)?;
+    let meta = crate::meta::bitwise_not(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_not(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::bitwise_not(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5714,9 +5904,10 @@ fn wrapper_ADInplaceOrView_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tensor,)
 
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::bitwise_not(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::bitwise_not(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5753,17 +5944,19 @@ fn wrapper_ADInplaceOrView_logical_not_out(ks: DispatchKeySet, (self_, out): (&T
 
 /// `ceil(Tensor self) -> Tensor`
 fn wrapper_Meta_ceil(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::ceil(self_, Outs::Functional)?;
+    let meta = crate::meta::ceil(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `ceil_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::ceil(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::ceil(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5776,9 +5969,10 @@ fn wrapper_ADInplaceOrView_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::ceil(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::ceil(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5791,17 +5985,19 @@ fn wrapper_ADInplaceOrView_ceil_out(ks: DispatchKeySet, (self_, out): (&Tensor, 
 
 /// `cos(Tensor self) -> Tensor`
 fn wrapper_Meta_cos(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::cos(self_, Outs::Functional)?;
+    let meta = crate::meta::cos(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `cos_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::cos(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::cos(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5814,9 +6010,10 @@ fn wrapper_ADInplaceOrView_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::cos(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::cos(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5829,17 +6026,19 @@ fn wrapper_ADInplaceOrView_cos_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `erf(Tensor self) -> Tensor`
 fn wrapper_Meta_erf(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::erf(self_, Outs::Functional)?;
+    let meta = crate::meta::erf(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `erf_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::erf(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::erf(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5852,9 +6051,10 @@ fn wrapper_ADInplaceOrView_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::erf(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::erf(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5867,17 +6067,19 @@ fn wrapper_ADInplaceOrView_erf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `exp(Tensor self) -> Tensor`
 fn wrapper_Meta_exp(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::exp(self_, Outs::Functional)?;
+    let meta = crate::meta::exp(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `exp_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::exp(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::exp(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5890,9 +6092,10 @@ fn wrapper_ADInplaceOrView_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::exp(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::exp(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5905,17 +6108,19 @@ fn wrapper_ADInplaceOrView_exp_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `expm1(Tensor self) -> Tensor`
 fn wrapper_Meta_expm1(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::expm1(self_, Outs::Functional)?;
+    let meta = crate::meta::expm1(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `expm1_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::expm1(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::expm1(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5928,9 +6133,10 @@ fn wrapper_ADInplaceOrView_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::expm1(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::expm1(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -5943,17 +6149,19 @@ fn wrapper_ADInplaceOrView_expm1_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `floor(Tensor self) -> Tensor`
 fn wrapper_Meta_floor(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::floor(self_, Outs::Functional)?;
+    let meta = crate::meta::floor(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `floor_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::floor(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::floor(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -5966,9 +6174,10 @@ fn wrapper_ADInplaceOrView_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::floor(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::floor(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6005,17 +6214,19 @@ fn wrapper_ADInplaceOrView_nan_to_num_out(ks: DispatchKeySet, (self_, nan, posin
 
 /// `log(Tensor self) -> Tensor`
 fn wrapper_Meta_log(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::log(self_, Outs::Functional)?;
+    let meta = crate::meta::log(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `log_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::log(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::log(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6028,9 +6239,10 @@ fn wrapper_ADInplaceOrView_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::log(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::log(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6043,17 +6255,19 @@ fn wrapper_ADInplaceOrView_log_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `log1p(Tensor self) -> Tensor`
 fn wrapper_Meta_log1p(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::log1p(self_, Outs::Functional)?;
+    let meta = crate::meta::log1p(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `log1p_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::log1p(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::log1p(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6066,9 +6280,10 @@ fn wrapper_ADInplaceOrView_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::log1p(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::log1p(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6081,17 +6296,19 @@ fn wrapper_ADInplaceOrView_log1p_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `log2(Tensor self) -> Tensor`
 fn wrapper_Meta_log2(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::log2(self_, Outs::Functional)?;
+    let meta = crate::meta::log2(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `log2_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::log2(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::log2(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6104,9 +6321,10 @@ fn wrapper_ADInplaceOrView_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::log2(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::log2(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6119,17 +6337,19 @@ fn wrapper_ADInplaceOrView_log2_out(ks: DispatchKeySet, (self_, out): (&Tensor, 
 
 /// `reciprocal(Tensor self) -> Tensor`
 fn wrapper_Meta_reciprocal(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::reciprocal(self_, Outs::Functional)?;
+    let meta = crate::meta::reciprocal(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::reciprocal(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::reciprocal(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6142,9 +6362,10 @@ fn wrapper_ADInplaceOrView_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,))
 
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::reciprocal(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::reciprocal(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6157,17 +6378,19 @@ fn wrapper_ADInplaceOrView_reciprocal_out(ks: DispatchKeySet, (self_, out): (&Te
 
 /// `neg(Tensor self) -> Tensor`
 fn wrapper_Meta_neg(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::neg(self_, Outs::Functional)?;
+    let meta = crate::meta::neg(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::neg(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::neg(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6180,9 +6403,10 @@ fn wrapper_ADInplaceOrView_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::neg(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::neg(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6195,17 +6419,19 @@ fn wrapper_ADInplaceOrView_neg_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `round(Tensor self) -> Tensor`
 fn wrapper_Meta_round(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::round(self_, Outs::Functional)?;
+    let meta = crate::meta::round(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `round_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::round(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::round(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6218,9 +6444,10 @@ fn wrapper_ADInplaceOrView_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::round(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::round(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6233,17 +6460,19 @@ fn wrapper_ADInplaceOrView_round_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `round.decimals(Tensor self, *, int decimals) -> Tensor`
 fn wrapper_Meta_round_decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::round_decimals(self_, decimals, Outs::Functional)?;
+    let meta = crate::meta::round_decimals(self_, decimals, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
 fn wrapper_Meta_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
-    let meta = crate::meta::round_decimals(self_, decimals, Outs::Inplace(self_))?;
+    let meta = crate::meta::round_decimals(self_, decimals, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6256,9 +6485,10 @@ fn wrapper_ADInplaceOrView_round__decimals(ks: DispatchKeySet, (self_, decimals)
 
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::round_decimals(self_, decimals, Outs::Out(&[out]))?;
+    let meta = crate::meta::round_decimals(self_, decimals, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6288,9 +6518,10 @@ fn wrapper_ADInplaceOrView_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::gelu(self_, approximate, Outs::Out(&[out]))?;
+    let meta = crate::meta::gelu(self_, approximate, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6303,9 +6534,10 @@ fn wrapper_ADInplaceOrView_gelu_out(ks: DispatchKeySet, (self_, approximate, out
 
 /// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
 fn wrapper_Meta_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
-    let meta = crate::meta::gelu(self_, approximate, Outs::Inplace(self_))?;
+    let meta = crate::meta::gelu(self_, approximate, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6318,25 +6550,28 @@ fn wrapper_ADInplaceOrView_gelu_(ks: DispatchKeySet, (self_, approximate): (&Ten
 
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 fn wrapper_Meta_gelu(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
-    let meta = crate::meta::gelu(self_, approximate, Outs::Functional)?;
+    let meta = crate::meta::gelu(self_, approximate, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `rsqrt(Tensor self) -> Tensor`
 fn wrapper_Meta_rsqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::rsqrt(self_, Outs::Functional)?;
+    let meta = crate::meta::rsqrt(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::rsqrt(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::rsqrt(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6349,9 +6584,10 @@ fn wrapper_ADInplaceOrView_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::rsqrt(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::rsqrt(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6364,17 +6600,19 @@ fn wrapper_ADInplaceOrView_rsqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `silu(Tensor self) -> Tensor`
 fn wrapper_Meta_silu(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::silu(self_, Outs::Functional)?;
+    let meta = crate::meta::silu(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `silu_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::silu(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::silu(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6387,9 +6625,10 @@ fn wrapper_ADInplaceOrView_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::silu(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::silu(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6402,17 +6641,19 @@ fn wrapper_ADInplaceOrView_silu_out(ks: DispatchKeySet, (self_, out): (&Tensor, 
 
 /// `sigmoid(Tensor self) -> Tensor`
 fn wrapper_Meta_sigmoid(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sigmoid(self_, Outs::Functional)?;
+    let meta = crate::meta::sigmoid(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sigmoid(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::sigmoid(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6425,9 +6666,10 @@ fn wrapper_ADInplaceOrView_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
 
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::sigmoid(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::sigmoid(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6440,17 +6682,19 @@ fn wrapper_ADInplaceOrView_sigmoid_out(ks: DispatchKeySet, (self_, out): (&Tenso
 
 /// `sin(Tensor self) -> Tensor`
 fn wrapper_Meta_sin(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sin(self_, Outs::Functional)?;
+    let meta = crate::meta::sin(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `sin_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sin(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::sin(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6463,9 +6707,10 @@ fn wrapper_ADInplaceOrView_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::sin(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::sin(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6478,17 +6723,19 @@ fn wrapper_ADInplaceOrView_sin_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `sqrt(Tensor self) -> Tensor`
 fn wrapper_Meta_sqrt(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sqrt(self_, Outs::Functional)?;
+    let meta = crate::meta::sqrt(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sqrt(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::sqrt(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6501,9 +6748,10 @@ fn wrapper_ADInplaceOrView_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::sqrt(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::sqrt(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6516,17 +6764,19 @@ fn wrapper_ADInplaceOrView_sqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, 
 
 /// `tan(Tensor self) -> Tensor`
 fn wrapper_Meta_tan(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::tan(self_, Outs::Functional)?;
+    let meta = crate::meta::tan(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `tan_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::tan(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::tan(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6539,9 +6789,10 @@ fn wrapper_ADInplaceOrView_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::tan(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::tan(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6554,17 +6805,19 @@ fn wrapper_ADInplaceOrView_tan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &
 
 /// `tanh(Tensor self) -> Tensor`
 fn wrapper_Meta_tanh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::tanh(self_, Outs::Functional)?;
+    let meta = crate::meta::tanh(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `tanh_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::tanh(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::tanh(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6577,9 +6830,10 @@ fn wrapper_ADInplaceOrView_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::tanh(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::tanh(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6592,17 +6846,19 @@ fn wrapper_ADInplaceOrView_tanh_out(ks: DispatchKeySet, (self_, out): (&Tensor, 
 
 /// `trunc(Tensor self) -> Tensor`
 fn wrapper_Meta_trunc(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::trunc(self_, Outs::Functional)?;
+    let meta = crate::meta::trunc(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `trunc_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::trunc(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::trunc(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6615,9 +6871,10 @@ fn wrapper_ADInplaceOrView_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::trunc(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::trunc(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6630,17 +6887,19 @@ fn wrapper_ADInplaceOrView_trunc_out(ks: DispatchKeySet, (self_, out): (&Tensor,
 
 /// `sign(Tensor self) -> Tensor`
 fn wrapper_Meta_sign(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sign(self_, Outs::Functional)?;
+    let meta = crate::meta::sign(self_, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out0)
 }
 
 /// `sign_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_Meta_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let meta = crate::meta::sign(self_, Outs::Inplace(self_))?;
+    let meta = crate::meta::sign(self_, Outs::Inplace(self_));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::check_inplace(self_, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(self_.clone())
 }
 
@@ -6653,9 +6912,10 @@ fn wrapper_ADInplaceOrView_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let meta = crate::meta::sign(self_, Outs::Out(&[out]))?;
+    let meta = crate::meta::sign(self_, Outs::Out(&[out]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(out, meta.output(0)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok(out.clone())
 }
 
@@ -6733,10 +6993,11 @@ fn wrapper_ADInplaceOrView_sort_values(ks: DispatchKeySet, (self_, dim, descendi
 
 /// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_Meta_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]))?;
+    let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]));
+    let meta = crate::structured::meta_ok(&meta)?;
     crate::structured::resize_out(values, meta.output(0)?)?;
     crate::structured::resize_out(indices, meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -6755,10 +7016,11 @@ fn wrapper_CompositeExplicitAutograd_sort(_ks: DispatchKeySet, (self_, dim, desc
 
 /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
 fn wrapper_Meta_sort_stable(_ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Functional)?;
+    let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
     let out0 = crate::structured::create_out(meta.output(0)?)?;
     let out1 = crate::structured::create_out(meta.output(1)?)?;
-    let _ = &meta;
+    let _ = meta;
     Ok((out0, out1))
 }
 

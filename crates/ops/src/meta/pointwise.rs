@@ -50,9 +50,7 @@ fn binary_alpha(
     alpha: Scalar,
     outs: Outs<'_>,
 ) -> Result<Meta<IterInfo>> {
-    let meta = IterConfig::binary(self_, other, outs).build()?;
-    alpha_check(meta.extra.common_dtype, alpha)?;
-    Ok(meta)
+    IterConfig::binary(self_, other, outs).alpha(alpha).build()
 }
 
 /// `add.Tensor`: `self + alpha * other`.
