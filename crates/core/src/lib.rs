@@ -11,6 +11,7 @@
 //!
 //! Nothing here runs an operator: operators and kernels live in the crates above this one.
 
+pub mod access;
 pub mod device;
 pub mod element;
 pub mod error;
@@ -19,11 +20,13 @@ pub mod generator;
 pub mod geometry;
 pub mod ivalue;
 pub mod keys;
+pub mod linear;
 pub mod local_dispatch;
 pub mod promotion;
 pub mod scalar;
 pub mod scalar_type;
 pub mod shape;
+mod shared;
 pub mod storage;
 pub mod tensor;
 

@@ -2,33 +2,36 @@
 //!
 //! # Concurrency
 //!
-//! Every storage guards its bytes with a reader–writer lock. Code reads or writes tensor
-//! data only through [`crate::tensor::with_tensors`] (or the single-storage guards here),
-//! which
+//! Code reads or writes tensor data only through [`crate::tensor::with_tensors`] (or the
+//! single-storage guards [`Storage::read`] and [`Storage::write`]), which
 //!
 //! 1. snapshots each tensor's geometry,
-//! 2. locks every distinct storage involved at once — shared for reads, exclusive if any
-//!    tensor on it is written — in address order, so two threads can never wait on each other
-//!    in a cycle,
-//! 3. re-checks every geometry against the locked storage's size, and
+//! 2. takes every distinct storage involved at once, shared for reads and exclusive if any
+//!    tensor on it is written ([`crate::access`]: a storage is accessed without a lock by the
+//!    thread that created it until another thread needs its data, and under a reader–writer
+//!    lock from then on),
+//! 3. re-checks every geometry against the storage's size, and
 //! 4. hands out byte slices whose borrows end with the closure.
 //!
 //! Two threads mutating tensors that share storage are therefore serialised, never racing:
 //! the worst outcome of unsynchronised user code is one of the possible interleavings of
 //! whole operations, not undefined behaviour. A thread may not start a new data access while
-//! it already holds one (a kernel must not call back into operators with locks held); that
+//! it already holds one (a kernel must not call back into operators with data held); that
 //! would deadlock, so it is refused with an error instead.
 
+pub use crate::access::{Access, StorageGuard, StorageLocks};
+
+use crate::access::AccessControl;
 use crate::device::{Device, DeviceType};
+use crate::shared::Shared;
 use crate::{Error, Result};
-use smallvec::SmallVec;
 use std::alloc::Layout;
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::{NonNull, addr_of_mut};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// Alignment of host allocations of at least this many bytes, enough for any SIMD load.
 pub const HOST_ALIGNMENT: usize = 64;
@@ -357,19 +360,28 @@ fn device_data_error() -> Error {
     )
 }
 
-struct StorageImpl {
+pub(crate) struct StorageImpl {
     device: Device,
     resizable: bool,
     allocator: Option<Arc<dyn Allocator>>,
-    /// Mirror of the data's size, readable without the lock.
+    /// Mirror of the data's size, readable without holding the data.
     nbytes: AtomicUsize,
-    data: RwLock<StorageData>,
+    /// Who may touch `data`, and when ([`crate::access`]).
+    pub(crate) access: AccessControl,
+    /// The bytes; read and written only while held through `access`.
+    pub(crate) data: UnsafeCell<StorageData>,
 }
+
+// SAFETY: `data` is only dereferenced by the holders of an access taken through `access`
+// (`crate::access::StorageLocks`), which grants shared access to readers and exclusive
+// access to one writer at a time across threads; every other field is immutable or atomic.
+// `StorageData` itself is `Send + Sync` (host bytes, or `Send + Sync` device memory).
+unsafe impl Sync for StorageImpl {}
 
 /// A refcounted storage. Cloning shares it (like PyTorch's `Storage`).
 #[derive(Clone)]
 pub struct Storage {
-    inner: Arc<StorageImpl>,
+    inner: Shared<StorageImpl>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -395,14 +407,8 @@ impl Storage {
         resizable: bool,
     ) -> Storage {
         let nbytes = data.nbytes();
-        // Built in place: moving the value into its `Arc` went through a misaligned stack
-        // copy whose store-forwarding stalls were a sixth of allocating a tiny tensor.
-        let arc = Arc::<StorageImpl>::new_uninit();
-        // Not `Arc::get_mut`: it proves uniqueness with an atomic compare-exchange (~10 ns
-        // here), and a new `Arc` is unique by construction. `as_ptr` derives the pointer from
-        // the allocation itself, not from a shared reference, so writing through it while no
-        // other handle exists is sound (it is how `Arc::get_mut_unchecked` works).
-        let p: *mut StorageImpl = Arc::as_ptr(&arc).cast_mut().cast();
+        // Built in place: moving the value into its allocation went through a misaligned
+        // stack copy whose store-forwarding stalls were a sixth of allocating a tiny tensor.
         // Lists every field without `..`: a new field fails to compile here until it is
         // also written below.
         let _every_field_is_written = |s: &StorageImpl| {
@@ -411,28 +417,28 @@ impl Storage {
                 resizable: _,
                 allocator: _,
                 nbytes: _,
+                access: _,
                 data: _,
             } = s;
         };
-        // SAFETY: `p` points to memory allocated for a `StorageImpl`, aligned, and exclusively
-        // ours (the `Arc` was just created). Each write fills one field (every field, as the
-        // pattern above checks) without reading or dropping the uninitialised old value; the
-        // lock is only borrowed (`&mut`, nobody else can see it) after it was written.
-        unsafe {
-            addr_of_mut!((*p).device).write(device);
-            addr_of_mut!((*p).resizable).write(resizable);
-            addr_of_mut!((*p).allocator).write(allocator);
-            addr_of_mut!((*p).nbytes).write(AtomicUsize::new(nbytes));
-            // The lock first, around a placeholder, then the data through it: writing
-            // `RwLock::new(data)` built the lock on the stack with the data at an odd offset,
-            // and copying that stalled on store forwarding (half of `Storage::new`).
-            let lock = addr_of_mut!((*p).data);
-            lock.write(RwLock::new(StorageData::Meta { nbytes: 0 }));
-            *(*lock).get_mut().unwrap_or_else(PoisonError::into_inner) = data;
-        }
+        let write = |p: *mut StorageImpl| {
+            // SAFETY: `p` points to a new allocation for a `StorageImpl`, aligned and
+            // exclusively ours (`Shared::new_in_place`). Each write fills one field (every
+            // field, as the pattern above checks) without reading or dropping the
+            // uninitialised old value. The new storage is owned by the creating thread (see
+            // `crate::access`).
+            unsafe {
+                addr_of_mut!((*p).device).write(device);
+                addr_of_mut!((*p).resizable).write(resizable);
+                addr_of_mut!((*p).allocator).write(allocator);
+                addr_of_mut!((*p).nbytes).write(AtomicUsize::new(nbytes));
+                addr_of_mut!((*p).access).write(AccessControl::owned_by_current_thread());
+                addr_of_mut!((*p).data).write(UnsafeCell::new(data));
+            }
+        };
         Storage {
-            // SAFETY: every field of the `StorageImpl` was written above.
-            inner: unsafe { arc.assume_init() },
+            // SAFETY: `write` initialises every field of the value.
+            inner: unsafe { Shared::new_in_place(write) },
         }
     }
 
@@ -521,45 +527,32 @@ impl Storage {
 
     /// Whether both handles refer to the same storage.
     pub fn is_alias_of(&self, other: &Storage) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        Shared::ptr_eq(&self.inner, &other.inner)
     }
 
     /// A stable identity for ordering locks and comparing storages.
     pub fn id(&self) -> usize {
-        Arc::as_ptr(&self.inner) as *const () as usize
+        self.inner.as_ptr() as usize
     }
 
     /// Number of handles (tensors and clones) sharing this storage.
     pub fn use_count(&self) -> usize {
-        Arc::strong_count(&self.inner)
+        self.inner.count()
     }
 
-    /// Locks for reading.
+    /// The shared object, for the access protocol.
+    pub(crate) fn inner(&self) -> &StorageImpl {
+        &self.inner
+    }
+
+    /// Holds the data for reading (see [`crate::access`]).
     pub fn read(&self) -> Result<StorageGuard<'_>> {
-        let held = HeldToken::acquire()?;
-        let guard = self
-            .inner
-            .data
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(StorageGuard {
-            inner: GuardInner::Read(guard),
-            _held: held,
-        })
+        StorageGuard::new(self, Access::Read)
     }
 
-    /// Locks for writing.
+    /// Holds the data for writing (see [`crate::access`]).
     pub fn write(&self) -> Result<StorageGuard<'_>> {
-        let held = HeldToken::acquire()?;
-        let guard = self
-            .inner
-            .data
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(StorageGuard {
-            inner: GuardInner::Write(guard),
-            _held: held,
-        })
+        StorageGuard::new(self, Access::Write)
     }
 
     /// Resizes to `nbytes`, keeping the common prefix of the contents (new bytes are zero).
@@ -592,284 +585,6 @@ impl Storage {
         self.inner.nbytes.store(nbytes, Ordering::Release);
         Ok(())
     }
-}
-
-thread_local! {
-    static GUARDS_HELD: Cell<usize> = const { Cell::new(0) };
-}
-
-/// Counts storage accesses held by this thread; a second concurrent access is refused.
-struct HeldToken(());
-
-impl HeldToken {
-    fn acquire() -> Result<HeldToken> {
-        GUARDS_HELD.with(|c| {
-            if c.get() > 0 {
-                return Err(Error::runtime(
-                    "internal error: a storage was accessed while this thread already holds storage locks (a kernel called back into an operator with data locks held); this would deadlock",
-                ));
-            }
-            c.set(1);
-            Ok(HeldToken(()))
-        })
-    }
-}
-
-impl Drop for HeldToken {
-    fn drop(&mut self) {
-        GUARDS_HELD.with(|c| c.set(0));
-    }
-}
-
-enum GuardInner<'a> {
-    Read(RwLockReadGuard<'a, StorageData>),
-    Write(RwLockWriteGuard<'a, StorageData>),
-}
-
-/// A lock on one storage's data.
-pub struct StorageGuard<'a> {
-    inner: GuardInner<'a>,
-    _held: HeldToken,
-}
-
-impl StorageGuard<'_> {
-    /// The data.
-    pub fn data(&self) -> &StorageData {
-        match &self.inner {
-            GuardInner::Read(g) => g,
-            GuardInner::Write(g) => g,
-        }
-    }
-
-    /// The data, mutably; an error for a read guard.
-    pub fn data_mut(&mut self) -> Result<&mut StorageData> {
-        match &mut self.inner {
-            GuardInner::Read(_) => Err(Error::runtime(
-                "internal error: tried to write through a read-only storage lock",
-            )),
-            GuardInner::Write(g) => Ok(g),
-        }
-    }
-}
-
-/// Whether a tensor's data is read or written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// Shared access.
-    Read,
-    /// Exclusive access.
-    Write,
-}
-
-/// Locks on several storages taken together (see the module documentation).
-pub struct StorageLocks<'a> {
-    guards: SmallVec<[GuardInner<'a>; 4]>,
-    /// For each request, the index of its guard (requests on one storage share a guard).
-    slot_of: SmallVec<[usize; 4]>,
-    /// This thread's right to hold locks, from the first acquisition; dropped after the
-    /// guards (fields drop in order).
-    held: Option<HeldToken>,
-}
-
-impl<'a> StorageLocks<'a> {
-    /// Locks every storage of `requests` at once, in address order; a storage requested for
-    /// both reading and writing is locked once, exclusively.
-    pub fn lock(requests: &[(&'a Storage, Access)]) -> Result<StorageLocks<'a>> {
-        let mut locks = StorageLocks::unlocked();
-        locks.acquire(requests)?;
-        Ok(locks)
-    }
-
-    /// An empty set, to [`StorageLocks::acquire`] into. Infallible, so the caller can build it
-    /// in place (a `Result` of it is moved out through `memcpy`).
-    pub(crate) fn unlocked() -> StorageLocks<'a> {
-        StorageLocks {
-            guards: SmallVec::new(),
-            slot_of: SmallVec::new(),
-            held: None,
-        }
-    }
-
-    /// [`StorageLocks::lock`] into a value the caller already holds (on an empty set of
-    /// locks): the set is ~150 bytes, and returning it by value moved it through `memcpy`
-    /// on every operator call.
-    pub(crate) fn acquire(&mut self, requests: &[(&'a Storage, Access)]) -> Result<()> {
-        if self.held.is_some() {
-            return Err(Error::runtime(
-                "internal error: storage locks acquired twice",
-            ));
-        }
-        self.held = Some(HeldToken::acquire()?);
-        // Distinct storages (by identity), each with the strongest access asked of it. Built
-        // in place: operator calls lock two to four storages, and moving whole small vectors
-        // around showed in the profile of tiny calls.
-        let mut distinct: SmallVec<[(usize, &'a Storage, Access); 4]> = SmallVec::new();
-        for (s, a) in requests {
-            let id = s.id();
-            match distinct.iter_mut().find(|d| d.0 == id) {
-                Some(d) => {
-                    if *a == Access::Write {
-                        d.2 = Access::Write;
-                    }
-                }
-                None => distinct.push((id, s, *a)),
-            }
-        }
-        // Address order (see the module documentation). An insertion sort: the list is
-        // a handful of entries, where the library sort's set-up costs more than the sorting.
-        for i in 1..distinct.len() {
-            let mut j = i;
-            while j > 0 && distinct[j - 1].0 > distinct[j].0 {
-                distinct.swap(j - 1, j);
-                j -= 1;
-            }
-        }
-        for (_, s, a) in &distinct {
-            self.guards.push(match a {
-                Access::Read => {
-                    GuardInner::Read(s.inner.data.read().unwrap_or_else(PoisonError::into_inner))
-                }
-                Access::Write => {
-                    GuardInner::Write(s.inner.data.write().unwrap_or_else(PoisonError::into_inner))
-                }
-            });
-        }
-        for (s, _) in requests {
-            let id = s.id();
-            self.slot_of
-                .push(distinct.iter().position(|d| d.0 == id).unwrap_or(0));
-        }
-        Ok(())
-    }
-
-    /// The data of request `i`.
-    pub fn data(&self, i: usize) -> Result<&StorageData> {
-        match self.guards.get(self.slot(i)?) {
-            Some(GuardInner::Read(g)) => Ok(g),
-            Some(GuardInner::Write(g)) => Ok(g),
-            None => Err(bad_request(i)),
-        }
-    }
-
-    /// The data of request `i`, mutably (the request must have asked for `Write`, or share its
-    /// storage with one that did).
-    pub fn data_mut(&mut self, i: usize) -> Result<&mut StorageData> {
-        let slot = self.slot(i)?;
-        match self.guards.get_mut(slot) {
-            Some(GuardInner::Write(g)) => Ok(g),
-            Some(GuardInner::Read(_)) => Err(Error::runtime(format!(
-                "internal error: operand {i} was locked for reading but written"
-            ))),
-            None => Err(bad_request(i)),
-        }
-    }
-
-    /// Splits the locks for a computation: mutable data for each request in `writes`, shared
-    /// data for every request (`None` for those sharing a storage with a written request, which
-    /// must be read through the written data). Written requests must be in distinct storages.
-    #[allow(clippy::type_complexity)]
-    pub fn split_mut(
-        &mut self,
-        writes: &[usize],
-    ) -> Result<(
-        SmallVec<[&mut StorageData; 2]>,
-        SmallVec<[Option<&StorageData>; 4]>,
-    )> {
-        let mut write_slots: SmallVec<[usize; 2]> = SmallVec::new();
-        for &w in writes {
-            let slot = self.slot(w)?;
-            if write_slots.contains(&slot) {
-                return Err(Error::runtime(
-                    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.",
-                ));
-            }
-            write_slots.push(slot);
-        }
-        let mut written: SmallVec<[Option<&mut StorageData>; 2]> =
-            write_slots.iter().map(|_| None).collect();
-        let mut shared: SmallVec<[Option<&StorageData>; 4]> = SmallVec::new();
-        for (slot, guard) in self.guards.iter_mut().enumerate() {
-            let data: &mut StorageData = match guard {
-                GuardInner::Write(g) => g,
-                GuardInner::Read(g) => {
-                    if write_slots.contains(&slot) {
-                        return Err(Error::runtime(format!(
-                            "internal error: storage {slot} was locked for reading but is written"
-                        )));
-                    }
-                    shared.push(Some(&**g));
-                    continue;
-                }
-            };
-            match write_slots.iter().position(|s| *s == slot) {
-                Some(k) => {
-                    written[k] = Some(data);
-                    shared.push(None);
-                }
-                None => shared.push(Some(&*data)),
-            }
-        }
-        let written: Option<SmallVec<[&mut StorageData; 2]>> = written.into_iter().collect();
-        let written = written
-            .ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
-        let per_request = self
-            .slot_of
-            .iter()
-            .map(|slot| shared.get(*slot).copied().flatten())
-            .collect();
-        Ok((written, per_request))
-    }
-
-    /// [`StorageLocks::split_mut`] for the common case of one written request, request 0 (an
-    /// elementwise output), on host storage: its bytes mutably, with the bytes of every other
-    /// request pushed onto `rest` in order (`None` where it shares request 0's storage).
-    /// Cheaper than the general split, which matters for tiny tensors; `rest` is the caller's
-    /// because returning a small vector by value stalled on store forwarding.
-    pub fn split_first_host_mut<'s>(
-        &'s mut self,
-        rest: &mut SmallVec<[Option<&'s [u8]>; 4]>,
-    ) -> Result<&'s mut [u8]> {
-        let written_slot = self.slot(0)?;
-        let mut written = None;
-        let mut per_slot: SmallVec<[Option<&[u8]>; 4]> = SmallVec::new();
-        for (slot, guard) in self.guards.iter_mut().enumerate() {
-            if slot != written_slot {
-                per_slot.push(Some(match guard {
-                    GuardInner::Write(g) => g.host_bytes()?,
-                    GuardInner::Read(g) => g.host_bytes()?,
-                }));
-                continue;
-            }
-            match guard {
-                GuardInner::Write(g) => written = Some(g.host_bytes_mut()?),
-                GuardInner::Read(_) => {
-                    return Err(Error::runtime(
-                        "internal error: operand 0 was locked for reading but is written",
-                    ));
-                }
-            }
-            per_slot.push(None);
-        }
-        let written = written
-            .ok_or_else(|| Error::runtime("internal error: a written storage has no lock"))?;
-        for slot in &self.slot_of[1..] {
-            rest.push(per_slot.get(*slot).copied().flatten());
-        }
-        Ok(written)
-    }
-
-    /// Whether requests `i` and `j` share a storage.
-    pub fn same_storage(&self, i: usize, j: usize) -> bool {
-        matches!((self.slot_of.get(i), self.slot_of.get(j)), (Some(a), Some(b)) if a == b)
-    }
-
-    fn slot(&self, i: usize) -> Result<usize> {
-        self.slot_of.get(i).copied().ok_or_else(|| bad_request(i))
-    }
-}
-
-fn bad_request(i: usize) -> Error {
-    Error::runtime(format!("internal error: no storage lock for operand {i}"))
 }
 
 #[cfg(test)]
@@ -954,66 +669,6 @@ mod tests {
         m.resize(16).unwrap();
         assert_eq!(m.nbytes(), 16);
         assert!(m.read().unwrap().data().host_bytes().is_err());
-    }
-
-    #[test]
-    fn nested_access_is_refused_not_deadlocked() {
-        let s = Storage::from_host_bytes(&[1]).unwrap();
-        let _g = s.write().unwrap();
-        let e = s.read().map(|_| ()).unwrap_err();
-        assert!(e.message().contains("would deadlock"));
-    }
-
-    #[test]
-    fn shared_storage_locked_once_exclusively() {
-        let s = Storage::from_host_bytes(&[0; 8]).unwrap();
-        let t = Storage::from_host_bytes(&[7; 8]).unwrap();
-        let mut locks =
-            StorageLocks::lock(&[(&s, Access::Read), (&t, Access::Read), (&s, Access::Write)])
-                .unwrap();
-        assert!(locks.same_storage(0, 2));
-        assert!(!locks.same_storage(0, 1));
-        locks.data_mut(0).unwrap().host_bytes_mut().unwrap()[0] = 9;
-        assert_eq!(locks.data(2).unwrap().host_bytes().unwrap()[0], 9);
-        assert!(locks.data_mut(1).is_err());
-    }
-
-    /// Threads locking the same three storages, each listing them in a different order, all
-    /// finish: the locks are taken in one global (address) order whatever the request order.
-    #[test]
-    fn opposite_request_orders_do_not_deadlock() {
-        let st: Vec<Storage> = (0..3)
-            .map(|_| Storage::from_host_bytes(&[0; 8]).unwrap())
-            .collect();
-        let orders = [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1]];
-        let (done, finished) = std::sync::mpsc::channel();
-        for order in orders {
-            let (st, done) = (st.clone(), done.clone());
-            std::thread::spawn(move || {
-                for _ in 0..2000 {
-                    let req: Vec<(&Storage, Access)> =
-                        order.iter().map(|&i| (&st[i], Access::Write)).collect();
-                    let mut locks = StorageLocks::lock(&req).unwrap();
-                    for k in 0..3 {
-                        let bytes = locks.data_mut(k).unwrap().host_bytes_mut().unwrap();
-                        bytes[0] = bytes[0].wrapping_add(1);
-                    }
-                }
-                done.send(()).unwrap();
-            });
-        }
-        for _ in orders {
-            // A deadlock fails here instead of hanging the test run.
-            let timeout = std::time::Duration::from_secs(60);
-            finished.recv_timeout(timeout).expect("threads deadlocked");
-        }
-        for s in &st {
-            // 4 threads x 2000 increments, modulo 256.
-            assert_eq!(
-                s.read().unwrap().data().host_bytes().unwrap()[0],
-                (8000 % 256) as u8
-            );
-        }
     }
 
     #[test]

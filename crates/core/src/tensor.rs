@@ -1,6 +1,6 @@
 //! The tensor handle.
 //!
-//! A [`Tensor`] is a cheap, clonable handle (an `Arc`) to a [`TensorImpl`]: dtype, device,
+//! A [`Tensor`] is a cheap, clonable handle (a reference-counted pointer) to a [`TensorImpl`]: dtype, device,
 //! dispatch key set and storage (fixed at creation), a geometry (sizes, strides, storage
 //! offset), a version counter shared with every view of the same data, the `requires_grad`
 //! flag and a slot for autograd metadata, and an optional *payload* for tensors that are not
@@ -21,6 +21,7 @@ use crate::geometry::{GeometryCell, NewGeometry};
 use crate::keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, sets, tensor_key_set};
 use crate::local_dispatch::is_inference_mode_enabled;
 use crate::shape::{self, DimVec, fmt_dims};
+use crate::shared::Shared;
 use crate::storage::{Access, Storage, StorageData, StorageLocks};
 use crate::{Device, Error, Layout, Result, Scalar, ScalarType, bail, torch_check};
 use smallvec::SmallVec;
@@ -90,7 +91,7 @@ pub struct TensorImpl {
 
 /// A tensor handle; `Clone` shares the tensor (see the module documentation).
 #[derive(Clone)]
-pub struct Tensor(Arc<TensorImpl>);
+pub struct Tensor(Shared<TensorImpl>);
 
 /// The key set of a new dense tensor on `device` (inference tensors get no autograd keys).
 pub fn dense_key_set(device: Device) -> DispatchKeySet {
@@ -146,16 +147,10 @@ impl TensorParts {
 
 impl Tensor {
     /// A new tensor (no autograd state, `requires_grad` false), built in place in its
-    /// allocation: moving the ~280-byte object into an `Arc` by value cost two `memcpy` calls,
-    /// a quarter of allocating a tiny tensor.
+    /// allocation: moving the ~280-byte object into its allocation by value cost two `memcpy`
+    /// calls, a quarter of allocating a tiny tensor.
     #[inline]
     fn build(parts: TensorParts, geometry: NewGeometry<'_>) -> Tensor {
-        let arc = Arc::<TensorImpl>::new_uninit();
-        // Not `Arc::get_mut`: it proves uniqueness with an atomic compare-exchange (~10 ns
-        // here), and a new `Arc` is unique by construction. `as_ptr` derives the pointer from
-        // the allocation itself, not from a shared reference, so writing through it while no
-        // other handle exists is sound (it is how `Arc::get_mut_unchecked` works).
-        let p: *mut TensorImpl = Arc::as_ptr(&arc).cast_mut().cast();
         let TensorParts {
             dtype,
             device,
@@ -182,24 +177,26 @@ impl Tensor {
                 payload: _,
             } = t;
         };
-        // SAFETY: `p` points to memory allocated for a `TensorImpl`, aligned, and exclusively
-        // ours (the `Arc` was just created). Each line writes one field (every field, as the
-        // pattern above checks) without reading or dropping the uninitialised old value.
-        unsafe {
-            addr_of_mut!((*p).dtype).write(dtype);
-            addr_of_mut!((*p).device).write(device);
-            addr_of_mut!((*p).layout).write(layout);
-            addr_of_mut!((*p).key_set).write(key_set);
-            addr_of_mut!((*p).storage).write(storage);
-            GeometryCell::init(addr_of_mut!((*p).geometry), geometry);
-            addr_of_mut!((*p).version).write(version);
-            addr_of_mut!((*p).requires_grad).write(AtomicBool::new(false));
-            addr_of_mut!((*p).wrapped_number).write(AtomicBool::new(false));
-            addr_of_mut!((*p).autograd_meta).write(RwLock::new(None));
-            addr_of_mut!((*p).payload).write(payload);
-        }
-        // SAFETY: every field of the `TensorImpl` was written above.
-        Tensor(unsafe { arc.assume_init() })
+        let write = |p: *mut TensorImpl| {
+            // SAFETY: `p` points to a new allocation for a `TensorImpl`, aligned and exclusively
+            // ours (`Shared::new_in_place`). Each line writes one field (every field, as the
+            // pattern above checks) without reading or dropping the uninitialised old value.
+            unsafe {
+                addr_of_mut!((*p).dtype).write(dtype);
+                addr_of_mut!((*p).device).write(device);
+                addr_of_mut!((*p).layout).write(layout);
+                addr_of_mut!((*p).key_set).write(key_set);
+                addr_of_mut!((*p).storage).write(storage);
+                GeometryCell::init(addr_of_mut!((*p).geometry), geometry);
+                addr_of_mut!((*p).version).write(version);
+                addr_of_mut!((*p).requires_grad).write(AtomicBool::new(false));
+                addr_of_mut!((*p).wrapped_number).write(AtomicBool::new(false));
+                addr_of_mut!((*p).autograd_meta).write(RwLock::new(None));
+                addr_of_mut!((*p).payload).write(payload);
+            }
+        };
+        // SAFETY: `write` initialises every field of the value.
+        Tensor(unsafe { Shared::new_in_place(write) })
     }
 
     /// A tensor viewing `storage` with the given geometry. Fails if the view reaches past
@@ -383,6 +380,12 @@ impl Tensor {
         self.0.geometry.load()
     }
 
+    /// The cell holding the geometry (for the crate's lean readers).
+    #[inline]
+    pub(crate) fn geometry_cell(&self) -> &GeometryCell {
+        &self.0.geometry
+    }
+
     /// Runs `f` on a snapshot of the geometry.
     pub fn with_geometry<R>(&self, f: impl FnOnce(&Geometry) -> R) -> R {
         f(&self.0.geometry.load())
@@ -463,7 +466,7 @@ impl Tensor {
 
     /// Whether both handles refer to the same tensor object.
     pub fn is_same(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Shared::ptr_eq(&self.0, &other.0)
     }
 
     /// The version counter (shared with views).

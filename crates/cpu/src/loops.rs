@@ -17,9 +17,9 @@
 use rayon::prelude::*;
 use smallvec::SmallVec;
 use switchyard_core::element::{Element, convert};
+use switchyard_core::linear::with_linear_operands;
 use switchyard_core::shape::same_dims;
 use switchyard_core::tensor::Geometry;
-use switchyard_core::tensor::TensorData;
 use switchyard_core::{
     Access, DimVec, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors,
 };
@@ -327,6 +327,9 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
             MAX_OPERANDS - 1
         )));
     }
+    if let Some(done) = map_small_linear::<C, R, N>(out, inputs, &f) {
+        return done;
+    }
     let mut requests: SmallVec<[(&Tensor, Access); MAX_OPERANDS]> = SmallVec::new();
     requests.push((out, Access::Write));
     requests.extend(inputs.iter().map(|t| (*t, Access::Read)));
@@ -338,9 +341,6 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
             *d = data.dtype(i);
         }
         let dtypes = &all_dtypes[..N + 1];
-        if let Some(done) = map_small_linear::<C, R, N>(data, dtypes, &f) {
-            return done;
-        }
         let plan = {
             let geoms: SmallVec<[&Geometry; MAX_OPERANDS]> =
                 (0..=N).map(|i| data.geometry(i)).collect();
@@ -380,63 +380,57 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
     })
 }
 
-/// The tiny-call fast path of [`map`]: below [`GRAIN_SIZE`] elements, with every operand
-/// contiguous with the output's shape, of the compute types, and either apart from the output
-/// or the output itself (in-place calls), the elements are one run and go straight to
-/// [`run_direct`] (or [`run_direct_in_place`]) without a [`Plan`].
-/// `None` when the call does not qualify.
+/// The small-call fast path of [`map`]: below [`GRAIN_SIZE`] elements, with every operand
+/// contiguous with the output's shape and of the compute types, and each input either apart
+/// from the output or the output itself (in-place calls), the elements are one run each and
+/// go straight to the loop ([`switchyard_core::linear`] takes the data without the general
+/// machinery). `None` when the call does not qualify.
+#[inline]
 fn map_small_linear<C: Element, R: Element, const N: usize>(
-    data: &mut TensorData<'_, '_>,
-    dtypes: &[ScalarType],
+    out: &Tensor,
+    inputs: [&Tensor; N],
     f: &impl Fn([C; N]) -> R,
 ) -> Option<Result<()>> {
-    // One pass over the operands' snapshots, nothing collected: this runs on every
-    // elementwise call, and for tiny ones its bookkeeping is a visible share of the time.
-    // `map`, the only caller, checked N + 1 <= MAX_OPERANDS.
-    let mut offsets = [0i64; MAX_OPERANDS];
-    let numel = {
-        let out = data.geometry(0);
-        let numel = usize::try_from(out.numel()).ok()?;
-        if numel == 0 {
-            // Nothing to write (an empty view's offset may even lie past its storage's end).
-            return Some(Ok(()));
-        }
-        if numel >= GRAIN_SIZE || dtypes.first() != Some(&R::DTYPE) {
-            return None;
-        }
-        let shape = out.sizes();
-        for (i, offset) in offsets.iter_mut().enumerate().take(N + 1) {
-            let g = data.geometry(i);
-            // An input on the output's storage qualifies only as the output itself, element
-            // for element (same offset; contiguous with the same shape, as checked below) and
-            // of the same type, as in `x.add_(y)`: each element is then read just before it
-            // is overwritten. Any other overlap takes the general path.
-            let input_ok = i == 0
-                || (dtypes.get(i) == Some(&C::DTYPE)
-                    && (!data.same_storage(0, i)
-                        || (C::DTYPE == R::DTYPE && g.storage_offset() == out.storage_offset())));
-            if !(input_ok && g.is_contiguous() && same_dims(g.sizes(), shape)) {
-                return None;
+    if out.dtype() != R::DTYPE || inputs.iter().any(|t| t.dtype() != C::DTYPE) {
+        return None;
+    }
+    // An input that is the output itself is read through the output's bytes, which holds
+    // values of the compute type only if the two types agree.
+    if C::DTYPE != R::DTYPE && inputs.iter().any(|t| t.is_alias_of(out)) {
+        return None;
+    }
+    with_linear_operands(out, inputs, GRAIN_SIZE - 1, |ops| {
+        let dst = typed_mut::<R>(ops.out)?;
+        let mut srcs: [Option<&[C::Repr]>; N] = [None; N];
+        for (src, bytes) in srcs.iter_mut().zip(ops.inputs) {
+            if let Some(bytes) = bytes {
+                *src = Some(typed::<C>(bytes)?);
             }
-            *offset = g.storage_offset();
         }
-        numel
-    };
-    let mut inputs = SmallVec::new();
-    Some(
-        data.split_first_host_mut(&mut inputs)
-            .and_then(|out_bytes| {
-                let ops = Operands {
-                    dtypes,
-                    inputs: &inputs,
-                };
-                if inputs.iter().any(Option::is_none) {
-                    run_direct_in_place::<C, R, N>(out_bytes, &offsets, numel, &ops, f)
-                } else {
-                    run_direct::<C, R, N>(out_bytes, offsets[0], &offsets, numel, &ops, f)
-                }
-            }),
-    )
+        // Every run holds `numel` elements; checked once here so that the loops below index
+        // within bounds (and vectorise).
+        let n = dst.len();
+        if srcs.iter().flatten().any(|s| s.len() != n) {
+            return Err(out_of_range());
+        }
+        if srcs.iter().all(Option::is_some) {
+            let srcs: [&[C::Repr]; N] = std::array::from_fn(|k| srcs[k].unwrap_or_default());
+            for (i, d) in dst.iter_mut().enumerate() {
+                let args: [C; N] = std::array::from_fn(|k| C::from_repr(srcs[k][i]));
+                *d = R::to_repr(f(args));
+            }
+        } else {
+            for (i, d) in dst.iter_mut().enumerate() {
+                // The output's type is the compute type here (checked above), so this
+                // conversion is the identity.
+                let current = convert::<R, C>(R::from_repr(*d));
+                let args: [C; N] =
+                    std::array::from_fn(|k| srcs[k].map_or(current, |s| C::from_repr(s[i])));
+                *d = R::to_repr(f(args));
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Runs `body(index, chunk)` over `chunk_bytes`-sized chunks of `region` on the thread pool.
@@ -508,37 +502,6 @@ fn run_direct<C: Element, R: Element, const N: usize>(
     let dst = dst.get_mut(o..o + len).ok_or_else(out_of_range)?;
     for (i, d) in dst.iter_mut().enumerate() {
         let args: [C; N] = std::array::from_fn(|k| C::from_repr(srcs[k][i]));
-        *d = R::to_repr(f(args));
-    }
-    Ok(())
-}
-
-/// [`run_direct`] where some inputs are the output itself, element for element (`None` in
-/// `ops.inputs`; see `map_small_linear`): each element of the output is read, as those inputs'
-/// value, just before it is overwritten. `offsets[0]` is the output's.
-fn run_direct_in_place<C: Element, R: Element, const N: usize>(
-    out_bytes: &mut [u8],
-    offsets: &[i64],
-    len: usize,
-    ops: &Operands<'_>,
-    f: &impl Fn([C; N]) -> R,
-) -> Result<()> {
-    let mut srcs: [Option<&[C::Repr]>; N] = [None; N];
-    for (k, src) in srcs.iter_mut().enumerate() {
-        if let Some(bytes) = ops.inputs[k] {
-            let all = typed::<C>(bytes)?;
-            let o = usize::try_from(offsets[k + 1]).map_err(|_| out_of_range())?;
-            *src = Some(all.get(o..o + len).ok_or_else(out_of_range)?);
-        }
-    }
-    let dst = typed_mut::<R>(out_bytes)?;
-    let o = usize::try_from(offsets[0]).map_err(|_| out_of_range())?;
-    let dst = dst.get_mut(o..o + len).ok_or_else(out_of_range)?;
-    for (i, d) in dst.iter_mut().enumerate() {
-        // The output's type is the compute type here (checked by the caller), so this
-        // conversion is the identity.
-        let current = convert::<R, C>(R::from_repr(*d));
-        let args: [C; N] = std::array::from_fn(|k| srcs[k].map_or(current, |s| C::from_repr(s[i])));
         *d = R::to_repr(f(args));
     }
     Ok(())
