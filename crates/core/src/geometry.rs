@@ -532,6 +532,24 @@ impl GeometryCell {
         })
     }
 
+    /// Runs `f` on a consistent copy of the sizes, kept on the stack (returning them by value
+    /// stalled on store forwarding in every tiny call's meta function).
+    #[inline]
+    pub(crate) fn with_sizes<R>(&self, f: impl FnOnce(&[i64]) -> R) -> R {
+        let mut sizes = [0i64; INLINE_DIMS];
+        let rank = self.read_consistent(|c| {
+            let rank = c.rank.load(Ordering::Relaxed);
+            for (i, s) in sizes.iter_mut().enumerate() {
+                *s = c.dims[i].load(Ordering::Relaxed);
+            }
+            rank
+        });
+        match sizes.get(..rank) {
+            Some(inline) => f(inline),
+            None => f(self.load().sizes()),
+        }
+    }
+
     /// The sizes, offset and element count, if the tensor is row-major contiguous with at most
     /// [`INLINE_DIMS`] dimensions (`None` otherwise): what a call over contiguous operands
     /// needs, read in one consistent pass without copying strides.

@@ -393,7 +393,14 @@ impl Tensor {
 
     /// Sizes.
     pub fn sizes(&self) -> DimVec {
-        DimVec::from_slice(self.geometry().sizes())
+        self.with_sizes(DimVec::from_slice)
+    }
+
+    /// Runs `f` on a consistent copy of the sizes, without building a [`DimVec`] (for hot
+    /// paths: a returned `DimVec` is copied through the stack).
+    #[inline]
+    pub fn with_sizes<R>(&self, f: impl FnOnce(&[i64]) -> R) -> R {
+        self.0.geometry.with_sizes(f)
     }
 
     /// Strides, in elements.

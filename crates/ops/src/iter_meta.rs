@@ -158,22 +158,27 @@ impl<'a> IterConfig<'a> {
     /// a whole geometry snapshot).
     fn compute_shape(&self, shape: &mut DimVec, dims: &mut SmallVec<[usize; 4]>) -> Result<()> {
         for (i, t) in self.inputs.iter().enumerate() {
-            let sizes = t.sizes();
-            dims.push(sizes.len());
-            if i == 0 {
-                *shape = sizes;
-            } else if !same_dims(shape, &sizes) {
-                *shape = infer_size(shape, &sizes)?;
-            }
+            // Read in place (`with_sizes`): a returned `DimVec` stalled on store forwarding.
+            t.with_sizes(|sizes| {
+                dims.push(sizes.len());
+                if i == 0 {
+                    shape.extend_from_slice(sizes);
+                } else if !same_dims(shape, sizes) {
+                    *shape = infer_size(shape, sizes)?;
+                }
+                Ok::<(), Error>(())
+            })?;
         }
         if let Outs::Inplace(out) = self.outs {
-            let out_sizes = out.sizes();
-            torch_check!(
-                out_sizes == *shape,
-                "output with shape {} doesn't match the broadcast shape {}",
-                fmt_dims(&out_sizes),
-                fmt_dims(shape)
-            );
+            out.with_sizes(|out_sizes| {
+                torch_check!(
+                    same_dims(out_sizes, shape),
+                    "output with shape {} doesn't match the broadcast shape {}",
+                    fmt_dims(out_sizes),
+                    fmt_dims(shape)
+                );
+                Ok(())
+            })?;
         }
         Ok(())
     }

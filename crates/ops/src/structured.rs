@@ -13,7 +13,7 @@
 //!   strides differ from the ones meta asked for, and `copy_back` copies the result over.
 
 use smallvec::SmallVec;
-use switchyard_core::shape::{DimVec, fmt_dims};
+use switchyard_core::shape::{DimVec, fmt_dims, same_dims};
 use switchyard_core::{Device, Error, Result, ScalarType, Tensor, torch_check};
 
 /// One output as a meta function describes it.
@@ -119,10 +119,10 @@ pub fn create_out(spec: &OutputSpec) -> Result<Tensor> {
 /// Resizes `out` to `sizes` (PyTorch's `resize_output`): warns when a non-empty tensor of a
 /// different shape is resized. Returns whether it was resized.
 pub fn resize_output(out: &Tensor, sizes: &[i64]) -> Result<bool> {
-    let current = out.sizes();
-    if current.as_slice() == sizes {
+    if out.with_sizes(|current| same_dims(current, sizes)) {
         return Ok(false);
     }
+    let current = out.sizes();
     if out.numel() != 0 {
         switchyard_dispatch::warnings::warn(format!(
             "An output with one or more elements was resized since it had shape {}, which does not match the required output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
@@ -173,7 +173,7 @@ pub fn check_inplace(self_: &Tensor, spec: &OutputSpec) -> Result<()> {
         spec.device
     );
     torch_check!(
-        self_.sizes().as_slice() == spec.sizes.as_slice(),
+        self_.with_sizes(|sizes| same_dims(sizes, &spec.sizes)),
         "Bad in-place call: input tensor size {} and output tensor size {} should match",
         fmt_dims(&self_.sizes()),
         fmt_dims(&spec.sizes)
