@@ -1,14 +1,19 @@
 //! What a tiny operator call pays for outside the kernel: the building blocks of the
 //! `add_tiny` benchmark in `switchyard-cpu`, timed one by one so its floor can be read off.
 //!
-//! * `rwlock_read`: one uncontended read lock and unlock of a `std::sync::RwLock` (every
-//!   storage lock pays this; metadata reads, in a sequence lock, do not);
+//! * `rwlock_read`: one uncontended read lock and unlock of a `std::sync::RwLock` (a storage
+//!   shared between threads pays this per call; metadata reads, in a sequence lock, and
+//!   storages owned by the calling thread do not);
 //! * `sizes`: `Tensor::sizes` (a sequence-locked geometry read and a copy of the sizes);
 //! * `geometry_snapshot`: `Tensor::geometry` (the sequence-locked copy alone);
 //! * `allocate_1_f32`: `Tensor::allocate` of one element and its drop (the storage and tensor
 //!   allocations, both built in place; a one-element buffer lives inside the storage);
-//! * `with_tensors_3`: locking three one-element tensors for an elementwise call (one written)
-//!   and unlocking them, with no work inside.
+//! * `with_tensors_3`: the general data access over three one-element tensors for an
+//!   elementwise call (one written), with no work inside;
+//! * `linear_operands_3`: the same through `with_linear_operands`, the path small contiguous
+//!   elementwise calls take;
+//! * `shared_storages_3`: `linear_operands_3` on tensors created by another thread, whose
+//!   storages are locked (two atomic read-modify-writes each).
 //!
 //! Run: `cargo bench -p switchyard-core --bench tensor_overhead`.
 
@@ -17,6 +22,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::sync::RwLock;
+use switchyard_core::linear::with_linear_operands;
 use switchyard_core::storage::Access;
 use switchyard_core::{Device, ScalarType, Tensor, tensor::with_tensors};
 
@@ -46,6 +52,26 @@ fn bench(c: &mut Criterion) {
                 |data| Ok(black_box(data.dtype(0))),
             )
             .unwrap()
+        })
+    });
+    c.bench_function("linear_operands_3", |b| {
+        b.iter(|| {
+            with_linear_operands(&out, [&a, &x], 8, |ops| Ok(black_box(ops.numel)))
+                .unwrap()
+                .unwrap()
+        })
+    });
+    let (sa, sx, sout) = std::thread::spawn(|| {
+        let t = || Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
+        (t(), t(), t())
+    })
+    .join()
+    .unwrap();
+    c.bench_function("shared_storages_3", |b| {
+        b.iter(|| {
+            with_linear_operands(&sout, [&sa, &sx], 8, |ops| Ok(black_box(ops.numel)))
+                .unwrap()
+                .unwrap()
         })
     });
 }

@@ -76,8 +76,12 @@ impl Plan {
             Error::runtime("elementwise operation on a shape with a negative or overflowing size")
         })?;
         // Coalesce: drop size-1 dimensions, then merge an outer dimension into the next inner
-        // one when every operand steps through both as one.
-        let mut dims: SmallVec<[usize; 8]> = (0..ndim).filter(|d| shape[*d] != 1).collect();
+        // one when every operand steps through both as one. The dimensions are taken in
+        // memory order (see `memory_order`), so permuted operands coalesce too.
+        let mut dims: SmallVec<[usize; 8]> = memory_order(shape, &strides)
+            .into_iter()
+            .filter(|d| shape[*d] != 1)
+            .collect();
         let mut out_shape: DimVec = DimVec::new();
         let mut out_strides: SmallVec<[DimVec; 4]> =
             strides.iter().map(|_| DimVec::new()).collect();
@@ -211,6 +215,74 @@ impl Plan {
         }
         true
     }
+}
+
+/// The dimensions of `shape`, outermost first, in the order the operands' `strides` lay them out
+/// in memory: TensorIterator's `reorder_dimensions` (an insertion sort from the innermost
+/// dimension out, where the first operand, the output, decides, then the inputs; a zero stride
+/// has no say; equal strides put the smaller size inside). Row-major unless the output's
+/// elements are provably distinct (see `distinct_elements`): when several writes land on one
+/// element, the last in row-major order must stay the last.
+fn memory_order(shape: &[i64], strides: &[DimVec]) -> SmallVec<[usize; 8]> {
+    let ndim = shape.len();
+    // perm[0] is the innermost dimension.
+    let mut perm: SmallVec<[usize; 8]> = (0..ndim).rev().collect();
+    if strides
+        .first()
+        .is_some_and(|out| distinct_elements(shape, out))
+    {
+        let should_swap = |d0: usize, d1: usize| -> std::cmp::Ordering {
+            use std::cmp::Ordering::*;
+            for st in strides {
+                let (s0, s1) = (st[d0], st[d1]);
+                if s0 == 0 || s1 == 0 {
+                    continue;
+                }
+                match s0.cmp(&s1) {
+                    Equal if shape[d0] > shape[d1] => return Greater,
+                    Equal => {}
+                    other => return other,
+                }
+            }
+            Equal
+        };
+        for i in 1..ndim {
+            let mut d1 = i;
+            for d0 in (0..i).rev() {
+                match should_swap(perm[d0], perm[d1]) {
+                    std::cmp::Ordering::Greater => {
+                        perm.swap(d0, d1);
+                        d1 = d0;
+                    }
+                    std::cmp::Ordering::Less => break,
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
+        }
+    }
+    perm.reverse();
+    perm
+}
+
+/// Whether every element of a view `(shape, strides)` has its own memory: sorted by stride,
+/// each dimension's stride must step over everything the inner dimensions reach (sufficient,
+/// and true of every dense or sliced layout). A zero stride over more than one element fails.
+fn distinct_elements(shape: &[i64], strides: &[i64]) -> bool {
+    let mut dims: SmallVec<[(i64, i64); 8]> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(size, _)| **size > 1)
+        .map(|(size, stride)| (stride.unsigned_abs() as i64, *size))
+        .collect();
+    dims.sort_unstable();
+    let mut reach = 0i64;
+    for (stride, size) in dims {
+        if stride <= reach {
+            return false;
+        }
+        reach = reach.saturating_add(stride.saturating_mul(size - 1));
+    }
+    true
 }
 
 fn broadcast_error(sizes: &[i64], shape: &[i64]) -> Error {
@@ -575,19 +647,45 @@ mod tests {
     }
 
     #[test]
-    fn runs_cover_ranges_in_row_major_order() {
-        let t = Tensor::allocate(&[4, 3], ScalarType::Float, Device::CPU).unwrap();
-        let tt = t.as_strided_view(&[3, 4], &[1, 3], 0).unwrap();
-        let p = Plan::new(&[3, 4], &[&tt.geometry()]).unwrap();
+    fn runs_cover_ranges_in_iteration_order() {
+        // Two columns of each row of a [3, 4] tensor: rows cannot merge, each run is 2 long.
+        let t = Tensor::allocate(&[3, 4], ScalarType::Float, Device::CPU).unwrap();
+        let cols = t.as_strided_view(&[3, 2], &[4, 1], 1).unwrap();
+        let p = Plan::new(&[3, 2], &[&cols.geometry()]).unwrap();
         let mut seen = Vec::new();
-        p.for_each_run(2, 9, |offs, len| {
+        p.for_each_run(1, 6, |offs, len| {
             for i in 0..len as i64 {
                 seen.push(offs[0] + i * p.inner_stride(0));
             }
         });
-        // Logical elements 2..9 of the transposed view.
-        let expected: Vec<i64> = tt.geometry().offsets().skip(2).take(7).collect();
+        // Logical elements 1..6 of the view (its memory order is row-major).
+        let expected: Vec<i64> = cols.geometry().offsets().skip(1).take(5).collect();
         assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn permuted_operands_are_walked_in_memory_order() {
+        // A transposed output and input: one run in storage order, as TensorIterator walks.
+        let t = Tensor::allocate(&[4, 3], ScalarType::Float, Device::CPU).unwrap();
+        let tt = t.as_strided_view(&[3, 4], &[1, 3], 0).unwrap();
+        let p = Plan::new(&[3, 4], &[&tt.geometry(), &tt.geometry()]).unwrap();
+        assert_eq!(p.shape.as_slice(), &[12]);
+        assert!(p.is_linear(0));
+        // The output decides: a contiguous output with a transposed input stays row-major.
+        let c = Tensor::allocate(&[3, 4], ScalarType::Float, Device::CPU).unwrap();
+        let p = Plan::new(&[3, 4], &[&c.geometry(), &tt.geometry()]).unwrap();
+        assert_eq!(p.strides[0].as_slice(), &[4, 1]);
+        assert_eq!(p.strides[1].as_slice(), &[1, 3]);
+        // An output repeating elements keeps the row-major order: a zero stride, or strides
+        // that step onto elements already reached.
+        let e = c.as_strided_view(&[3, 4], &[0, 1], 0).unwrap();
+        let p = Plan::new(&[3, 4], &[&e.geometry(), &tt.geometry()]).unwrap();
+        assert_eq!(p.strides[0].as_slice(), &[0, 1]);
+        let o = c.as_strided_view(&[3, 4], &[1, 2], 0).unwrap();
+        let p = Plan::new(&[3, 4], &[&o.geometry(), &tt.geometry()]).unwrap();
+        assert_eq!(p.strides[0].as_slice(), &[1, 2]);
+        assert!(!distinct_elements(&[3, 4], &[1, 2]));
+        assert!(distinct_elements(&[3, 4], &[1, 3]) && distinct_elements(&[3, 2], &[4, 1]));
     }
 
     #[test]

@@ -230,6 +230,13 @@ fn compare(
     if got.sizes().as_slice() != sizes.as_slice() {
         return Err(format!("sizes {:?} != {sizes:?}", got.sizes()));
     }
+    // The layout TensorIterator gives its outputs (a transposed input, a transposed result).
+    if let Some(strides) = expected.get("strides").and_then(Value::as_array) {
+        let strides: Vec<i64> = strides.iter().map(|v| v.as_i64().unwrap()).collect();
+        if got.strides().as_slice() != strides.as_slice() {
+            return Err(format!("strides {:?} != {strides:?}", got.strides()));
+        }
+    }
     let values = got.to_f64_vec().map_err(|e| e.to_string())?;
     let want: Vec<f64> = expected["values"]
         .as_array()

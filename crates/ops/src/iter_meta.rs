@@ -1,12 +1,17 @@
 //! The shape and dtype rules of elementwise operators (the backend-independent half of
-//! PyTorch's TensorIterator): broadcasting, type promotion, and the checks against outputs the
-//! caller provides. Structured meta functions of pointwise operators are built on [`IterConfig`];
+//! PyTorch's TensorIterator): broadcasting, type promotion, the layout of the outputs it
+//! allocates, and the checks against outputs the caller provides (shapes, dtypes, memory
+//! overlap). Structured meta functions of pointwise operators are built on [`IterConfig`];
 //! backends then run the loop with the computed dtypes.
 
+use crate::meta::index_support::{
+    assert_no_internal_overlap, assert_no_partial_overlap, is_non_overlapping_and_dense,
+    stride_order,
+};
 use crate::structured::{Meta, OutputSpec, Outs};
 use smallvec::SmallVec;
 use switchyard_core::promotion::ResultTypeState;
-use switchyard_core::shape::{DimVec, fmt_dims, infer_size, same_dims};
+use switchyard_core::shape::{self, DimVec, fmt_dims, infer_size, same_dims};
 use switchyard_core::{Device, Error, Result, Scalar, ScalarType, Tensor, can_cast, torch_check};
 
 /// What the loop needs beyond the output spec.
@@ -130,18 +135,32 @@ impl<'a> IterConfig<'a> {
         // forwarding (a third of this function's own time in a tiny call).
         let mut shape = DimVec::new();
         let mut dims: SmallVec<[usize; 4]> = SmallVec::new();
-        self.compute_shape(&mut shape, &mut dims)?;
+        let same_shape = self.compute_shape(&mut shape, &mut dims)?;
         let device = self.compute_device(&dims)?;
         let (common, out_dtype) = self.compute_types(&dims)?;
         if let Some(alpha) = self.alpha {
             crate::meta::alpha_check(common, alpha)?;
         }
+        self.check_mem_overlaps()?;
+        // Only an output TensorIterator allocates (or resizes) gets a layout of its choosing;
+        // an in-place `self` or an out= of the right shape keeps its own.
+        let strides = match self.outs {
+            Outs::Functional => self.output_strides(&shape, same_shape),
+            Outs::Out(outs)
+                if outs
+                    .first()
+                    .is_some_and(|o| !o.with_sizes(|s| same_dims(s, &shape))) =>
+            {
+                self.output_strides(&shape, same_shape)
+            }
+            _ => None,
+        };
         // Pushed, not collected from an array: collecting moved the spec twice through
         // `memcpy` (a tenth of a tiny call's meta function).
         let mut outputs = SmallVec::new();
         outputs.push(OutputSpec {
             sizes: shape,
-            strides: None,
+            strides,
             dtype: out_dtype,
             device,
         });
@@ -153,10 +172,106 @@ impl<'a> IterConfig<'a> {
         })
     }
 
+    /// PyTorch's `compute_mem_overlaps`: a given output may not have elements sharing memory
+    /// (an expanded tensor), nor share only part of its memory with an input (an input that is
+    /// the output itself, or covers exactly its elements in the same layout, is fine).
+    fn check_mem_overlaps(&self) -> Result<()> {
+        // Meta tensors have no memory to overlap: PyTorch checks nothing there either.
+        let Some(out) = self.outs.get(0).filter(|o| !o.is_meta()) else {
+            return Ok(());
+        };
+        // A contiguous output is dense: no element shares memory with another.
+        if !out.is_contiguous() {
+            assert_no_internal_overlap(out)?;
+        }
+        for input in &self.inputs {
+            // Inputs in another storage cannot overlap (checked first: it is the common case,
+            // and costs a pointer comparison).
+            if !input.is_same(out) && input.is_alias_of(out) {
+                assert_no_partial_overlap(out, input)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The strides of an output TensorIterator allocates, `None` for row-major contiguous.
+    /// With every input of the output's shape (`same_shape`), PyTorch's `fast_set_up`: all
+    /// contiguous gives contiguous, all channels-last gives channels-last, all dense with one
+    /// layout gives that layout. Otherwise `reorder_dimensions` sorts the dimensions by the
+    /// inputs' strides (broadcast dimensions do not vote) and the output is dense in that
+    /// order, so `x.t() + 1` is laid out like `x.t()`.
+    fn output_strides(&self, shape: &[i64], same_shape: bool) -> Option<Box<[i64]>> {
+        let ndim = shape.len();
+        if ndim <= 1 || (same_shape && self.inputs.iter().all(|t| t.is_contiguous())) {
+            return None;
+        }
+        let layouts: SmallVec<[(DimVec, DimVec); 4]> = self
+            .inputs
+            .iter()
+            .map(|t| (t.sizes(), t.strides()))
+            .collect();
+        if same_shape {
+            if ndim == 4
+                && layouts
+                    .iter()
+                    .all(|(sizes, strides)| shape::is_channels_last_contiguous(sizes, strides))
+            {
+                // `get_channels_last_strides_2d` (no clamping of zero sizes, as in PyTorch).
+                let mut strides = [0i64; 4];
+                strides[1] = 1;
+                strides[3] = shape[1];
+                strides[2] = strides[3].saturating_mul(shape[3]);
+                strides[0] = strides[2].saturating_mul(shape[2]);
+                return Some(strides.into());
+            }
+            let dense = layouts
+                .iter()
+                .all(|(sizes, strides)| is_non_overlapping_and_dense(sizes, strides));
+            if let Some((_, last)) = layouts.last()
+                && dense
+                && layouts.iter().all(|(_, strides)| same_dims(strides, last))
+            {
+                return Some(last.as_slice().into());
+            }
+        }
+        // `compute_strides`: each input's strides aligned to the output's dimensions, zero
+        // where it is broadcast.
+        let aligned: SmallVec<[DimVec; 4]> = layouts
+            .iter()
+            .map(|(sizes, strides)| {
+                let mut out = DimVec::from_elem(0, ndim);
+                let offset = ndim - sizes.len();
+                for (i, (size, stride)) in sizes.iter().zip(strides).enumerate() {
+                    if !(*size == 1 && shape[offset + i] != 1) {
+                        out[offset + i] = *stride;
+                    }
+                }
+                out
+            })
+            .collect();
+        let operands: SmallVec<[&[i64]; 4]> = aligned.iter().map(DimVec::as_slice).collect();
+        let order = stride_order(shape, &operands);
+        // The identity order (`order[j] == ndim - 1 - j`) gives a contiguous output.
+        if order.iter().enumerate().all(|(j, d)| *d == ndim - 1 - j) {
+            return None;
+        }
+        // `compatible_stride` in the sorted order (a zero size zeroes the outer strides, as
+        // in PyTorch), put back in the output's dimension order (`invert_perm`).
+        let mut strides = vec![0i64; ndim];
+        let mut next = 1i64;
+        for d in order {
+            strides[d] = next;
+            next = next.saturating_mul(shape[d]);
+        }
+        Some(strides.into())
+    }
+
     /// Writes the broadcast shape and each input's number of dimensions (read from one
     /// consistent copy of each input's sizes: `Tensor::sizes` costs less than a closure over
     /// a whole geometry snapshot).
-    fn compute_shape(&self, shape: &mut DimVec, dims: &mut SmallVec<[usize; 4]>) -> Result<()> {
+    /// Returns whether every input has the same sizes (PyTorch's `all_ops_same_shape_`).
+    fn compute_shape(&self, shape: &mut DimVec, dims: &mut SmallVec<[usize; 4]>) -> Result<bool> {
+        let mut same_shape = true;
         for (i, t) in self.inputs.iter().enumerate() {
             // Read in place (`with_sizes`): a returned `DimVec` stalled on store forwarding.
             t.with_sizes(|sizes| {
@@ -164,6 +279,7 @@ impl<'a> IterConfig<'a> {
                 if i == 0 {
                     shape.extend_from_slice(sizes);
                 } else if !same_dims(shape, sizes) {
+                    same_shape = false;
                     *shape = infer_size(shape, sizes)?;
                 }
                 Ok::<(), Error>(())
@@ -180,7 +296,7 @@ impl<'a> IterConfig<'a> {
                 Ok(())
             })?;
         }
-        Ok(())
+        Ok(same_shape)
     }
 
     fn compute_device(&self, dims: &[usize]) -> Result<Device> {
@@ -250,4 +366,27 @@ impl<'a> IterConfig<'a> {
         }
         Ok((common, out_dtype))
     }
+}
+
+/// TensorIterator's treatment of an out= tensor, for kernels that compute their shape and
+/// dtypes themselves (`where.self_out`): checks `out` against `inputs` for memory overlap,
+/// then resizes it to `shape` if its sizes differ, laid out as TensorIterator lays out the
+/// outputs it allocates (see [`IterConfig::build`]).
+pub fn prepare_elementwise_out(out: &Tensor, inputs: &[&Tensor], shape: &[i64]) -> Result<()> {
+    let outs = [out];
+    let config = IterConfig::new(inputs, Outs::Out(&outs));
+    config.check_mem_overlaps()?;
+    if out.with_sizes(|sizes| same_dims(sizes, shape)) {
+        return Ok(());
+    }
+    let same_shape = inputs
+        .iter()
+        .all(|t| t.with_sizes(|sizes| same_dims(sizes, shape)));
+    let spec = OutputSpec {
+        sizes: DimVec::from_slice(shape),
+        strides: config.output_strides(shape, same_shape),
+        dtype: out.dtype(),
+        device: out.device(),
+    };
+    crate::structured::resize_to_spec(out, &spec)
 }

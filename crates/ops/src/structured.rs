@@ -150,6 +150,13 @@ pub fn resize_out(out: &Tensor, spec: &OutputSpec) -> Result<()> {
         spec.device,
         out.device()
     );
+    resize_to_spec(out, spec)
+}
+
+/// Resizes `out` to the spec's sizes (PyTorch's `resize_output`, with its warning), and lays
+/// it out with the spec's strides if it was resized: the resizing half of [`resize_out`], for
+/// out= kernels that accept any output dtype (`logical_and.out`, ...).
+pub fn resize_to_spec(out: &Tensor, spec: &OutputSpec) -> Result<()> {
     if resize_output(out, &spec.sizes)?
         && let Some(strides) = &spec.strides
     {

@@ -14,9 +14,9 @@ use switchyard_core::element::convert;
 use switchyard_core::promotion::ResultTypeState;
 use switchyard_core::shape::infer_size;
 use switchyard_core::{Element, Result, Scalar, ScalarType, Tensor, dispatch_dtype, torch_check};
-use switchyard_ops::iter_meta::{IterConfig, IterInfo};
+use switchyard_ops::iter_meta::{IterConfig, IterInfo, prepare_elementwise_out};
 use switchyard_ops::meta::{RoundingMode, rounding_mode};
-use switchyard_ops::structured::{Meta, Outs, resize_output};
+use switchyard_ops::structured::{Meta, Outs, resize_to_spec};
 
 /// `out = f(a, b)` in compute type `C`.
 #[inline]
@@ -165,7 +165,7 @@ macro_rules! logical_kernels {
         #[doc = concat!("`", stringify!($name), "`: elementwise logical operation into `out`.")]
         pub fn $name(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
             let meta = IterConfig::comparison(self_, other, Outs::Out(&[out])).build()?;
-            resize_output(out, &meta.output(0)?.sizes)?;
+            resize_to_spec(out, meta.output(0)?)?;
             let f: fn(bool, bool) -> bool = $f;
             dispatch_compute!(meta.extra.common_dtype, C => {
                 binary::<C, bool>(out, self_, other, |x, y| f(x.truthy(), y.truthy()))
@@ -567,7 +567,7 @@ pub fn where_self_out(
         &infer_size(&condition.sizes(), &self_.sizes())?,
         &other.sizes(),
     )?;
-    resize_output(out, &shape)?;
+    prepare_elementwise_out(out, &[condition, self_, other], &shape)?;
     dispatch_compute!(dtype, C => {
         map::<C, C, 3>(out, [condition, self_, other], |[c, x, y]| if c.truthy() { x } else { y })
     })?;

@@ -19,7 +19,7 @@ use switchyard_core::{
 };
 use switchyard_ops::iter_meta::{IterConfig, IterInfo};
 use switchyard_ops::meta::{GeluApproximation, gelu_approximation};
-use switchyard_ops::structured::{Meta, Outs, resize_out};
+use switchyard_ops::structured::{Meta, Outs, create_out, resize_out};
 
 // ---------------------------------------------------------------------------------------------
 // The loop
@@ -103,9 +103,10 @@ fn prepare_out(config: IterConfig<'_>, out: &Tensor) -> Result<Meta<IterInfo>> {
     Ok(meta)
 }
 
-/// A new contiguous tensor shaped like `t`.
-fn empty_like(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-    Tensor::allocate(&t.sizes(), dtype, t.device())
+/// A new output for the elementwise `config`, laid out as TensorIterator lays out the outputs
+/// it allocates.
+fn elementwise_output(config: IterConfig<'_>) -> Result<Tensor> {
+    create_out(config.build()?.output(0)?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -279,7 +280,7 @@ fn relu_into(self_: &Tensor, out: &Tensor) -> Result<()> {
 /// `relu` on CPU: `clamp_min(self, 0)` in `self`'s dtype; bool is rejected.
 pub fn relu(self_: &Tensor) -> Result<Tensor> {
     check_relu(self_)?;
-    let out = empty_like(self_, self_.dtype())?;
+    let out = elementwise_output(IterConfig::unary(self_, Outs::Functional))?;
     relu_into(self_, &out)?;
     Ok(out)
 }
@@ -297,7 +298,7 @@ pub fn relu_(self_: &Tensor) -> Result<Tensor> {
 
 /// `isnan` on CPU: a bool tensor, all false for integer and bool inputs.
 pub fn isnan(self_: &Tensor) -> Result<Tensor> {
-    let out = empty_like(self_, ScalarType::Bool)?;
+    let out = elementwise_output(IterConfig::unary_force_boolean(self_, Outs::Functional))?;
     dispatch_compute!(self_.dtype(), C => {
         loops::map::<C, bool, 1>(&out, [self_], |[x]| x.is_nan_())
     })?;

@@ -7,17 +7,20 @@
 //! uses `abs`, `==` and `*`, which belong to the binary family): `nan_to_num` maps exactly the
 //! values to classify onto NaN, and `isnan` detects them.
 
+use crate::iter_meta::IterConfig;
 use crate::op;
+use crate::structured::{Outs, create_out};
 use switchyard_core::{Result, ScalarType, Tensor};
 
-/// A new contiguous tensor with `t`'s sizes and device.
-fn empty_like(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-    Tensor::allocate(&t.sizes(), dtype, t.device())
+/// An empty tensor for an out= kernel to resize: it then gets the layout TensorIterator gives
+/// the outputs it allocates (`at::empty({0}, ..)` in PyTorch's composites).
+fn empty_output(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    Tensor::allocate(&[0], dtype, t.device())
 }
 
 /// `abs`: a new tensor of `self`'s dtype filled by `abs.out`.
 pub fn abs(self_: &Tensor) -> Result<Tensor> {
-    let out = empty_like(self_, self_.dtype())?;
+    let out = empty_output(self_, self_.dtype())?;
     op::abs_out::call(self_, &out)
 }
 
@@ -28,7 +31,7 @@ pub fn abs_(self_: &Tensor) -> Result<Tensor> {
 
 /// `logical_not`: a new bool tensor filled by `logical_not.out`.
 pub fn logical_not(self_: &Tensor) -> Result<Tensor> {
-    let out = empty_like(self_, ScalarType::Bool)?;
+    let out = empty_output(self_, ScalarType::Bool)?;
     op::logical_not_out::call(self_, &out)
 }
 
@@ -44,7 +47,8 @@ pub fn nan_to_num(
     posinf: Option<f64>,
     neginf: Option<f64>,
 ) -> Result<Tensor> {
-    let out = empty_like(self_, self_.dtype())?;
+    // `at::empty_like(self)`: `self`'s layout when it is dense.
+    let out = op::empty_like::call(self_, None, None, None, None, None)?;
     op::nan_to_num_out::call(self_, nan, posinf, neginf, &out)
 }
 
@@ -73,11 +77,15 @@ pub fn isfinite(self_: &Tensor) -> Result<Tensor> {
     op::logical_not_::call(&nan)
 }
 
-/// `relu` on Meta: `self`'s shape and dtype (contiguous, like the CPU kernel's result); bool
-/// is refused with the CPU kernel's error.
+/// `relu` on Meta: `self`'s shape, dtype and layout (as `clamp_min`'s TensorIterator lays out
+/// the CPU kernel's result); bool is refused with the CPU kernel's error.
 pub fn relu_meta(self_: &Tensor) -> Result<Tensor> {
     check_relu_dtype(self_)?;
-    empty_like(self_, self_.dtype())
+    create_out(
+        IterConfig::unary(self_, Outs::Functional)
+            .build()?
+            .output(0)?,
+    )
 }
 
 /// `relu_` on Meta: the dtype check only.
