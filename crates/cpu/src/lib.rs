@@ -23,4 +23,5 @@ pub mod native;
 pub(crate) mod num;
 pub(crate) mod random;
 pub(crate) mod reduce_loops;
+pub(crate) mod stream;
 pub(crate) mod sum_simd;

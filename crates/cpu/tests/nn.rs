@@ -430,3 +430,44 @@ fn layer_norm_float_rows_match_double() {
         }
     }
 }
+
+/// An output past `STREAM_BYTES` (8 MiB) is written with streaming stores, split across
+/// threads, with rows starting off cache-line boundaries (1025 columns): every row must hold
+/// the bits the same row gets on its own (a small output, stored the ordinary way).
+#[test]
+fn large_layer_norm_outputs_match_small_ones() {
+    let (rows, n) = (2050usize, 1025usize);
+    assert!(rows * n * 4 >= 8 << 20);
+    let data: Vec<f32> = (0..rows * n)
+        .map(|i| ((i * 7919) % 1013) as f32 * 0.01 - 5.0 + (i / n) as f32)
+        .collect();
+    let t = Tensor::from_vec(data.clone(), &[rows as i64, n as i64]).unwrap();
+    let w = Tensor::from_vec((0..n).map(|i| 1.0 + i as f32 * 1e-3).collect(), &[n as i64]);
+    let b = Tensor::from_vec((0..n).map(|i| i as f32 * 1e-2).collect(), &[n as i64]);
+    let (w, b) = (w.unwrap(), b.unwrap());
+    let (y, m, r) = op::native_layer_norm::call(&t, &[n as i64], Some(&w), Some(&b), 1e-5).unwrap();
+    let (y, m, r) = (
+        y.to_vec::<f32>().unwrap(),
+        m.to_vec::<f32>().unwrap(),
+        r.to_vec::<f32>().unwrap(),
+    );
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for i in (0..rows).step_by(97).chain([rows - 1]) {
+        let one = Tensor::from_vec(data[i * n..(i + 1) * n].to_vec(), &[1, n as i64]).unwrap();
+        let (y1, m1, r1) =
+            op::native_layer_norm::call(&one, &[n as i64], Some(&w), Some(&b), 1e-5).unwrap();
+        assert_eq!(
+            bits(&y1.to_vec::<f32>().unwrap()),
+            bits(&y[i * n..(i + 1) * n]),
+            "row {i}"
+        );
+        assert_eq!(
+            (
+                bits(&m1.to_vec::<f32>().unwrap()),
+                bits(&r1.to_vec::<f32>().unwrap())
+            ),
+            (bits(&m[i..=i]), bits(&r[i..=i])),
+            "row {i}"
+        );
+    }
+}

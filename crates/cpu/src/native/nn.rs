@@ -10,6 +10,7 @@ use super::linalg::not_implemented;
 use crate::loops::{self, typed, typed_mut};
 use crate::num::{Num, dispatch_compute};
 use crate::reduce_loops::{RowParams, SoftFloat, layer_norm_rows};
+use crate::stream::STREAM_BYTES;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
@@ -656,17 +657,20 @@ impl LayerNorm<'_> {
             }
             self.with_stats::<F, F>(&x, &mean, &rstd, |xs, means, rstds| {
                 let threads = rayon::current_num_threads();
+                // Outputs far beyond the caches are written with streaming stores.
+                let stream = rows * cols * std::mem::size_of::<F>() >= STREAM_BYTES;
                 if rows * cols >= GRAIN && threads > 1 {
-                    // Tasks of whole rows, four per thread for balance: the kernel pipelines
-                    // its passes across the rows of a task, so long runs of rows pay.
+                    // Tasks of whole rows, four per thread for balance.
                     let per = rows.div_ceil(4 * threads).max(GRAIN / 4 / cols).max(1);
                     ys.par_chunks_mut(per * cols)
                         .zip(xs.par_chunks(per * cols))
                         .zip(means.par_chunks_mut(per))
                         .zip(rstds.par_chunks_mut(per))
-                        .for_each(|(((y, x), m), r)| layer_norm_rows(x, y, m, r, &params, eps));
+                        .for_each(|(((y, x), m), r)| {
+                            layer_norm_rows(x, y, m, r, &params, eps, stream)
+                        });
                 } else {
-                    layer_norm_rows(xs, &mut *ys, means, rstds, &params, eps);
+                    layer_norm_rows(xs, &mut *ys, means, rstds, &params, eps, stream);
                 }
                 Ok(())
             })?;
