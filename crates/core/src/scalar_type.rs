@@ -85,6 +85,23 @@ impl ScalarType {
         format!("torch.{}", self.python_name())
     }
 
+    /// The name PyTorch's `caffe2::TypeMeta` prints for this dtype (`float`, `long int`,
+    /// `c10::Half`), as in "Expected out tensor to have dtype float, but got long int instead".
+    pub const fn type_meta_name(self) -> &'static str {
+        match self {
+            Byte => "unsigned char",
+            Char => "signed char",
+            Short => "short int",
+            Int => "int",
+            Long => "long int",
+            Half => "c10::Half",
+            Float => "float",
+            Double => "double",
+            Bool => "bool",
+            BFloat16 => "c10::BFloat16",
+        }
+    }
+
     /// The C++ type name PyTorch uses in conversion messages (`int64_t`, `float`, `at::Half`).
     pub const fn cpp_type_name(self) -> &'static str {
         match self {

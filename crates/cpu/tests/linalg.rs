@@ -108,13 +108,6 @@ fn linalg_matches_pytorch() {
         .iter()
         .cloned()
         .partition(|c| matches!(c["op"].as_str(), Some("matmul" | "linear")));
-    // Known deviation: for a non-contiguous N-d input with bias PyTorch multiplies with
-    // `matmul` and adds the bias after, so a shape error comes from `bmm`; here every biased
-    // `linear` goes through `addmm` (no pointwise `add` in this family), so it names `addmm`.
-    let composite: Vec<Value> = composite
-        .into_iter()
-        .filter(|c| c["name"] != "linear transposed input bias")
-        .collect();
     assert!(composite.len() > 50);
     support::check_all(&kernels, true, run);
     support::check_all(&composite, false, run);
@@ -184,4 +177,39 @@ fn composites_on_meta() {
         }
     }
     assert!(checked > 40);
+}
+
+/// Which path a biased `linear` takes decides its errors: PyTorch 2.15 fuses a vector bias
+/// into `addmm` over a contiguous input, and otherwise multiplies with `matmul` and adds the
+/// bias after. Expectations are PyTorch's answers to the quoted `F.linear` calls.
+#[test]
+fn linear_picks_pytorchs_path_for_a_bias() {
+    let rand = |sizes: &[i64]| {
+        let n: i64 = sizes.iter().product();
+        Tensor::from_vec((0..n).map(|i| (i % 7) as f32 * 0.5).collect(), sizes).unwrap()
+    };
+    let linear = |x: &Tensor, w: &Tensor, b: &Tensor| {
+        switchyard_ops::op::linear::call(x, w, Some(b)).map(|t| t.sizes().to_vec())
+    };
+    // F.linear(rand(2, 3, 4), rand(4), rand(())): a 0-dim bias is not fused.
+    assert_eq!(
+        linear(&rand(&[2, 3, 4]), &rand(&[4]), &rand(&[])).unwrap(),
+        vec![2, 3]
+    );
+    // F.linear(rand(2, 2, 3, 4), rand(4), rand(1)): fused, and addmm refuses a vector.
+    let e = linear(&rand(&[2, 2, 3, 4]), &rand(&[4]), &rand(&[1])).unwrap_err();
+    assert_eq!(e.message(), "addmm: mat2 must be a matrix, got 1-D tensor");
+    // F.linear(rand(2, 2, 3, 4), rand(5, 4), rand(3, 5)): a matrix bias is added after.
+    let r = linear(&rand(&[2, 2, 3, 4]), &rand(&[5, 4]), &rand(&[3, 5])).unwrap();
+    assert_eq!(r, vec![2, 2, 3, 5]);
+    // F.linear(rand(4, 3, 2).permute(2, 1, 0), rand(5, 3), rand(5)): not contiguous, so
+    // matmul's bmm reports the mismatch.
+    let x = rand(&[4, 3, 2])
+        .as_strided_view(&[2, 3, 4], &[1, 2, 6], 0)
+        .unwrap();
+    let e = linear(&x, &rand(&[5, 3]), &rand(&[5])).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 3]."
+    );
 }

@@ -191,36 +191,11 @@ pub fn check_tensor(
     Ok(())
 }
 
-/// The message PyTorch prints for the shared out= dtype check, with dtypes as TypeMeta names
-/// (`float`); the structured runtime prints `torch.float32`, so both spellings are accepted
-/// for that one message until the runtime is aligned.
-fn normalize_message(m: &str) -> String {
-    if !m.starts_with("Expected out tensor to have dtype") {
-        return m.to_string();
-    }
-    let mut m = m.to_string();
-    for (long, short) in [
-        ("torch.float32", "float"),
-        ("torch.float64", "double"),
-        ("torch.float16", "c10::Half"),
-        ("torch.bfloat16", "c10::BFloat16"),
-        ("torch.int64", "long int"),
-        ("torch.int32", "int"),
-        ("torch.int16", "short int"),
-        ("torch.int8", "signed char"),
-        ("torch.uint8", "unsigned char"),
-        ("torch.bool", "bool"),
-    ] {
-        m = m.replace(long, short);
-    }
-    m
-}
-
 /// Compares an error with `{kind, message}`.
 pub fn check_error(got: &Error, expected: &Value) -> std::result::Result<(), String> {
     let kind = expected["kind"].as_str().unwrap();
     let message = expected["message"].as_str().unwrap();
-    if got.kind().name() != kind || normalize_message(got.message()) != message {
+    if got.kind().name() != kind || got.message() != message {
         return Err(format!(
             "error {}: {:?}, expected {kind}: {message:?}",
             got.kind().name(),

@@ -99,12 +99,6 @@ fn nn_kernels_match_pytorch() {
     let kernel_cases: Vec<Value> = support::cases(&fixture)
         .iter()
         .filter(|c| run(c).is_some())
-        // Known deviations of mse_loss, open in issue 5: PyTorch squares in the common dtype
-        // before casting, and reduces into a differently typed out= in the out dtype.
-        .filter(|c| {
-            !["mse_loss out none double", "mse_loss out double"]
-                .contains(&c["name"].as_str().unwrap_or(""))
-        })
         .cloned()
         .collect();
     assert!(kernel_cases.len() > 200);

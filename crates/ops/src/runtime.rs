@@ -2,7 +2,7 @@
 
 use crate::op;
 use std::sync::OnceLock;
-use switchyard_core::{Error, MemoryFormat, Result, Tensor};
+use switchyard_core::{Error, MemoryFormat, Result, Tensor, torch_check};
 use switchyard_dispatch::{Dispatcher, OpSignature, TypedOperatorHandle};
 
 /// The typed handle of operator `name`, looked up in the process-wide dispatcher once and
@@ -30,9 +30,16 @@ fn lookup<S: OpSignature>(
 }
 
 /// Resizes `out` like `result` and copies `result` into it (the body of generated out=
-/// kernels: PyTorch's `resize_out_helper` + `copy_arg`).
+/// kernels: PyTorch's `resize_out_helper` + `copy_arg`, which resizes first and then refuses
+/// an `out` of another dtype).
 pub fn copy_to_out(out: &Tensor, result: &Tensor) -> Result<()> {
     crate::structured::resize_output(out, &result.sizes())?;
+    torch_check!(
+        out.dtype() == result.dtype(),
+        "Expected out tensor to have dtype {}, but got {} instead",
+        result.dtype().type_meta_name(),
+        out.dtype().type_meta_name()
+    );
     op::copy_::call(out, result, false).map(|_| ())
 }
 

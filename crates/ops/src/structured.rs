@@ -141,8 +141,8 @@ pub fn resize_out(out: &Tensor, spec: &OutputSpec) -> Result<()> {
     torch_check!(
         out.dtype() == spec.dtype,
         "Expected out tensor to have dtype {}, but got {} instead",
-        spec.dtype.torch_name(),
-        out.dtype().torch_name()
+        spec.dtype.type_meta_name(),
+        out.dtype().type_meta_name()
     );
     torch_check!(
         out.device() == spec.device,

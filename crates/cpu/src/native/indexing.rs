@@ -24,7 +24,6 @@ use switchyard_core::{
 use switchyard_ops::meta::index_support::{
     AdvancedIndex, assert_no_internal_overlap, assert_no_overlap, assert_no_partial_overlap,
     broadcast_strides, expand_view, infer_dense_strides, is_non_overlapping_and_dense,
-    typemeta_name,
 };
 use switchyard_ops::meta::{CatInfo, ScatterInfo, ScatterReduce};
 use switchyard_ops::structured::{Meta, resize_output};
@@ -1003,7 +1002,7 @@ fn masked_fill_impl(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> 
     torch_check!(
         mask.dtype() == ScalarType::Bool,
         "masked_fill_ only supports boolean masks, but got mask with dtype {}",
-        typemeta_name(mask.dtype())
+        mask.dtype().type_meta_name()
     );
     assert_no_partial_overlap(self_, mask)?;
     let shape = infer_size(&self_.sizes(), &mask.sizes())?;

@@ -22,6 +22,7 @@ use switchyard_core::{
 };
 use switchyard_ops::iter_meta::IterInfo;
 use switchyard_ops::meta::Pool2dParams;
+use switchyard_ops::op;
 use switchyard_ops::structured::Meta;
 
 /// Work below this many elements stays on the calling thread.
@@ -70,7 +71,10 @@ fn store<T: Element>(out: &Tensor, data: Vec<T>) -> Result<()> {
 // mse_loss
 // ---------------------------------------------------------------------------------------
 
-/// `mse_loss.out`: `(self - target)²`, or its mean / sum (`reduction` 1 / 2).
+/// `mse_loss.out`: `(self - target)²`, or its mean / sum (`reduction` 1 / 2), as PyTorch's
+/// `mse_loss_out`: the squares are computed in the common dtype and then cast to `out`; a
+/// reduction runs `mean.out` / `sum.IntList_out` over them into `out`, so a wider `out`
+/// accumulates in its own dtype.
 pub fn mse_loss_out(
     meta: &Meta<IterInfo>,
     self_: &Tensor,
@@ -83,7 +87,7 @@ pub fn mse_loss_out(
         // PyTorch computes `diff = a - b` and `diff * diff` in `S`, rounding after each.
         let square = |[a, b]: [f64; 2]| {
             let d = round::<S>(a - b);
-            d * d
+            round::<S>(d * d)
         };
         if reduction == 0 {
             return loops::map::<f64, f64, 2>(out, [self_, target], square);
@@ -91,10 +95,12 @@ pub fn mse_loss_out(
         let shape = switchyard_core::shape::infer_size(&self_.sizes(), &target.sizes())?;
         let loss = Tensor::allocate(&shape, common, self_.device())?;
         loops::map::<f64, f64, 2>(&loss, [self_, target], square)?;
-        let values = loss.to_vec::<S>()?;
-        let sum: f64 = values.iter().map(|v| v.to_f64()).sum();
-        let result = if reduction == 1 { sum / values.len() as f64 } else { sum };
-        store(out, vec![round::<S>(result)])
+        if reduction == 1 {
+            op::mean_out::call(&loss, None, false, None, out)?;
+        } else {
+            op::sum_IntList_out::call(&loss, None, false, None, out)?;
+        }
+        Ok(())
     })
 }
 

@@ -7,7 +7,7 @@ pub mod factory_support {
     //! (`arange`, `full`, `linspace`), sizes (`arange`), layouts (`empty`, `empty_strided`),
     //! and the checks of the random fills (`uniform_`, `normal_`, `bernoulli_`, `random_`).
 
-    use crate::meta::index_support::{stride_order, strides_for_memory_format, typemeta_name};
+    use crate::meta::index_support::{stride_order, strides_for_memory_format};
     use switchyard_core::element::{Element, write_element};
     use switchyard_core::promotion::DEFAULT_DTYPE;
     use switchyard_core::shape::{DimVec, check_nonnegative, fmt_dims};
@@ -225,7 +225,7 @@ pub mod factory_support {
             return Err(not_implemented_for("check_uniform_bounds", dtype));
         }
         let (min, max) = float_range(dtype);
-        let name = typemeta_name(dtype);
+        let name = dtype.type_meta_name();
         torch_check!(
             from >= min && from <= max,
             "from is out of bounds for {name}"
@@ -293,7 +293,7 @@ pub mod factory_support {
             );
         }
         let to_inc = to - 1;
-        let name = typemeta_name(dtype);
+        let name = dtype.type_meta_name();
         let in_range = |v: i64| -> bool {
             if dtype.is_floating_point() {
                 let (min, max) = float_range(dtype);

@@ -25,23 +25,6 @@ pub mod index_support {
         torch_check_index,
     };
 
-    /// The name PyTorch prints for a dtype's `TypeMeta` (`"long int"`, `"c10::Half"`), as in
-    /// "masked_fill_ only supports boolean masks, but got mask with dtype long int".
-    pub fn typemeta_name(dtype: ScalarType) -> &'static str {
-        match dtype {
-            ScalarType::Byte => "unsigned char",
-            ScalarType::Char => "signed char",
-            ScalarType::Short => "short int",
-            ScalarType::Int => "int",
-            ScalarType::Long => "long int",
-            ScalarType::Half => "c10::Half",
-            ScalarType::Float => "float",
-            ScalarType::Double => "double",
-            ScalarType::Bool => "bool",
-            ScalarType::BFloat16 => "c10::BFloat16",
-        }
-    }
-
     /// Whether the elements of `(sizes, strides)` tile a memory block exactly, in some
     /// dimension order (`is_non_overlapping_and_dense`).
     pub fn is_non_overlapping_and_dense(sizes: &[i64], strides: &[i64]) -> bool {

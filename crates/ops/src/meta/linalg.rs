@@ -7,24 +7,7 @@
 
 use crate::structured::{Meta, OutputSpec, Outs};
 use switchyard_core::shape::fmt_dims;
-use switchyard_core::{Result, ScalarType, Tensor, torch_check};
-
-/// The name PyTorch's `caffe2::TypeMeta` prints for a dtype (`float`, `long int`, `c10::Half`),
-/// which some linalg messages use instead of the `ScalarType` name.
-pub(crate) fn type_meta_name(t: ScalarType) -> &'static str {
-    match t {
-        ScalarType::Byte => "unsigned char",
-        ScalarType::Char => "signed char",
-        ScalarType::Short => "short int",
-        ScalarType::Int => "int",
-        ScalarType::Long => "long int",
-        ScalarType::Half => "c10::Half",
-        ScalarType::Float => "float",
-        ScalarType::Double => "double",
-        ScalarType::Bool => "bool",
-        ScalarType::BFloat16 => "c10::BFloat16",
-    }
-}
+use switchyard_core::{Result, Tensor, torch_check};
 
 fn check_matrix(op: &str, t: &Tensor, name: &str) -> Result<()> {
     torch_check!(
@@ -51,8 +34,8 @@ fn check_m1_m2_dtypes(a: &Tensor, b: &Tensor) -> Result<()> {
     torch_check!(
         a.dtype() == b.dtype(),
         "expected m1 and m2 to have the same dtype, but got: {} != {}",
-        type_meta_name(a.dtype()),
-        type_meta_name(b.dtype())
+        a.dtype().type_meta_name(),
+        b.dtype().type_meta_name()
     );
     Ok(())
 }
@@ -169,9 +152,9 @@ pub fn baddbmm(
     torch_check!(
         self_.dtype() == batch1.dtype(),
         "Input dtypes must be the same, got: input {}, batch1: {}, batch2: {}",
-        type_meta_name(self_.dtype()),
-        type_meta_name(batch1.dtype()),
-        type_meta_name(batch2.dtype())
+        self_.dtype().type_meta_name(),
+        batch1.dtype().type_meta_name(),
+        batch2.dtype().type_meta_name()
     );
     let spec = common_checks_baddbmm_bmm(batch1, batch2, outs)?;
     Ok(Meta::new([spec], ()))

@@ -278,26 +278,10 @@ fn clamp_scalar_meta(self_: &Tensor, bounds: &[Scalar], outs: Outs<'_>) -> Resul
             dtype == self_.dtype() || !outs.is_inplace(),
             "result type {} can't be cast to the desired output type {}",
             dtype,
-            type_meta_name(self_.dtype())
+            self_.dtype().type_meta_name()
         );
     }
     unary_as(self_, dtype, outs)
-}
-
-/// The C++ type name PyTorch's `caffe2::TypeMeta` prints (clamp's in-place error uses it).
-fn type_meta_name(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::Bool => "bool",
-        ScalarType::Byte => "unsigned char",
-        ScalarType::Char => "signed char",
-        ScalarType::Short => "short int",
-        ScalarType::Int => "int",
-        ScalarType::Long => "long int",
-        ScalarType::Half => "c10::Half",
-        ScalarType::BFloat16 => "c10::BFloat16",
-        ScalarType::Float => "float",
-        ScalarType::Double => "double",
-    }
 }
 
 /// `clamp`: at least one bound.

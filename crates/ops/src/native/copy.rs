@@ -196,22 +196,6 @@ fn partially_overlap(a: &Tensor, b: &Tensor) -> bool {
     a0 < b1 && b0 < a1
 }
 
-/// The name of a dtype as PyTorch's `TypeMeta` prints it (`float`, `long int`, `c10::Half`).
-pub(crate) fn type_meta_name(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::Byte => "unsigned char",
-        ScalarType::Char => "signed char",
-        ScalarType::Short => "short int",
-        ScalarType::Int => "int",
-        ScalarType::Long => "long int",
-        ScalarType::Half => "c10::Half",
-        ScalarType::Float => "float",
-        ScalarType::Double => "double",
-        ScalarType::Bool => "bool",
-        ScalarType::BFloat16 => "c10::BFloat16",
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // copy_ and the device copy kernels
 // ---------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
         return matmul(input, &op::t::call(weight)?);
     };
     if input_dim == 2 {
+        // The fused multiply-add.
         return op::addmm::call(
             bias,
             input,
@@ -50,47 +51,62 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
             Scalar::Int(1),
         );
     }
-    // Flatten the input to a matrix (PyTorch's `_flatten_nd_linear`), a 1-d weight to a
-    // column, multiply-add, and restore the leading dimensions.
-    let sizes = input.sizes();
-    let (lead, last) = sizes.split_at(sizes.len() - 1);
-    let rows: i64 = lead.iter().product();
-    let flat = op::reshape::call(input, &[rows, last[0]])?;
-    let w = if weight_dim == 1 {
-        op::unsqueeze::call(weight, 1)?
-    } else {
-        op::t::call(weight)?
-    };
-    let result = op::addmm::call(bias, &flat, &w, Scalar::Int(1), Scalar::Int(1))?;
-    let mut shape = lead.to_vec();
-    if weight_dim == 2 {
-        shape.push(result.size(1)?);
+    // PyTorch fuses a bias that is a vector (after squeezing) into `addmm` over the flattened
+    // input when the input is contiguous; otherwise it multiplies with `matmul` and adds the
+    // bias after (so shape errors come from `addmm`, `mm` or `bmm` as in PyTorch).
+    let vector_bias = bias.dim() == 1 || bias.sizes().iter().filter(|s| **s != 1).count() == 1;
+    if vector_bias && bias.is_contiguous() && input.is_contiguous() {
+        return flatten_nd_linear(input, weight, bias);
     }
-    op::view::call(&result, &shape)
+    let output = matmul(input, &op::t::call(weight)?)?;
+    op::add__Tensor::call(&output, bias, Scalar::Int(1))
 }
 
-/// `linear.out`: `addmm.out` for a 2-d input with bias, else `linear` copied into `out`.
+/// PyTorch's `_flatten_nd_linear`: `addmm` over the contiguous input viewed as a matrix of
+/// its last dimension, viewed back with the last dimension replaced by the result's.
+fn flatten_nd_linear(input: &Tensor, weight: &Tensor, bias: &Tensor) -> Result<Tensor> {
+    let mut sizes = input.sizes();
+    let (lead, last) = sizes.split_at(sizes.len() - 1);
+    let rows: i64 = lead.iter().product();
+    let flat = op::view::call(input, &[rows, last[0]])?;
+    let result = op::addmm::call(
+        bias,
+        &flat,
+        &op::t::call(weight)?,
+        Scalar::Int(1),
+        Scalar::Int(1),
+    )?;
+    if let Some(cols) = sizes.last_mut() {
+        *cols = result.size(1)?;
+    }
+    op::view::call(&result, &sizes)
+}
+
+/// `linear.out`: `addmm.out` for a 2-d input with bias, else `matmul.out` then the bias added
+/// in place (PyTorch's `linear_out`).
 pub fn linear_out(
     input: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
     out: &Tensor,
 ) -> Result<Tensor> {
-    if let Some(bias) = bias {
-        if input.dim() == 2 {
-            return op::addmm_out::call(
-                bias,
-                input,
-                &op::t::call(weight)?,
-                Scalar::Int(1),
-                Scalar::Int(1),
-                out,
-            );
-        }
-        let result = linear(input, weight, Some(bias))?;
-        return write_out(out, &result);
+    if let Some(bias) = bias
+        && input.dim() == 2
+    {
+        return op::addmm_out::call(
+            bias,
+            input,
+            &op::t::call(weight)?,
+            Scalar::Int(1),
+            Scalar::Int(1),
+            out,
+        );
     }
-    matmul_out(input, &op::t::call(weight)?, out)
+    let output = matmul_out(input, &op::t::call(weight)?, out)?;
+    match bias {
+        Some(bias) => op::add__Tensor::call(&output, bias, Scalar::Int(1)),
+        None => Ok(output),
+    }
 }
 
 /// Writes a computed result into an out= tensor of the same dtype (the check PyTorch's
@@ -99,8 +115,8 @@ fn write_out(out: &Tensor, result: &Tensor) -> Result<Tensor> {
     torch_check!(
         out.dtype() == result.dtype(),
         "Expected out tensor to have dtype {}, but got {} instead",
-        result.dtype().torch_name(),
-        out.dtype().torch_name()
+        result.dtype().type_meta_name(),
+        out.dtype().type_meta_name()
     );
     resize_output(out, &result.sizes())?;
     op::copy_::call(out, result, false)?;

@@ -398,8 +398,8 @@ pub fn conv2d(
         torch_check!(
             b.dtype() == input.dtype(),
             "Input type ({}) and bias type ({}) should be the same",
-            crate::meta::type_meta_name(input.dtype()),
-            crate::meta::type_meta_name(b.dtype())
+            input.dtype().type_meta_name(),
+            b.dtype().type_meta_name()
         );
     }
     let dim = input.dim();

@@ -13,7 +13,6 @@
 //! operators they decompose into through the `redispatch` helpers, so autograd sees the
 //! constituent operators.
 
-use super::copy::type_meta_name;
 use switchyard_core::shape::{self, DimVec, fmt_dims};
 use switchyard_core::{
     Error, MemoryFormat, Result, ScalarType, Tensor, bail, torch_check, torch_check_index,
@@ -1183,8 +1182,8 @@ fn copy_pieces_to_out(name: &str, out: &[Tensor], pieces: &[Tensor], resize: boo
             torch_check!(
                 o.dtype() == p.dtype(),
                 "Expected out tensor to have dtype {}, but got {} instead",
-                type_meta_name(p.dtype()),
-                type_meta_name(o.dtype())
+                p.dtype().type_meta_name(),
+                o.dtype().type_meta_name()
             );
             torch_check!(
                 o.device() == p.device(),
