@@ -325,5 +325,44 @@ case("conv2d", "conv2d groups", [make("float64", [1, 4, 6, 5]), make("float64", 
 case("conv2d", "conv2d error 2-d", [make(f, [2, 5]), make(f, [3, 2, 3, 3]), N(), L([1]), L([0]), L([1]), I(1)])
 case("conv2d", "conv2d error bias dtype", [make(f, [2, 5, 5]), make(f, [3, 2, 3, 3]), make("float64", [3]), L([1]), L([0]), L([1]), I(1)])
 
+# Appended last, so that the random values of the cases above stay as they were recorded.
+def channels_last(dtype, sizes):
+    """A 4-d tensor laid out NHWC."""
+    n, c, h, w = sizes
+    return make(dtype, sizes, strides=[h * w * c, 1, w * c, c])
+
+
+# Transposed convolutions (PyTorch's conv_transpose), and its errors.
+conv_t_params = [
+    ("plain", [2, 2, 5, 4], [2, 3, 2, 2], [1, 1], [0, 0], [1, 1], [0, 0], 1),
+    ("stride pad outpad dilation", [1, 2, 5, 5], [2, 3, 2, 2], [2, 1], [1, 0], [1, 2], [1, 0], 1),
+    ("groups", [2, 4, 5, 5], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], [0, 0], 2),
+    ("1-d", [2, 3, 7], [3, 4, 3], [2], [1], [1], [1], 1),
+    ("3-d", [1, 2, 3, 3, 2], [2, 2, 2, 2, 2], [1], [0], [1], [0], 1),
+    ("padding eats the output", [1, 2, 2, 2], [2, 3, 2, 2], [1, 1], [1, 1], [1, 1], [0, 0], 1),
+]
+for name, xs, wsz, st, pd, dl, op_, g in conv_t_params:
+    for with_bias in (False, True):
+        b = make(f, [wsz[1] * g]) if with_bias else N()
+        case("convolution", f"convolution transposed {name} bias={with_bias}",
+             [make(f, xs), make(f, wsz), b, L(st), L(pd), L(dl), B(True), L(op_), I(g)])
+case("convolution", "convolution transposed float64", [make("float64", [1, 2, 4, 4]), make("float64", [2, 3, 3, 3]), make("float64", [3]), L([2, 2]), L([1, 1]), L([1, 1]), B(True), L([1, 1]), I(1)])
+case("convolution", "convolution transposed int64", [make("int64", [1, 2, 3, 3]), make("int64", [2, 3, 2, 2]), N(), L([1, 1]), L([0, 0]), L([1, 1]), B(True), L([0, 0]), I(1)])
+case("convolution", "convolution transposed empty batch", [make(f, [0, 2, 5, 5]), make(f, [2, 3, 2, 2]), N(), L([1, 1]), L([0, 0]), L([1, 1]), B(True), L([0, 0]), I(1)])
+case("convolution", "convolution transposed channels-last input", [channels_last(f, [1, 2, 5, 5]), make(f, [2, 3, 3, 3]), N(), L([1, 1]), L([0, 0]), L([1, 1]), B(True), L([0, 0]), I(1)])
+case("convolution", "convolution channels-last input", [channels_last(f, [1, 2, 5, 5]), make(f, [3, 2, 3, 3]), make(f, [3]), L([1, 1]), L([1, 1]), L([1, 1]), B(False), L([0, 0]), I(1)])
+conv_t_errors = [
+    ("channels", [1, 4, 5, 5], [2, 3, 2, 2], None, [1, 1], [0, 0], [1, 1], [0, 0], 1),
+    ("bias size", [1, 2, 5, 5], [2, 3, 2, 2], [4], [1, 1], [0, 0], [1, 1], [0, 0], 1),
+    ("output padding", [1, 2, 5, 5], [2, 3, 2, 2], None, [1, 1], [0, 0], [1, 1], [1, 0], 1),
+    ("output padding 1-d", [2, 3, 7], [3, 4, 3], None, [2], [1], [1], [2], 1),
+    ("output padding 3-d", [1, 2, 3, 3, 2], [2, 2, 2, 2, 2], None, [1], [0], [1], [1], 1),
+    ("output size", [1, 2, 1, 1], [2, 3, 1, 1], None, [1, 1], [1, 1], [1, 1], [0, 0], 1),
+    ("negative output padding", [1, 2, 5, 5], [2, 3, 2, 2], None, [1, 1], [0, 0], [1, 1], [-1, 0], 1),
+    ("groups", [1, 3, 5, 5], [3, 3, 2, 2], None, [1, 1], [0, 0], [1, 1], [0, 0], 2),
+]
+for name, xs, wsz, bsz, st, pd, dl, op_, g in conv_t_errors:
+    b = make(f, bsz) if bsz else N()
+    case("convolution", f"convolution transposed error {name}", [make(f, xs), make(f, wsz), b, L(st), L(pd), L(dl), B(True), L(op_), I(g)])
 json.dump({"torch_version": torch.__version__, "cases": cases}, sys.stdout, indent=None, separators=(",", ":"))
 sys.stdout.write("\n")

@@ -1,12 +1,15 @@
 //! Composite and Meta kernels: nn operators (`layer_norm`, `native_layer_norm`'s composite
-//! kernel, `max_pool2d`, `nll_loss`, `nll_loss.out`, `nll_loss_nd`, `dropout`, `dropout_`),
-//! decomposed as PyTorch's `Normalization.cpp`, `Pooling.cpp`, `LossNLL.cpp` and
-//! `Dropout.cpp` do.
+//! kernel, `max_pool2d`, `nll_loss`, `nll_loss.out`, `nll_loss_nd`, `dropout`, `dropout_`,
+//! `convolution` in both directions, `conv2d`), decomposed as PyTorch's `Normalization.cpp`,
+//! `Pooling.cpp`, `LossNLL.cpp`, `Dropout.cpp` and `Convolution.cpp` do.
 
+use crate::meta::index_support::suggest_memory_format;
 use crate::meta::{check_layer_norm_inputs, layer_norm_param_dtype, layer_norm_stat_shape};
 use crate::op;
 use switchyard_core::shape::fmt_dims;
-use switchyard_core::{Device, Result, Tensor, torch_check, torch_check_value};
+use switchyard_core::{
+    Device, MemoryFormat, Result, Scalar, Tensor, torch_check, torch_check_value,
+};
 
 /// `layer_norm(...)`: the first output of `native_layer_norm` (`cudnn_enable` is ignored).
 pub fn layer_norm(
@@ -191,13 +194,16 @@ fn expand_param(name: &str, values: &[i64], dim: usize) -> Result<Vec<i64>> {
     Ok(values.to_vec())
 }
 
-/// PyTorch's `check_shape_forward` for a non-transposed convolution.
+/// PyTorch's `check_shape_forward`: the checks shared by both directions, then those of a
+/// plain convolution (input channels, bias, kernel within the padded input) or of a
+/// transposed one (input channels against the weight's first dimension, bias).
 fn check_conv_shapes(
     input: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
     params: &ConvParams,
     groups: i64,
+    transposed: bool,
 ) -> Result<()> {
     torch_check!(
         params.padding.iter().all(|&p| p >= 0),
@@ -234,6 +240,26 @@ fn check_conv_shapes(
         "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size [{}] instead",
         fmt_dims(&ws)
     );
+    if transposed {
+        torch_check!(
+            sizes[1] == ws[0],
+            "Given transposed=1, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+            fmt_dims(&ws),
+            fmt_dims(&sizes),
+            ws[0],
+            sizes[1]
+        );
+        if let Some(b) = bias {
+            torch_check!(
+                b.dim() == 1 && b.sizes()[0] == ws[1] * groups,
+                "Given transposed=1, weight of size {}, expected bias to be 1-dimensional with {} elements, but got bias of size {} instead",
+                fmt_dims(&ws),
+                ws[1] * groups,
+                fmt_dims(&b.sizes())
+            );
+        }
+        return Ok(());
+    }
     torch_check!(
         sizes[1] == ws[1] * groups,
         "Given groups={groups}, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
@@ -279,8 +305,8 @@ struct ConvParams {
 /// `convolution(...)`: N-d convolution (1-d, 2-d, 3-d, ...) as one batched matrix product:
 /// the zero-padded input is viewed as its sliding windows (`as_strided`, PyTorch's im2col),
 /// copied once into `[N·groups, C/groups·∏kernel, ∏output]` columns, and multiplied by the
-/// weight with `bmm`, or `baddbmm` when a bias is added. Transposed convolutions are not
-/// implemented yet (a `NotImplementedError`; PyTorch computes them).
+/// weight with `bmm`, or `baddbmm` when a bias is added. A transposed convolution multiplies
+/// the other way and scatters the columns back (col2im, see [`conv_transpose`]).
 #[allow(clippy::too_many_arguments)]
 pub fn convolution(
     input: &Tensor,
@@ -303,18 +329,39 @@ pub fn convolution(
         dilation: expand_param("dilation", dilation, dim)?,
         output_padding: expand_param("output_padding", output_padding, dim)?,
     };
-    check_conv_shapes(input, weight, bias, &params, groups)?;
-    if transposed {
-        return Err(switchyard_core::Error::not_implemented(
-            "convolution: transposed convolution is not implemented",
-        ));
-    }
+    check_conv_shapes(input, weight, bias, &params, groups, transposed)?;
     torch_check!(
         weight.dtype() == input.dtype(),
         "expected scalar type {} but found {}",
         input.dtype(),
         weight.dtype()
     );
+    let output = if transposed {
+        conv_transpose(input, weight, bias, &params, groups)?
+    } else {
+        conv_forward(input, weight, bias, &params, groups)?
+    };
+    // PyTorch's CPU convolutions give a channels-last result for a 4-d input or weight laid
+    // out channels-last, whatever the dtype.
+    let channels_last = |t: &Tensor| {
+        t.dim() == 4
+            && suggest_memory_format(&t.sizes(), &t.strides()) == MemoryFormat::ChannelsLast
+    };
+    if channels_last(input) || channels_last(weight) {
+        return op::contiguous::call(&output, MemoryFormat::ChannelsLast);
+    }
+    Ok(output)
+}
+
+/// The plain convolution (see [`convolution`]).
+fn conv_forward(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    params: &ConvParams,
+    groups: i64,
+) -> Result<Tensor> {
+    let dim = weight.dim() - 2;
     let (sizes, ws) = (input.sizes(), weight.sizes());
     let (n, c, o) = (sizes[0], sizes[1], ws[0]);
     let (cg, og) = (ws[1], o / groups);
@@ -348,7 +395,7 @@ pub fn convolution(
         op::copy_::call(&interior, input, false)?;
         padded
     } else {
-        op::contiguous::call(input, switchyard_core::MemoryFormat::Contiguous)?
+        op::contiguous::call(input, MemoryFormat::Contiguous)?
     };
     // Sliding windows: [N, groups, C/groups, kernel..., output...].
     let st = x.strides();
@@ -382,6 +429,175 @@ pub fn convolution(
         }
     };
     op::view::call(&product, &out_shape)
+}
+
+/// The transposed convolution (the gradient of a convolution with respect to its input): each
+/// input position spreads `weight`'s kernel, scaled, over the output, `stride` apart.
+///
+/// For input `[N, C_in, in...]` and weight `[C_in, C_out/groups, k...]`, the output has
+/// `(in - 1)·stride - 2·padding + dilation·(k - 1) + output_padding + 1` positions per spatial
+/// dimension. Computed as PyTorch's slow path does: one batched product
+/// `columns = weightᵀ · input` (`[N·groups, C_out/groups·∏k, ∏in]`), then col2im: for each
+/// kernel offset, the columns of that offset are added into the output positions they reach
+/// (a strided view of a zero-initialised buffer that extends `padding` past each edge), and
+/// the padding is cut off.
+fn conv_transpose(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    params: &ConvParams,
+    groups: i64,
+) -> Result<Tensor> {
+    let dim = weight.dim() - 2;
+    let (sizes, ws) = (input.sizes(), weight.sizes());
+    let (n, c_in) = (sizes[0], sizes[1]);
+    let (cg_out, kernel) = (ws[1], &ws[2..]);
+    let c_out = cg_out * groups;
+    let input_spatial = &sizes[2..];
+    check_output_padding(params, dim)?;
+    let out_spatial: Vec<i64> = (0..dim)
+        .map(|i| {
+            (input_spatial[i] - 1) * params.stride[i] - 2 * params.padding[i]
+                + params.dilation[i] * (kernel[i] - 1)
+                + params.output_padding[i]
+                + 1
+        })
+        .collect();
+    if out_spatial.iter().any(|&o| o < 1) {
+        // Reported as the 2-d path sees it (a 1-d convolution runs as 2-d with height 1).
+        let (ins, outs): (Vec<i64>, Vec<i64>) = if dim == 1 {
+            (vec![1, input_spatial[0]], vec![1, out_spatial[0]])
+        } else {
+            (input_spatial.to_vec(), out_spatial.clone())
+        };
+        let join = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(" x ");
+        return Err(switchyard_core::Error::runtime(format!(
+            "Given input size per channel: ({}). Calculated output size per channel: ({}). Output size is too small",
+            join(&ins),
+            join(&outs)
+        )));
+    }
+    let mut out_shape = vec![n, c_out];
+    out_shape.extend_from_slice(&out_spatial);
+    let (device, dtype) = (input.device(), input.dtype());
+    // The output before its padding is cut off: `padding` more on both sides.
+    let mut full_shape = vec![n, c_out];
+    full_shape.extend((0..dim).map(|i| out_spatial[i] + 2 * params.padding[i]));
+    let full = Tensor::allocate(&full_shape, dtype, device)?;
+    op::zero_::call(&full)?;
+    let l_in: i64 = input_spatial.iter().product();
+    let k_count: i64 = kernel.iter().product();
+    if n > 0 && c_out > 0 && l_in > 0 && k_count > 0 && c_in > 0 {
+        let cg_in = c_in / groups;
+        // columns[n·g] = weight[g]ᵀ · input[n, g]: [N·groups, C_out/groups·∏k, ∏in].
+        let x = op::reshape::call(input, &[n * groups, cg_in, l_in])?;
+        let w = op::reshape::call(weight, &[1, groups, cg_in, cg_out * k_count])?;
+        let w = op::expand::call(&w, &[n, groups, cg_in, cg_out * k_count], false)?;
+        let w = op::reshape::call(&w, &[n * groups, cg_in, cg_out * k_count])?;
+        let columns = op::bmm::call(&op::transpose_int::call(&w, 1, 2)?, &x)?;
+        // [N, C_out, k..., in...]: groups and channels-per-group flatten to C_out.
+        let mut col_shape = vec![n, c_out];
+        col_shape.extend_from_slice(kernel);
+        col_shape.extend_from_slice(input_spatial);
+        let columns = op::view::call(&columns, &col_shape)?;
+        // col2im: each kernel offset adds its columns to the output positions it reaches.
+        let fs = full.strides();
+        let mut view_strides = vec![fs[0], fs[1]];
+        view_strides.extend((0..dim).map(|i| fs[i + 2] * params.stride[i]));
+        let mut view_sizes = vec![n, c_out];
+        view_sizes.extend_from_slice(input_spatial);
+        let mut offset = vec![0i64; dim];
+        loop {
+            let mut cols = columns.clone();
+            for k in &offset {
+                // Dimension 2 each time: every select removes the dimension before it.
+                cols = op::select_int::call(&cols, 2, *k)?;
+            }
+            let start: i64 = (0..dim)
+                .map(|i| offset[i] * params.dilation[i] * fs[i + 2])
+                .sum();
+            let target = op::as_strided::call(
+                &full,
+                &view_sizes,
+                &view_strides,
+                Some(full.storage_offset() + start),
+            )?;
+            op::add__Tensor::call(&target, &cols, Scalar::Int(1))?;
+            // Next offset, last dimension fastest.
+            let mut d = dim;
+            loop {
+                if d == 0 {
+                    break;
+                }
+                d -= 1;
+                offset[d] += 1;
+                if offset[d] < kernel[d] {
+                    break;
+                }
+                offset[d] = 0;
+            }
+            if offset.iter().all(|&k| k == 0) {
+                break;
+            }
+        }
+    }
+    let mut output = full;
+    for (i, &p) in params.padding.iter().enumerate() {
+        if p != 0 {
+            let d = i as i64 + 2;
+            output = op::slice_Tensor::call(&output, d, Some(p), Some(p + out_spatial[i]), 1)?;
+        }
+    }
+    let output = op::contiguous::call(&output, MemoryFormat::Contiguous)?;
+    if let Some(b) = bias {
+        let mut b_shape = vec![1, c_out];
+        b_shape.extend(std::iter::repeat_n(1, dim));
+        let b = op::_to_copy::call(b, Some(dtype), None, None, None, false, None)?;
+        op::add__Tensor::call(&output, &op::view::call(&b, &b_shape)?, Scalar::Int(1))?;
+    }
+    Ok(output)
+}
+
+/// The check of PyTorch's transposed-convolution kernels that each dimension's output
+/// padding stays below its stride or its dilation, worded as the 2-d kernel words it (a 1-d
+/// convolution runs as 2-d with height 1) or the 3-d one.
+fn check_output_padding(params: &ConvParams, dim: usize) -> Result<()> {
+    let ok = (0..dim).all(|i| {
+        params.output_padding[i] < params.stride[i] || params.output_padding[i] < params.dilation[i]
+    });
+    if ok {
+        return Ok(());
+    }
+    let (op, st, dl) = (&params.output_padding, &params.stride, &params.dilation);
+    let (names, op, st, dl): (&[&str], Vec<i64>, Vec<i64>, Vec<i64>) = match dim {
+        1 => (
+            &["height", "width"],
+            vec![0, op[0]],
+            vec![1, st[0]],
+            vec![1, dl[0]],
+        ),
+        3 => (
+            &["depth", "height", "width"],
+            op.clone(),
+            st.clone(),
+            dl.clone(),
+        ),
+        _ => (&["height", "width"], op.clone(), st.clone(), dl.clone()),
+    };
+    let part = |label: &str, values: &[i64]| {
+        names
+            .iter()
+            .zip(values)
+            .map(|(n, v)| format!("{label}_{n}: {v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Err(switchyard_core::Error::runtime(format!(
+        "output padding must be smaller than either stride or dilation, but got {} {} {}",
+        part("output_padding", &op),
+        part("stride", &st),
+        part("dilation", &dl)
+    )))
 }
 
 /// `conv2d(...)`: `convolution` of a batched (4-d) or unbatched (3-d) input.
