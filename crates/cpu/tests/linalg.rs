@@ -148,10 +148,6 @@ fn composites_on_meta() {
             )
         };
         let name = case["name"].as_str().unwrap();
-        if name.starts_with("matmul 1-d 1-d") {
-            // `dot` has a CPU kernel only (ops.yaml lists no Meta one).
-            continue;
-        }
         match (got, case["expect"].get("results")) {
             (Ok(t), Some(r)) => {
                 let r = &r[0];

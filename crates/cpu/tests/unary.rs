@@ -62,8 +62,10 @@ const ONE_ULP: &[&str] = &["sqrt", "rsqrt"];
 /// operator's result instead.
 const PYTORCH_BUGS: &[&str] = &["gelu[0].out transposed-out float32"];
 
-/// Structured operators (checked on Meta tensors too).
-const STRUCTURED: &[&str] = &[
+/// Every operator of the fixture: structured ones run their meta function on Meta tensors,
+/// the others (`abs`, `relu`, `nan_to_num`, `logical_not`, `isnan`, `isinf`, `isfinite`)
+/// their Meta kernel or composite.
+const ON_META: &[&str] = &[
     "exp",
     "log",
     "log2",
@@ -87,6 +89,13 @@ const STRUCTURED: &[&str] = &[
     "bitwise_not",
     "silu",
     "gelu",
+    "abs",
+    "relu",
+    "nan_to_num",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
 ];
 
 /// `aten::exp_.decimals` → `exp`.
@@ -357,18 +366,15 @@ fn every_case_matches_pytorch() {
 }
 
 #[test]
-fn structured_operators_work_on_meta_tensors() {
+fn operators_work_on_meta_tensors() {
     let fixture = support::fixture("unary.json");
     let mut checked = 0;
     for case in support::cases(&fixture) {
         let op = case["op"].as_str().unwrap();
         let expect = &case["expect"];
-        // Out= cases resize and warn; the kernel-level dtype errors (`"floor_vml_cpu" not
-        // implemented for 'Bool'`) are not Meta's (PyTorch's meta functions do not raise them).
-        if !STRUCTURED.contains(&base_name(op))
-            || op.contains("out")
-            || expect.get("error").is_some()
-        {
+        // The kernel-level dtype errors (`"floor_vml_cpu" not implemented for 'Bool'`) are
+        // not Meta's (PyTorch's meta functions do not raise them).
+        if !ON_META.contains(&base_name(op)) || expect.get("error").is_some() {
             continue;
         }
         let (got, _) = call(case, Device::META);
@@ -388,9 +394,25 @@ fn structured_operators_work_on_meta_tensors() {
             .map(|v| v.as_i64().unwrap())
             .collect();
         assert_eq!(got.sizes().as_slice(), sizes.as_slice(), "{}", case["name"]);
+        if let Some(strides) = want.get("strides")
+            && got.numel() > 1
+        {
+            let strides: Vec<i64> = strides
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            assert_eq!(
+                got.strides().as_slice(),
+                strides.as_slice(),
+                "{}",
+                case["name"]
+            );
+        }
         checked += 1;
     }
-    assert!(checked > 500, "{checked}");
+    assert!(checked > 1000, "{checked}");
     // Meta functions raise the errors PyTorch's do.
     let b = Tensor::allocate(&[2], ScalarType::Bool, Device::META).unwrap();
     let e = switchyard_ops::op::neg::call(&b).unwrap_err();

@@ -368,6 +368,30 @@ impl<'a> IterConfig<'a> {
     }
 }
 
+/// An unstructured out= kernel's iterator: `config` built (shape, dtypes, overlap checks),
+/// then `out` checked against the output it describes and resized to it, as PyTorch's
+/// `TensorIterator` does for `abs.out`, `nan_to_num.out`, `logical_not.out`. Shared by the
+/// CPU kernels and their Meta counterparts.
+pub fn prepare_out(config: IterConfig<'_>, out: &Tensor) -> Result<Meta<IterInfo>> {
+    let meta = config.build()?;
+    crate::structured::resize_out(out, meta.output(0)?)?;
+    Ok(meta)
+}
+
+/// Like [`prepare_out`] for the out= kernels that accept any output dtype (`logical_and.out`
+/// and its siblings): `out` is only resized.
+pub fn prepare_any_dtype_out(config: IterConfig<'_>, out: &Tensor) -> Result<Meta<IterInfo>> {
+    let meta = config.build()?;
+    crate::structured::resize_to_spec(out, meta.output(0)?)?;
+    Ok(meta)
+}
+
+/// A new output for the elementwise `config`, laid out as TensorIterator lays out the outputs
+/// it allocates.
+pub fn allocate_output(config: IterConfig<'_>) -> Result<Tensor> {
+    crate::structured::create_out(config.build()?.output(0)?)
+}
+
 /// TensorIterator's treatment of an out= tensor, for kernels that compute their shape and
 /// dtypes themselves (`where.self_out`): checks `out` against `inputs` for memory overlap,
 /// then resizes it to `shape` if its sizes differ, laid out as TensorIterator lays out the

@@ -22,10 +22,13 @@ use switchyard_core::{
     torch_check_index, torch_check_not_implemented, with_tensors,
 };
 use switchyard_ops::meta::index_support::{
-    AdvancedIndex, assert_no_internal_overlap, assert_no_overlap, assert_no_partial_overlap,
-    broadcast_strides, expand_view, infer_dense_strides, is_non_overlapping_and_dense,
+    AdvancedIndex, assert_no_internal_overlap, assert_no_overlap, expand_view,
 };
-use switchyard_ops::meta::{CatInfo, ScatterInfo, ScatterReduce};
+use switchyard_ops::meta::{
+    CatInfo, ScatterInfo, ScatterReduce, check_index_put_count, check_index_put_values,
+    check_masked_fill, check_masked_fill_value, check_roll, empty_like_preserve, flip_flags,
+    index_select_checks,
+};
 use switchyard_ops::structured::{Meta, resize_output};
 
 // ---------------------------------------------------------------------------------------------
@@ -325,31 +328,8 @@ pub fn index_select_out_cpu_(
     index: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    let d = wrap_dim(dim, self_.dim())?;
+    let (d, result_sizes) = index_select_checks(self_, dim, index, out)?;
     let numel = index.numel();
-    torch_check_index!(
-        index.dim() <= 1,
-        "index_select(): Index is supposed to be a vector"
-    );
-    torch_check!(
-        !(self_.dim() == 0 && numel != 1),
-        "index_select(): Index to scalar can have only 1 value, got {numel} value(s)"
-    );
-    torch_check!(
-        matches!(index.dtype(), ScalarType::Long | ScalarType::Int),
-        "index_select(): Expected dtype int32 or int64 for index"
-    );
-    torch_check!(
-        self_.dtype() == out.dtype(),
-        "index_select(): self and result must have the same scalar type"
-    );
-    assert_no_internal_overlap(out)?;
-    assert_no_overlap(out, self_)?;
-    assert_no_overlap(out, index)?;
-    let mut result_sizes = self_.sizes();
-    if self_.dim() > 0 {
-        result_sizes[d] = numel;
-    }
     resize_output(out, &result_sizes)?;
     let idx = read_indices(index)?;
     let (sizes, strides) = nonempty_geometry(self_);
@@ -360,12 +340,6 @@ pub fn index_select_out_cpu_(
     };
     if self_.dim() > 1 && numel == 0 {
         return Ok(out.clone());
-    }
-    if self_.dim() > 1 && self_.numel() == 0 {
-        torch_check!(
-            sizes[d] > 0,
-            "index_select(): self indexing axis dim should be positive"
-        );
     }
     for v in &idx {
         torch_check_index!(*v >= 0 && *v < bound, "index out of range in self");
@@ -889,12 +863,7 @@ pub fn _index_put_impl_(
     accumulate: bool,
     _unsafe: bool,
 ) -> Result<Tensor> {
-    torch_check_index!(
-        indices.len() <= self_.dim(),
-        "too many indices for tensor of dimension {} (got {})",
-        self_.dim(),
-        indices.len()
-    );
+    check_index_put_count(self_, indices)?;
     if !accumulate && let Some(mask) = masked_fill_dispatch(self_, indices, values)? {
         let mask = if mask.dtype() == ScalarType::Byte {
             let b = Tensor::allocate(&mask.sizes(), ScalarType::Bool, Device::CPU)?;
@@ -911,20 +880,7 @@ pub fn _index_put_impl_(
         assert_no_overlap(self_, t)?;
     }
     let info = AdvancedIndex::new(self_, indices)?;
-    let value_strides = broadcast_strides(&values.sizes(), &values.strides(), &info.result_sizes)
-        .map_err(|_| {
-            Error::runtime(format!(
-                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
-                fmt_dims(&values.sizes()),
-                fmt_dims(&info.result_sizes)
-            ))
-        })?;
-    torch_check!(
-        values.dtype() == self_.dtype(),
-        "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-        self_.dtype(),
-        values.dtype()
-    );
+    let value_strides = check_index_put_values(self_, &info, values)?;
     if info.result_sizes.contains(&0) {
         return Ok(self_.clone());
     }
@@ -999,19 +955,7 @@ pub fn _index_put_impl_(
 /// The body of `masked_fill_`: checks, then `self = mask ? value : self` through the
 /// elementwise engine (the mask broadcasts to `self`).
 fn masked_fill_impl(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
-    torch_check!(
-        mask.dtype() == ScalarType::Bool,
-        "masked_fill_ only supports boolean masks, but got mask with dtype {}",
-        mask.dtype().type_meta_name()
-    );
-    assert_no_partial_overlap(self_, mask)?;
-    let shape = infer_size(&self_.sizes(), &mask.sizes())?;
-    torch_check!(
-        shape == self_.sizes(),
-        "output with shape {} doesn't match the broadcast shape {}",
-        fmt_dims(&self_.sizes()),
-        fmt_dims(&shape)
-    );
+    check_masked_fill(self_, mask)?;
     dispatch_dtype!(self_.dtype(), T => {
         let v: T = value.to::<T>()?;
         let zero = T::from_i64_lossy(0);
@@ -1029,11 +973,7 @@ pub fn masked_fill__cpu_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> 
 /// `masked_fill_.Tensor` on CPU (`value` must be 0-dim).
 #[allow(non_snake_case)]
 pub fn masked_fill__cpu_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
-    torch_check!(
-        value.dim() == 0,
-        "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
-        value.dim()
-    );
+    check_masked_fill_value(value)?;
     masked_fill_impl(self_, mask, value.item_scalar()?)?;
     Ok(self_.clone())
 }
@@ -1111,29 +1051,10 @@ pub fn masked_select_cpu(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
 // flip / roll
 // ---------------------------------------------------------------------------------------------
 
-/// A new tensor shaped like `t` with `empty_like(t, preserve_format)`'s strides.
-fn empty_like_preserve(t: &Tensor) -> Result<Tensor> {
-    let (sizes, strides) = (t.sizes(), t.strides());
-    let strides = if is_non_overlapping_and_dense(&sizes, &strides) {
-        strides
-    } else {
-        infer_dense_strides(&sizes, &strides)
-    };
-    Tensor::allocate_strided(&sizes, &strides, t.dtype(), t.device())
-}
-
 /// `flip` on CPU: a new tensor (laid out like `self`) with the elements of `dims` reversed.
 pub fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let ndim = self_.dim();
-    let mut flipped = vec![false; ndim.max(1)];
-    for &d in dims {
-        let w = wrap_dim(d, ndim)?;
-        torch_check!(
-            !flipped[w],
-            "dim {w} appears multiple times in the list of dims"
-        );
-        flipped[w] = true;
-    }
+    let flipped = flip_flags(self_, dims)?;
     let out = empty_like_preserve(self_)?;
     if out.numel() == 0 {
         return Ok(out);
@@ -1171,32 +1092,21 @@ fn copy_planned(out: &Tensor, src: &Tensor, plan: &Plan) -> Result<()> {
 /// `roll` on CPU: elements shifted along `dims` (cyclically); with no dims, along the
 /// flattened tensor. The result is contiguous.
 pub fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
-    if dims.len() != 1 || shifts.len() != 1 {
-        torch_check!(!shifts.is_empty(), "`shifts` required");
-        if dims.is_empty() && shifts.len() == 1 {
-            let flat = Tensor::allocate(&[self_.numel()], self_.dtype(), self_.device())?;
-            copy_into(
-                &flat.as_strided_view(&self_.sizes(), &contiguous_strides(&self_.sizes()), 0)?,
-                self_,
-            )?;
-            let rolled = roll(&flat, shifts, &[0])?;
-            return rolled.as_strided_view(&self_.sizes(), &contiguous_strides(&self_.sizes()), 0);
-        }
-        torch_check!(
-            shifts.len() == dims.len(),
-            "shifts and dimensions must align. shifts: {}, dims:{}",
-            shifts.len(),
-            dims.len()
-        );
+    check_roll(self_, shifts, dims)?;
+    if dims.is_empty() {
+        // One shift rolls the flattened tensor.
+        let flat = Tensor::allocate(&[self_.numel()], self_.dtype(), self_.device())?;
+        copy_into(
+            &flat.as_strided_view(&self_.sizes(), &contiguous_strides(&self_.sizes()), 0)?,
+            self_,
+        )?;
+        let rolled = roll(&flat, shifts, &[0])?;
+        return rolled.as_strided_view(&self_.sizes(), &contiguous_strides(&self_.sizes()), 0);
     }
     let ndim = self_.dim();
     let sizes = self_.sizes();
     let mut total = vec![0i64; ndim];
     for (&shift, &d) in shifts.iter().zip(dims) {
-        torch_check_index!(
-            ndim > 0,
-            "Dimension specified as {d} but tensor has no dimensions"
-        );
         let w = wrap_dim(d, ndim)?;
         total[w] = total[w].wrapping_add(shift);
     }

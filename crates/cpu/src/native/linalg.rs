@@ -105,29 +105,8 @@ pub fn baddbmm_out_cpu(
 /// `dot(self, tensor)`: the inner product of two 1-d tensors of one dtype, a 0-dim tensor.
 /// Floating-point sums accumulate in `f32` (`f64` for doubles), integer sums wrap.
 pub fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
-    torch_check!(
-        self_.dim() == 1 && tensor.dim() == 1,
-        "1D tensors expected, but got {}D and {}D tensors",
-        self_.dim(),
-        tensor.dim()
-    );
-    torch_check!(
-        self_.dtype() == tensor.dtype(),
-        "dot : expected both vectors to have same dtype, but found {} and {}",
-        self_.dtype(),
-        tensor.dtype()
-    );
-    let (n, m) = (self_.numel(), tensor.numel());
-    torch_check!(
-        n == m,
-        "inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same number of elements, but got {n} and {m} elements respectively"
-    );
-    torch_check!(
-        self_.device() == tensor.device(),
-        "expected all tensors to be on the same device. Found: {}, {}",
-        self_.device(),
-        tensor.device()
-    );
+    switchyard_ops::meta::check_dot(self_, tensor)?;
+    let n = self_.numel();
     let dtype = self_.dtype();
     if dtype == ScalarType::Bool {
         return Err(not_implemented("dot", dtype));

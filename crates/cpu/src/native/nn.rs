@@ -848,10 +848,7 @@ pub fn native_dropout_cpu(input: &Tensor, p: f64, train: Option<bool>) -> Result
         return Ok((out, mask));
     }
     let keep = 1.0 - p;
-    torch_check!(
-        (0.0..=1.0).contains(&keep),
-        "bernoulli_ expects p to be in [0, 1], but got p={keep}"
-    );
+    switchyard_ops::meta::factory_support::check_bernoulli_p(keep)?;
     let mask = bernoulli_mask(input.numel(), keep, &sizes)?;
     torch_check!(
         dtype.is_floating_point(),

@@ -11,12 +11,14 @@ use crate::loops::map;
 use crate::num::{Arith, Bits, Num, dispatch_compute, dispatch_subset};
 use std::sync::atomic::{AtomicBool, Ordering};
 use switchyard_core::element::convert;
-use switchyard_core::promotion::ResultTypeState;
-use switchyard_core::shape::infer_size;
 use switchyard_core::{Element, Result, Scalar, ScalarType, Tensor, dispatch_dtype, torch_check};
-use switchyard_ops::iter_meta::{IterConfig, IterInfo, prepare_elementwise_out};
-use switchyard_ops::meta::{RoundingMode, rounding_mode};
-use switchyard_ops::structured::{Meta, Outs, resize_to_spec};
+use switchyard_ops::iter_meta::{
+    IterConfig, IterInfo, prepare_any_dtype_out, prepare_elementwise_out,
+};
+use switchyard_ops::meta::{
+    RoundingMode, rounding_mode, where_result_device, where_result_type, where_self_out_checks,
+};
+use switchyard_ops::structured::{Meta, Outs};
 
 /// `out = f(a, b)` in compute type `C`.
 #[inline]
@@ -164,8 +166,7 @@ macro_rules! logical_kernels {
     ($($name:ident, $f:expr;)*) => {$(
         #[doc = concat!("`", stringify!($name), "`: elementwise logical operation into `out`.")]
         pub fn $name(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-            let meta = IterConfig::comparison(self_, other, Outs::Out(&[out])).build()?;
-            resize_to_spec(out, meta.output(0)?)?;
+            let meta = prepare_any_dtype_out(IterConfig::comparison(self_, other, Outs::Out(&[out])), out)?;
             let f: fn(bool, bool) -> bool = $f;
             dispatch_compute!(meta.extra.common_dtype, C => {
                 binary::<C, bool>(out, self_, other, |x, y| f(x.truthy(), y.truthy()))
@@ -519,23 +520,11 @@ pub fn clamp_Tensor_out(
 }
 
 /// `where.self`: the result dtype is `result_type(self, other)`, on the inputs' device.
-/// (Not registered yet: the generator emits this kernel's name without `r#`.)
 pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let dtype = where_result_type(self_, other);
-    let device = [condition, self_, other]
-        .into_iter()
-        .find(|t| !(t.is_cpu() && t.dim() == 0))
-        .map_or(condition.device(), Tensor::device);
+    let device = where_result_device(condition, self_, other);
     let out = Tensor::allocate(&[0], dtype, device)?;
     where_self_out(condition, self_, other, &out)
-}
-
-/// `result_type(self, other)` of `where`.
-pub(crate) fn where_result_type(self_: &Tensor, other: &Tensor) -> ScalarType {
-    let mut state = ResultTypeState::new();
-    state.update_tensor(self_);
-    state.update_tensor(other);
-    state.result().unwrap_or(ScalarType::Float)
 }
 
 /// `where.self_out`: `condition ? self : other` broadcast over all three; the condition is
@@ -546,27 +535,8 @@ pub fn where_self_out(
     other: &Tensor,
     out: &Tensor,
 ) -> Result<Tensor> {
-    let dtype = where_result_type(self_, other);
-    torch_check!(
-        out.dtype() == dtype,
-        "Expected out type to be {} but got {}",
-        dtype,
-        out.dtype()
-    );
-    if condition.dtype() == ScalarType::Byte {
-        switchyard_dispatch::warnings::warn(String::from(
-            "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future version of PyTorch. Use a boolean condition instead.",
-        ));
-    }
-    torch_check!(
-        matches!(condition.dtype(), ScalarType::Bool | ScalarType::Byte),
-        "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-        condition.dtype()
-    );
-    let shape = infer_size(
-        &infer_size(&condition.sizes(), &self_.sizes())?,
-        &other.sizes(),
-    )?;
+    let shape = where_self_out_checks(condition, self_, other, out)?;
+    let dtype = out.dtype();
     prepare_elementwise_out(out, &[condition, self_, other], &shape)?;
     dispatch_compute!(dtype, C => {
         map::<C, C, 3>(out, [condition, self_, other], |[c, x, y]| if c.truthy() { x } else { y })

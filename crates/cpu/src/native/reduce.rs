@@ -14,13 +14,12 @@ use crate::reduce_loops::{
 };
 use std::mem::MaybeUninit;
 use switchyard_core::Element;
-use switchyard_core::shape::DimVec;
 use switchyard_core::{
-    Access, Error, Result, Scalar, ScalarType, Tensor, bail, can_cast, dispatch_dtype, torch_check,
-    with_tensors,
+    Access, Error, Result, Scalar, ScalarType, Tensor, dispatch_dtype, torch_check, with_tensors,
 };
 use switchyard_ops::meta::{
-    DimInfo, ReduceInfo, check_result_cast, dtype_from_self, make_dim_mask, reduction_shape,
+    DimInfo, ReduceInfo, check_nonempty_all_reduce, check_result_cast, check_unary_extreme_out,
+    dtype_from_self, std_var_setup, warn_degrees_of_freedom,
 };
 use switchyard_ops::structured::{Meta, create_out, resize_output};
 
@@ -127,7 +126,7 @@ fn not_implemented(name: &str, dtype: ScalarType) -> Error {
 
 /// Every dimension of `t` as a mask.
 fn all_dims(t: &Tensor) -> Result<u64> {
-    make_dim_mask(None, t.dim(), false)
+    switchyard_ops::meta::make_dim_mask(None, t.dim(), false)
 }
 
 /// Product of `sizes` over the dimensions in `mask`.
@@ -420,25 +419,10 @@ pub fn argmin_out(
     arg_out::<false>(meta, self_, dim, out)
 }
 
-fn check_nonempty_all_reduce(self_: &Tensor, name: &str) -> Result<()> {
-    torch_check!(
-        self_.numel() > 0,
-        "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-    );
-    Ok(())
-}
-
 /// Shared by `max.unary_out` / `min.unary_out`: any output dtype the input casts to; an empty
 /// input gives the reduction's identity (`-inf` for `max` of floats).
 fn unary_extreme_out<const MAX: bool>(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
-    torch_check!(
-        self_.device() == out.device(),
-        "Expected self.device() == out.device() to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)"
-    );
-    torch_check!(
-        can_cast(self_.dtype(), out.dtype()),
-        "Expected canCast( typeMetaToScalarType(self.dtype()), typeMetaToScalarType(out.dtype())) to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)"
-    );
+    check_unary_extreme_out(self_, out)?;
     resize_output(out, &[])?;
     extreme::<MAX>(self_, all_dims(self_)?, out)?;
     Ok(out.clone())
@@ -550,55 +534,6 @@ fn moments(self_: &Tensor, mask: u64, dtype: ScalarType) -> Result<Vec<Moments>>
     match x.dtype() {
         ScalarType::Double => reduce::<f64, f64, _>(&x, mask, &Welford),
         _ => reduce::<f32, f64, _>(&x, mask, &Welford),
-    }
-}
-
-/// Checks and output shape shared by `var`, `std` and `var_mean`.
-struct StdVarSetup {
-    mask: u64,
-    shape: DimVec,
-    correction: f64,
-}
-
-fn std_var_setup(
-    fname: &str,
-    self_: &Tensor,
-    dim: Option<&[i64]>,
-    correction: Option<Scalar>,
-    keepdim: bool,
-) -> Result<StdVarSetup> {
-    let msg_name = if fname == "var_mean" || fname == "std_mean" {
-        fname
-    } else {
-        "std and var"
-    };
-    if !self_.dtype().is_floating_point() {
-        bail!(
-            NotImplementedError,
-            "{msg_name} only support floating point and complex dtypes"
-        );
-    }
-    let correction = correction.map_or(1.0, Scalar::to_f64);
-    let sizes = self_.sizes();
-    let mask = make_dim_mask(dim, sizes.len(), false)?;
-    Ok(StdVarSetup {
-        mask,
-        shape: reduction_shape(&sizes, mask, keepdim),
-        correction,
-    })
-}
-
-/// PyTorch's warning when `correction` leaves no degrees of freedom.
-fn warn_degrees_of_freedom(fname: &str, self_: &Tensor, out_numel: i64, correction: f64) {
-    let per_output = if out_numel == 0 {
-        0
-    } else {
-        self_.numel() / out_numel
-    };
-    if per_output as f64 - correction <= 0.0 {
-        switchyard_dispatch::warnings::warn(format!(
-            "{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel)."
-        ));
     }
 }
 

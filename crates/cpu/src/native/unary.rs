@@ -17,9 +17,11 @@ use rayon::prelude::*;
 use switchyard_core::{
     Access, Element, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors,
 };
-use switchyard_ops::iter_meta::{IterConfig, IterInfo};
+use switchyard_ops::iter_meta::{
+    IterConfig, IterInfo, allocate_output as elementwise_output, prepare_out,
+};
 use switchyard_ops::meta::{GeluApproximation, gelu_approximation};
-use switchyard_ops::structured::{Meta, Outs, create_out, resize_out};
+use switchyard_ops::structured::{Meta, Outs};
 
 // ---------------------------------------------------------------------------------------------
 // The loop
@@ -93,20 +95,6 @@ where
 
 fn bad_geometry() -> Error {
     Error::runtime("internal error: tensor geometry outside its storage")
-}
-
-/// Checks an out= argument of an unstructured kernel the way PyTorch's `TensorIterator` does
-/// and resizes it; `config` describes the operator.
-fn prepare_out(config: IterConfig<'_>, out: &Tensor) -> Result<Meta<IterInfo>> {
-    let meta = config.build()?;
-    resize_out(out, meta.output(0)?)?;
-    Ok(meta)
-}
-
-/// A new output for the elementwise `config`, laid out as TensorIterator lays out the outputs
-/// it allocates.
-fn elementwise_output(config: IterConfig<'_>) -> Result<Tensor> {
-    create_out(config.build()?.output(0)?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,13 +336,7 @@ pub fn nan_to_num_out(
     out: &Tensor,
 ) -> Result<Tensor> {
     let dtype = self_.dtype();
-    if dtype != out.dtype() {
-        return Err(Error::runtime(format!(
-            "nan_to_num: dtype of out: {} should be same as input: {}",
-            out.dtype(),
-            dtype
-        )));
-    }
+    switchyard_ops::meta::check_nan_to_num_out(self_, out)?;
     prepare_out(IterConfig::unary(self_, Outs::Out(&[out])), out)?;
     if !dtype.is_floating_point() {
         if !out.is_same(self_) {

@@ -1008,6 +1008,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("fill_.Tensor", Kernel::typed::<op::fill__Tensor>(wrapper_Meta_fill__Tensor).debug("wrapper_Meta_fill__Tensor"))?;
     lib.impl_("index.Tensor", Kernel::typed::<op::index_Tensor>(wrapper_Meta_index_Tensor).debug("wrapper_Meta_index_Tensor"))?;
     lib.impl_("index.Tensor_out", Kernel::typed::<op::index_Tensor_out>(wrapper_Meta_index_Tensor_out).debug("wrapper_Meta_index_Tensor_out"))?;
+    lib.impl_("_index_put_impl_", Kernel::typed::<op::_index_put_impl_>(wrapper_Meta__index_put_impl_).debug("wrapper_Meta__index_put_impl_"))?;
     lib.impl_("_log_softmax", Kernel::typed::<op::_log_softmax>(wrapper_Meta__log_softmax).debug("wrapper_Meta__log_softmax"))?;
     lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(wrapper_Meta__log_softmax_out).debug("wrapper_Meta__log_softmax_out"))?;
     lib.impl_("amax", Kernel::typed::<op::amax>(wrapper_Meta_amax).debug("wrapper_Meta_amax"))?;
@@ -1018,8 +1019,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_Meta_mm_out).debug("wrapper_Meta_mm_out"))?;
     lib.impl_("_softmax", Kernel::typed::<op::_softmax>(wrapper_Meta__softmax).debug("wrapper_Meta__softmax"))?;
     lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(wrapper_Meta__softmax_out).debug("wrapper_Meta__softmax_out"))?;
+    lib.impl_("prod", Kernel::typed::<op::prod>(wrapper_Meta_prod).debug("wrapper_Meta_prod"))?;
     lib.impl_("prod.dim_int", Kernel::typed::<op::prod_dim_int>(wrapper_Meta_prod_dim_int).debug("wrapper_Meta_prod_dim_int"))?;
     lib.impl_("prod.int_out", Kernel::typed::<op::prod_int_out>(wrapper_Meta_prod_int_out).debug("wrapper_Meta_prod_int_out"))?;
+    lib.impl_("flip", Kernel::typed::<op::flip>(wrapper_Meta_flip).debug("wrapper_Meta_flip"))?;
+    lib.impl_("roll", Kernel::typed::<op::roll>(wrapper_Meta_roll).debug("wrapper_Meta_roll"))?;
     lib.impl_("zero_", Kernel::typed::<op::zero_>(wrapper_Meta_zero_).debug("wrapper_Meta_zero_"))?;
     lib.impl_("addmm.out", Kernel::typed::<op::addmm_out>(wrapper_Meta_addmm_out).debug("wrapper_Meta_addmm_out"))?;
     lib.impl_("addmm", Kernel::typed::<op::addmm>(wrapper_Meta_addmm).debug("wrapper_Meta_addmm"))?;
@@ -1047,6 +1051,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("triu", Kernel::typed::<op::triu>(wrapper_Meta_triu).debug("wrapper_Meta_triu"))?;
     lib.impl_("tril.out", Kernel::typed::<op::tril_out>(wrapper_Meta_tril_out).debug("wrapper_Meta_tril_out"))?;
     lib.impl_("tril", Kernel::typed::<op::tril>(wrapper_Meta_tril).debug("wrapper_Meta_tril"))?;
+    lib.impl_("index_select.out", Kernel::typed::<op::index_select_out>(wrapper_Meta_index_select_out).debug("wrapper_Meta_index_select_out"))?;
+    lib.impl_("index_select", Kernel::typed::<op::index_select>(wrapper_Meta_index_select).debug("wrapper_Meta_index_select"))?;
     lib.impl_("gather.out", Kernel::typed::<op::gather_out>(wrapper_Meta_gather_out).debug("wrapper_Meta_gather_out"))?;
     lib.impl_("gather", Kernel::typed::<op::gather>(wrapper_Meta_gather).debug("wrapper_Meta_gather"))?;
     lib.impl_("topk.values", Kernel::typed::<op::topk_values>(wrapper_Meta_topk_values).debug("wrapper_Meta_topk_values"))?;
@@ -1066,6 +1072,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_Meta_max_pool2d_with_indices).debug("wrapper_Meta_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_Meta_linalg_vector_norm).debug("wrapper_Meta_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Meta_linalg_vector_norm_out).debug("wrapper_Meta_linalg_vector_norm_out"))?;
+    lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Meta_dot).debug("wrapper_Meta_dot"))?;
+    lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_Meta_native_dropout).debug("wrapper_Meta_native_dropout"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Meta_add_Tensor).debug("wrapper_Meta_add_Tensor"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_Meta_add__Tensor).debug("wrapper_Meta_add__Tensor"))?;
     lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_Meta_add_out).debug("wrapper_Meta_add_out"))?;
@@ -1081,6 +1089,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_Meta_sub_out).debug("wrapper_Meta_sub_out"))?;
     lib.impl_("sub.Tensor", Kernel::typed::<op::sub_Tensor>(wrapper_Meta_sub_Tensor).debug("wrapper_Meta_sub_Tensor"))?;
     lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_Meta_sub__Tensor).debug("wrapper_Meta_sub__Tensor"))?;
+    lib.impl_("logical_xor.out", Kernel::typed::<op::logical_xor_out>(wrapper_Meta_logical_xor_out).debug("wrapper_Meta_logical_xor_out"))?;
+    lib.impl_("logical_and.out", Kernel::typed::<op::logical_and_out>(wrapper_Meta_logical_and_out).debug("wrapper_Meta_logical_and_out"))?;
+    lib.impl_("logical_or.out", Kernel::typed::<op::logical_or_out>(wrapper_Meta_logical_or_out).debug("wrapper_Meta_logical_or_out"))?;
     lib.impl_("clamp", Kernel::typed::<op::clamp>(wrapper_Meta_clamp).debug("wrapper_Meta_clamp"))?;
     lib.impl_("clamp.Tensor", Kernel::typed::<op::clamp_Tensor>(wrapper_Meta_clamp_Tensor).debug("wrapper_Meta_clamp_Tensor"))?;
     lib.impl_("clamp_", Kernel::typed::<op::clamp_>(wrapper_Meta_clamp_).debug("wrapper_Meta_clamp_"))?;
@@ -1153,6 +1164,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_Meta_remainder_Tensor_out).debug("wrapper_Meta_remainder_Tensor_out"))?;
     lib.impl_("remainder.Tensor", Kernel::typed::<op::remainder_Tensor>(wrapper_Meta_remainder_Tensor).debug("wrapper_Meta_remainder_Tensor"))?;
     lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_Meta_remainder__Tensor).debug("wrapper_Meta_remainder__Tensor"))?;
+    lib.impl_("remainder.Scalar_Tensor", Kernel::typed::<op::remainder_Scalar_Tensor>(wrapper_Meta_remainder_Scalar_Tensor).debug("wrapper_Meta_remainder_Scalar_Tensor"))?;
     lib.impl_("maximum", Kernel::typed::<op::maximum>(wrapper_Meta_maximum).debug("wrapper_Meta_maximum"))?;
     lib.impl_("maximum.out", Kernel::typed::<op::maximum_out>(wrapper_Meta_maximum_out).debug("wrapper_Meta_maximum_out"))?;
     lib.impl_("minimum", Kernel::typed::<op::minimum>(wrapper_Meta_minimum).debug("wrapper_Meta_minimum"))?;
@@ -1165,6 +1177,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(wrapper_Meta_pow_Tensor_Scalar).debug("wrapper_Meta_pow_Tensor_Scalar"))?;
     lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_Meta_pow__Scalar).debug("wrapper_Meta_pow__Scalar"))?;
     lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_Meta_pow__Tensor).debug("wrapper_Meta_pow__Tensor"))?;
+    lib.impl_("where.self", Kernel::typed::<op::where_self>(wrapper_Meta_where_self).debug("wrapper_Meta_where_self"))?;
+    lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_Meta_where_self_out).debug("wrapper_Meta_where_self_out"))?;
     lib.impl_("arange", Kernel::typed::<op::arange>(wrapper_Meta_arange).debug("wrapper_Meta_arange"))?;
     lib.impl_("arange.start", Kernel::typed::<op::arange_start>(wrapper_Meta_arange_start).debug("wrapper_Meta_arange_start"))?;
     lib.impl_("arange.start_step", Kernel::typed::<op::arange_start_step>(wrapper_Meta_arange_start_step).debug("wrapper_Meta_arange_start_step"))?;
@@ -1174,7 +1188,12 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("eye.m_out", Kernel::typed::<op::eye_m_out>(wrapper_Meta_eye_m_out).debug("wrapper_Meta_eye_m_out"))?;
     lib.impl_("linspace.out", Kernel::typed::<op::linspace_out>(wrapper_Meta_linspace_out).debug("wrapper_Meta_linspace_out"))?;
     lib.impl_("ones", Kernel::typed::<op::ones>(wrapper_Meta_ones).debug("wrapper_Meta_ones"))?;
+    lib.impl_("bernoulli.out", Kernel::typed::<op::bernoulli_out>(wrapper_Meta_bernoulli_out).debug("wrapper_Meta_bernoulli_out"))?;
+    lib.impl_("bernoulli_.Tensor", Kernel::typed::<op::bernoulli__Tensor>(wrapper_Meta_bernoulli__Tensor).debug("wrapper_Meta_bernoulli__Tensor"))?;
+    lib.impl_("bernoulli_.float", Kernel::typed::<op::bernoulli__float>(wrapper_Meta_bernoulli__float).debug("wrapper_Meta_bernoulli__float"))?;
     lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_Meta_normal_).debug("wrapper_Meta_normal_"))?;
+    lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_Meta_masked_fill__Scalar).debug("wrapper_Meta_masked_fill__Scalar"))?;
+    lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_Meta_masked_fill__Tensor).debug("wrapper_Meta_masked_fill__Tensor"))?;
     lib.impl_("max.dim", Kernel::typed::<op::max_dim>(wrapper_Meta_max_dim).debug("wrapper_Meta_max_dim"))?;
     lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_Meta_max_dim_max).debug("wrapper_Meta_max_dim_max"))?;
     lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(wrapper_Meta_mean_dim).debug("wrapper_Meta_mean_dim"))?;
@@ -1183,9 +1202,20 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_Meta_min_dim_min).debug("wrapper_Meta_min_dim_min"))?;
     lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(wrapper_Meta_sum_dim_IntList).debug("wrapper_Meta_sum_dim_IntList"))?;
     lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_Meta_sum_IntList_out).debug("wrapper_Meta_sum_IntList_out"))?;
+    lib.impl_("std.correction", Kernel::typed::<op::std_correction>(wrapper_Meta_std_correction).debug("wrapper_Meta_std_correction"))?;
+    lib.impl_("std.correction_out", Kernel::typed::<op::std_correction_out>(wrapper_Meta_std_correction_out).debug("wrapper_Meta_std_correction_out"))?;
+    lib.impl_("var.correction", Kernel::typed::<op::var_correction>(wrapper_Meta_var_correction).debug("wrapper_Meta_var_correction"))?;
+    lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_Meta_var_correction_out).debug("wrapper_Meta_var_correction_out"))?;
+    lib.impl_("var_mean.correction", Kernel::typed::<op::var_mean_correction>(wrapper_Meta_var_mean_correction).debug("wrapper_Meta_var_mean_correction"))?;
+    lib.impl_("min", Kernel::typed::<op::min>(wrapper_Meta_min).debug("wrapper_Meta_min"))?;
+    lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_Meta_min_unary_out).debug("wrapper_Meta_min_unary_out"))?;
+    lib.impl_("max", Kernel::typed::<op::max>(wrapper_Meta_max).debug("wrapper_Meta_max"))?;
+    lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_Meta_max_unary_out).debug("wrapper_Meta_max_unary_out"))?;
+    lib.impl_("abs.out", Kernel::typed::<op::abs_out>(wrapper_Meta_abs_out).debug("wrapper_Meta_abs_out"))?;
     lib.impl_("bitwise_not", Kernel::typed::<op::bitwise_not>(wrapper_Meta_bitwise_not).debug("wrapper_Meta_bitwise_not"))?;
     lib.impl_("bitwise_not_", Kernel::typed::<op::bitwise_not_>(wrapper_Meta_bitwise_not_).debug("wrapper_Meta_bitwise_not_"))?;
     lib.impl_("bitwise_not.out", Kernel::typed::<op::bitwise_not_out>(wrapper_Meta_bitwise_not_out).debug("wrapper_Meta_bitwise_not_out"))?;
+    lib.impl_("logical_not.out", Kernel::typed::<op::logical_not_out>(wrapper_Meta_logical_not_out).debug("wrapper_Meta_logical_not_out"))?;
     lib.impl_("ceil", Kernel::typed::<op::ceil>(wrapper_Meta_ceil).debug("wrapper_Meta_ceil"))?;
     lib.impl_("ceil_", Kernel::typed::<op::ceil_>(wrapper_Meta_ceil_).debug("wrapper_Meta_ceil_"))?;
     lib.impl_("ceil.out", Kernel::typed::<op::ceil_out>(wrapper_Meta_ceil_out).debug("wrapper_Meta_ceil_out"))?;
@@ -1204,6 +1234,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("floor", Kernel::typed::<op::floor>(wrapper_Meta_floor).debug("wrapper_Meta_floor"))?;
     lib.impl_("floor_", Kernel::typed::<op::floor_>(wrapper_Meta_floor_).debug("wrapper_Meta_floor_"))?;
     lib.impl_("floor.out", Kernel::typed::<op::floor_out>(wrapper_Meta_floor_out).debug("wrapper_Meta_floor_out"))?;
+    lib.impl_("isnan", Kernel::typed::<op::isnan>(wrapper_Meta_isnan).debug("wrapper_Meta_isnan"))?;
+    lib.impl_("nan_to_num.out", Kernel::typed::<op::nan_to_num_out>(wrapper_Meta_nan_to_num_out).debug("wrapper_Meta_nan_to_num_out"))?;
     lib.impl_("log", Kernel::typed::<op::log>(wrapper_Meta_log).debug("wrapper_Meta_log"))?;
     lib.impl_("log_", Kernel::typed::<op::log_>(wrapper_Meta_log_).debug("wrapper_Meta_log_"))?;
     lib.impl_("log.out", Kernel::typed::<op::log_out>(wrapper_Meta_log_out).debug("wrapper_Meta_log_out"))?;
@@ -2049,6 +2081,11 @@ fn wrapper_ADInplaceOrView_index_Tensor_out(ks: DispatchKeySet, (self_, indices,
 }
 
 /// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
+fn wrapper_Meta__index_put_impl_(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
+    crate::native::_index_put_impl_meta_(self_, indices, values, accumulate, unsafe_)
+}
+
+/// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__index_put_impl_(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
     let result = crate::op::_index_put_impl_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, unsafe_)?;
     self_.bump_version();
@@ -2323,6 +2360,11 @@ fn wrapper_ADInplaceOrView_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Ten
     Ok(result)
 }
 
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+fn wrapper_Meta_prod(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    crate::native::prod_meta(self_, dtype)
+}
+
 /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_Meta_prod_dim_int(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
     let meta = crate::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
@@ -2380,6 +2422,16 @@ fn wrapper_ADInplaceOrView_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (
     let result = crate::op::transpose_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim0, dim1)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `flip(Tensor self, int[] dims) -> Tensor`
+fn wrapper_Meta_flip(_ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
+    crate::native::flip_meta(self_, dims)
+}
+
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+fn wrapper_Meta_roll(_ks: DispatchKeySet, (self_, shifts, dims): (&Tensor, &[i64], &[i64])) -> Result<Tensor> {
+    crate::native::roll_meta(self_, shifts, dims)
 }
 
 /// `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`
@@ -2818,10 +2870,20 @@ fn wrapper_Meta_tril(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> 
 }
 
 /// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_index_select_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::index_select_out_meta(self_, dim, index, out)
+}
+
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_index_select_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::index_select_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
+fn wrapper_Meta_index_select(_ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::index_select_meta(self_, dim, index)
 }
 
 /// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
@@ -3215,6 +3277,11 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_alias_copy(_ks: DispatchKeySet
     crate::runtime::clone_contiguous(&crate::op::alias::call(self_)?)
 }
 
+/// `dot(Tensor self, Tensor tensor) -> Tensor`
+fn wrapper_Meta_dot(_ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::dot_meta(self_, tensor)
+}
+
 /// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_dot_out(_ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::dot_out(self_, tensor, out)
@@ -3296,6 +3363,11 @@ fn wrapper_CompositeImplicitAutograd_nll_loss_nd(_ks: DispatchKeySet, (self_, ta
 /// `nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_nll_loss(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<Tensor> {
     crate::native::nll_loss(self_, target, weight, reduction, ignore_index)
+}
+
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+fn wrapper_Meta_native_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
+    crate::native::native_dropout_meta(input, p, train)
 }
 
 /// `dropout(Tensor input, float p, bool train) -> Tensor`
@@ -3633,6 +3705,11 @@ fn wrapper_ADInplaceOrView_logical_xor_(ks: DispatchKeySet, (self_, other): (&Te
 }
 
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_logical_xor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_xor_out_meta(self_, other, out)
+}
+
+/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_xor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::logical_xor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
@@ -3657,6 +3734,11 @@ fn wrapper_ADInplaceOrView_logical_and_(ks: DispatchKeySet, (self_, other): (&Te
 }
 
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_logical_and_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_and_out_meta(self_, other, out)
+}
+
+/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_and_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::logical_and_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
@@ -3678,6 +3760,11 @@ fn wrapper_ADInplaceOrView_logical_or_(ks: DispatchKeySet, (self_, other): (&Ten
     let result = crate::op::logical_or_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_or_out_meta(self_, other, out)
 }
 
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -4831,6 +4918,11 @@ fn wrapper_ADInplaceOrView_remainder__Tensor(ks: DispatchKeySet, (self_, other):
     Ok(result)
 }
 
+/// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+fn wrapper_Meta_remainder_Scalar_Tensor(_ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
+    crate::native::remainder_scalar_tensor_meta(self_, other)
+}
+
 /// `maximum(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_maximum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::maximum(self_, other, Outs::Functional);
@@ -4986,6 +5078,16 @@ fn wrapper_ADInplaceOrView_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&
     let result = crate::op::pow__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+fn wrapper_Meta_where_self(_ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::where_meta(condition, self_, other)
+}
+
+/// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::where_self_out_meta(condition, self_, other, out)
 }
 
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -5298,6 +5400,11 @@ fn wrapper_CompositeExplicitAutograd_bernoulli(_ks: DispatchKeySet, (self_, gene
 }
 
 /// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_bernoulli_out(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    crate::native::bernoulli_out_meta(self_, generator, out)
+}
+
+/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli_out(ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let result = crate::op::bernoulli_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, out)?;
     out.bump_version();
@@ -5305,10 +5412,20 @@ fn wrapper_ADInplaceOrView_bernoulli_out(ks: DispatchKeySet, (self_, generator, 
 }
 
 /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_Meta_bernoulli__Tensor(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::bernoulli_tensor_meta_(self_, p, generator)
+}
+
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
     let result = crate::op::bernoulli__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+fn wrapper_Meta_bernoulli__float(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    crate::native::bernoulli_float_meta_(self_, p, generator)
 }
 
 /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
@@ -5586,6 +5703,11 @@ fn wrapper_CompositeExplicitAutograd_index_put(_ks: DispatchKeySet, (self_, indi
 }
 
 /// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+fn wrapper_Meta_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    crate::native::masked_fill_scalar_meta_(self_, mask, value)
+}
+
+/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let result = crate::op::masked_fill__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
     self_.bump_version();
@@ -5595,6 +5717,11 @@ fn wrapper_ADInplaceOrView_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask,
 /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     crate::native::masked_fill_scalar(self_, mask, value)
+}
+
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+fn wrapper_Meta_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::masked_fill_tensor_meta_(self_, mask, value)
 }
 
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
@@ -5781,6 +5908,11 @@ fn wrapper_CompositeImplicitAutograd_std_dim(_ks: DispatchKeySet, (self_, dim, u
     crate::native::std_dim(self_, dim, unbiased, keepdim)
 }
 
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+fn wrapper_Meta_std_correction(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+    crate::native::std_meta(self_, dim, correction, keepdim)
+}
+
 /// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_std_out(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
     crate::native::std_out(self_, dim, unbiased, keepdim, out)
@@ -5791,6 +5923,11 @@ fn wrapper_ADInplaceOrView_std_out(ks: DispatchKeySet, (self_, dim, unbiased, ke
     let result = crate::op::std_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_std_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::std_out_meta(self_, dim, correction, keepdim, out)
 }
 
 /// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
@@ -5810,6 +5947,11 @@ fn wrapper_CompositeImplicitAutograd_var_dim(_ks: DispatchKeySet, (self_, dim, u
     crate::native::var_dim(self_, dim, unbiased, keepdim)
 }
 
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+fn wrapper_Meta_var_correction(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+    crate::native::var_meta(self_, dim, correction, keepdim)
+}
+
 /// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_var_out(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
     crate::native::var_out(self_, dim, unbiased, keepdim, out)
@@ -5820,6 +5962,11 @@ fn wrapper_ADInplaceOrView_var_out(ks: DispatchKeySet, (self_, dim, unbiased, ke
     let result = crate::op::var_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_var_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    crate::native::var_out_meta(self_, dim, correction, keepdim, out)
 }
 
 /// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
@@ -5839,11 +5986,36 @@ fn wrapper_CompositeImplicitAutograd_var_mean_dim(_ks: DispatchKeySet, (self_, d
     crate::native::var_mean_dim(self_, dim, unbiased, keepdim)
 }
 
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+fn wrapper_Meta_var_mean_correction(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::var_mean_meta(self_, dim, correction, keepdim)
+}
+
+/// `min(Tensor self) -> Tensor`
+fn wrapper_Meta_min(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::min_meta(self_)
+}
+
+/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_min_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::min_unary_out_meta(self_, out)
+}
+
 /// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_min_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let result = crate::op::min_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `max(Tensor self) -> Tensor`
+fn wrapper_Meta_max(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::max_meta(self_)
+}
+
+/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::max_unary_out_meta(self_, out)
 }
 
 /// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -5868,6 +6040,11 @@ fn wrapper_ADInplaceOrView_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let result = crate::op::abs_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::abs_out_meta(self_, out)
 }
 
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -5933,6 +6110,11 @@ fn wrapper_ADInplaceOrView_logical_not_(ks: DispatchKeySet, (self_,): (&Tensor,)
     let result = crate::op::logical_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::logical_not_out_meta(self_, out)
 }
 
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -6188,6 +6370,11 @@ fn wrapper_ADInplaceOrView_floor_out(ks: DispatchKeySet, (self_, out): (&Tensor,
     Ok(result)
 }
 
+/// `isnan(Tensor self) -> Tensor`
+fn wrapper_Meta_isnan(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::isnan_meta(self_)
+}
+
 /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_nan_to_num(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     crate::native::nan_to_num(self_, nan, posinf, neginf)
@@ -6203,6 +6390,11 @@ fn wrapper_ADInplaceOrView_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, 
     let result = crate::op::nan_to_num_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf)?;
     self_.bump_version();
     Ok(result)
+}
+
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
+    crate::native::nan_to_num_out_meta(self_, nan, posinf, neginf, out)
 }
 
 /// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`

@@ -1009,3 +1009,173 @@ pub fn topk(
         wrapped,
     ))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Checks of the unstructured indexing kernels, shared by their CPU and Meta kernels.
+// ---------------------------------------------------------------------------------------------
+
+/// `index_select.out`'s checks (PyTorch's `index_select_out_cpu_`): a 0/1-d integer index,
+/// one value for a 0-dim `self`, `out` of `self`'s dtype not overlapping the inputs, a
+/// non-empty indexed dimension when `self` is empty and `index` is not. Returns the wrapped
+/// dimension and the result's sizes.
+pub fn index_select_checks(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    out: &Tensor,
+) -> Result<(usize, DimVec)> {
+    let d = wrap_dim(dim, self_.dim())?;
+    let numel = index.numel();
+    torch_check_index!(
+        index.dim() <= 1,
+        "index_select(): Index is supposed to be a vector"
+    );
+    torch_check!(
+        !(self_.dim() == 0 && numel != 1),
+        "index_select(): Index to scalar can have only 1 value, got {numel} value(s)"
+    );
+    torch_check!(
+        matches!(index.dtype(), ScalarType::Long | ScalarType::Int),
+        "index_select(): Expected dtype int32 or int64 for index"
+    );
+    torch_check!(
+        self_.dtype() == out.dtype(),
+        "index_select(): self and result must have the same scalar type"
+    );
+    assert_no_internal_overlap(out)?;
+    assert_no_overlap(out, self_)?;
+    assert_no_overlap(out, index)?;
+    let mut result_sizes = self_.sizes();
+    if self_.dim() > 0 {
+        result_sizes[d] = numel;
+    }
+    if self_.dim() > 1 && numel > 0 && self_.numel() == 0 {
+        torch_check!(
+            self_.sizes().get(d).is_some_and(|&s| s > 0),
+            "index_select(): self indexing axis dim should be positive"
+        );
+    }
+    Ok((d, result_sizes))
+}
+
+/// `flip`'s dimension list as one flag per dimension of `self` (at least one), with
+/// PyTorch's error for a repeated dimension.
+pub fn flip_flags(self_: &Tensor, dims: &[i64]) -> Result<Vec<bool>> {
+    let ndim = self_.dim();
+    let mut flipped = vec![false; ndim.max(1)];
+    for &d in dims {
+        let w = wrap_dim(d, ndim)?;
+        torch_check!(
+            !flipped[w],
+            "dim {w} appears multiple times in the list of dims"
+        );
+        flipped[w] = true;
+    }
+    Ok(flipped)
+}
+
+/// A new tensor shaped like `t` with `empty_like(t, preserve_format)`'s strides: `t`'s own
+/// when they are dense, else the dense strides in `t`'s dimension order.
+pub fn empty_like_preserve(t: &Tensor) -> Result<Tensor> {
+    let (sizes, strides) = (t.sizes(), t.strides());
+    let strides = if is_non_overlapping_and_dense(&sizes, &strides) {
+        strides
+    } else {
+        infer_dense_strides(&sizes, &strides)
+    };
+    Tensor::allocate_strided(&sizes, &strides, t.dtype(), t.device())
+}
+
+/// `roll`'s argument checks: shifts given, as many shifts as dimensions (unless one shift
+/// rolls the flattened tensor), every dimension valid for `self`.
+pub fn check_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<()> {
+    if dims.len() != 1 || shifts.len() != 1 {
+        torch_check!(!shifts.is_empty(), "`shifts` required");
+        if dims.is_empty() && shifts.len() == 1 {
+            return Ok(());
+        }
+        torch_check!(
+            shifts.len() == dims.len(),
+            "shifts and dimensions must align. shifts: {}, dims:{}",
+            shifts.len(),
+            dims.len()
+        );
+    }
+    let ndim = self_.dim();
+    for &d in dims {
+        torch_check_index!(
+            ndim > 0,
+            "Dimension specified as {d} but tensor has no dimensions"
+        );
+        wrap_dim(d, ndim)?;
+    }
+    Ok(())
+}
+
+/// `masked_fill_`'s checks: a `Bool` mask, not partially overlapping `self`, that broadcasts
+/// to `self`'s shape (an in-place result cannot grow).
+pub fn check_masked_fill(self_: &Tensor, mask: &Tensor) -> Result<()> {
+    torch_check!(
+        mask.dtype() == ScalarType::Bool,
+        "masked_fill_ only supports boolean masks, but got mask with dtype {}",
+        mask.dtype().type_meta_name()
+    );
+    assert_no_partial_overlap(self_, mask)?;
+    let shape = switchyard_core::shape::infer_size(&self_.sizes(), &mask.sizes())?;
+    torch_check!(
+        shape == self_.sizes(),
+        "output with shape {} doesn't match the broadcast shape {}",
+        fmt_dims(&self_.sizes()),
+        fmt_dims(&shape)
+    );
+    Ok(())
+}
+
+/// `masked_fill_.Tensor`'s check on its value: a 0-dim tensor.
+pub fn check_masked_fill_value(value: &Tensor) -> Result<()> {
+    torch_check!(
+        value.dim() == 0,
+        "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+        value.dim()
+    );
+    Ok(())
+}
+
+/// `index_put_`'s check that at most one index per dimension of `self` is given.
+pub fn check_index_put_count(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<()> {
+    torch_check_index!(
+        indices.len() <= self_.dim(),
+        "too many indices for tensor of dimension {} (got {})",
+        self_.dim(),
+        indices.len()
+    );
+    Ok(())
+}
+
+/// `index_put_`'s checks once the indices are normalised: `values` broadcasts to the indexing
+/// result and has `self`'s dtype. Returns `values`' strides broadcast to the result.
+pub fn check_index_put_values(
+    self_: &Tensor,
+    info: &AdvancedIndex,
+    values: &Tensor,
+) -> Result<DimVec> {
+    let value_strides = index_support::broadcast_strides(
+        &values.sizes(),
+        &values.strides(),
+        &info.result_sizes,
+    )
+    .map_err(|_| {
+        switchyard_core::Error::runtime(format!(
+            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            fmt_dims(&values.sizes()),
+            fmt_dims(&info.result_sizes)
+        ))
+    })?;
+    torch_check!(
+        values.dtype() == self_.dtype(),
+        "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+        self_.dtype(),
+        values.dtype()
+    );
+    Ok(value_strides)
+}

@@ -195,3 +195,32 @@ pub fn check_expand_size(t: &Tensor, target: &[i64]) -> Result<()> {
     }
     Ok(())
 }
+
+/// `dot`'s checks (PyTorch's `dot_check`): two 1-d tensors of one dtype and length, on one
+/// device.
+pub fn check_dot(self_: &Tensor, tensor: &Tensor) -> Result<()> {
+    torch_check!(
+        self_.dim() == 1 && tensor.dim() == 1,
+        "1D tensors expected, but got {}D and {}D tensors",
+        self_.dim(),
+        tensor.dim()
+    );
+    torch_check!(
+        self_.dtype() == tensor.dtype(),
+        "dot : expected both vectors to have same dtype, but found {} and {}",
+        self_.dtype(),
+        tensor.dtype()
+    );
+    let (n, m) = (self_.numel(), tensor.numel());
+    torch_check!(
+        n == m,
+        "inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same number of elements, but got {n} and {m} elements respectively"
+    );
+    torch_check!(
+        self_.device() == tensor.device(),
+        "expected all tensors to be on the same device. Found: {}, {}",
+        self_.device(),
+        tensor.device()
+    );
+    Ok(())
+}

@@ -9,7 +9,7 @@ use crate::iter_meta::{IterConfig, IterInfo};
 use crate::structured::{Meta, OutputSpec, Outs};
 use switchyard_core::promotion::ResultTypeState;
 use switchyard_core::{
-    Result, Scalar, ScalarType, Tensor, can_cast, torch_check, torch_check_not_implemented,
+    Device, Result, Scalar, ScalarType, Tensor, can_cast, torch_check, torch_check_not_implemented,
 };
 
 /// PyTorch's `alpha_check`: `alpha` must be representable in the result dtype's kind.
@@ -322,4 +322,51 @@ pub fn clamp_tensor(
     );
     let inputs: Vec<&Tensor> = std::iter::once(self_).chain(min).chain(max).collect();
     IterConfig::nary_promoting(&inputs, outs).build()
+}
+
+/// `result_type(self, other)` of `where.self` (Float when neither decides).
+pub fn where_result_type(self_: &Tensor, other: &Tensor) -> ScalarType {
+    let mut state = ResultTypeState::new();
+    state.update_tensor(self_);
+    state.update_tensor(other);
+    state.result().unwrap_or(ScalarType::Float)
+}
+
+/// The device `where.self` allocates its result on: the first operand that is not a 0-dim
+/// CPU tensor (those broadcast from any device), else the condition's.
+pub fn where_result_device(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Device {
+    [condition, self_, other]
+        .into_iter()
+        .find(|t| !(t.is_cpu() && t.dim() == 0))
+        .map_or(condition.device(), Tensor::device)
+}
+
+/// The checks of `where.self_out` (PyTorch's `where_self_out`): `out` of the result dtype, a
+/// `Bool` condition (`Byte` is deprecated, with PyTorch's warning), shapes that broadcast.
+/// Returns the broadcast shape.
+pub fn where_self_out_checks(
+    condition: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    out: &Tensor,
+) -> Result<switchyard_core::shape::DimVec> {
+    let dtype = where_result_type(self_, other);
+    torch_check!(
+        out.dtype() == dtype,
+        "Expected out type to be {} but got {}",
+        dtype,
+        out.dtype()
+    );
+    if condition.dtype() == ScalarType::Byte {
+        switchyard_dispatch::warnings::warn(String::from(
+            "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future version of PyTorch. Use a boolean condition instead.",
+        ));
+    }
+    torch_check!(
+        matches!(condition.dtype(), ScalarType::Bool | ScalarType::Byte),
+        "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+        condition.dtype()
+    );
+    let shape = switchyard_core::shape::infer_size(&condition.sizes(), &self_.sizes())?;
+    switchyard_core::shape::infer_size(&shape, &other.sizes())
 }

@@ -572,6 +572,85 @@ pub fn linalg_vector_norm(
     reduction_meta(self_, dim, keepdim, dtype.unwrap_or(self_dtype), false)
 }
 
+/// PyTorch's check in the full reductions `max()` / `min()`: an empty input has no extreme.
+pub fn check_nonempty_all_reduce(self_: &Tensor, name: &str) -> Result<()> {
+    torch_check!(
+        self_.numel() > 0,
+        "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+    );
+    Ok(())
+}
+
+/// The checks of `max.unary_out` / `min.unary_out`: `out` on `self`'s device, of a dtype
+/// `self` casts to. (`out` is then resized to 0-dim.)
+pub fn check_unary_extreme_out(self_: &Tensor, out: &Tensor) -> Result<()> {
+    torch_check!(
+        self_.device() == out.device(),
+        "Expected self.device() == out.device() to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)"
+    );
+    torch_check!(
+        can_cast(self_.dtype(), out.dtype()),
+        "Expected canCast( typeMetaToScalarType(self.dtype()), typeMetaToScalarType(out.dtype())) to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)"
+    );
+    Ok(())
+}
+
+/// The checks and output shape shared by `var`, `std` and `var_mean` (`.correction`).
+#[derive(Clone, Debug)]
+pub struct StdVarSetup {
+    /// The reduced dimensions.
+    pub mask: u64,
+    /// The result's shape.
+    pub shape: DimVec,
+    /// `correction` as a number (1 when absent).
+    pub correction: f64,
+}
+
+/// PyTorch's `std_var_all_cpu` / `std_var_out` checks: floating inputs only, a valid dimension
+/// list. `fname` is the operator (`"var"`, `"std"` or `"var_mean"`).
+pub fn std_var_setup(
+    fname: &str,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<StdVarSetup> {
+    let msg_name = if fname == "var_mean" || fname == "std_mean" {
+        fname
+    } else {
+        "std and var"
+    };
+    if !self_.dtype().is_floating_point() {
+        bail!(
+            NotImplementedError,
+            "{msg_name} only support floating point and complex dtypes"
+        );
+    }
+    let correction = correction.map_or(1.0, Scalar::to_f64);
+    let sizes = self_.sizes();
+    let mask = make_dim_mask(dim, sizes.len(), false)?;
+    Ok(StdVarSetup {
+        mask,
+        shape: reduction_shape(&sizes, mask, keepdim),
+        correction,
+    })
+}
+
+/// PyTorch's warning when `correction` leaves no degrees of freedom (it depends on shapes
+/// only, so Meta tensors warn too).
+pub fn warn_degrees_of_freedom(fname: &str, self_: &Tensor, out_numel: i64, correction: f64) {
+    let per_output = if out_numel == 0 {
+        0
+    } else {
+        self_.numel() / out_numel
+    };
+    if per_output as f64 - correction <= 0.0 {
+        switchyard_dispatch::warnings::warn(format!(
+            "{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel)."
+        ));
+    }
+}
+
 /// `canCast` with PyTorch's "result type Float can't be cast to the desired output type Long".
 pub fn check_result_cast(from: ScalarType, to: ScalarType) -> Result<()> {
     torch_check!(

@@ -79,3 +79,15 @@ pub fn gelu_approximation(approximate: &str) -> Result<GeluApproximation> {
 pub fn gelu(self_: &Tensor, _approximate: &str, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
     IterConfig::unary(self_, outs).build()
 }
+
+/// `nan_to_num.out`'s dtype check: `out` has `self`'s dtype.
+pub fn check_nan_to_num_out(self_: &Tensor, out: &Tensor) -> Result<()> {
+    if self_.dtype() != out.dtype() {
+        return Err(Error::runtime(format!(
+            "nan_to_num: dtype of out: {} should be same as input: {}",
+            out.dtype(),
+            self_.dtype()
+        )));
+    }
+    Ok(())
+}

@@ -787,3 +787,37 @@ pub fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Res
     )?;
     crate::op::bernoulli__float::call(&result, p, generator)
 }
+
+/// `bernoulli_.float` on Meta: `p` in `[0, 1]`, `self` without internal overlap.
+pub fn bernoulli_float_meta_(
+    self_: &Tensor,
+    p: f64,
+    _generator: Option<&Generator>,
+) -> Result<Tensor> {
+    crate::meta::factory_support::check_bernoulli_p(p)?;
+    crate::meta::index_support::assert_no_internal_overlap(self_)?;
+    Ok(self_.clone())
+}
+
+/// `bernoulli_.Tensor` on Meta: `self` without internal overlap, `p` broadcasting to it.
+pub fn bernoulli_tensor_meta_(
+    self_: &Tensor,
+    p: &Tensor,
+    _generator: Option<&Generator>,
+) -> Result<Tensor> {
+    crate::meta::index_support::assert_no_internal_overlap(self_)?;
+    crate::meta::index_support::broadcast_strides(&p.sizes(), &p.strides(), &self_.sizes())?;
+    Ok(self_.clone())
+}
+
+/// `bernoulli.out` on Meta: `out` resized (contiguous) to `self`'s shape.
+pub fn bernoulli_out_meta(
+    self_: &Tensor,
+    generator: Option<&Generator>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    if out.sizes() != self_.sizes() {
+        out.resize_contiguous(&self_.sizes())?;
+    }
+    bernoulli_tensor_meta_(out, self_, generator)
+}

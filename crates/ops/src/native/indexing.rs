@@ -1,6 +1,9 @@
 //! Composite and Meta kernels: indexing operators.
 
-use switchyard_core::{MemoryFormat, Result, Scalar, Tensor};
+use crate::meta;
+use crate::meta::index_support::{AdvancedIndex, assert_no_overlap};
+use crate::structured::resize_output;
+use switchyard_core::{MemoryFormat, Result, Scalar, ScalarType, Tensor, torch_check};
 
 /// `index_put_`: `_index_put_impl_` with bounds checks (`unsafe=False`).
 pub fn index_put_(
@@ -41,4 +44,86 @@ pub fn masked_fill_scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Resul
 pub fn masked_fill_tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     let result = masked_fill_base(self_, mask)?;
     crate::op::masked_fill__Tensor::call(&result, mask, value)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta kernels of the unstructured indexing operators: the CPU kernels' checks and result
+// layouts, no values (index bounds, which need the index values, are not checked).
+// ---------------------------------------------------------------------------------------------
+
+/// `index_select.out` on Meta: `out` resized to `self`'s sizes with the indexed dimension
+/// replaced by the number of indices.
+pub fn index_select_out_meta(
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let (_, sizes) = meta::index_select_checks(self_, dim, index, out)?;
+    resize_output(out, &sizes)?;
+    Ok(out.clone())
+}
+
+/// `index_select` on Meta: a contiguous result.
+pub fn index_select_meta(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let out = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
+    index_select_out_meta(self_, dim, index, &out)
+}
+
+/// `_index_put_impl_` on Meta: the index count, overlap, dtype and (for integer indices)
+/// broadcast checks. Boolean masks select a data-dependent number of elements, so with a mask
+/// the values' shape is not checked.
+pub fn _index_put_impl_meta_(
+    self_: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    _accumulate: bool,
+    _unsafe: bool,
+) -> Result<Tensor> {
+    meta::check_index_put_count(self_, indices)?;
+    assert_no_overlap(self_, values)?;
+    for t in indices.iter().flatten() {
+        assert_no_overlap(self_, t)?;
+    }
+    let has_mask = indices
+        .iter()
+        .flatten()
+        .any(|t| matches!(t.dtype(), ScalarType::Bool | ScalarType::Byte));
+    if has_mask {
+        torch_check!(
+            values.dtype() == self_.dtype(),
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            self_.dtype(),
+            values.dtype()
+        );
+    } else {
+        let info = AdvancedIndex::new(self_, indices)?;
+        meta::check_index_put_values(self_, &info, values)?;
+    }
+    Ok(self_.clone())
+}
+
+/// `masked_fill_.Scalar` on Meta.
+pub fn masked_fill_scalar_meta_(self_: &Tensor, mask: &Tensor, _value: Scalar) -> Result<Tensor> {
+    meta::check_masked_fill(self_, mask)?;
+    Ok(self_.clone())
+}
+
+/// `masked_fill_.Tensor` on Meta.
+pub fn masked_fill_tensor_meta_(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    meta::check_masked_fill_value(value)?;
+    meta::check_masked_fill(self_, mask)?;
+    Ok(self_.clone())
+}
+
+/// `flip` on Meta: a result laid out like `self` (`empty_like` preserving its format).
+pub fn flip_meta(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    meta::flip_flags(self_, dims)?;
+    meta::empty_like_preserve(self_)
+}
+
+/// `roll` on Meta: a contiguous result.
+pub fn roll_meta(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    meta::check_roll(self_, shifts, dims)?;
+    Tensor::allocate(&self_.sizes(), self_.dtype(), self_.device())
 }

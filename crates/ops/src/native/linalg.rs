@@ -267,3 +267,9 @@ fn batched(tensor1: &Tensor, tensor2: &Tensor) -> Result<Tensor> {
     let b = expand(b_src, m2, p)?;
     op::_unsafe_view::call(&op::bmm::call(&a, &b)?, &output_shape)
 }
+
+/// `dot` on Meta: a 0-dim result of the operands' dtype.
+pub fn dot_meta(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    crate::meta::check_dot(self_, tensor)?;
+    Tensor::allocate(&[], self_.dtype(), self_.device())
+}

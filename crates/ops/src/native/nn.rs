@@ -647,3 +647,27 @@ pub fn conv2d(
         op::squeeze_dim::call(&out, 0)
     }
 }
+
+/// `native_dropout` on Meta: the CPU kernel's results without drawing a mask (an empty input
+/// is returned with a mask of its dtype; otherwise a contiguous output and `Bool` mask).
+pub fn native_dropout_meta(
+    input: &Tensor,
+    p: f64,
+    train: Option<bool>,
+) -> Result<(Tensor, Tensor)> {
+    let (sizes, dtype, device) = (input.sizes(), input.dtype(), input.device());
+    if input.numel() == 0 {
+        return Ok((input.clone(), Tensor::allocate(&sizes, dtype, device)?));
+    }
+    if train.unwrap_or(true) {
+        crate::meta::factory_support::check_bernoulli_p(1.0 - p)?;
+        torch_check!(
+            dtype.is_floating_point(),
+            "result type Float can't be cast to the desired output type {dtype}"
+        );
+    }
+    Ok((
+        Tensor::allocate(&sizes, dtype, device)?,
+        Tensor::allocate(&sizes, switchyard_core::ScalarType::Bool, device)?,
+    ))
+}

@@ -7,7 +7,9 @@
 
 #![allow(non_snake_case)] // kernel names are fixed by ops.yaml (`div__scalar`, `clamp_Tensor_out`)
 
+use crate::iter_meta::{IterConfig, prepare_any_dtype_out, prepare_elementwise_out};
 use crate::op;
+use crate::structured::Outs;
 use switchyard_core::{Result, Scalar, ScalarType, Tensor};
 
 /// A scalar as a wrapped-number tensor (PyTorch's `wrapped_scalar_tensor`).
@@ -151,4 +153,50 @@ pub fn where_scalarother(condition: &Tensor, self_: &Tensor, other: Scalar) -> R
 /// `where.Scalar`: two wrapped numbers promote among themselves (`where(c, 1, 2.5)` is float).
 pub fn where_scalar(condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
     op::where_self::call(condition, &wrap(self_)?, &wrap(other)?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta kernels of the unstructured binary operators.
+// ---------------------------------------------------------------------------------------------
+
+/// Defines the Meta kernels of `logical_and.out` and its siblings: `out` of any dtype,
+/// resized to the broadcast shape.
+macro_rules! logical_out_meta {
+    ($($name:ident),*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: the logical out= kernel on Meta.")]
+        pub fn $name(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+            prepare_any_dtype_out(IterConfig::comparison(self_, other, Outs::Out(&[out])), out)?;
+            Ok(out.clone())
+        }
+    )*};
+}
+logical_out_meta!(
+    logical_and_out_meta,
+    logical_or_out_meta,
+    logical_xor_out_meta
+);
+
+/// `remainder.Scalar_Tensor` on Meta: `remainder.Tensor` with `self` a wrapped scalar.
+pub fn remainder_scalar_tensor_meta(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    op::remainder_Tensor::call(&Tensor::wrapped_scalar(self_)?, other)
+}
+
+/// `where.self` on Meta: the result dtype and device of the CPU kernel.
+pub fn where_meta(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let dtype = crate::meta::where_result_type(self_, other);
+    let device = crate::meta::where_result_device(condition, self_, other);
+    let out = Tensor::allocate(&[0], dtype, device)?;
+    where_self_out_meta(condition, self_, other, &out)
+}
+
+/// `where.self_out` on Meta: the checks, then `out` resized like TensorIterator's output.
+pub fn where_self_out_meta(
+    condition: &Tensor,
+    self_: &Tensor,
+    other: &Tensor,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let shape = crate::meta::where_self_out_checks(condition, self_, other, out)?;
+    prepare_elementwise_out(out, &[condition, self_, other], &shape)?;
+    Ok(out.clone())
 }

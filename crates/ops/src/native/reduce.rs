@@ -5,6 +5,7 @@
 //! works on every backend that implements those.
 
 use crate::op;
+use crate::structured::resize_output;
 use switchyard_core::shape::contiguous_strides;
 use switchyard_core::{Result, Scalar, ScalarType, Tensor, can_cast, torch_check};
 
@@ -170,4 +171,113 @@ pub fn log_softmax_out(
     out: &Tensor,
 ) -> Result<Tensor> {
     softmax_into(self_, dim, dtype, out, true)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta kernels of the CPU-only reductions (PyTorch's Python meta registrations give them on
+// its Meta device): the CPU kernels' checks and result shapes, no values.
+// ---------------------------------------------------------------------------------------------
+
+/// `prod` on Meta: a 0-dim result of `dtype` (integral and bool inputs give `Long`).
+pub fn prod_meta(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    let dtype = crate::meta::dtype_from_self(self_, dtype, true);
+    Tensor::allocate(&[], dtype, self_.device())
+}
+
+/// `max` on Meta: a 0-dim result of `self`'s dtype (an empty input is an error).
+pub fn max_meta(self_: &Tensor) -> Result<Tensor> {
+    crate::meta::check_nonempty_all_reduce(self_, "max")?;
+    Tensor::allocate(&[], self_.dtype(), self_.device())
+}
+
+/// `min` on Meta.
+pub fn min_meta(self_: &Tensor) -> Result<Tensor> {
+    crate::meta::check_nonempty_all_reduce(self_, "min")?;
+    Tensor::allocate(&[], self_.dtype(), self_.device())
+}
+
+/// `max.unary_out` on Meta: `out` checked and resized to 0-dim.
+pub fn max_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::meta::check_unary_extreme_out(self_, out)?;
+    resize_output(out, &[])?;
+    Ok(out.clone())
+}
+
+/// `min.unary_out` on Meta.
+pub fn min_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    max_unary_out_meta(self_, out)
+}
+
+/// `var` / `std` into `result` on Meta: the CPU kernel's checks, resize and warning.
+fn std_var_meta_into(
+    fname: &str,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+    result: &Tensor,
+) -> Result<Tensor> {
+    let s = crate::meta::std_var_setup(fname, self_, dim, correction, keepdim)?;
+    resize_output(result, &s.shape)?;
+    crate::meta::check_result_cast(self_.dtype(), result.dtype())?;
+    crate::meta::warn_degrees_of_freedom(fname, self_, result.numel(), s.correction);
+    Ok(result.clone())
+}
+
+/// `var.correction` on Meta.
+pub fn var_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let result = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
+    std_var_meta_into("var", self_, dim, correction, keepdim, &result)
+}
+
+/// `var.correction_out` on Meta.
+pub fn var_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    std_var_meta_into("var", self_, dim, correction, keepdim, out)
+}
+
+/// `std.correction` on Meta.
+pub fn std_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let result = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
+    std_var_meta_into("std", self_, dim, correction, keepdim, &result)
+}
+
+/// `std.correction_out` on Meta.
+pub fn std_out_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+    out: &Tensor,
+) -> Result<Tensor> {
+    std_var_meta_into("std", self_, dim, correction, keepdim, out)
+}
+
+/// `var_mean.correction` on Meta: two contiguous results of the reduced shape.
+pub fn var_mean_meta(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    let s = crate::meta::std_var_setup("var_mean", self_, dim, correction, keepdim)?;
+    let var = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
+    let mean = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
+    crate::meta::warn_degrees_of_freedom("var_mean", self_, var.numel(), s.correction);
+    Ok((var, mean))
 }

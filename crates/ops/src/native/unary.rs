@@ -7,7 +7,7 @@
 //! uses `abs`, `==` and `*`, which belong to the binary family): `nan_to_num` maps exactly the
 //! values to classify onto NaN, and `isnan` detects them.
 
-use crate::iter_meta::IterConfig;
+use crate::iter_meta::{IterConfig, allocate_output, prepare_out};
 use crate::op;
 use crate::structured::{Outs, create_out};
 use switchyard_core::{Result, ScalarType, Tensor};
@@ -101,4 +101,42 @@ fn check_relu_dtype(self_: &Tensor) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta kernels of the unstructured unary operators: the CPU kernels' iterator checks and
+// output layout, no values.
+// ---------------------------------------------------------------------------------------------
+
+/// `abs.out` on Meta: `out` must have `self`'s dtype; resized like TensorIterator's output.
+pub fn abs_out_meta(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    prepare_out(IterConfig::unary(self_, Outs::Out(&[out])), out)?;
+    Ok(out.clone())
+}
+
+/// `isnan` on Meta: a `Bool` result laid out like `self`.
+pub fn isnan_meta(self_: &Tensor) -> Result<Tensor> {
+    allocate_output(IterConfig::unary_force_boolean(self_, Outs::Functional))
+}
+
+/// `logical_not.out` on Meta: `out` of any dtype, resized to `self`'s shape.
+pub fn logical_not_out_meta(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    prepare_out(
+        IterConfig::unary_force_boolean(self_, Outs::Out(&[out])),
+        out,
+    )?;
+    Ok(out.clone())
+}
+
+/// `nan_to_num.out` on Meta: `out` must have `self`'s dtype.
+pub fn nan_to_num_out_meta(
+    self_: &Tensor,
+    _nan: Option<f64>,
+    _posinf: Option<f64>,
+    _neginf: Option<f64>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    crate::meta::check_nan_to_num_out(self_, out)?;
+    prepare_out(IterConfig::unary(self_, Outs::Out(&[out])), out)?;
+    Ok(out.clone())
 }
