@@ -14,6 +14,7 @@
 //! 4. above [`GRAIN_SIZE`] elements a contiguous output is split across rayon threads; smaller
 //!    work stays on the calling thread.
 
+use crate::stream::{STREAM_BYTES, Streamer};
 use rayon::prelude::*;
 use smallvec::SmallVec;
 use switchyard_core::element::{Element, convert};
@@ -384,6 +385,9 @@ fn out_of_range() -> Error {
 struct Operands<'a> {
     dtypes: &'a [ScalarType],
     inputs: &'a [Option<&'a [u8]>],
+    /// Whether unit-stride runs write the output with streaming stores (a linear output of
+    /// at least [`STREAM_BYTES`]: see `stream.rs`).
+    stream: bool,
 }
 
 /// `out = f(inputs)` elementwise over `out`'s shape; inputs are converted to `C`, results from
@@ -423,9 +427,11 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
         }
         let mut inputs = SmallVec::new();
         let out_bytes = data.split_first_host_mut(&mut inputs)?;
+        let stream = plan.is_linear(0) && plan.numel * dtypes[0].element_size() >= STREAM_BYTES;
         let ops = Operands {
             dtypes,
             inputs: &inputs,
+            stream,
         };
         let aliased = ops.inputs.iter().any(Option::is_none);
         let out_dtype = ops.dtypes[0];
@@ -569,12 +575,61 @@ fn run_direct<C: Element, R: Element, const N: usize>(
         let o = usize::try_from(offsets[k + 1]).map_err(|_| out_of_range())?;
         srcs[k] = all.get(o..o + len).ok_or_else(out_of_range)?;
     }
-    let dst = typed_mut::<R>(out_bytes)?;
     let o = usize::try_from(out_offset).map_err(|_| out_of_range())?;
+    if ops.stream {
+        return run_direct_streamed::<C, R, N>(out_bytes, o, len, &srcs, f);
+    }
+    let dst = typed_mut::<R>(out_bytes)?;
     let dst = dst.get_mut(o..o + len).ok_or_else(out_of_range)?;
     for (i, d) in dst.iter_mut().enumerate() {
         let args: [C; N] = std::array::from_fn(|k| C::from_repr(srcs[k][i]));
         *d = R::to_repr(f(args));
+    }
+    Ok(())
+}
+
+/// A block of bytes aligned to a cache line (the staging buffer of streamed runs).
+#[repr(C, align(64))]
+struct LineAligned([u8; STREAM_STAGE_BYTES]);
+
+/// Bytes computed at a time before being streamed out: well inside L1.
+const STREAM_STAGE_BYTES: usize = 4096;
+
+/// [`run_direct`] for large outputs: each block of results is computed into a cache-resident
+/// buffer and copied to the output with streaming stores, so the output's lines are not read
+/// from memory before being overwritten. The `Streamer` fences when this returns, before the
+/// task that ran it reports completion.
+fn run_direct_streamed<C: Element, R: Element, const N: usize>(
+    out_bytes: &mut [u8],
+    out_start: usize,
+    len: usize,
+    srcs: &[&[C::Repr]; N],
+    f: &impl Fn([C; N]) -> R,
+) -> Result<()> {
+    let size = std::mem::size_of::<R::Repr>();
+    let per_block = STREAM_STAGE_BYTES / size;
+    let dst = out_bytes
+        .get_mut(out_start * size..(out_start + len) * size)
+        .ok_or_else(out_of_range)?;
+    let mut stage = LineAligned([0; STREAM_STAGE_BYTES]);
+    let mut streamer = Streamer::new();
+    let mut done = 0;
+    while done < len {
+        let n = per_block.min(len - done);
+        let block = typed_mut::<R>(&mut stage.0[..n * size])?;
+        let mut parts: [&[C::Repr]; N] = [&[]; N];
+        for (part, src) in parts.iter_mut().zip(srcs) {
+            *part = src.get(done..done + n).ok_or_else(out_of_range)?;
+        }
+        for (i, d) in block.iter_mut().enumerate() {
+            let args: [C; N] = std::array::from_fn(|k| C::from_repr(parts[k][i]));
+            *d = R::to_repr(f(args));
+        }
+        let target = &mut dst[done * size..(done + n) * size];
+        if !streamer.copy(&stage.0[..n * size], target) {
+            target.copy_from_slice(&stage.0[..n * size]);
+        }
+        done += n;
     }
     Ok(())
 }
