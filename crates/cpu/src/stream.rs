@@ -48,31 +48,19 @@ impl Streamer {
         gamma: &[f32],
         beta: &[f32],
     ) -> bool {
+        let row = Row {
+            x,
+            y,
+            rstd,
+            shift,
+            gamma,
+            beta,
+        };
         #[cfg(target_arch = "x86_64")]
-        {
-            let row = Row {
-                x,
-                y,
-                rstd,
-                shift,
-                gamma,
-                beta,
-            };
-            if crate::math::has_avx512() {
-                // SAFETY: the CPU has AVX-512 F (checked just above).
-                unsafe { x86::normalized_f32_avx512(row) };
-            } else if crate::math::has_avx2() {
-                // SAFETY: the CPU has AVX (implied by AVX2, checked just above).
-                unsafe { x86::normalized_f32_avx(row) };
-            } else {
-                return false;
-            }
-            self.pending = true;
-            true
-        }
+        return self.run(row, x86::normalized_f32_avx512, x86::normalized_f32_avx);
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (x, y, rstd, shift, gamma, beta);
+            let _ = row;
             false
         }
     }
@@ -87,61 +75,54 @@ impl Streamer {
         gamma: &[f64],
         beta: &[f64],
     ) -> bool {
+        let row = Row {
+            x,
+            y,
+            rstd,
+            shift,
+            gamma,
+            beta,
+        };
         #[cfg(target_arch = "x86_64")]
-        {
-            let row = Row {
-                x,
-                y,
-                rstd,
-                shift,
-                gamma,
-                beta,
-            };
-            if crate::math::has_avx512() {
-                // SAFETY: the CPU has AVX-512 F (checked just above).
-                unsafe { x86::normalized_f64_avx512(row) };
-            } else if crate::math::has_avx2() {
-                // SAFETY: the CPU has AVX (implied by AVX2, checked just above).
-                unsafe { x86::normalized_f64_avx(row) };
-            } else {
-                return false;
-            }
-            self.pending = true;
-            true
-        }
+        return self.run(row, x86::normalized_f64_avx512, x86::normalized_f64_avx);
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (x, y, rstd, shift, gamma, beta);
+            let _ = row;
             false
         }
     }
-}
 
-impl Streamer {
     /// Copies `src` into `dst` (the shorter length of the two) with streaming stores for every
     /// whole vector-aligned part of `dst` and ordinary stores for the ends: `false`, with
     /// nothing written, when the CPU has neither AVX-512 nor AVX. Kernels compute a block into
     /// a small cache-resident buffer and stream it out with this.
     pub(crate) fn copy(&mut self, src: &[u8], dst: &mut [u8]) -> bool {
         #[cfg(target_arch = "x86_64")]
-        {
-            if crate::math::has_avx512() {
-                // SAFETY: the CPU has AVX-512 F (checked just above).
-                unsafe { x86::copy_avx512(src, dst) };
-            } else if crate::math::has_avx2() {
-                // SAFETY: the CPU has AVX (implied by AVX2, checked just above).
-                unsafe { x86::copy_avx(src, dst) };
-            } else {
-                return false;
-            }
-            self.pending = true;
-            true
-        }
+        return self.run((src, dst), x86::copy_avx512, x86::copy_avx);
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = (src, dst);
             false
         }
+    }
+
+    /// Runs `avx512(args)` on a CPU with AVX-512 F, else `avx(args)` on one with AVX, and
+    /// owes a fence afterwards; `false`, running neither, on other CPUs. `avx512` must need no
+    /// CPU feature beyond AVX-512 F, `avx` none beyond AVX (every caller passes the loops of
+    /// module `x86` generated for exactly those features).
+    #[cfg(target_arch = "x86_64")]
+    fn run<A>(&mut self, args: A, avx512: unsafe fn(A), avx: unsafe fn(A)) -> bool {
+        if crate::math::has_avx512() {
+            // SAFETY: the CPU has AVX-512 F (checked just above), all `avx512` needs.
+            unsafe { avx512(args) };
+        } else if crate::math::has_avx2() {
+            // SAFETY: the CPU has AVX (implied by AVX2, checked just above), all `avx` needs.
+            unsafe { avx(args) };
+        } else {
+            return false;
+        }
+        self.pending = true;
+        true
     }
 }
 
@@ -156,7 +137,6 @@ impl Drop for Streamer {
 }
 
 /// The operands of one normalized row.
-#[cfg(target_arch = "x86_64")]
 struct Row<'a, T> {
     x: &'a [T],
     y: &'a mut [MaybeUninit<T>],
@@ -227,7 +207,7 @@ mod x86 {
     macro_rules! copy_loop {
         ($(#[$attr:meta])* $name:ident, $v:ty, $width:expr, $loadu:ident, $stream:ident) => {
             $(#[$attr])*
-            pub(super) unsafe fn $name(src: &[u8], dst: &mut [u8]) {
+            pub(super) unsafe fn $name((src, dst): (&[u8], &mut [u8])) {
                 let n = src.len().min(dst.len());
                 let head = dst.as_ptr().align_offset($width).min(n);
                 dst[..head].copy_from_slice(&src[..head]);

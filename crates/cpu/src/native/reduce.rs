@@ -18,8 +18,8 @@ use switchyard_core::{
     Access, Error, Result, Scalar, ScalarType, Tensor, dispatch_dtype, torch_check, with_tensors,
 };
 use switchyard_ops::meta::{
-    DimInfo, ReduceInfo, check_nonempty_all_reduce, check_result_cast, check_unary_extreme_out,
-    dtype_from_self, std_var_setup, warn_degrees_of_freedom,
+    DimInfo, ReduceInfo, allocate_var_mean, check_nonempty_all_reduce, check_result_cast,
+    check_unary_extreme_out, dtype_from_self, prepare_std_var_out,
 };
 use switchyard_ops::structured::{Meta, create_out, resize_output};
 
@@ -552,10 +552,7 @@ fn std_var_into(
     result: &Tensor,
     take_sqrt: bool,
 ) -> Result<()> {
-    let s = std_var_setup(fname, self_, dim, correction, keepdim)?;
-    resize_output(result, &s.shape)?;
-    check_result_cast(self_.dtype(), result.dtype())?;
-    warn_degrees_of_freedom(fname, self_, result.numel(), s.correction);
+    let s = prepare_std_var_out(fname, self_, dim, correction, keepdim, result)?;
     if self_.numel() == 0 {
         return fill_nan(result);
     }
@@ -632,10 +629,7 @@ pub fn var_mean(
     correction: Option<Scalar>,
     keepdim: bool,
 ) -> Result<(Tensor, Tensor)> {
-    let s = std_var_setup("var_mean", self_, dim, correction, keepdim)?;
-    let var = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
-    let mean = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
-    warn_degrees_of_freedom("var_mean", self_, var.numel(), s.correction);
+    let (s, var, mean) = allocate_var_mean(self_, dim, correction, keepdim)?;
     if self_.numel() == 0 {
         fill_nan(&var)?;
         fill_nan(&mean)?;

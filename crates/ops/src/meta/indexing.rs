@@ -1046,14 +1046,14 @@ pub fn index_select_checks(
     assert_no_overlap(out, self_)?;
     assert_no_overlap(out, index)?;
     let mut result_sizes = self_.sizes();
-    if self_.dim() > 0 {
-        result_sizes[d] = numel;
-    }
     if self_.dim() > 1 && numel > 0 && self_.numel() == 0 {
         torch_check!(
-            self_.sizes().get(d).is_some_and(|&s| s > 0),
+            result_sizes.get(d).is_some_and(|&s| s > 0),
             "index_select(): self indexing axis dim should be positive"
         );
+    }
+    if self_.dim() > 0 {
+        result_sizes[d] = numel;
     }
     Ok((d, result_sizes))
 }
@@ -1171,11 +1171,17 @@ pub fn check_index_put_values(
             fmt_dims(&info.result_sizes)
         ))
     })?;
+    check_index_put_dtype(self_, values)?;
+    Ok(value_strides)
+}
+
+/// `index_put_`'s check that `values` has `self`'s dtype.
+pub fn check_index_put_dtype(self_: &Tensor, values: &Tensor) -> Result<()> {
     torch_check!(
         values.dtype() == self_.dtype(),
         "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
         self_.dtype(),
         values.dtype()
     );
-    Ok(value_strides)
+    Ok(())
 }

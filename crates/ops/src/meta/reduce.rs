@@ -608,7 +608,7 @@ pub struct StdVarSetup {
 
 /// PyTorch's `std_var_all_cpu` / `std_var_out` checks: floating inputs only, a valid dimension
 /// list. `fname` is the operator (`"var"`, `"std"` or `"var_mean"`).
-pub fn std_var_setup(
+fn std_var_setup(
     fname: &str,
     self_: &Tensor,
     dim: Option<&[i64]>,
@@ -636,9 +636,41 @@ pub fn std_var_setup(
     })
 }
 
+/// `var` / `std` into `result` up to the computation, for the CPU and Meta kernels alike: the
+/// checks, `result` resized to the reduced shape and checked to hold the result's dtype, and
+/// the degrees-of-freedom warning.
+pub fn prepare_std_var_out(
+    fname: &str,
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+    result: &Tensor,
+) -> Result<StdVarSetup> {
+    let s = std_var_setup(fname, self_, dim, correction, keepdim)?;
+    crate::structured::resize_output(result, &s.shape)?;
+    check_result_cast(self_.dtype(), result.dtype())?;
+    warn_degrees_of_freedom(fname, self_, result.numel(), s.correction);
+    Ok(s)
+}
+
+/// `var_mean`'s checks and its two (contiguous) outputs, with the degrees-of-freedom warning.
+pub fn allocate_var_mean(
+    self_: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<(StdVarSetup, Tensor, Tensor)> {
+    let s = std_var_setup("var_mean", self_, dim, correction, keepdim)?;
+    let var = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
+    let mean = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
+    warn_degrees_of_freedom("var_mean", self_, var.numel(), s.correction);
+    Ok((s, var, mean))
+}
+
 /// PyTorch's warning when `correction` leaves no degrees of freedom (it depends on shapes
 /// only, so Meta tensors warn too).
-pub fn warn_degrees_of_freedom(fname: &str, self_: &Tensor, out_numel: i64, correction: f64) {
+fn warn_degrees_of_freedom(fname: &str, self_: &Tensor, out_numel: i64, correction: f64) {
     let per_output = if out_numel == 0 {
         0
     } else {

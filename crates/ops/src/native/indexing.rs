@@ -3,7 +3,7 @@
 use crate::meta;
 use crate::meta::index_support::{AdvancedIndex, assert_no_overlap};
 use crate::structured::resize_output;
-use switchyard_core::{MemoryFormat, Result, Scalar, ScalarType, Tensor, torch_check};
+use switchyard_core::{MemoryFormat, Result, Scalar, ScalarType, Tensor};
 
 /// `index_put_`: `_index_put_impl_` with bounds checks (`unsafe=False`).
 pub fn index_put_(
@@ -90,12 +90,7 @@ pub fn _index_put_impl_meta_(
         .flatten()
         .any(|t| matches!(t.dtype(), ScalarType::Bool | ScalarType::Byte));
     if has_mask {
-        torch_check!(
-            values.dtype() == self_.dtype(),
-            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-            self_.dtype(),
-            values.dtype()
-        );
+        meta::check_index_put_dtype(self_, values)?;
     } else {
         let info = AdvancedIndex::new(self_, indices)?;
         meta::check_index_put_values(self_, &info, values)?;

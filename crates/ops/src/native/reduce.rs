@@ -208,22 +208,6 @@ pub fn min_unary_out_meta(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     max_unary_out_meta(self_, out)
 }
 
-/// `var` / `std` into `result` on Meta: the CPU kernel's checks, resize and warning.
-fn std_var_meta_into(
-    fname: &str,
-    self_: &Tensor,
-    dim: Option<&[i64]>,
-    correction: Option<Scalar>,
-    keepdim: bool,
-    result: &Tensor,
-) -> Result<Tensor> {
-    let s = crate::meta::std_var_setup(fname, self_, dim, correction, keepdim)?;
-    resize_output(result, &s.shape)?;
-    crate::meta::check_result_cast(self_.dtype(), result.dtype())?;
-    crate::meta::warn_degrees_of_freedom(fname, self_, result.numel(), s.correction);
-    Ok(result.clone())
-}
-
 /// `var.correction` on Meta.
 pub fn var_meta(
     self_: &Tensor,
@@ -232,7 +216,8 @@ pub fn var_meta(
     keepdim: bool,
 ) -> Result<Tensor> {
     let result = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
-    std_var_meta_into("var", self_, dim, correction, keepdim, &result)
+    crate::meta::prepare_std_var_out("var", self_, dim, correction, keepdim, &result)?;
+    Ok(result)
 }
 
 /// `var.correction_out` on Meta.
@@ -243,7 +228,8 @@ pub fn var_out_meta(
     keepdim: bool,
     out: &Tensor,
 ) -> Result<Tensor> {
-    std_var_meta_into("var", self_, dim, correction, keepdim, out)
+    crate::meta::prepare_std_var_out("var", self_, dim, correction, keepdim, out)?;
+    Ok(out.clone())
 }
 
 /// `std.correction` on Meta.
@@ -254,7 +240,8 @@ pub fn std_meta(
     keepdim: bool,
 ) -> Result<Tensor> {
     let result = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
-    std_var_meta_into("std", self_, dim, correction, keepdim, &result)
+    crate::meta::prepare_std_var_out("std", self_, dim, correction, keepdim, &result)?;
+    Ok(result)
 }
 
 /// `std.correction_out` on Meta.
@@ -265,7 +252,8 @@ pub fn std_out_meta(
     keepdim: bool,
     out: &Tensor,
 ) -> Result<Tensor> {
-    std_var_meta_into("std", self_, dim, correction, keepdim, out)
+    crate::meta::prepare_std_var_out("std", self_, dim, correction, keepdim, out)?;
+    Ok(out.clone())
 }
 
 /// `var_mean.correction` on Meta: two contiguous results of the reduced shape.
@@ -275,9 +263,6 @@ pub fn var_mean_meta(
     correction: Option<Scalar>,
     keepdim: bool,
 ) -> Result<(Tensor, Tensor)> {
-    let s = crate::meta::std_var_setup("var_mean", self_, dim, correction, keepdim)?;
-    let var = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
-    let mean = Tensor::allocate(&s.shape, self_.dtype(), self_.device())?;
-    crate::meta::warn_degrees_of_freedom("var_mean", self_, var.numel(), s.correction);
+    let (_, var, mean) = crate::meta::allocate_var_mean(self_, dim, correction, keepdim)?;
     Ok((var, mean))
 }
