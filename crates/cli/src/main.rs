@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use switchyard_core::{Device, DispatchKey, Error, Result};
 use switchyard_dispatch::{Dispatcher, OperatorHandle};
 
-// Linking the CPU crate registers its kernels.
+// Linking the CPU and autograd crates registers their kernels.
+use switchyard_autograd as _;
 use switchyard_cpu as _;
 
 /// switchyard: a tensor runtime built around a PyTorch-style operator dispatcher.

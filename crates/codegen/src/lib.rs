@@ -47,6 +47,7 @@
 mod autogen;
 pub mod backend;
 mod checks;
+pub mod derivatives;
 mod dispatch;
 mod entry;
 mod error;

@@ -12,6 +12,17 @@ pub fn fmt_dims(dims: &[i64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// Whether `shape` broadcasts to `desired` (PyTorch's `is_expandable_to`): aligned from the
+/// right, each dimension equals the desired one or is 1, and there are no more of them.
+pub fn is_expandable_to(shape: &[i64], desired: &[i64]) -> bool {
+    shape.len() <= desired.len()
+        && shape
+            .iter()
+            .rev()
+            .zip(desired.iter().rev())
+            .all(|(&s, &d)| s == d || s == 1)
+}
+
 /// Formats a shape as a Python tuple: `(2, 3)`, `(0,)`, `()`.
 pub fn fmt_tuple(dims: &[i64]) -> String {
     match dims {

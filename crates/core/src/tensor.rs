@@ -86,6 +86,9 @@ pub struct TensorImpl {
     requires_grad: AtomicBool,
     wrapped_number: AtomicBool,
     autograd_meta: RwLock<Option<Extension>>,
+    /// Whether `autograd_meta` holds anything: read without the lock by the autograd layer's
+    /// hot path, which only looks further when it is set.
+    has_autograd_meta: AtomicBool,
     payload: Option<Extension>,
 }
 
@@ -174,6 +177,7 @@ impl Tensor {
                 requires_grad: _,
                 wrapped_number: _,
                 autograd_meta: _,
+                has_autograd_meta: _,
                 payload: _,
             } = t;
         };
@@ -192,6 +196,7 @@ impl Tensor {
                 addr_of_mut!((*p).requires_grad).write(AtomicBool::new(false));
                 addr_of_mut!((*p).wrapped_number).write(AtomicBool::new(false));
                 addr_of_mut!((*p).autograd_meta).write(RwLock::new(None));
+                addr_of_mut!((*p).has_autograd_meta).write(AtomicBool::new(false));
                 addr_of_mut!((*p).payload).write(payload);
             }
         };
@@ -501,7 +506,7 @@ impl Tensor {
         if requires_grad && !self.dtype().is_floating_point() {
             bail!(
                 RuntimeError,
-                "only Tensors of floating point dtype can require gradients"
+                "only Tensors of floating point and complex dtype can require gradients"
             );
         }
         if requires_grad && self.is_inference() {
@@ -533,6 +538,9 @@ impl Tensor {
 
     /// The autograd metadata set by the autograd layer, if any.
     pub fn autograd_meta(&self) -> Option<Extension> {
+        if !self.has_autograd_meta() {
+            return None;
+        }
         self.0
             .autograd_meta
             .read()
@@ -540,13 +548,39 @@ impl Tensor {
             .clone()
     }
 
-    /// Replaces the autograd metadata.
-    pub fn set_autograd_meta(&self, meta: Option<Extension>) {
-        *self
+    /// The autograd metadata, installing `init()` first if there is none (atomically: two
+    /// threads racing get the same value).
+    pub fn autograd_meta_or_init(&self, init: impl FnOnce() -> Extension) -> Extension {
+        if let Some(meta) = self.autograd_meta() {
+            return meta;
+        }
+        let mut slot = self
             .0
             .autograd_meta
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = meta;
+            .unwrap_or_else(PoisonError::into_inner);
+        let meta = slot.get_or_insert_with(init).clone();
+        self.0.has_autograd_meta.store(true, Ordering::Release);
+        meta
+    }
+
+    /// Whether the tensor has autograd metadata (a lock-free check).
+    #[inline]
+    pub fn has_autograd_meta(&self) -> bool {
+        self.0.has_autograd_meta.load(Ordering::Acquire)
+    }
+
+    /// Replaces the autograd metadata.
+    pub fn set_autograd_meta(&self, meta: Option<Extension>) {
+        let mut slot = self
+            .0
+            .autograd_meta
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.0
+            .has_autograd_meta
+            .store(meta.is_some(), Ordering::Release);
+        *slot = meta;
     }
 
     /// The payload of a non-strided tensor.
@@ -595,6 +629,41 @@ impl Tensor {
             },
             NewGeometry::Of(&geometry),
         ))
+    }
+
+    /// A new handle to the same data with no autograd state (PyTorch's
+    /// `shallow_copy_and_detach`): same storage or payload, geometry (copied now; later
+    /// metadata changes of either are not shared), key set, wrapped-number flag and version
+    /// counter, `requires_grad` false. What `detach()` and autograd's saved outputs are made of.
+    pub fn shallow_copy(&self) -> Tensor {
+        let src = self.impl_();
+        let geometry = self.geometry();
+        let copy = Self::build(
+            TensorParts {
+                dtype: src.dtype,
+                device: src.device,
+                layout: src.layout,
+                key_set: src.key_set,
+                storage: src.storage.clone(),
+                version: src.version.clone(),
+                payload: src.payload.clone(),
+            },
+            NewGeometry::Of(&geometry),
+        );
+        copy.set_wrapped_number(self.is_wrapped_number());
+        copy
+    }
+
+    /// How many handles share this tensor object (PyTorch's `use_count`): autograd takes a
+    /// fresh gradient as a leaf's `.grad` without copying only when nothing else holds it.
+    pub fn handle_count(&self) -> usize {
+        self.0.count()
+    }
+
+    /// An address identifying this tensor object (not its data) while it lives: equal for
+    /// two handles exactly when [`Tensor::is_same`] holds.
+    pub fn object_id(&self) -> usize {
+        self.0.as_ptr().addr()
     }
 
     /// Replaces this tensor's sizes, strides and offset over its current storage
@@ -1085,7 +1154,7 @@ mod tests {
         let i = Tensor::from_slice(&[1i64]).unwrap();
         assert_eq!(
             i.set_requires_grad(true).unwrap_err().message(),
-            "only Tensors of floating point dtype can require gradients"
+            "only Tensors of floating point and complex dtype can require gradients"
         );
         let f = Tensor::from_slice(&[1.0f32]).unwrap();
         f.set_requires_grad(true).unwrap();

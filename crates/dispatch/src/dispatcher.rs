@@ -25,6 +25,10 @@ pub(crate) struct FallbackSlot {
     pub(crate) kernel: &'static KernelFunction,
     pub(crate) debug: String,
     pub(crate) id: u64,
+    /// The framework's placeholder (`FRAMEWORK_DEBUG`) that this registration displaced; it
+    /// comes back when this registration is removed. A layer crate (autograd) replaces the
+    /// placeholder fallthrough of its keys this way, without a conflict.
+    pub(crate) displaced_default: Option<Box<FallbackSlot>>,
 }
 
 /// Registration state, guarded by the dispatcher's single registration lock.
@@ -490,6 +494,7 @@ impl Dispatcher {
             let idx = DispatchKeySet::from_key(*k).dispatch_table_index();
             if let Some(prev) = &st.fallbacks[idx]
                 && *k != DispatchKey::AutogradPrivateUse1
+                && prev.debug != FRAMEWORK_DEBUG
             {
                 return Err(Error::runtime(format!(
                     "Tried to register multiple backend fallbacks for the same dispatch key {}; previous registration {}, new registration {}",
@@ -504,10 +509,15 @@ impl Dispatcher {
         for k in keys {
             let id = Self::next_id(&mut st);
             let idx = DispatchKeySet::from_key(k).dispatch_table_index();
+            let displaced_default = st.fallbacks[idx]
+                .take()
+                .filter(|prev| prev.debug == FRAMEWORK_DEBUG && debug != FRAMEWORK_DEBUG)
+                .map(Box::new);
             st.fallbacks[idx] = Some(FallbackSlot {
                 kernel,
                 debug: debug.clone(),
                 id,
+                displaced_default,
             });
             for e in &st.entries {
                 e.update_for_key(&e.lock_state(), &st.fallbacks, k);
@@ -551,7 +561,10 @@ impl Dispatcher {
             Undo::Fallback(key, id) => {
                 let idx = DispatchKeySet::from_key(key).dispatch_table_index();
                 if st.fallbacks[idx].as_ref().is_some_and(|f| f.id == id) {
-                    st.fallbacks[idx] = None;
+                    st.fallbacks[idx] = st.fallbacks[idx]
+                        .take()
+                        .and_then(|f| f.displaced_default)
+                        .map(|b| *b);
                 }
                 for e in &st.entries {
                     e.update_for_key(&e.lock_state(), &st.fallbacks, key);

@@ -2,6 +2,7 @@
 //! of `switchyard-ops` and of each backend crate.
 
 pub mod api;
+pub mod autograd;
 pub mod backend;
 pub mod from_model;
 pub mod input;

@@ -610,40 +610,6 @@ fn backend_select_wrapper(f: &GenFunction, paths: Paths) -> Result<Wrapper, Unsu
     ))
 }
 
-fn inplace_or_view_wrapper(f: &GenFunction, paths: Paths) -> Result<Wrapper, UnsupportedType> {
-    let key = DispatchKey::ADInplaceOrView;
-    let name = wrapper_name(key, f);
-    let args: Vec<String> = f
-        .schema
-        .arguments
-        .iter()
-        .map(|a| arg_name(&a.name))
-        .collect();
-    let mut body = format!(
-        "    let result = {}::{}::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, {})?;\n",
-        paths.op,
-        unambiguous_name(&f.schema),
-        args.join(", ")
-    );
-    for a in f.schema.arguments.iter().filter(|a| a.is_write()) {
-        let n = arg_name(&a.name);
-        body.push_str(&if a.ty.is_tensor() {
-            format!("    {n}.bump_version();\n")
-        } else if a.ty.is_optional_tensor() {
-            format!("    if let Some(t) = {n} {{\n        t.bump_version();\n    }}\n")
-        } else {
-            format!("    {n}.iter().for_each(Tensor::bump_version);\n")
-        });
-    }
-    body.push_str("    Ok(result)\n");
-    Ok(Wrapper::new(
-        key,
-        f,
-        name.clone(),
-        wrapper_fn(&name, f, true, &body)?,
-    ))
-}
-
 fn structured_group(input: &GenInput, idx: usize) -> Option<&GenGroup> {
     input.group_of(idx).filter(|g| g.structured)
 }
@@ -725,15 +691,12 @@ pub fn generate_ops(input: &GenInput) -> Result<String, UnsupportedType> {
         {
             wrappers.push(backend_select_wrapper(f, paths)?);
         }
-        if f.schema.modifies_arguments() {
-            wrappers.push(inplace_or_view_wrapper(f, paths)?);
-        }
     }
     let mut out = header("register");
     out.push_str(
         "//! Operator definitions and the kernels of switchyard-ops: composite and Meta kernels, structured\n\
-         //! Meta kernels, BackendSelect kernels of factories, and ADInplaceOrView kernels that bump the\n\
-         //! version counters of mutated arguments.\n\n\
+         //! Meta kernels and BackendSelect kernels of factories (the ADInplaceOrView kernels that bump\n\
+         //! version counters and track views are switchyard-autograd's).\n\n\
          #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]\n\n\
          use crate::op;\n\
          use crate::structured::Outs;\n\

@@ -7,6 +7,26 @@ use std::path::{Path, PathBuf};
 /// The yaml file the generators read, relative to the workspace root.
 pub const OPS_YAML: &str = "crates/ops/ops.yaml";
 
+/// The autograd layer's formulas, relative to the workspace root.
+pub const DERIVATIVES_YAML: &str = "crates/autograd/derivatives.yaml";
+
+/// Parses `derivatives.yaml` of `root` against the operators of `model`.
+pub fn parse_derivatives_yaml(
+    root: &Path,
+    model: &NativeFunctions,
+) -> Result<crate::derivatives::Derivatives, String> {
+    let path = root.join(DERIVATIVES_YAML);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    crate::derivatives::parse_derivatives(&text, DERIVATIVES_YAML, model).map_err(|errors| {
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    })
+}
+
 /// The workspace root (two levels above this crate).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -29,8 +49,15 @@ pub fn parse_ops_yaml(root: &Path) -> Result<NativeFunctions, String> {
 /// Every generated file (path relative to `root`, contents) from `root`'s ops.yaml.
 pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     let model = parse_ops_yaml(root)?;
-    let mut files = super::generate_all(&from_model(&model))
+    let input = from_model(&model);
+    let mut files = super::generate_all(&input)
         .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))?;
+    if root.join(DERIVATIVES_YAML).exists() {
+        let derivatives = parse_derivatives_yaml(root, &model)?;
+        let autograd = super::autograd::generate(&input, &model, &derivatives)
+            .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))?;
+        files.extend(autograd.into_iter().map(|(p, c)| (PathBuf::from(p), c)));
+    }
     for (yaml, dir) in BACKEND_YAMLS {
         let dir = Path::new(dir);
         let yaml = root.join(yaml);

@@ -2,8 +2,8 @@
 // Do not edit: change ops.yaml or the generator and regenerate; a test fails when this file is stale.
 
 //! Operator definitions and the kernels of switchyard-ops: composite and Meta kernels, structured
-//! Meta kernels, BackendSelect kernels of factories, and ADInplaceOrView kernels that bump the
-//! version counters of mutated arguments.
+//! Meta kernels and BackendSelect kernels of factories (the ADInplaceOrView kernels that bump
+//! version counters and track views are switchyard-autograd's).
 
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]
 
@@ -646,333 +646,6 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("randn.generator", Kernel::typed::<op::randn_generator>(wrapper_BackendSelect_randn_generator).debug("wrapper_BackendSelect_randn_generator"))?;
     lib.impl_("randn_like", Kernel::typed::<op::randn_like>(wrapper_BackendSelect_randn_like).debug("wrapper_BackendSelect_randn_like"))?;
     lib.impl_("randn_like.generator", Kernel::typed::<op::randn_like_generator>(wrapper_BackendSelect_randn_like_generator).debug("wrapper_BackendSelect_randn_like_generator"))?;
-    lib.leak();
-    let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::ADInplaceOrView))?;
-    lib.impl_("all.out", Kernel::typed::<op::all_out>(wrapper_ADInplaceOrView_all_out).debug("wrapper_ADInplaceOrView_all_out"))?;
-    lib.impl_("all.dims_out", Kernel::typed::<op::all_dims_out>(wrapper_ADInplaceOrView_all_dims_out).debug("wrapper_ADInplaceOrView_all_dims_out"))?;
-    lib.impl_("any.out", Kernel::typed::<op::any_out>(wrapper_ADInplaceOrView_any_out).debug("wrapper_ADInplaceOrView_any_out"))?;
-    lib.impl_("any.dims_out", Kernel::typed::<op::any_dims_out>(wrapper_ADInplaceOrView_any_dims_out).debug("wrapper_ADInplaceOrView_any_dims_out"))?;
-    lib.impl_("argmax.out", Kernel::typed::<op::argmax_out>(wrapper_ADInplaceOrView_argmax_out).debug("wrapper_ADInplaceOrView_argmax_out"))?;
-    lib.impl_("argmin.out", Kernel::typed::<op::argmin_out>(wrapper_ADInplaceOrView_argmin_out).debug("wrapper_ADInplaceOrView_argmin_out"))?;
-    lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_ADInplaceOrView_as_strided_).debug("wrapper_ADInplaceOrView_as_strided_"))?;
-    lib.impl_("baddbmm_", Kernel::typed::<op::baddbmm_>(wrapper_ADInplaceOrView_baddbmm_).debug("wrapper_ADInplaceOrView_baddbmm_"))?;
-    lib.impl_("baddbmm.out", Kernel::typed::<op::baddbmm_out>(wrapper_ADInplaceOrView_baddbmm_out).debug("wrapper_ADInplaceOrView_baddbmm_out"))?;
-    lib.impl_("bmm.out", Kernel::typed::<op::bmm_out>(wrapper_ADInplaceOrView_bmm_out).debug("wrapper_ADInplaceOrView_bmm_out"))?;
-    lib.impl_("cat.out", Kernel::typed::<op::cat_out>(wrapper_ADInplaceOrView_cat_out).debug("wrapper_ADInplaceOrView_cat_out"))?;
-    lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_ADInplaceOrView_copy_).debug("wrapper_ADInplaceOrView_copy_"))?;
-    lib.impl_("cumprod_", Kernel::typed::<op::cumprod_>(wrapper_ADInplaceOrView_cumprod_).debug("wrapper_ADInplaceOrView_cumprod_"))?;
-    lib.impl_("cumprod.out", Kernel::typed::<op::cumprod_out>(wrapper_ADInplaceOrView_cumprod_out).debug("wrapper_ADInplaceOrView_cumprod_out"))?;
-    lib.impl_("cumsum_", Kernel::typed::<op::cumsum_>(wrapper_ADInplaceOrView_cumsum_).debug("wrapper_ADInplaceOrView_cumsum_"))?;
-    lib.impl_("cumsum.out", Kernel::typed::<op::cumsum_out>(wrapper_ADInplaceOrView_cumsum_out).debug("wrapper_ADInplaceOrView_cumsum_out"))?;
-    lib.impl_("resize_", Kernel::typed::<op::resize_>(wrapper_ADInplaceOrView_resize_).debug("wrapper_ADInplaceOrView_resize_"))?;
-    lib.impl_("fill_.Scalar", Kernel::typed::<op::fill__Scalar>(wrapper_ADInplaceOrView_fill__Scalar).debug("wrapper_ADInplaceOrView_fill__Scalar"))?;
-    lib.impl_("fill_.Tensor", Kernel::typed::<op::fill__Tensor>(wrapper_ADInplaceOrView_fill__Tensor).debug("wrapper_ADInplaceOrView_fill__Tensor"))?;
-    lib.impl_("index.Tensor_out", Kernel::typed::<op::index_Tensor_out>(wrapper_ADInplaceOrView_index_Tensor_out).debug("wrapper_ADInplaceOrView_index_Tensor_out"))?;
-    lib.impl_("_index_put_impl_", Kernel::typed::<op::_index_put_impl_>(wrapper_ADInplaceOrView__index_put_impl_).debug("wrapper_ADInplaceOrView__index_put_impl_"))?;
-    lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(wrapper_ADInplaceOrView__log_softmax_out).debug("wrapper_ADInplaceOrView__log_softmax_out"))?;
-    lib.impl_("amax.out", Kernel::typed::<op::amax_out>(wrapper_ADInplaceOrView_amax_out).debug("wrapper_ADInplaceOrView_amax_out"))?;
-    lib.impl_("amin.out", Kernel::typed::<op::amin_out>(wrapper_ADInplaceOrView_amin_out).debug("wrapper_ADInplaceOrView_amin_out"))?;
-    lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_ADInplaceOrView_mm_out).debug("wrapper_ADInplaceOrView_mm_out"))?;
-    lib.impl_("detach_", Kernel::typed::<op::detach_>(wrapper_ADInplaceOrView_detach_).debug("wrapper_ADInplaceOrView_detach_"))?;
-    lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(wrapper_ADInplaceOrView__softmax_out).debug("wrapper_ADInplaceOrView__softmax_out"))?;
-    lib.impl_("squeeze_", Kernel::typed::<op::squeeze_>(wrapper_ADInplaceOrView_squeeze_).debug("wrapper_ADInplaceOrView_squeeze_"))?;
-    lib.impl_("squeeze_.dim", Kernel::typed::<op::squeeze__dim>(wrapper_ADInplaceOrView_squeeze__dim).debug("wrapper_ADInplaceOrView_squeeze__dim"))?;
-    lib.impl_("squeeze_.dims", Kernel::typed::<op::squeeze__dims>(wrapper_ADInplaceOrView_squeeze__dims).debug("wrapper_ADInplaceOrView_squeeze__dims"))?;
-    lib.impl_("prod.int_out", Kernel::typed::<op::prod_int_out>(wrapper_ADInplaceOrView_prod_int_out).debug("wrapper_ADInplaceOrView_prod_int_out"))?;
-    lib.impl_("t_", Kernel::typed::<op::t_>(wrapper_ADInplaceOrView_t_).debug("wrapper_ADInplaceOrView_t_"))?;
-    lib.impl_("transpose_", Kernel::typed::<op::transpose_>(wrapper_ADInplaceOrView_transpose_).debug("wrapper_ADInplaceOrView_transpose_"))?;
-    lib.impl_("unsqueeze_", Kernel::typed::<op::unsqueeze_>(wrapper_ADInplaceOrView_unsqueeze_).debug("wrapper_ADInplaceOrView_unsqueeze_"))?;
-    lib.impl_("zero_", Kernel::typed::<op::zero_>(wrapper_ADInplaceOrView_zero_).debug("wrapper_ADInplaceOrView_zero_"))?;
-    lib.impl_("addmm.out", Kernel::typed::<op::addmm_out>(wrapper_ADInplaceOrView_addmm_out).debug("wrapper_ADInplaceOrView_addmm_out"))?;
-    lib.impl_("addmm_", Kernel::typed::<op::addmm_>(wrapper_ADInplaceOrView_addmm_).debug("wrapper_ADInplaceOrView_addmm_"))?;
-    lib.impl_("scatter_.src", Kernel::typed::<op::scatter__src>(wrapper_ADInplaceOrView_scatter__src).debug("wrapper_ADInplaceOrView_scatter__src"))?;
-    lib.impl_("scatter.src_out", Kernel::typed::<op::scatter_src_out>(wrapper_ADInplaceOrView_scatter_src_out).debug("wrapper_ADInplaceOrView_scatter_src_out"))?;
-    lib.impl_("scatter_.value", Kernel::typed::<op::scatter__value>(wrapper_ADInplaceOrView_scatter__value).debug("wrapper_ADInplaceOrView_scatter__value"))?;
-    lib.impl_("scatter.value_out", Kernel::typed::<op::scatter_value_out>(wrapper_ADInplaceOrView_scatter_value_out).debug("wrapper_ADInplaceOrView_scatter_value_out"))?;
-    lib.impl_("scatter_.reduce", Kernel::typed::<op::scatter__reduce>(wrapper_ADInplaceOrView_scatter__reduce).debug("wrapper_ADInplaceOrView_scatter__reduce"))?;
-    lib.impl_("scatter.reduce_out", Kernel::typed::<op::scatter_reduce_out>(wrapper_ADInplaceOrView_scatter_reduce_out).debug("wrapper_ADInplaceOrView_scatter_reduce_out"))?;
-    lib.impl_("scatter_.value_reduce", Kernel::typed::<op::scatter__value_reduce>(wrapper_ADInplaceOrView_scatter__value_reduce).debug("wrapper_ADInplaceOrView_scatter__value_reduce"))?;
-    lib.impl_("scatter.value_reduce_out", Kernel::typed::<op::scatter_value_reduce_out>(wrapper_ADInplaceOrView_scatter_value_reduce_out).debug("wrapper_ADInplaceOrView_scatter_value_reduce_out"))?;
-    lib.impl_("scatter_add_", Kernel::typed::<op::scatter_add_>(wrapper_ADInplaceOrView_scatter_add_).debug("wrapper_ADInplaceOrView_scatter_add_"))?;
-    lib.impl_("scatter_add.out", Kernel::typed::<op::scatter_add_out>(wrapper_ADInplaceOrView_scatter_add_out).debug("wrapper_ADInplaceOrView_scatter_add_out"))?;
-    lib.impl_("tril_", Kernel::typed::<op::tril_>(wrapper_ADInplaceOrView_tril_).debug("wrapper_ADInplaceOrView_tril_"))?;
-    lib.impl_("triu_", Kernel::typed::<op::triu_>(wrapper_ADInplaceOrView_triu_).debug("wrapper_ADInplaceOrView_triu_"))?;
-    lib.impl_("uniform_", Kernel::typed::<op::uniform_>(wrapper_ADInplaceOrView_uniform_).debug("wrapper_ADInplaceOrView_uniform_"))?;
-    lib.impl_("triu.out", Kernel::typed::<op::triu_out>(wrapper_ADInplaceOrView_triu_out).debug("wrapper_ADInplaceOrView_triu_out"))?;
-    lib.impl_("tril.out", Kernel::typed::<op::tril_out>(wrapper_ADInplaceOrView_tril_out).debug("wrapper_ADInplaceOrView_tril_out"))?;
-    lib.impl_("index_select.out", Kernel::typed::<op::index_select_out>(wrapper_ADInplaceOrView_index_select_out).debug("wrapper_ADInplaceOrView_index_select_out"))?;
-    lib.impl_("masked_select.out", Kernel::typed::<op::masked_select_out>(wrapper_ADInplaceOrView_masked_select_out).debug("wrapper_ADInplaceOrView_masked_select_out"))?;
-    lib.impl_("gather.out", Kernel::typed::<op::gather_out>(wrapper_ADInplaceOrView_gather_out).debug("wrapper_ADInplaceOrView_gather_out"))?;
-    lib.impl_("topk.values", Kernel::typed::<op::topk_values>(wrapper_ADInplaceOrView_topk_values).debug("wrapper_ADInplaceOrView_topk_values"))?;
-    lib.impl_("all.all_out", Kernel::typed::<op::all_all_out>(wrapper_ADInplaceOrView_all_all_out).debug("wrapper_ADInplaceOrView_all_all_out"))?;
-    lib.impl_("any.all_out", Kernel::typed::<op::any_all_out>(wrapper_ADInplaceOrView_any_all_out).debug("wrapper_ADInplaceOrView_any_all_out"))?;
-    lib.impl_("mse_loss.out", Kernel::typed::<op::mse_loss_out>(wrapper_ADInplaceOrView_mse_loss_out).debug("wrapper_ADInplaceOrView_mse_loss_out"))?;
-    lib.impl_("nll_loss_forward.output", Kernel::typed::<op::nll_loss_forward_output>(wrapper_ADInplaceOrView_nll_loss_forward_output).debug("wrapper_ADInplaceOrView_nll_loss_forward_output"))?;
-    lib.impl_("avg_pool2d.out", Kernel::typed::<op::avg_pool2d_out>(wrapper_ADInplaceOrView_avg_pool2d_out).debug("wrapper_ADInplaceOrView_avg_pool2d_out"))?;
-    lib.impl_("max_pool2d_with_indices.out", Kernel::typed::<op::max_pool2d_with_indices_out>(wrapper_ADInplaceOrView_max_pool2d_with_indices_out).debug("wrapper_ADInplaceOrView_max_pool2d_with_indices_out"))?;
-    lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_ADInplaceOrView_linalg_vector_norm_out).debug("wrapper_ADInplaceOrView_linalg_vector_norm_out"))?;
-    lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(wrapper_ADInplaceOrView_unbind_copy_int_out).debug("wrapper_ADInplaceOrView_unbind_copy_int_out"))?;
-    lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(wrapper_ADInplaceOrView_split_copy_Tensor_out).debug("wrapper_ADInplaceOrView_split_copy_Tensor_out"))?;
-    lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(wrapper_ADInplaceOrView_split_with_sizes_copy_out).debug("wrapper_ADInplaceOrView_split_with_sizes_copy_out"))?;
-    lib.impl_("dot.out", Kernel::typed::<op::dot_out>(wrapper_ADInplaceOrView_dot_out).debug("wrapper_ADInplaceOrView_dot_out"))?;
-    lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_ADInplaceOrView_linear_out).debug("wrapper_ADInplaceOrView_linear_out"))?;
-    lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_ADInplaceOrView_matmul_out).debug("wrapper_ADInplaceOrView_matmul_out"))?;
-    lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(wrapper_ADInplaceOrView_nll_loss_out).debug("wrapper_ADInplaceOrView_nll_loss_out"))?;
-    lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_ADInplaceOrView_dropout_).debug("wrapper_ADInplaceOrView_dropout_"))?;
-    lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_ADInplaceOrView_add__Tensor).debug("wrapper_ADInplaceOrView_add__Tensor"))?;
-    lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_ADInplaceOrView_add_out).debug("wrapper_ADInplaceOrView_add_out"))?;
-    lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(wrapper_ADInplaceOrView_add__Scalar).debug("wrapper_ADInplaceOrView_add__Scalar"))?;
-    lib.impl_("div_.Tensor", Kernel::typed::<op::div__Tensor>(wrapper_ADInplaceOrView_div__Tensor).debug("wrapper_ADInplaceOrView_div__Tensor"))?;
-    lib.impl_("div.out", Kernel::typed::<op::div_out>(wrapper_ADInplaceOrView_div_out).debug("wrapper_ADInplaceOrView_div_out"))?;
-    lib.impl_("div_.Tensor_mode", Kernel::typed::<op::div__Tensor_mode>(wrapper_ADInplaceOrView_div__Tensor_mode).debug("wrapper_ADInplaceOrView_div__Tensor_mode"))?;
-    lib.impl_("div.out_mode", Kernel::typed::<op::div_out_mode>(wrapper_ADInplaceOrView_div_out_mode).debug("wrapper_ADInplaceOrView_div_out_mode"))?;
-    lib.impl_("div_.Scalar", Kernel::typed::<op::div__Scalar>(wrapper_ADInplaceOrView_div__Scalar).debug("wrapper_ADInplaceOrView_div__Scalar"))?;
-    lib.impl_("div_.Scalar_mode", Kernel::typed::<op::div__Scalar_mode>(wrapper_ADInplaceOrView_div__Scalar_mode).debug("wrapper_ADInplaceOrView_div__Scalar_mode"))?;
-    lib.impl_("mul_.Tensor", Kernel::typed::<op::mul__Tensor>(wrapper_ADInplaceOrView_mul__Tensor).debug("wrapper_ADInplaceOrView_mul__Tensor"))?;
-    lib.impl_("mul.out", Kernel::typed::<op::mul_out>(wrapper_ADInplaceOrView_mul_out).debug("wrapper_ADInplaceOrView_mul_out"))?;
-    lib.impl_("mul_.Scalar", Kernel::typed::<op::mul__Scalar>(wrapper_ADInplaceOrView_mul__Scalar).debug("wrapper_ADInplaceOrView_mul__Scalar"))?;
-    lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_ADInplaceOrView_sub_out).debug("wrapper_ADInplaceOrView_sub_out"))?;
-    lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_ADInplaceOrView_sub__Tensor).debug("wrapper_ADInplaceOrView_sub__Tensor"))?;
-    lib.impl_("sub_.Scalar", Kernel::typed::<op::sub__Scalar>(wrapper_ADInplaceOrView_sub__Scalar).debug("wrapper_ADInplaceOrView_sub__Scalar"))?;
-    lib.impl_("logical_xor_", Kernel::typed::<op::logical_xor_>(wrapper_ADInplaceOrView_logical_xor_).debug("wrapper_ADInplaceOrView_logical_xor_"))?;
-    lib.impl_("logical_xor.out", Kernel::typed::<op::logical_xor_out>(wrapper_ADInplaceOrView_logical_xor_out).debug("wrapper_ADInplaceOrView_logical_xor_out"))?;
-    lib.impl_("logical_and_", Kernel::typed::<op::logical_and_>(wrapper_ADInplaceOrView_logical_and_).debug("wrapper_ADInplaceOrView_logical_and_"))?;
-    lib.impl_("logical_and.out", Kernel::typed::<op::logical_and_out>(wrapper_ADInplaceOrView_logical_and_out).debug("wrapper_ADInplaceOrView_logical_and_out"))?;
-    lib.impl_("logical_or_", Kernel::typed::<op::logical_or_>(wrapper_ADInplaceOrView_logical_or_).debug("wrapper_ADInplaceOrView_logical_or_"))?;
-    lib.impl_("logical_or.out", Kernel::typed::<op::logical_or_out>(wrapper_ADInplaceOrView_logical_or_out).debug("wrapper_ADInplaceOrView_logical_or_out"))?;
-    lib.impl_("clamp_", Kernel::typed::<op::clamp_>(wrapper_ADInplaceOrView_clamp_).debug("wrapper_ADInplaceOrView_clamp_"))?;
-    lib.impl_("clamp_.Tensor", Kernel::typed::<op::clamp__Tensor>(wrapper_ADInplaceOrView_clamp__Tensor).debug("wrapper_ADInplaceOrView_clamp__Tensor"))?;
-    lib.impl_("clamp.out", Kernel::typed::<op::clamp_out>(wrapper_ADInplaceOrView_clamp_out).debug("wrapper_ADInplaceOrView_clamp_out"))?;
-    lib.impl_("clamp.Tensor_out", Kernel::typed::<op::clamp_Tensor_out>(wrapper_ADInplaceOrView_clamp_Tensor_out).debug("wrapper_ADInplaceOrView_clamp_Tensor_out"))?;
-    lib.impl_("clamp_max_", Kernel::typed::<op::clamp_max_>(wrapper_ADInplaceOrView_clamp_max_).debug("wrapper_ADInplaceOrView_clamp_max_"))?;
-    lib.impl_("clamp_max_.Tensor", Kernel::typed::<op::clamp_max__Tensor>(wrapper_ADInplaceOrView_clamp_max__Tensor).debug("wrapper_ADInplaceOrView_clamp_max__Tensor"))?;
-    lib.impl_("clamp_max.out", Kernel::typed::<op::clamp_max_out>(wrapper_ADInplaceOrView_clamp_max_out).debug("wrapper_ADInplaceOrView_clamp_max_out"))?;
-    lib.impl_("clamp_max.Tensor_out", Kernel::typed::<op::clamp_max_Tensor_out>(wrapper_ADInplaceOrView_clamp_max_Tensor_out).debug("wrapper_ADInplaceOrView_clamp_max_Tensor_out"))?;
-    lib.impl_("clamp_min_", Kernel::typed::<op::clamp_min_>(wrapper_ADInplaceOrView_clamp_min_).debug("wrapper_ADInplaceOrView_clamp_min_"))?;
-    lib.impl_("clamp_min_.Tensor", Kernel::typed::<op::clamp_min__Tensor>(wrapper_ADInplaceOrView_clamp_min__Tensor).debug("wrapper_ADInplaceOrView_clamp_min__Tensor"))?;
-    lib.impl_("clamp_min.out", Kernel::typed::<op::clamp_min_out>(wrapper_ADInplaceOrView_clamp_min_out).debug("wrapper_ADInplaceOrView_clamp_min_out"))?;
-    lib.impl_("clamp_min.Tensor_out", Kernel::typed::<op::clamp_min_Tensor_out>(wrapper_ADInplaceOrView_clamp_min_Tensor_out).debug("wrapper_ADInplaceOrView_clamp_min_Tensor_out"))?;
-    lib.impl_("eq_.Scalar", Kernel::typed::<op::eq__Scalar>(wrapper_ADInplaceOrView_eq__Scalar).debug("wrapper_ADInplaceOrView_eq__Scalar"))?;
-    lib.impl_("eq_.Tensor", Kernel::typed::<op::eq__Tensor>(wrapper_ADInplaceOrView_eq__Tensor).debug("wrapper_ADInplaceOrView_eq__Tensor"))?;
-    lib.impl_("bitwise_and.Tensor_out", Kernel::typed::<op::bitwise_and_Tensor_out>(wrapper_ADInplaceOrView_bitwise_and_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_and_Tensor_out"))?;
-    lib.impl_("bitwise_and.Scalar_out", Kernel::typed::<op::bitwise_and_Scalar_out>(wrapper_ADInplaceOrView_bitwise_and_Scalar_out).debug("wrapper_ADInplaceOrView_bitwise_and_Scalar_out"))?;
-    lib.impl_("bitwise_and_.Scalar", Kernel::typed::<op::bitwise_and__Scalar>(wrapper_ADInplaceOrView_bitwise_and__Scalar).debug("wrapper_ADInplaceOrView_bitwise_and__Scalar"))?;
-    lib.impl_("bitwise_and_.Tensor", Kernel::typed::<op::bitwise_and__Tensor>(wrapper_ADInplaceOrView_bitwise_and__Tensor).debug("wrapper_ADInplaceOrView_bitwise_and__Tensor"))?;
-    lib.impl_("bitwise_or.Tensor_out", Kernel::typed::<op::bitwise_or_Tensor_out>(wrapper_ADInplaceOrView_bitwise_or_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_or_Tensor_out"))?;
-    lib.impl_("bitwise_or.Scalar_out", Kernel::typed::<op::bitwise_or_Scalar_out>(wrapper_ADInplaceOrView_bitwise_or_Scalar_out).debug("wrapper_ADInplaceOrView_bitwise_or_Scalar_out"))?;
-    lib.impl_("bitwise_or_.Scalar", Kernel::typed::<op::bitwise_or__Scalar>(wrapper_ADInplaceOrView_bitwise_or__Scalar).debug("wrapper_ADInplaceOrView_bitwise_or__Scalar"))?;
-    lib.impl_("bitwise_or_.Tensor", Kernel::typed::<op::bitwise_or__Tensor>(wrapper_ADInplaceOrView_bitwise_or__Tensor).debug("wrapper_ADInplaceOrView_bitwise_or__Tensor"))?;
-    lib.impl_("bitwise_xor.Tensor_out", Kernel::typed::<op::bitwise_xor_Tensor_out>(wrapper_ADInplaceOrView_bitwise_xor_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Tensor_out"))?;
-    lib.impl_("bitwise_xor.Scalar_out", Kernel::typed::<op::bitwise_xor_Scalar_out>(wrapper_ADInplaceOrView_bitwise_xor_Scalar_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Scalar_out"))?;
-    lib.impl_("bitwise_xor_.Scalar", Kernel::typed::<op::bitwise_xor__Scalar>(wrapper_ADInplaceOrView_bitwise_xor__Scalar).debug("wrapper_ADInplaceOrView_bitwise_xor__Scalar"))?;
-    lib.impl_("bitwise_xor_.Tensor", Kernel::typed::<op::bitwise_xor__Tensor>(wrapper_ADInplaceOrView_bitwise_xor__Tensor).debug("wrapper_ADInplaceOrView_bitwise_xor__Tensor"))?;
-    lib.impl_("ne.Scalar_out", Kernel::typed::<op::ne_Scalar_out>(wrapper_ADInplaceOrView_ne_Scalar_out).debug("wrapper_ADInplaceOrView_ne_Scalar_out"))?;
-    lib.impl_("ne.Tensor_out", Kernel::typed::<op::ne_Tensor_out>(wrapper_ADInplaceOrView_ne_Tensor_out).debug("wrapper_ADInplaceOrView_ne_Tensor_out"))?;
-    lib.impl_("ne_.Scalar", Kernel::typed::<op::ne__Scalar>(wrapper_ADInplaceOrView_ne__Scalar).debug("wrapper_ADInplaceOrView_ne__Scalar"))?;
-    lib.impl_("ne_.Tensor", Kernel::typed::<op::ne__Tensor>(wrapper_ADInplaceOrView_ne__Tensor).debug("wrapper_ADInplaceOrView_ne__Tensor"))?;
-    lib.impl_("eq.Scalar_out", Kernel::typed::<op::eq_Scalar_out>(wrapper_ADInplaceOrView_eq_Scalar_out).debug("wrapper_ADInplaceOrView_eq_Scalar_out"))?;
-    lib.impl_("eq.Tensor_out", Kernel::typed::<op::eq_Tensor_out>(wrapper_ADInplaceOrView_eq_Tensor_out).debug("wrapper_ADInplaceOrView_eq_Tensor_out"))?;
-    lib.impl_("ge.Scalar_out", Kernel::typed::<op::ge_Scalar_out>(wrapper_ADInplaceOrView_ge_Scalar_out).debug("wrapper_ADInplaceOrView_ge_Scalar_out"))?;
-    lib.impl_("ge.Tensor_out", Kernel::typed::<op::ge_Tensor_out>(wrapper_ADInplaceOrView_ge_Tensor_out).debug("wrapper_ADInplaceOrView_ge_Tensor_out"))?;
-    lib.impl_("ge_.Scalar", Kernel::typed::<op::ge__Scalar>(wrapper_ADInplaceOrView_ge__Scalar).debug("wrapper_ADInplaceOrView_ge__Scalar"))?;
-    lib.impl_("ge_.Tensor", Kernel::typed::<op::ge__Tensor>(wrapper_ADInplaceOrView_ge__Tensor).debug("wrapper_ADInplaceOrView_ge__Tensor"))?;
-    lib.impl_("le.Scalar_out", Kernel::typed::<op::le_Scalar_out>(wrapper_ADInplaceOrView_le_Scalar_out).debug("wrapper_ADInplaceOrView_le_Scalar_out"))?;
-    lib.impl_("le.Tensor_out", Kernel::typed::<op::le_Tensor_out>(wrapper_ADInplaceOrView_le_Tensor_out).debug("wrapper_ADInplaceOrView_le_Tensor_out"))?;
-    lib.impl_("le_.Scalar", Kernel::typed::<op::le__Scalar>(wrapper_ADInplaceOrView_le__Scalar).debug("wrapper_ADInplaceOrView_le__Scalar"))?;
-    lib.impl_("le_.Tensor", Kernel::typed::<op::le__Tensor>(wrapper_ADInplaceOrView_le__Tensor).debug("wrapper_ADInplaceOrView_le__Tensor"))?;
-    lib.impl_("gt.Scalar_out", Kernel::typed::<op::gt_Scalar_out>(wrapper_ADInplaceOrView_gt_Scalar_out).debug("wrapper_ADInplaceOrView_gt_Scalar_out"))?;
-    lib.impl_("gt.Tensor_out", Kernel::typed::<op::gt_Tensor_out>(wrapper_ADInplaceOrView_gt_Tensor_out).debug("wrapper_ADInplaceOrView_gt_Tensor_out"))?;
-    lib.impl_("gt_.Scalar", Kernel::typed::<op::gt__Scalar>(wrapper_ADInplaceOrView_gt__Scalar).debug("wrapper_ADInplaceOrView_gt__Scalar"))?;
-    lib.impl_("gt_.Tensor", Kernel::typed::<op::gt__Tensor>(wrapper_ADInplaceOrView_gt__Tensor).debug("wrapper_ADInplaceOrView_gt__Tensor"))?;
-    lib.impl_("lt.Scalar_out", Kernel::typed::<op::lt_Scalar_out>(wrapper_ADInplaceOrView_lt_Scalar_out).debug("wrapper_ADInplaceOrView_lt_Scalar_out"))?;
-    lib.impl_("lt.Tensor_out", Kernel::typed::<op::lt_Tensor_out>(wrapper_ADInplaceOrView_lt_Tensor_out).debug("wrapper_ADInplaceOrView_lt_Tensor_out"))?;
-    lib.impl_("lt_.Scalar", Kernel::typed::<op::lt__Scalar>(wrapper_ADInplaceOrView_lt__Scalar).debug("wrapper_ADInplaceOrView_lt__Scalar"))?;
-    lib.impl_("lt_.Tensor", Kernel::typed::<op::lt__Tensor>(wrapper_ADInplaceOrView_lt__Tensor).debug("wrapper_ADInplaceOrView_lt__Tensor"))?;
-    lib.impl_("atan2.out", Kernel::typed::<op::atan2_out>(wrapper_ADInplaceOrView_atan2_out).debug("wrapper_ADInplaceOrView_atan2_out"))?;
-    lib.impl_("atan2_", Kernel::typed::<op::atan2_>(wrapper_ADInplaceOrView_atan2_).debug("wrapper_ADInplaceOrView_atan2_"))?;
-    lib.impl_("fmod.Scalar_out", Kernel::typed::<op::fmod_Scalar_out>(wrapper_ADInplaceOrView_fmod_Scalar_out).debug("wrapper_ADInplaceOrView_fmod_Scalar_out"))?;
-    lib.impl_("fmod_.Scalar", Kernel::typed::<op::fmod__Scalar>(wrapper_ADInplaceOrView_fmod__Scalar).debug("wrapper_ADInplaceOrView_fmod__Scalar"))?;
-    lib.impl_("fmod.Tensor_out", Kernel::typed::<op::fmod_Tensor_out>(wrapper_ADInplaceOrView_fmod_Tensor_out).debug("wrapper_ADInplaceOrView_fmod_Tensor_out"))?;
-    lib.impl_("fmod_.Tensor", Kernel::typed::<op::fmod__Tensor>(wrapper_ADInplaceOrView_fmod__Tensor).debug("wrapper_ADInplaceOrView_fmod__Tensor"))?;
-    lib.impl_("remainder.Scalar_out", Kernel::typed::<op::remainder_Scalar_out>(wrapper_ADInplaceOrView_remainder_Scalar_out).debug("wrapper_ADInplaceOrView_remainder_Scalar_out"))?;
-    lib.impl_("remainder_.Scalar", Kernel::typed::<op::remainder__Scalar>(wrapper_ADInplaceOrView_remainder__Scalar).debug("wrapper_ADInplaceOrView_remainder__Scalar"))?;
-    lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_ADInplaceOrView_remainder_Tensor_out).debug("wrapper_ADInplaceOrView_remainder_Tensor_out"))?;
-    lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_ADInplaceOrView_remainder__Tensor).debug("wrapper_ADInplaceOrView_remainder__Tensor"))?;
-    lib.impl_("maximum.out", Kernel::typed::<op::maximum_out>(wrapper_ADInplaceOrView_maximum_out).debug("wrapper_ADInplaceOrView_maximum_out"))?;
-    lib.impl_("minimum.out", Kernel::typed::<op::minimum_out>(wrapper_ADInplaceOrView_minimum_out).debug("wrapper_ADInplaceOrView_minimum_out"))?;
-    lib.impl_("pow.Tensor_Tensor_out", Kernel::typed::<op::pow_Tensor_Tensor_out>(wrapper_ADInplaceOrView_pow_Tensor_Tensor_out).debug("wrapper_ADInplaceOrView_pow_Tensor_Tensor_out"))?;
-    lib.impl_("pow.Scalar_out", Kernel::typed::<op::pow_Scalar_out>(wrapper_ADInplaceOrView_pow_Scalar_out).debug("wrapper_ADInplaceOrView_pow_Scalar_out"))?;
-    lib.impl_("pow.Tensor_Scalar_out", Kernel::typed::<op::pow_Tensor_Scalar_out>(wrapper_ADInplaceOrView_pow_Tensor_Scalar_out).debug("wrapper_ADInplaceOrView_pow_Tensor_Scalar_out"))?;
-    lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_ADInplaceOrView_pow__Scalar).debug("wrapper_ADInplaceOrView_pow__Scalar"))?;
-    lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_ADInplaceOrView_pow__Tensor).debug("wrapper_ADInplaceOrView_pow__Tensor"))?;
-    lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_ADInplaceOrView_where_self_out).debug("wrapper_ADInplaceOrView_where_self_out"))?;
-    lib.impl_("arange.out", Kernel::typed::<op::arange_out>(wrapper_ADInplaceOrView_arange_out).debug("wrapper_ADInplaceOrView_arange_out"))?;
-    lib.impl_("arange.start_out", Kernel::typed::<op::arange_start_out>(wrapper_ADInplaceOrView_arange_start_out).debug("wrapper_ADInplaceOrView_arange_start_out"))?;
-    lib.impl_("empty.out", Kernel::typed::<op::empty_out>(wrapper_ADInplaceOrView_empty_out).debug("wrapper_ADInplaceOrView_empty_out"))?;
-    lib.impl_("eye.out", Kernel::typed::<op::eye_out>(wrapper_ADInplaceOrView_eye_out).debug("wrapper_ADInplaceOrView_eye_out"))?;
-    lib.impl_("eye.m_out", Kernel::typed::<op::eye_m_out>(wrapper_ADInplaceOrView_eye_m_out).debug("wrapper_ADInplaceOrView_eye_m_out"))?;
-    lib.impl_("full.out", Kernel::typed::<op::full_out>(wrapper_ADInplaceOrView_full_out).debug("wrapper_ADInplaceOrView_full_out"))?;
-    lib.impl_("linspace.out", Kernel::typed::<op::linspace_out>(wrapper_ADInplaceOrView_linspace_out).debug("wrapper_ADInplaceOrView_linspace_out"))?;
-    lib.impl_("ones.out", Kernel::typed::<op::ones_out>(wrapper_ADInplaceOrView_ones_out).debug("wrapper_ADInplaceOrView_ones_out"))?;
-    lib.impl_("zeros.out", Kernel::typed::<op::zeros_out>(wrapper_ADInplaceOrView_zeros_out).debug("wrapper_ADInplaceOrView_zeros_out"))?;
-    lib.impl_("bernoulli.out", Kernel::typed::<op::bernoulli_out>(wrapper_ADInplaceOrView_bernoulli_out).debug("wrapper_ADInplaceOrView_bernoulli_out"))?;
-    lib.impl_("bernoulli_.Tensor", Kernel::typed::<op::bernoulli__Tensor>(wrapper_ADInplaceOrView_bernoulli__Tensor).debug("wrapper_ADInplaceOrView_bernoulli__Tensor"))?;
-    lib.impl_("bernoulli_.float", Kernel::typed::<op::bernoulli__float>(wrapper_ADInplaceOrView_bernoulli__float).debug("wrapper_ADInplaceOrView_bernoulli__float"))?;
-    lib.impl_("rand.out", Kernel::typed::<op::rand_out>(wrapper_ADInplaceOrView_rand_out).debug("wrapper_ADInplaceOrView_rand_out"))?;
-    lib.impl_("rand.generator_out", Kernel::typed::<op::rand_generator_out>(wrapper_ADInplaceOrView_rand_generator_out).debug("wrapper_ADInplaceOrView_rand_generator_out"))?;
-    lib.impl_("randint.out", Kernel::typed::<op::randint_out>(wrapper_ADInplaceOrView_randint_out).debug("wrapper_ADInplaceOrView_randint_out"))?;
-    lib.impl_("randint.generator_out", Kernel::typed::<op::randint_generator_out>(wrapper_ADInplaceOrView_randint_generator_out).debug("wrapper_ADInplaceOrView_randint_generator_out"))?;
-    lib.impl_("randint.low_out", Kernel::typed::<op::randint_low_out>(wrapper_ADInplaceOrView_randint_low_out).debug("wrapper_ADInplaceOrView_randint_low_out"))?;
-    lib.impl_("randint.low_generator_out", Kernel::typed::<op::randint_low_generator_out>(wrapper_ADInplaceOrView_randint_low_generator_out).debug("wrapper_ADInplaceOrView_randint_low_generator_out"))?;
-    lib.impl_("randn.out", Kernel::typed::<op::randn_out>(wrapper_ADInplaceOrView_randn_out).debug("wrapper_ADInplaceOrView_randn_out"))?;
-    lib.impl_("randn.generator_out", Kernel::typed::<op::randn_generator_out>(wrapper_ADInplaceOrView_randn_generator_out).debug("wrapper_ADInplaceOrView_randn_generator_out"))?;
-    lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_ADInplaceOrView_normal_).debug("wrapper_ADInplaceOrView_normal_"))?;
-    lib.impl_("index_put_", Kernel::typed::<op::index_put_>(wrapper_ADInplaceOrView_index_put_).debug("wrapper_ADInplaceOrView_index_put_"))?;
-    lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_ADInplaceOrView_masked_fill__Scalar).debug("wrapper_ADInplaceOrView_masked_fill__Scalar"))?;
-    lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_ADInplaceOrView_masked_fill__Tensor).debug("wrapper_ADInplaceOrView_masked_fill__Tensor"))?;
-    lib.impl_("log_softmax.int_out", Kernel::typed::<op::log_softmax_int_out>(wrapper_ADInplaceOrView_log_softmax_int_out).debug("wrapper_ADInplaceOrView_log_softmax_int_out"))?;
-    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_ADInplaceOrView_max_dim_max).debug("wrapper_ADInplaceOrView_max_dim_max"))?;
-    lib.impl_("mean.dtype_out", Kernel::typed::<op::mean_dtype_out>(wrapper_ADInplaceOrView_mean_dtype_out).debug("wrapper_ADInplaceOrView_mean_dtype_out"))?;
-    lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_ADInplaceOrView_mean_out).debug("wrapper_ADInplaceOrView_mean_out"))?;
-    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_ADInplaceOrView_min_dim_min).debug("wrapper_ADInplaceOrView_min_dim_min"))?;
-    lib.impl_("softmax.int_out", Kernel::typed::<op::softmax_int_out>(wrapper_ADInplaceOrView_softmax_int_out).debug("wrapper_ADInplaceOrView_softmax_int_out"))?;
-    lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_ADInplaceOrView_sum_IntList_out).debug("wrapper_ADInplaceOrView_sum_IntList_out"))?;
-    lib.impl_("std.out", Kernel::typed::<op::std_out>(wrapper_ADInplaceOrView_std_out).debug("wrapper_ADInplaceOrView_std_out"))?;
-    lib.impl_("std.correction_out", Kernel::typed::<op::std_correction_out>(wrapper_ADInplaceOrView_std_correction_out).debug("wrapper_ADInplaceOrView_std_correction_out"))?;
-    lib.impl_("var.out", Kernel::typed::<op::var_out>(wrapper_ADInplaceOrView_var_out).debug("wrapper_ADInplaceOrView_var_out"))?;
-    lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_ADInplaceOrView_var_correction_out).debug("wrapper_ADInplaceOrView_var_correction_out"))?;
-    lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_ADInplaceOrView_min_unary_out).debug("wrapper_ADInplaceOrView_min_unary_out"))?;
-    lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_ADInplaceOrView_max_unary_out).debug("wrapper_ADInplaceOrView_max_unary_out"))?;
-    lib.impl_("abs_", Kernel::typed::<op::abs_>(wrapper_ADInplaceOrView_abs_).debug("wrapper_ADInplaceOrView_abs_"))?;
-    lib.impl_("abs.out", Kernel::typed::<op::abs_out>(wrapper_ADInplaceOrView_abs_out).debug("wrapper_ADInplaceOrView_abs_out"))?;
-    lib.impl_("bitwise_not_", Kernel::typed::<op::bitwise_not_>(wrapper_ADInplaceOrView_bitwise_not_).debug("wrapper_ADInplaceOrView_bitwise_not_"))?;
-    lib.impl_("bitwise_not.out", Kernel::typed::<op::bitwise_not_out>(wrapper_ADInplaceOrView_bitwise_not_out).debug("wrapper_ADInplaceOrView_bitwise_not_out"))?;
-    lib.impl_("logical_not_", Kernel::typed::<op::logical_not_>(wrapper_ADInplaceOrView_logical_not_).debug("wrapper_ADInplaceOrView_logical_not_"))?;
-    lib.impl_("logical_not.out", Kernel::typed::<op::logical_not_out>(wrapper_ADInplaceOrView_logical_not_out).debug("wrapper_ADInplaceOrView_logical_not_out"))?;
-    lib.impl_("ceil_", Kernel::typed::<op::ceil_>(wrapper_ADInplaceOrView_ceil_).debug("wrapper_ADInplaceOrView_ceil_"))?;
-    lib.impl_("ceil.out", Kernel::typed::<op::ceil_out>(wrapper_ADInplaceOrView_ceil_out).debug("wrapper_ADInplaceOrView_ceil_out"))?;
-    lib.impl_("cos_", Kernel::typed::<op::cos_>(wrapper_ADInplaceOrView_cos_).debug("wrapper_ADInplaceOrView_cos_"))?;
-    lib.impl_("cos.out", Kernel::typed::<op::cos_out>(wrapper_ADInplaceOrView_cos_out).debug("wrapper_ADInplaceOrView_cos_out"))?;
-    lib.impl_("erf_", Kernel::typed::<op::erf_>(wrapper_ADInplaceOrView_erf_).debug("wrapper_ADInplaceOrView_erf_"))?;
-    lib.impl_("erf.out", Kernel::typed::<op::erf_out>(wrapper_ADInplaceOrView_erf_out).debug("wrapper_ADInplaceOrView_erf_out"))?;
-    lib.impl_("exp_", Kernel::typed::<op::exp_>(wrapper_ADInplaceOrView_exp_).debug("wrapper_ADInplaceOrView_exp_"))?;
-    lib.impl_("exp.out", Kernel::typed::<op::exp_out>(wrapper_ADInplaceOrView_exp_out).debug("wrapper_ADInplaceOrView_exp_out"))?;
-    lib.impl_("expm1_", Kernel::typed::<op::expm1_>(wrapper_ADInplaceOrView_expm1_).debug("wrapper_ADInplaceOrView_expm1_"))?;
-    lib.impl_("expm1.out", Kernel::typed::<op::expm1_out>(wrapper_ADInplaceOrView_expm1_out).debug("wrapper_ADInplaceOrView_expm1_out"))?;
-    lib.impl_("floor_", Kernel::typed::<op::floor_>(wrapper_ADInplaceOrView_floor_).debug("wrapper_ADInplaceOrView_floor_"))?;
-    lib.impl_("floor.out", Kernel::typed::<op::floor_out>(wrapper_ADInplaceOrView_floor_out).debug("wrapper_ADInplaceOrView_floor_out"))?;
-    lib.impl_("nan_to_num_", Kernel::typed::<op::nan_to_num_>(wrapper_ADInplaceOrView_nan_to_num_).debug("wrapper_ADInplaceOrView_nan_to_num_"))?;
-    lib.impl_("nan_to_num.out", Kernel::typed::<op::nan_to_num_out>(wrapper_ADInplaceOrView_nan_to_num_out).debug("wrapper_ADInplaceOrView_nan_to_num_out"))?;
-    lib.impl_("log_", Kernel::typed::<op::log_>(wrapper_ADInplaceOrView_log_).debug("wrapper_ADInplaceOrView_log_"))?;
-    lib.impl_("log.out", Kernel::typed::<op::log_out>(wrapper_ADInplaceOrView_log_out).debug("wrapper_ADInplaceOrView_log_out"))?;
-    lib.impl_("log1p_", Kernel::typed::<op::log1p_>(wrapper_ADInplaceOrView_log1p_).debug("wrapper_ADInplaceOrView_log1p_"))?;
-    lib.impl_("log1p.out", Kernel::typed::<op::log1p_out>(wrapper_ADInplaceOrView_log1p_out).debug("wrapper_ADInplaceOrView_log1p_out"))?;
-    lib.impl_("log2_", Kernel::typed::<op::log2_>(wrapper_ADInplaceOrView_log2_).debug("wrapper_ADInplaceOrView_log2_"))?;
-    lib.impl_("log2.out", Kernel::typed::<op::log2_out>(wrapper_ADInplaceOrView_log2_out).debug("wrapper_ADInplaceOrView_log2_out"))?;
-    lib.impl_("reciprocal_", Kernel::typed::<op::reciprocal_>(wrapper_ADInplaceOrView_reciprocal_).debug("wrapper_ADInplaceOrView_reciprocal_"))?;
-    lib.impl_("reciprocal.out", Kernel::typed::<op::reciprocal_out>(wrapper_ADInplaceOrView_reciprocal_out).debug("wrapper_ADInplaceOrView_reciprocal_out"))?;
-    lib.impl_("neg_", Kernel::typed::<op::neg_>(wrapper_ADInplaceOrView_neg_).debug("wrapper_ADInplaceOrView_neg_"))?;
-    lib.impl_("neg.out", Kernel::typed::<op::neg_out>(wrapper_ADInplaceOrView_neg_out).debug("wrapper_ADInplaceOrView_neg_out"))?;
-    lib.impl_("round_", Kernel::typed::<op::round_>(wrapper_ADInplaceOrView_round_).debug("wrapper_ADInplaceOrView_round_"))?;
-    lib.impl_("round.out", Kernel::typed::<op::round_out>(wrapper_ADInplaceOrView_round_out).debug("wrapper_ADInplaceOrView_round_out"))?;
-    lib.impl_("round_.decimals", Kernel::typed::<op::round__decimals>(wrapper_ADInplaceOrView_round__decimals).debug("wrapper_ADInplaceOrView_round__decimals"))?;
-    lib.impl_("round.decimals_out", Kernel::typed::<op::round_decimals_out>(wrapper_ADInplaceOrView_round_decimals_out).debug("wrapper_ADInplaceOrView_round_decimals_out"))?;
-    lib.impl_("relu_", Kernel::typed::<op::relu_>(wrapper_ADInplaceOrView_relu_).debug("wrapper_ADInplaceOrView_relu_"))?;
-    lib.impl_("gelu.out", Kernel::typed::<op::gelu_out>(wrapper_ADInplaceOrView_gelu_out).debug("wrapper_ADInplaceOrView_gelu_out"))?;
-    lib.impl_("gelu_", Kernel::typed::<op::gelu_>(wrapper_ADInplaceOrView_gelu_).debug("wrapper_ADInplaceOrView_gelu_"))?;
-    lib.impl_("rsqrt_", Kernel::typed::<op::rsqrt_>(wrapper_ADInplaceOrView_rsqrt_).debug("wrapper_ADInplaceOrView_rsqrt_"))?;
-    lib.impl_("rsqrt.out", Kernel::typed::<op::rsqrt_out>(wrapper_ADInplaceOrView_rsqrt_out).debug("wrapper_ADInplaceOrView_rsqrt_out"))?;
-    lib.impl_("silu_", Kernel::typed::<op::silu_>(wrapper_ADInplaceOrView_silu_).debug("wrapper_ADInplaceOrView_silu_"))?;
-    lib.impl_("silu.out", Kernel::typed::<op::silu_out>(wrapper_ADInplaceOrView_silu_out).debug("wrapper_ADInplaceOrView_silu_out"))?;
-    lib.impl_("sigmoid_", Kernel::typed::<op::sigmoid_>(wrapper_ADInplaceOrView_sigmoid_).debug("wrapper_ADInplaceOrView_sigmoid_"))?;
-    lib.impl_("sigmoid.out", Kernel::typed::<op::sigmoid_out>(wrapper_ADInplaceOrView_sigmoid_out).debug("wrapper_ADInplaceOrView_sigmoid_out"))?;
-    lib.impl_("sin_", Kernel::typed::<op::sin_>(wrapper_ADInplaceOrView_sin_).debug("wrapper_ADInplaceOrView_sin_"))?;
-    lib.impl_("sin.out", Kernel::typed::<op::sin_out>(wrapper_ADInplaceOrView_sin_out).debug("wrapper_ADInplaceOrView_sin_out"))?;
-    lib.impl_("sqrt_", Kernel::typed::<op::sqrt_>(wrapper_ADInplaceOrView_sqrt_).debug("wrapper_ADInplaceOrView_sqrt_"))?;
-    lib.impl_("sqrt.out", Kernel::typed::<op::sqrt_out>(wrapper_ADInplaceOrView_sqrt_out).debug("wrapper_ADInplaceOrView_sqrt_out"))?;
-    lib.impl_("tan_", Kernel::typed::<op::tan_>(wrapper_ADInplaceOrView_tan_).debug("wrapper_ADInplaceOrView_tan_"))?;
-    lib.impl_("tan.out", Kernel::typed::<op::tan_out>(wrapper_ADInplaceOrView_tan_out).debug("wrapper_ADInplaceOrView_tan_out"))?;
-    lib.impl_("tanh_", Kernel::typed::<op::tanh_>(wrapper_ADInplaceOrView_tanh_).debug("wrapper_ADInplaceOrView_tanh_"))?;
-    lib.impl_("tanh.out", Kernel::typed::<op::tanh_out>(wrapper_ADInplaceOrView_tanh_out).debug("wrapper_ADInplaceOrView_tanh_out"))?;
-    lib.impl_("trunc_", Kernel::typed::<op::trunc_>(wrapper_ADInplaceOrView_trunc_).debug("wrapper_ADInplaceOrView_trunc_"))?;
-    lib.impl_("trunc.out", Kernel::typed::<op::trunc_out>(wrapper_ADInplaceOrView_trunc_out).debug("wrapper_ADInplaceOrView_trunc_out"))?;
-    lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_ADInplaceOrView_sign_).debug("wrapper_ADInplaceOrView_sign_"))?;
-    lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_ADInplaceOrView_sign_out).debug("wrapper_ADInplaceOrView_sign_out"))?;
-    lib.impl_("stack.out", Kernel::typed::<op::stack_out>(wrapper_ADInplaceOrView_stack_out).debug("wrapper_ADInplaceOrView_stack_out"))?;
-    lib.impl_("sort.values", Kernel::typed::<op::sort_values>(wrapper_ADInplaceOrView_sort_values).debug("wrapper_ADInplaceOrView_sort_values"))?;
-    lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_ADInplaceOrView_sort_values_stable).debug("wrapper_ADInplaceOrView_sort_values_stable"))?;
-    lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(wrapper_ADInplaceOrView_logsumexp_out).debug("wrapper_ADInplaceOrView_logsumexp_out"))?;
-    lib.impl_("max.out", Kernel::typed::<op::max_out>(wrapper_ADInplaceOrView_max_out).debug("wrapper_ADInplaceOrView_max_out"))?;
-    lib.impl_("min.out", Kernel::typed::<op::min_out>(wrapper_ADInplaceOrView_min_out).debug("wrapper_ADInplaceOrView_min_out"))?;
-    lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_ADInplaceOrView_copy_out).debug("wrapper_ADInplaceOrView_copy_out"))?;
-    lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_ADInplaceOrView_resize_out).debug("wrapper_ADInplaceOrView_resize_out"))?;
-    lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_ADInplaceOrView_empty_strided_out).debug("wrapper_ADInplaceOrView_empty_strided_out"))?;
-    lib.impl_("fill.Scalar_out", Kernel::typed::<op::fill_Scalar_out>(wrapper_ADInplaceOrView_fill_Scalar_out).debug("wrapper_ADInplaceOrView_fill_Scalar_out"))?;
-    lib.impl_("fill.Tensor_out", Kernel::typed::<op::fill_Tensor_out>(wrapper_ADInplaceOrView_fill_Tensor_out).debug("wrapper_ADInplaceOrView_fill_Tensor_out"))?;
-    lib.impl_("_index_put_impl.out", Kernel::typed::<op::_index_put_impl_out>(wrapper_ADInplaceOrView__index_put_impl_out).debug("wrapper_ADInplaceOrView__index_put_impl_out"))?;
-    lib.impl_("slice_scatter.out", Kernel::typed::<op::slice_scatter_out>(wrapper_ADInplaceOrView_slice_scatter_out).debug("wrapper_ADInplaceOrView_slice_scatter_out"))?;
-    lib.impl_("select_scatter.out", Kernel::typed::<op::select_scatter_out>(wrapper_ADInplaceOrView_select_scatter_out).debug("wrapper_ADInplaceOrView_select_scatter_out"))?;
-    lib.impl_("diagonal_scatter.out", Kernel::typed::<op::diagonal_scatter_out>(wrapper_ADInplaceOrView_diagonal_scatter_out).debug("wrapper_ADInplaceOrView_diagonal_scatter_out"))?;
-    lib.impl_("as_strided_scatter.out", Kernel::typed::<op::as_strided_scatter_out>(wrapper_ADInplaceOrView_as_strided_scatter_out).debug("wrapper_ADInplaceOrView_as_strided_scatter_out"))?;
-    lib.impl_("prod.out", Kernel::typed::<op::prod_out>(wrapper_ADInplaceOrView_prod_out).debug("wrapper_ADInplaceOrView_prod_out"))?;
-    lib.impl_("flip.out", Kernel::typed::<op::flip_out>(wrapper_ADInplaceOrView_flip_out).debug("wrapper_ADInplaceOrView_flip_out"))?;
-    lib.impl_("roll.out", Kernel::typed::<op::roll_out>(wrapper_ADInplaceOrView_roll_out).debug("wrapper_ADInplaceOrView_roll_out"))?;
-    lib.impl_("_unsafe_view.out", Kernel::typed::<op::_unsafe_view_out>(wrapper_ADInplaceOrView__unsafe_view_out).debug("wrapper_ADInplaceOrView__unsafe_view_out"))?;
-    lib.impl_("clone.out", Kernel::typed::<op::clone_out>(wrapper_ADInplaceOrView_clone_out).debug("wrapper_ADInplaceOrView_clone_out"))?;
-    lib.impl_("zero.out", Kernel::typed::<op::zero_out>(wrapper_ADInplaceOrView_zero_out).debug("wrapper_ADInplaceOrView_zero_out"))?;
-    lib.impl_("_to_copy.out", Kernel::typed::<op::_to_copy_out>(wrapper_ADInplaceOrView__to_copy_out).debug("wrapper_ADInplaceOrView__to_copy_out"))?;
-    lib.impl_("uniform.out", Kernel::typed::<op::uniform_out>(wrapper_ADInplaceOrView_uniform_out).debug("wrapper_ADInplaceOrView_uniform_out"))?;
-    lib.impl_("as_strided_copy.out", Kernel::typed::<op::as_strided_copy_out>(wrapper_ADInplaceOrView_as_strided_copy_out).debug("wrapper_ADInplaceOrView_as_strided_copy_out"))?;
-    lib.impl_("diagonal_copy.out", Kernel::typed::<op::diagonal_copy_out>(wrapper_ADInplaceOrView_diagonal_copy_out).debug("wrapper_ADInplaceOrView_diagonal_copy_out"))?;
-    lib.impl_("expand_copy.out", Kernel::typed::<op::expand_copy_out>(wrapper_ADInplaceOrView_expand_copy_out).debug("wrapper_ADInplaceOrView_expand_copy_out"))?;
-    lib.impl_("permute_copy.out", Kernel::typed::<op::permute_copy_out>(wrapper_ADInplaceOrView_permute_copy_out).debug("wrapper_ADInplaceOrView_permute_copy_out"))?;
-    lib.impl_("select_copy.int_out", Kernel::typed::<op::select_copy_int_out>(wrapper_ADInplaceOrView_select_copy_int_out).debug("wrapper_ADInplaceOrView_select_copy_int_out"))?;
-    lib.impl_("detach_copy.out", Kernel::typed::<op::detach_copy_out>(wrapper_ADInplaceOrView_detach_copy_out).debug("wrapper_ADInplaceOrView_detach_copy_out"))?;
-    lib.impl_("slice_copy.Tensor_out", Kernel::typed::<op::slice_copy_Tensor_out>(wrapper_ADInplaceOrView_slice_copy_Tensor_out).debug("wrapper_ADInplaceOrView_slice_copy_Tensor_out"))?;
-    lib.impl_("squeeze_copy.out", Kernel::typed::<op::squeeze_copy_out>(wrapper_ADInplaceOrView_squeeze_copy_out).debug("wrapper_ADInplaceOrView_squeeze_copy_out"))?;
-    lib.impl_("squeeze_copy.dim_out", Kernel::typed::<op::squeeze_copy_dim_out>(wrapper_ADInplaceOrView_squeeze_copy_dim_out).debug("wrapper_ADInplaceOrView_squeeze_copy_dim_out"))?;
-    lib.impl_("squeeze_copy.dims_out", Kernel::typed::<op::squeeze_copy_dims_out>(wrapper_ADInplaceOrView_squeeze_copy_dims_out).debug("wrapper_ADInplaceOrView_squeeze_copy_dims_out"))?;
-    lib.impl_("t_copy.out", Kernel::typed::<op::t_copy_out>(wrapper_ADInplaceOrView_t_copy_out).debug("wrapper_ADInplaceOrView_t_copy_out"))?;
-    lib.impl_("transpose_copy.int_out", Kernel::typed::<op::transpose_copy_int_out>(wrapper_ADInplaceOrView_transpose_copy_int_out).debug("wrapper_ADInplaceOrView_transpose_copy_int_out"))?;
-    lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(wrapper_ADInplaceOrView_unsqueeze_copy_out).debug("wrapper_ADInplaceOrView_unsqueeze_copy_out"))?;
-    lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(wrapper_ADInplaceOrView_view_copy_out).debug("wrapper_ADInplaceOrView_view_copy_out"))?;
-    lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_ADInplaceOrView_view_copy_dtype_out).debug("wrapper_ADInplaceOrView_view_copy_dtype_out"))?;
-    lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_ADInplaceOrView_unfold_copy_out).debug("wrapper_ADInplaceOrView_unfold_copy_out"))?;
-    lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_ADInplaceOrView_alias_copy_out).debug("wrapper_ADInplaceOrView_alias_copy_out"))?;
-    lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_ADInplaceOrView_native_layer_norm_out).debug("wrapper_ADInplaceOrView_native_layer_norm_out"))?;
-    lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_ADInplaceOrView_native_dropout_out).debug("wrapper_ADInplaceOrView_native_dropout_out"))?;
-    lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_ADInplaceOrView_convolution_out).debug("wrapper_ADInplaceOrView_convolution_out"))?;
-    lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(wrapper_ADInplaceOrView_add_Scalar_out).debug("wrapper_ADInplaceOrView_add_Scalar_out"))?;
-    lib.impl_("div.Scalar_out", Kernel::typed::<op::div_Scalar_out>(wrapper_ADInplaceOrView_div_Scalar_out).debug("wrapper_ADInplaceOrView_div_Scalar_out"))?;
-    lib.impl_("div.Scalar_mode_out", Kernel::typed::<op::div_Scalar_mode_out>(wrapper_ADInplaceOrView_div_Scalar_mode_out).debug("wrapper_ADInplaceOrView_div_Scalar_mode_out"))?;
-    lib.impl_("mul.Scalar_out", Kernel::typed::<op::mul_Scalar_out>(wrapper_ADInplaceOrView_mul_Scalar_out).debug("wrapper_ADInplaceOrView_mul_Scalar_out"))?;
-    lib.impl_("sub.Scalar_out", Kernel::typed::<op::sub_Scalar_out>(wrapper_ADInplaceOrView_sub_Scalar_out).debug("wrapper_ADInplaceOrView_sub_Scalar_out"))?;
-    lib.impl_("bitwise_and.Scalar_Tensor_out", Kernel::typed::<op::bitwise_and_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out"))?;
-    lib.impl_("bitwise_or.Scalar_Tensor_out", Kernel::typed::<op::bitwise_or_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out"))?;
-    lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out"))?;
-    lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out).debug("wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out"))?;
-    lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(wrapper_ADInplaceOrView_empty_like_out).debug("wrapper_ADInplaceOrView_empty_like_out"))?;
-    lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(wrapper_ADInplaceOrView_full_like_out).debug("wrapper_ADInplaceOrView_full_like_out"))?;
-    lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(wrapper_ADInplaceOrView_ones_like_out).debug("wrapper_ADInplaceOrView_ones_like_out"))?;
-    lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(wrapper_ADInplaceOrView_zeros_like_out).debug("wrapper_ADInplaceOrView_zeros_like_out"))?;
-    lib.impl_("bernoulli.Tensor_out", Kernel::typed::<op::bernoulli_Tensor_out>(wrapper_ADInplaceOrView_bernoulli_Tensor_out).debug("wrapper_ADInplaceOrView_bernoulli_Tensor_out"))?;
-    lib.impl_("bernoulli.float_out", Kernel::typed::<op::bernoulli_float_out>(wrapper_ADInplaceOrView_bernoulli_float_out).debug("wrapper_ADInplaceOrView_bernoulli_float_out"))?;
-    lib.impl_("rand_like.out", Kernel::typed::<op::rand_like_out>(wrapper_ADInplaceOrView_rand_like_out).debug("wrapper_ADInplaceOrView_rand_like_out"))?;
-    lib.impl_("rand_like.generator_out", Kernel::typed::<op::rand_like_generator_out>(wrapper_ADInplaceOrView_rand_like_generator_out).debug("wrapper_ADInplaceOrView_rand_like_generator_out"))?;
-    lib.impl_("randn_like.out", Kernel::typed::<op::randn_like_out>(wrapper_ADInplaceOrView_randn_like_out).debug("wrapper_ADInplaceOrView_randn_like_out"))?;
-    lib.impl_("randn_like.generator_out", Kernel::typed::<op::randn_like_generator_out>(wrapper_ADInplaceOrView_randn_like_generator_out).debug("wrapper_ADInplaceOrView_randn_like_generator_out"))?;
-    lib.impl_("normal.out", Kernel::typed::<op::normal_out>(wrapper_ADInplaceOrView_normal_out).debug("wrapper_ADInplaceOrView_normal_out"))?;
-    lib.impl_("index_put.out", Kernel::typed::<op::index_put_out>(wrapper_ADInplaceOrView_index_put_out).debug("wrapper_ADInplaceOrView_index_put_out"))?;
-    lib.impl_("masked_fill.Scalar_out", Kernel::typed::<op::masked_fill_Scalar_out>(wrapper_ADInplaceOrView_masked_fill_Scalar_out).debug("wrapper_ADInplaceOrView_masked_fill_Scalar_out"))?;
-    lib.impl_("masked_fill.Tensor_out", Kernel::typed::<op::masked_fill_Tensor_out>(wrapper_ADInplaceOrView_masked_fill_Tensor_out).debug("wrapper_ADInplaceOrView_masked_fill_Tensor_out"))?;
-    lib.impl_("sum.out", Kernel::typed::<op::sum_out>(wrapper_ADInplaceOrView_sum_out).debug("wrapper_ADInplaceOrView_sum_out"))?;
-    lib.impl_("var_mean.correction_out", Kernel::typed::<op::var_mean_correction_out>(wrapper_ADInplaceOrView_var_mean_correction_out).debug("wrapper_ADInplaceOrView_var_mean_correction_out"))?;
-    lib.impl_("isnan.out", Kernel::typed::<op::isnan_out>(wrapper_ADInplaceOrView_isnan_out).debug("wrapper_ADInplaceOrView_isnan_out"))?;
-    lib.impl_("relu.out", Kernel::typed::<op::relu_out>(wrapper_ADInplaceOrView_relu_out).debug("wrapper_ADInplaceOrView_relu_out"))?;
-    lib.impl_("isinf.out", Kernel::typed::<op::isinf_out>(wrapper_ADInplaceOrView_isinf_out).debug("wrapper_ADInplaceOrView_isinf_out"))?;
-    lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(wrapper_ADInplaceOrView_repeat_out).debug("wrapper_ADInplaceOrView_repeat_out"))?;
-    lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(wrapper_ADInplaceOrView_constant_pad_nd_out).debug("wrapper_ADInplaceOrView_constant_pad_nd_out"))?;
-    lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(wrapper_ADInplaceOrView_embedding_out).debug("wrapper_ADInplaceOrView_embedding_out"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::Meta))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Meta_all_dim).debug("wrapper_Meta_all_dim"))?;
@@ -1623,13 +1296,6 @@ fn wrapper_Meta_all_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
     Ok(out.clone())
 }
 
-/// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_all_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::all_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::all_dims(self_, dim, keepdim, Outs::Out(&[out]));
@@ -1637,13 +1303,6 @@ fn wrapper_Meta_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_all_dims_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::all_dims_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
@@ -1673,13 +1332,6 @@ fn wrapper_Meta_any_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
     Ok(out.clone())
 }
 
-/// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_any_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::any_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::any_dims(self_, dim, keepdim, Outs::Out(&[out]));
@@ -1687,13 +1339,6 @@ fn wrapper_Meta_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_any_dims_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::any_dims_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
@@ -1714,13 +1359,6 @@ fn wrapper_Meta_argmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Te
     Ok(out.clone())
 }
 
-/// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_argmax_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::argmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_argmin(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
     let meta = crate::meta::argmin(self_, dim, keepdim, Outs::Functional);
@@ -1739,13 +1377,6 @@ fn wrapper_Meta_argmin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Te
     Ok(out.clone())
 }
 
-/// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_argmin_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::argmin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
 fn wrapper_Meta_as_strided(_ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     crate::native::as_strided_tensorimpl_meta(self_, size, stride, storage_offset)
@@ -1754,13 +1385,6 @@ fn wrapper_Meta_as_strided(_ks: DispatchKeySet, (self_, size, stride, storage_of
 /// `as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutogradNonFunctional_as_strided_(_ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     crate::native::as_strided_(self_, size, stride, storage_offset)
-}
-
-/// `as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_as_strided_(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
-    let result = crate::op::as_strided_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, stride, storage_offset)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
@@ -1781,13 +1405,6 @@ fn wrapper_Meta_baddbmm_(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alph
     Ok(self_.clone())
 }
 
-/// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = crate::op::baddbmm_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, batch1, batch2, beta, alpha)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::baddbmm(self_, batch1, batch2, beta, alpha, Outs::Out(&[out]));
@@ -1795,13 +1412,6 @@ fn wrapper_Meta_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, batch2, beta, a
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_baddbmm_out(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::baddbmm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, batch1, batch2, beta, alpha, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bmm(Tensor self, Tensor mat2) -> Tensor`
@@ -1822,13 +1432,6 @@ fn wrapper_Meta_bmm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tens
     Ok(out.clone())
 }
 
-/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bmm_out(ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bmm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat2, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `cat(Tensor[] tensors, int dim=0) -> Tensor`
 fn wrapper_Meta_cat(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
     let meta = crate::meta::cat(tensors, dim, Outs::Functional);
@@ -1845,13 +1448,6 @@ fn wrapper_Meta_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i6
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cat_out(ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::cat_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, tensors, dim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
@@ -1877,13 +1473,6 @@ fn wrapper_Meta_copy(_ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, 
 /// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_(_ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
     crate::native::copy_(self_, src, non_blocking)
-}
-
-/// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_copy_(ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
-    let result = crate::op::copy_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, non_blocking)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `_copy_from(Tensor self, Tensor dst, bool non_blocking=False) -> Tensor`
@@ -1914,13 +1503,6 @@ fn wrapper_Meta_cumprod_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64
     Ok(self_.clone())
 }
 
-/// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let result = crate::op::cumprod_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::cumprod(self_, dim, dtype, Outs::Out(&[out]));
@@ -1928,13 +1510,6 @@ fn wrapper_Meta_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Ten
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cumprod_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::cumprod_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
@@ -1955,13 +1530,6 @@ fn wrapper_Meta_cumsum_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64,
     Ok(self_.clone())
 }
 
-/// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
-    let result = crate::op::cumsum_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::cumsum(self_, dim, dtype, Outs::Out(&[out]));
@@ -1969,13 +1537,6 @@ fn wrapper_Meta_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tens
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cumsum_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::cumsum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
@@ -1986,13 +1547,6 @@ fn wrapper_CompositeExplicitAutograd_diagonal(_ks: DispatchKeySet, (self_, offse
 /// `resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)`
 fn wrapper_Meta_resize_(_ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
     crate::native::resize_(self_, size, memory_format)
-}
-
-/// `resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_resize_(ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
-    let result = crate::op::resize_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, memory_format)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
@@ -2036,23 +1590,9 @@ fn wrapper_Meta_fill__Scalar(_ks: DispatchKeySet, (self_, value): (&Tensor, Scal
     crate::native::fill_meta__scalar(self_, value)
 }
 
-/// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::fill__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
 fn wrapper_Meta_fill__Tensor(_ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::fill_meta__tensor(self_, value)
-}
-
-/// `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fill__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
@@ -2073,23 +1613,9 @@ fn wrapper_Meta_index_Tensor_out(_ks: DispatchKeySet, (self_, indices, out): (&T
     Ok(out.clone())
 }
 
-/// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_index_Tensor_out(ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::index_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
 fn wrapper_Meta__index_put_impl_(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
     crate::native::_index_put_impl_meta_(self_, indices, values, accumulate, unsafe_)
-}
-
-/// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView__index_put_impl_(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
-    let result = crate::op::_index_put_impl_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, unsafe_)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -2110,13 +1636,6 @@ fn wrapper_Meta__log_softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float
     Ok(out.clone())
 }
 
-/// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView__log_softmax_out(ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_log_softmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, half_to_float, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 fn wrapper_Meta_amax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let meta = crate::meta::amax(self_, dim, keepdim, Outs::Functional);
@@ -2133,13 +1652,6 @@ fn wrapper_Meta_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tens
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_amax_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::amax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
@@ -2160,13 +1672,6 @@ fn wrapper_Meta_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tens
     Ok(out.clone())
 }
 
-/// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_amin_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::amin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
 fn wrapper_Meta_mm(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::mm(self_, mat2, Outs::Functional);
@@ -2183,13 +1688,6 @@ fn wrapper_Meta_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tenso
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mm_out(ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat2, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
@@ -2237,13 +1735,6 @@ fn wrapper_CompositeExplicitAutograd_detach_(_ks: DispatchKeySet, (self_,): (&Te
     crate::native::detach_(self_)
 }
 
-/// `detach_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_detach_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::detach_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
 fn wrapper_CompositeExplicitAutograd_slice_Tensor(_ks: DispatchKeySet, (self_, dim, start, end, step): (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     crate::native::slice(self_, dim, start, end, step)
@@ -2287,13 +1778,6 @@ fn wrapper_Meta__softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, ou
     Ok(out.clone())
 }
 
-/// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView__softmax_out(ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_softmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, half_to_float, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
 fn wrapper_CompositeExplicitAutograd_split_Tensor(_ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
     crate::native::split_tensor(self_, split_size, dim)
@@ -2329,35 +1813,14 @@ fn wrapper_CompositeExplicitAutograd_squeeze_(_ks: DispatchKeySet, (self_,): (&T
     crate::native::squeeze_(self_)
 }
 
-/// `squeeze_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::squeeze_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze__dim(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     crate::native::squeeze__dim(self_, dim)
 }
 
-/// `squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
-    let result = crate::op::squeeze__dim::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze__dims(_ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
     crate::native::squeeze__dims(self_, dim)
-}
-
-/// `squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
-    let result = crate::op::squeeze__dims::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
@@ -2383,13 +1846,6 @@ fn wrapper_Meta_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, o
     Ok(out.clone())
 }
 
-/// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_prod_int_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::prod_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `t(Tensor(a) self) -> Tensor(a)`
 fn wrapper_CompositeExplicitAutograd_t(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     crate::native::t(self_)
@@ -2400,13 +1856,6 @@ fn wrapper_CompositeExplicitAutograd_t_(_ks: DispatchKeySet, (self_,): (&Tensor,
     crate::native::t_(self_)
 }
 
-/// `t_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::t_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
 fn wrapper_CompositeExplicitAutograd_transpose_int(_ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     crate::native::transpose(self_, dim0, dim1)
@@ -2415,13 +1864,6 @@ fn wrapper_CompositeExplicitAutograd_transpose_int(_ks: DispatchKeySet, (self_, 
 /// `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_transpose_(_ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     crate::native::transpose_(self_, dim0, dim1)
-}
-
-/// `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
-    let result = crate::op::transpose_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim0, dim1)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `flip(Tensor self, int[] dims) -> Tensor`
@@ -2449,13 +1891,6 @@ fn wrapper_CompositeExplicitAutograd_unsqueeze_(_ks: DispatchKeySet, (self_, dim
     crate::native::unsqueeze_(self_, dim)
 }
 
-/// `unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
-    let result = crate::op::unsqueeze_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `view_as(Tensor(a) self, Tensor other) -> Tensor(a)`
 fn wrapper_CompositeImplicitAutograd_view_as(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::view_as(self_, other)
@@ -2471,13 +1906,6 @@ fn wrapper_Meta_zero_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     crate::native::zero_meta_(self_)
 }
 
-/// `zero_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::zero_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::addmm(self_, mat1, mat2, beta, alpha, Outs::Out(&[out]));
@@ -2485,13 +1913,6 @@ fn wrapper_Meta_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_addmm_out(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::addmm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat1, mat2, beta, alpha, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
@@ -2510,13 +1931,6 @@ fn wrapper_Meta_addmm_(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = crate::op::addmm_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat1, mat2, beta, alpha)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `_to_cpu(Tensor[] tensors) -> Tensor[]`
@@ -2588,13 +2002,6 @@ fn wrapper_Meta_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Te
     Ok(self_.clone())
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter__src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter__src::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::scatter_src(self_, dim, index, src, Outs::Out(&[out]));
@@ -2602,13 +2009,6 @@ fn wrapper_Meta_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, ou
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter_src_out(ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter_src_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
@@ -2629,13 +2029,6 @@ fn wrapper_Meta_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): 
     Ok(self_.clone())
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter__value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::scatter__value::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::scatter_value(self_, dim, index, value, Outs::Out(&[out]));
@@ -2643,13 +2036,6 @@ fn wrapper_Meta_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter_value_out(ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter_value_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
@@ -2670,13 +2056,6 @@ fn wrapper_Meta_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, re
     Ok(self_.clone())
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let result = crate::op::scatter__reduce::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, reduce)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Out(&[out]));
@@ -2684,13 +2063,6 @@ fn wrapper_Meta_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src,
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter_reduce_out(ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter_reduce_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, reduce, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
@@ -2711,13 +2083,6 @@ fn wrapper_Meta_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, v
     Ok(self_.clone())
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let result = crate::op::scatter__value_reduce::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value, reduce)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::scatter_value_reduce(self_, dim, index, value, reduce, Outs::Out(&[out]));
@@ -2725,13 +2090,6 @@ fn wrapper_Meta_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter_value_reduce_out(ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter_value_reduce_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value, reduce, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
@@ -2752,13 +2110,6 @@ fn wrapper_Meta_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Te
     Ok(self_.clone())
 }
 
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter_add_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::scatter_add(self_, dim, index, src, Outs::Out(&[out]));
@@ -2766,13 +2117,6 @@ fn wrapper_Meta_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, ou
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_scatter_add_out(ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::scatter_add_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
@@ -2784,13 +2128,6 @@ fn wrapper_Meta_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) ->
     Ok(self_.clone())
 }
 
-/// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let result = crate::op::tril_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_Meta_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let meta = crate::meta::triu(self_, diagonal, Outs::Inplace(self_));
@@ -2800,23 +2137,9 @@ fn wrapper_Meta_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) ->
     Ok(self_.clone())
 }
 
-/// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
-    let result = crate::op::triu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_Meta_uniform_(_ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     crate::native::uniform_meta_(self_, from, to, generator)
-}
-
-/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_uniform_(ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
-    let result = crate::op::uniform_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, from, to, generator)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
@@ -2826,13 +2149,6 @@ fn wrapper_Meta_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_triu_out(ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::triu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
@@ -2853,13 +2169,6 @@ fn wrapper_Meta_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, 
     Ok(out.clone())
 }
 
-/// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_tril_out(ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::tril_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
 fn wrapper_Meta_tril(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let meta = crate::meta::tril(self_, diagonal, Outs::Functional);
@@ -2874,23 +2183,9 @@ fn wrapper_Meta_index_select_out(_ks: DispatchKeySet, (self_, dim, index, out): 
     crate::native::index_select_out_meta(self_, dim, index, out)
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_index_select_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::index_select_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
 fn wrapper_Meta_index_select(_ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     crate::native::index_select_meta(self_, dim, index)
-}
-
-/// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_masked_select_out(ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::masked_select_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
@@ -2900,13 +2195,6 @@ fn wrapper_Meta_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad,
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gather_out(ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::gather_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, sparse_grad, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
@@ -2926,14 +2214,6 @@ fn wrapper_Meta_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted
     crate::structured::resize_out(indices, meta.output(1)?)?;
     let _ = meta;
     Ok((values.clone(), indices.clone()))
-}
-
-/// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-fn wrapper_ADInplaceOrView_topk_values(ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::topk_values::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, k, dim, largest, sorted, values, indices)?;
-    values.bump_version();
-    indices.bump_version();
-    Ok(result)
 }
 
 /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
@@ -2964,13 +2244,6 @@ fn wrapper_Meta_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor
     Ok(out.clone())
 }
 
-/// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_all_all_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::all_all_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `any(Tensor self) -> Tensor`
 fn wrapper_Meta_any(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let meta = crate::meta::any(self_, Outs::Functional);
@@ -2987,13 +2260,6 @@ fn wrapper_Meta_any_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_any_all_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::any_all_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`
@@ -3015,13 +2281,6 @@ fn wrapper_Meta_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out
     Ok(out.clone())
 }
 
-/// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mse_loss_out(ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mse_loss_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, reduction, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 fn wrapper_Meta_mse_loss(_ks: DispatchKeySet, (self_, target, reduction): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
     let meta = crate::meta::mse_loss(self_, target, reduction, Outs::Functional);
@@ -3039,14 +2298,6 @@ fn wrapper_Meta_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, wei
     crate::structured::resize_out(total_weight, meta.output(1)?)?;
     let _ = meta;
     Ok((output.clone(), total_weight.clone()))
-}
-
-/// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
-fn wrapper_ADInplaceOrView_nll_loss_forward_output(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::nll_loss_forward_output::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, weight, reduction, ignore_index, output, total_weight)?;
-    output.bump_version();
-    total_weight.bump_version();
-    Ok(result)
 }
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
@@ -3068,13 +2319,6 @@ fn wrapper_Meta_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride,
     Ok(out.clone())
 }
 
-/// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_avg_pool2d_out(ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::avg_pool2d_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
 fn wrapper_Meta_avg_pool2d(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
     let meta = crate::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
@@ -3092,14 +2336,6 @@ fn wrapper_Meta_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_
     crate::structured::resize_out(indices, meta.output(1)?)?;
     let _ = meta;
     Ok((out.clone(), indices.clone()))
-}
-
-/// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
-fn wrapper_ADInplaceOrView_max_pool2d_with_indices_out(ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::max_pool2d_with_indices_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices)?;
-    out.bump_version();
-    indices.bump_version();
-    Ok(result)
 }
 
 /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
@@ -3128,13 +2364,6 @@ fn wrapper_Meta_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, ke
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_linalg_vector_norm_out(ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::linalg_vector_norm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, ord, dim, keepdim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
@@ -3222,35 +2451,14 @@ fn wrapper_CompositeExplicitAutograd_unbind_copy_int_out(_ks: DispatchKeySet, (s
     crate::native::unbind_copy_int_out(self_, dim, out)
 }
 
-/// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()`
-fn wrapper_ADInplaceOrView_unbind_copy_int_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
-    let result = crate::op::unbind_copy_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
-    out.iter().for_each(Tensor::bump_version);
-    Ok(result)
-}
-
 /// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()`
 fn wrapper_CompositeExplicitAutograd_split_copy_Tensor_out(_ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
     crate::native::split_copy_Tensor_out(self_, split_size, dim, out)
 }
 
-/// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()`
-fn wrapper_ADInplaceOrView_split_copy_Tensor_out(ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
-    let result = crate::op::split_copy_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, split_size, dim, out)?;
-    out.iter().for_each(Tensor::bump_version);
-    Ok(result)
-}
-
 /// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()`
 fn wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out(_ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
     crate::native::split_with_sizes_copy_out(self_, split_sizes, dim, out)
-}
-
-/// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()`
-fn wrapper_ADInplaceOrView_split_with_sizes_copy_out(ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
-    let result = crate::op::split_with_sizes_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, split_sizes, dim, out)?;
-    out.iter().for_each(Tensor::bump_version);
-    Ok(result)
 }
 
 /// `view_copy(Tensor self, SymInt[] size) -> Tensor`
@@ -3287,13 +2495,6 @@ fn wrapper_CompositeExplicitAutograd_dot_out(_ks: DispatchKeySet, (self_, tensor
     crate::native::dot_out(self_, tensor, out)
 }
 
-/// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_dot_out(ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::dot_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, tensor, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_linear(_ks: DispatchKeySet, (input, weight, bias): (&Tensor, &Tensor, Option<&Tensor>)) -> Result<Tensor> {
     crate::native::linear(input, weight, bias)
@@ -3304,13 +2505,6 @@ fn wrapper_CompositeExplicitAutograd_linear_out(_ks: DispatchKeySet, (input, wei
     crate::native::linear_out(input, weight, bias, out)
 }
 
-/// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_linear_out(ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::linear_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `matmul(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_matmul(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::matmul(self_, other)
@@ -3319,13 +2513,6 @@ fn wrapper_CompositeImplicitAutograd_matmul(_ks: DispatchKeySet, (self_, other):
 /// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_matmul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::matmul_out(self_, other, out)
-}
-
-/// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_matmul_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::matmul_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
@@ -3346,13 +2533,6 @@ fn wrapper_CompositeImplicitAutograd_max_pool2d(_ks: DispatchKeySet, (self_, ker
 /// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_nll_loss_out(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
     crate::native::nll_loss_out(self_, target, weight, reduction, ignore_index, out)
-}
-
-/// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_nll_loss_out(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::nll_loss_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, weight, reduction, ignore_index, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor`
@@ -3378,13 +2558,6 @@ fn wrapper_CompositeImplicitAutograd_dropout(_ks: DispatchKeySet, (input, p, tra
 /// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_dropout_(_ks: DispatchKeySet, (self_, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
     crate::native::dropout_(self_, p, train)
-}
-
-/// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_dropout_(ks: DispatchKeySet, (self_, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
-    let result = crate::op::dropout_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, train)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
@@ -3415,13 +2588,6 @@ fn wrapper_Meta_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor
     Ok(self_.clone())
 }
 
-/// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::add__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::add_tensor(self_, other, alpha, Outs::Out(&[out]));
@@ -3429,13 +2595,6 @@ fn wrapper_Meta_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tenso
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_add_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::add_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
@@ -3446,13 +2605,6 @@ fn wrapper_CompositeExplicitAutograd_add_Scalar(_ks: DispatchKeySet, (self_, oth
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_add__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     crate::native::add_(self_, other, alpha)
-}
-
-/// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = crate::op::add__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `div.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3473,13 +2625,6 @@ fn wrapper_Meta_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
     Ok(self_.clone())
 }
 
-/// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::div_tensor(self_, other, Outs::Out(&[out]));
@@ -3487,13 +2632,6 @@ fn wrapper_Meta_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Ten
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
@@ -3514,13 +2652,6 @@ fn wrapper_Meta_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mo
     Ok(self_.clone())
 }
 
-/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div__Tensor_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
-    let result = crate::op::div__Tensor_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Out(&[out]));
@@ -3528,13 +2659,6 @@ fn wrapper_Meta_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div_out_mode(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div_out_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `div.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -3547,13 +2671,6 @@ fn wrapper_CompositeExplicitAutograd_div__Scalar(_ks: DispatchKeySet, (self_, ot
     crate::native::div__scalar(self_, other)
 }
 
-/// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::div__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_div_Scalar_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     crate::native::div_scalar_mode(self_, other, rounding_mode)
@@ -3562,13 +2679,6 @@ fn wrapper_CompositeExplicitAutograd_div_Scalar_mode(_ks: DispatchKeySet, (self_
 /// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_div__Scalar_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     crate::native::div__scalar_mode(self_, other, rounding_mode)
-}
-
-/// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div__Scalar_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
-    let result = crate::op::div__Scalar_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -3589,13 +2699,6 @@ fn wrapper_Meta_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
     Ok(self_.clone())
 }
 
-/// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mul__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::mul_tensor(self_, other, Outs::Out(&[out]));
@@ -3603,13 +2706,6 @@ fn wrapper_Meta_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Ten
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mul_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mul_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `mul.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -3622,13 +2718,6 @@ fn wrapper_CompositeExplicitAutograd_mul__Scalar(_ks: DispatchKeySet, (self_, ot
     crate::native::mul_(self_, other)
 }
 
-/// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::mul__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::sub_tensor(self_, other, alpha, Outs::Out(&[out]));
@@ -3636,13 +2725,6 @@ fn wrapper_Meta_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tenso
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sub_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sub_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -3663,13 +2745,6 @@ fn wrapper_Meta_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor
     Ok(self_.clone())
 }
 
-/// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::sub__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_sub_Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     crate::native::sub(self_, other, alpha)
@@ -3678,13 +2753,6 @@ fn wrapper_CompositeExplicitAutograd_sub_Scalar(_ks: DispatchKeySet, (self_, oth
 /// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_sub__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     crate::native::sub_(self_, other, alpha)
-}
-
-/// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let result = crate::op::sub__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `logical_xor(Tensor self, Tensor other) -> Tensor`
@@ -3697,23 +2765,9 @@ fn wrapper_CompositeExplicitAutograd_logical_xor_(_ks: DispatchKeySet, (self_, o
     crate::native::logical_xor_(self_, other)
 }
 
-/// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_xor_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_xor_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_logical_xor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::logical_xor_out_meta(self_, other, out)
-}
-
-/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_xor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_xor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `logical_and(Tensor self, Tensor other) -> Tensor`
@@ -3726,23 +2780,9 @@ fn wrapper_CompositeExplicitAutograd_logical_and_(_ks: DispatchKeySet, (self_, o
     crate::native::logical_and_(self_, other)
 }
 
-/// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_and_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_and_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_logical_and_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::logical_and_out_meta(self_, other, out)
-}
-
-/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_and_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_and_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `logical_or(Tensor self, Tensor other) -> Tensor`
@@ -3755,23 +2795,9 @@ fn wrapper_CompositeExplicitAutograd_logical_or_(_ks: DispatchKeySet, (self_, ot
     crate::native::logical_or_(self_, other)
 }
 
-/// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_or_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_or_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::logical_or_out_meta(self_, other, out)
-}
-
-/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_or_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_or_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
@@ -3801,13 +2827,6 @@ fn wrapper_Meta_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<
     Ok(self_.clone())
 }
 
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let result = crate::op::clamp_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
 fn wrapper_Meta_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
     let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Inplace(self_));
@@ -3815,13 +2834,6 @@ fn wrapper_Meta_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, 
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let result = crate::op::clamp__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
@@ -3833,13 +2845,6 @@ fn wrapper_Meta_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor,
     Ok(out.clone())
 }
 
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_out(ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::clamp_tensor(self_, min, max, Outs::Out(&[out]));
@@ -3847,13 +2852,6 @@ fn wrapper_Meta_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_Tensor_out(ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `clamp_max(Tensor self, Scalar max) -> Tensor`
@@ -3883,13 +2881,6 @@ fn wrapper_Meta_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar))
     Ok(self_.clone())
 }
 
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::clamp_max_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
 fn wrapper_Meta_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Inplace(self_));
@@ -3897,13 +2888,6 @@ fn wrapper_Meta_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_max__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
@@ -3915,13 +2899,6 @@ fn wrapper_Meta_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, 
     Ok(out.clone())
 }
 
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_max_out(ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_max_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::clamp_max_tensor(self_, max, Outs::Out(&[out]));
@@ -3929,13 +2906,6 @@ fn wrapper_Meta_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&T
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_max_Tensor_out(ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_max_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `clamp_min(Tensor self, Scalar min) -> Tensor`
@@ -3965,13 +2935,6 @@ fn wrapper_Meta_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar))
     Ok(self_.clone())
 }
 
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::clamp_min_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
 fn wrapper_Meta_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Inplace(self_));
@@ -3979,13 +2942,6 @@ fn wrapper_Meta_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_min__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
@@ -3997,13 +2953,6 @@ fn wrapper_Meta_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, 
     Ok(out.clone())
 }
 
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_min_out(ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_min_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::clamp_min_tensor(self_, min, Outs::Out(&[out]));
@@ -4011,13 +2960,6 @@ fn wrapper_Meta_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&T
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clamp_min_Tensor_out(ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clamp_min_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
@@ -4029,13 +2971,6 @@ fn wrapper_Meta_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
     Ok(self_.clone())
 }
 
-/// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::eq__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::eq_tensor(self_, other, Outs::Inplace(self_));
@@ -4043,13 +2978,6 @@ fn wrapper_Meta_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::eq__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -4061,23 +2989,9 @@ fn wrapper_Meta_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out):
     Ok(out.clone())
 }
 
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_and_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_and_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     crate::native::bitwise_and_out(self_, other, out)
-}
-
-/// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_and_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_and_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4104,13 +3018,6 @@ fn wrapper_CompositeExplicitAutograd_bitwise_and__Scalar(_ks: DispatchKeySet, (s
     crate::native::bitwise_and_(self_, other)
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_and__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::bitwise_and__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::bitwise_and_tensor(self_, other, Outs::Inplace(self_));
@@ -4118,13 +3025,6 @@ fn wrapper_Meta_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tenso
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_and__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_and__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -4136,23 +3036,9 @@ fn wrapper_Meta_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): 
     Ok(out.clone())
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_or_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_or_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     crate::native::bitwise_or_out(self_, other, out)
-}
-
-/// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_or_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_or_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4179,13 +3065,6 @@ fn wrapper_CompositeExplicitAutograd_bitwise_or__Scalar(_ks: DispatchKeySet, (se
     crate::native::bitwise_or_(self_, other)
 }
 
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_or__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::bitwise_or__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::bitwise_or_tensor(self_, other, Outs::Inplace(self_));
@@ -4193,13 +3072,6 @@ fn wrapper_Meta_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_or__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_or__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -4211,23 +3083,9 @@ fn wrapper_Meta_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out):
     Ok(out.clone())
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_xor_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_xor_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     crate::native::bitwise_xor_out(self_, other, out)
-}
-
-/// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_xor_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4254,13 +3112,6 @@ fn wrapper_CompositeExplicitAutograd_bitwise_xor__Scalar(_ks: DispatchKeySet, (s
     crate::native::bitwise_xor_(self_, other)
 }
 
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::bitwise_xor__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::bitwise_xor_tensor(self_, other, Outs::Inplace(self_));
@@ -4270,13 +3121,6 @@ fn wrapper_Meta_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tenso
     Ok(self_.clone())
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_xor__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::ne_scalar(self_, other, Outs::Out(&[out]));
@@ -4284,13 +3128,6 @@ fn wrapper_Meta_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ne_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ne_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4311,13 +3148,6 @@ fn wrapper_Meta_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     Ok(out.clone())
 }
 
-/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ne_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ne_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_ne_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::ne_tensor(self_, other, Outs::Functional);
@@ -4336,13 +3166,6 @@ fn wrapper_Meta_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
     Ok(self_.clone())
 }
 
-/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::ne__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::ne_tensor(self_, other, Outs::Inplace(self_));
@@ -4352,13 +3175,6 @@ fn wrapper_Meta_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
     Ok(self_.clone())
 }
 
-/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ne__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::eq_scalar(self_, other, Outs::Out(&[out]));
@@ -4366,13 +3182,6 @@ fn wrapper_Meta_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_eq_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::eq_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4393,13 +3202,6 @@ fn wrapper_Meta_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     Ok(out.clone())
 }
 
-/// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_eq_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::eq_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_eq_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::eq_tensor(self_, other, Outs::Functional);
@@ -4416,13 +3218,6 @@ fn wrapper_Meta_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ge_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ge_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4443,13 +3238,6 @@ fn wrapper_Meta_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     Ok(out.clone())
 }
 
-/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ge_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ge_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_ge_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::ge_tensor(self_, other, Outs::Functional);
@@ -4468,13 +3256,6 @@ fn wrapper_Meta_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
     Ok(self_.clone())
 }
 
-/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::ge__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::ge_tensor(self_, other, Outs::Inplace(self_));
@@ -4484,13 +3265,6 @@ fn wrapper_Meta_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
     Ok(self_.clone())
 }
 
-/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ge__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::le_scalar(self_, other, Outs::Out(&[out]));
@@ -4498,13 +3272,6 @@ fn wrapper_Meta_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_le_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::le_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `le.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4525,13 +3292,6 @@ fn wrapper_Meta_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     Ok(out.clone())
 }
 
-/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_le_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::le_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `le.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_le_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::le_tensor(self_, other, Outs::Functional);
@@ -4550,13 +3310,6 @@ fn wrapper_Meta_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
     Ok(self_.clone())
 }
 
-/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::le__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::le_tensor(self_, other, Outs::Inplace(self_));
@@ -4566,13 +3319,6 @@ fn wrapper_Meta_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
     Ok(self_.clone())
 }
 
-/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::le__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::gt_scalar(self_, other, Outs::Out(&[out]));
@@ -4580,13 +3326,6 @@ fn wrapper_Meta_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::gt_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4607,13 +3346,6 @@ fn wrapper_Meta_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     Ok(out.clone())
 }
 
-/// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::gt_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_gt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::gt_tensor(self_, other, Outs::Functional);
@@ -4632,13 +3364,6 @@ fn wrapper_Meta_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
     Ok(self_.clone())
 }
 
-/// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::gt__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::gt_tensor(self_, other, Outs::Inplace(self_));
@@ -4648,13 +3373,6 @@ fn wrapper_Meta_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
     Ok(self_.clone())
 }
 
-/// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::gt__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::lt_scalar(self_, other, Outs::Out(&[out]));
@@ -4662,13 +3380,6 @@ fn wrapper_Meta_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_lt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::lt_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4689,13 +3400,6 @@ fn wrapper_Meta_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
     Ok(out.clone())
 }
 
-/// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_lt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::lt_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_lt_Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::lt_tensor(self_, other, Outs::Functional);
@@ -4714,13 +3418,6 @@ fn wrapper_Meta_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
     Ok(self_.clone())
 }
 
-/// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::lt__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::lt_tensor(self_, other, Outs::Inplace(self_));
@@ -4728,13 +3425,6 @@ fn wrapper_Meta_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::lt__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -4746,13 +3436,6 @@ fn wrapper_Meta_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &T
     Ok(out.clone())
 }
 
-/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_atan2_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::atan2_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_Meta_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::atan2(self_, other, Outs::Inplace(self_));
@@ -4760,13 +3443,6 @@ fn wrapper_Meta_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) 
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::atan2_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `atan2(Tensor self, Tensor other) -> Tensor`
@@ -4783,13 +3459,6 @@ fn wrapper_CompositeExplicitAutograd_fmod_Scalar_out(_ks: DispatchKeySet, (self_
     crate::native::fmod_out(self_, other, out)
 }
 
-/// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fmod_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fmod_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `fmod.Scalar(Tensor self, Scalar other) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_fmod_Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     crate::native::fmod(self_, other)
@@ -4800,13 +3469,6 @@ fn wrapper_CompositeExplicitAutograd_fmod__Scalar(_ks: DispatchKeySet, (self_, o
     crate::native::fmod_(self_, other)
 }
 
-/// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::fmod__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::fmod_tensor(self_, other, Outs::Out(&[out]));
@@ -4814,13 +3476,6 @@ fn wrapper_Meta_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tens
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fmod_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fmod_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -4841,23 +3496,9 @@ fn wrapper_Meta_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
     Ok(self_.clone())
 }
 
-/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fmod__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_remainder_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     crate::native::remainder_out(self_, other, out)
-}
-
-/// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_remainder_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::remainder_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `remainder.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -4870,13 +3511,6 @@ fn wrapper_CompositeExplicitAutograd_remainder__Scalar(_ks: DispatchKeySet, (sel
     crate::native::remainder_(self_, other)
 }
 
-/// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::remainder__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::remainder_tensor(self_, other, Outs::Out(&[out]));
@@ -4884,13 +3518,6 @@ fn wrapper_Meta_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_remainder_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::remainder_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -4909,13 +3536,6 @@ fn wrapper_Meta_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor,
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::remainder__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
@@ -4941,13 +3561,6 @@ fn wrapper_Meta_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, 
     Ok(out.clone())
 }
 
-/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_maximum_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::maximum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `minimum(Tensor self, Tensor other) -> Tensor`
 fn wrapper_Meta_minimum(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::minimum(self_, other, Outs::Functional);
@@ -4966,13 +3579,6 @@ fn wrapper_Meta_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, 
     Ok(out.clone())
 }
 
-/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_minimum_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::minimum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Out(&[out]));
@@ -4980,13 +3586,6 @@ fn wrapper_Meta_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_pow_Tensor_Tensor_out(ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::pow_Tensor_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
@@ -5007,13 +3606,6 @@ fn wrapper_Meta_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Sca
     Ok(out.clone())
 }
 
-/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_pow_Scalar_out(ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::pow_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
 fn wrapper_Meta_pow_Scalar(_ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::pow_scalar(self_, exponent, Outs::Functional);
@@ -5030,13 +3622,6 @@ fn wrapper_Meta_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_pow_Tensor_Scalar_out(ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::pow_Tensor_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
@@ -5057,13 +3642,6 @@ fn wrapper_Meta_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Sc
     Ok(self_.clone())
 }
 
-/// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::pow__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
 fn wrapper_Meta_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::pow_tensor_tensor(self_, exponent, Outs::Inplace(self_));
@@ -5071,13 +3649,6 @@ fn wrapper_Meta_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &T
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::pow__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
@@ -5088,13 +3659,6 @@ fn wrapper_Meta_where_self(_ks: DispatchKeySet, (condition, self_, other): (&Ten
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::where_self_out_meta(condition, self_, other, out)
-}
-
-/// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_where_self_out(ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::where_self_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, condition, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
@@ -5165,23 +3729,9 @@ fn wrapper_CompositeExplicitAutograd_arange_out(_ks: DispatchKeySet, (end, out):
     crate::native::arange_out_out(end, out)
 }
 
-/// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_arange_out(ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::arange_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, end, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_arange_start_out(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     crate::native::arange_out_start_out(start, end, step, out)
-}
-
-/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_arange_start_out(ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::arange_start_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, start, end, step, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -5198,13 +3748,6 @@ fn wrapper_BackendSelect_empty_memory_format(_ks: DispatchKeySet, (size, dtype, 
 /// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_empty_out(_ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     crate::native::empty_out(size, memory_format, out)
-}
-
-/// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_empty_out(ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::empty_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -5245,23 +3788,9 @@ fn wrapper_Meta_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result
     crate::native::eye_out_cpu_out(n, out)
 }
 
-/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_eye_out(ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::eye_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, n, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
     crate::native::eye_out_cpu_m_out(n, m, out)
-}
-
-/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_eye_m_out(ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::eye_m_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, n, m, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
@@ -5278,13 +3807,6 @@ fn wrapper_BackendSelect_full(_ks: DispatchKeySet, (size, fill_value, dtype, lay
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_full_out(_ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
     crate::native::full_out(size, fill_value, out)
-}
-
-/// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_full_out(ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::full_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, fill_value, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -5314,13 +3836,6 @@ fn wrapper_Meta_linspace_out(_ks: DispatchKeySet, (start, end, steps, out): (Sca
     crate::native::linspace_out(start, end, steps, out)
 }
 
-/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_linspace_out(ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::linspace_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, start, end, steps, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_ones(_ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     crate::native::ones(size, dtype, layout, device, pin_memory)
@@ -5340,13 +3855,6 @@ fn wrapper_BackendSelect_ones(_ks: DispatchKeySet, (size, dtype, layout, device,
 /// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_ones_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
     crate::native::ones_out(size, out)
-}
-
-/// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ones_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ones_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -5376,13 +3884,6 @@ fn wrapper_CompositeExplicitAutograd_zeros_out(_ks: DispatchKeySet, (size, out):
     crate::native::zeros_out(size, out)
 }
 
-/// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_zeros_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::zeros_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_zeros_like(_ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
     crate::native::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)
@@ -5404,35 +3905,14 @@ fn wrapper_Meta_bernoulli_out(_ks: DispatchKeySet, (self_, generator, out): (&Te
     crate::native::bernoulli_out_meta(self_, generator, out)
 }
 
-/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bernoulli_out(ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bernoulli_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_Meta_bernoulli__Tensor(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
     crate::native::bernoulli_tensor_meta_(self_, p, generator)
 }
 
-/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
-    let result = crate::op::bernoulli__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_Meta_bernoulli__float(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
     crate::native::bernoulli_float_meta_(self_, p, generator)
-}
-
-/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bernoulli__float(ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
-    let result = crate::op::bernoulli__float::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
@@ -5467,23 +3947,9 @@ fn wrapper_CompositeExplicitAutograd_rand_out(_ks: DispatchKeySet, (size, out): 
     crate::native::rand_out_out(size, out)
 }
 
-/// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_rand_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rand_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_rand_generator_out(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     crate::native::rand_out_generator_out(size, generator, out)
-}
-
-/// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_rand_generator_out(ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rand_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -5557,23 +4023,9 @@ fn wrapper_CompositeExplicitAutograd_randint_out(_ks: DispatchKeySet, (high, siz
     crate::native::randint_out_out(high, size, out)
 }
 
-/// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randint_out(ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randint_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, high, size, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_randint_generator_out(_ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     crate::native::randint_out_generator_out(high, size, generator, out)
-}
-
-/// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randint_generator_out(ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randint_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, high, size, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
@@ -5581,23 +4033,9 @@ fn wrapper_CompositeExplicitAutograd_randint_low_out(_ks: DispatchKeySet, (low, 
     crate::native::randint_out_low_out(low, high, size, out)
 }
 
-/// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randint_low_out(ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randint_low_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, low, high, size, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_randint_low_generator_out(_ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     crate::native::randint_out_low_generator_out(low, high, size, generator, out)
-}
-
-/// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randint_low_generator_out(ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randint_low_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, low, high, size, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
@@ -5627,23 +4065,9 @@ fn wrapper_CompositeImplicitAutograd_randn_out(_ks: DispatchKeySet, (size, out):
     crate::native::randn_out_out(size, out)
 }
 
-/// `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randn_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randn_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeImplicitAutograd_randn_generator_out(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     crate::native::randn_out_generator_out(size, generator, out)
-}
-
-/// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randn_generator_out(ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randn_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -5673,13 +4097,6 @@ fn wrapper_Meta_normal_(_ks: DispatchKeySet, (self_, mean, std, generator): (&Te
     crate::native::normal_meta_(self_, mean, std, generator)
 }
 
-/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_normal_(ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
-    let result = crate::op::normal_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mean, std, generator)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_normal_functional(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     crate::native::normal_functional(self_, mean, std, generator)
@@ -5688,13 +4105,6 @@ fn wrapper_CompositeExplicitAutograd_normal_functional(_ks: DispatchKeySet, (sel
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_index_put_(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
     crate::native::index_put_(self_, indices, values, accumulate)
-}
-
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_index_put_(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
-    let result = crate::op::index_put_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
@@ -5707,13 +4117,6 @@ fn wrapper_Meta_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (
     crate::native::masked_fill_scalar_meta_(self_, mask, value)
 }
 
-/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let result = crate::op::masked_fill__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     crate::native::masked_fill_scalar(self_, mask, value)
@@ -5722,13 +4125,6 @@ fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar(_ks: DispatchKeySet, (se
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
 fn wrapper_Meta_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::masked_fill_tensor_meta_(self_, mask, value)
-}
-
-/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::masked_fill__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
@@ -5744,13 +4140,6 @@ fn wrapper_CompositeImplicitAutograd_log_softmax_int(_ks: DispatchKeySet, (self_
 /// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     crate::native::log_softmax_out(self_, dim, dtype, out)
-}
-
-/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::log_softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
@@ -5773,14 +4162,6 @@ fn wrapper_Meta_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_
     Ok((max.clone(), max_values.clone()))
 }
 
-/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
-fn wrapper_ADInplaceOrView_max_dim_max(ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::max_dim_max::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, max, max_values)?;
-    max.bump_version();
-    max_values.bump_version();
-    Ok(result)
-}
-
 /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_mean(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     crate::native::mean(self_, dtype)
@@ -5789,13 +4170,6 @@ fn wrapper_CompositeExplicitAutograd_mean(_ks: DispatchKeySet, (self_, dtype): (
 /// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     crate::native::mean_dtype_out(self_, dtype, out)
-}
-
-/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mean_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
@@ -5814,13 +4188,6 @@ fn wrapper_Meta_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out):
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mean_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mean_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
@@ -5843,14 +4210,6 @@ fn wrapper_Meta_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_
     Ok((min.clone(), min_indices.clone()))
 }
 
-/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-fn wrapper_ADInplaceOrView_min_dim_min(ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::min_dim_min::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, min, min_indices)?;
-    min.bump_version();
-    min_indices.bump_version();
-    Ok(result)
-}
-
 /// `softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_softmax_int(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     crate::native::softmax(self_, dim, dtype)
@@ -5859,13 +4218,6 @@ fn wrapper_CompositeImplicitAutograd_softmax_int(_ks: DispatchKeySet, (self_, di
 /// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     crate::native::softmax_out(self_, dim, dtype, out)
-}
-
-/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
@@ -5891,13 +4243,6 @@ fn wrapper_Meta_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype
     Ok(out.clone())
 }
 
-/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sum_IntList_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sum_IntList_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `std(Tensor self, bool unbiased=True) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_std(_ks: DispatchKeySet, (self_, unbiased): (&Tensor, bool)) -> Result<Tensor> {
     crate::native::std(self_, unbiased)
@@ -5918,23 +4263,9 @@ fn wrapper_CompositeImplicitAutograd_std_out(_ks: DispatchKeySet, (self_, dim, u
     crate::native::std_out(self_, dim, unbiased, keepdim, out)
 }
 
-/// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_std_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::std_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_std_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
     crate::native::std_out_meta(self_, dim, correction, keepdim, out)
-}
-
-/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_std_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::std_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `var(Tensor self, bool unbiased=True) -> Tensor`
@@ -5957,23 +4288,9 @@ fn wrapper_CompositeImplicitAutograd_var_out(_ks: DispatchKeySet, (self_, dim, u
     crate::native::var_out(self_, dim, unbiased, keepdim, out)
 }
 
-/// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_var_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::var_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_var_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
     crate::native::var_out_meta(self_, dim, correction, keepdim, out)
-}
-
-/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_var_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::var_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)`
@@ -6001,13 +4318,6 @@ fn wrapper_Meta_min_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tens
     crate::native::min_unary_out_meta(self_, out)
 }
 
-/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_min_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::min_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `max(Tensor self) -> Tensor`
 fn wrapper_Meta_max(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     crate::native::max_meta(self_)
@@ -6016,13 +4326,6 @@ fn wrapper_Meta_max(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor>
 /// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::max_unary_out_meta(self_, out)
-}
-
-/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_max_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::max_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `abs(Tensor self) -> Tensor`
@@ -6035,23 +4338,9 @@ fn wrapper_CompositeExplicitAutograd_abs_(_ks: DispatchKeySet, (self_,): (&Tenso
     crate::native::abs_(self_)
 }
 
-/// `abs_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::abs_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::abs_out_meta(self_, out)
-}
-
-/// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_abs_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::abs_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_not(Tensor self) -> Tensor`
@@ -6072,13 +4361,6 @@ fn wrapper_Meta_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     Ok(self_.clone())
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::bitwise_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::bitwise_not(self_, Outs::Out(&[out]));
@@ -6086,13 +4368,6 @@ fn wrapper_Meta_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Te
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_not_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `logical_not(Tensor self) -> Tensor`
@@ -6105,23 +4380,9 @@ fn wrapper_CompositeExplicitAutograd_logical_not_(_ks: DispatchKeySet, (self_,):
     crate::native::logical_not_(self_)
 }
 
-/// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::logical_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::logical_not_out_meta(self_, out)
-}
-
-/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logical_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logical_not_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `ceil(Tensor self) -> Tensor`
@@ -6142,13 +4403,6 @@ fn wrapper_Meta_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     Ok(self_.clone())
 }
 
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::ceil_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::ceil(self_, Outs::Out(&[out]));
@@ -6156,13 +4410,6 @@ fn wrapper_Meta_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ceil_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ceil_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `cos(Tensor self) -> Tensor`
@@ -6183,13 +4430,6 @@ fn wrapper_Meta_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::cos_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::cos(self_, Outs::Out(&[out]));
@@ -6197,13 +4437,6 @@ fn wrapper_Meta_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_cos_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::cos_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `erf(Tensor self) -> Tensor`
@@ -6224,13 +4457,6 @@ fn wrapper_Meta_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `erf_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::erf_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::erf(self_, Outs::Out(&[out]));
@@ -6238,13 +4464,6 @@ fn wrapper_Meta_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_erf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::erf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `exp(Tensor self) -> Tensor`
@@ -6265,13 +4484,6 @@ fn wrapper_Meta_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::exp_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::exp(self_, Outs::Out(&[out]));
@@ -6279,13 +4491,6 @@ fn wrapper_Meta_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_exp_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::exp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `expm1(Tensor self) -> Tensor`
@@ -6306,13 +4511,6 @@ fn wrapper_Meta_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
     Ok(self_.clone())
 }
 
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::expm1_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::expm1(self_, Outs::Out(&[out]));
@@ -6320,13 +4518,6 @@ fn wrapper_Meta_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_expm1_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::expm1_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `floor(Tensor self) -> Tensor`
@@ -6347,13 +4538,6 @@ fn wrapper_Meta_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
     Ok(self_.clone())
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::floor_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::floor(self_, Outs::Out(&[out]));
@@ -6361,13 +4545,6 @@ fn wrapper_Meta_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_floor_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::floor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `isnan(Tensor self) -> Tensor`
@@ -6385,23 +4562,9 @@ fn wrapper_CompositeExplicitAutograd_nan_to_num_(_ks: DispatchKeySet, (self_, na
     crate::native::nan_to_num_(self_, nan, posinf, neginf)
 }
 
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
-    let result = crate::op::nan_to_num_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
     crate::native::nan_to_num_out_meta(self_, nan, posinf, neginf, out)
-}
-
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_nan_to_num_out(ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::nan_to_num_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `log(Tensor self) -> Tensor`
@@ -6422,13 +4585,6 @@ fn wrapper_Meta_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::log_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::log(self_, Outs::Out(&[out]));
@@ -6436,13 +4592,6 @@ fn wrapper_Meta_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::log_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `log1p(Tensor self) -> Tensor`
@@ -6463,13 +4612,6 @@ fn wrapper_Meta_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
     Ok(self_.clone())
 }
 
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::log1p_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::log1p(self_, Outs::Out(&[out]));
@@ -6477,13 +4619,6 @@ fn wrapper_Meta_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log1p_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::log1p_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `log2(Tensor self) -> Tensor`
@@ -6504,13 +4639,6 @@ fn wrapper_Meta_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     Ok(self_.clone())
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::log2_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::log2(self_, Outs::Out(&[out]));
@@ -6518,13 +4646,6 @@ fn wrapper_Meta_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_log2_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::log2_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `reciprocal(Tensor self) -> Tensor`
@@ -6545,13 +4666,6 @@ fn wrapper_Meta_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     Ok(self_.clone())
 }
 
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::reciprocal_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::reciprocal(self_, Outs::Out(&[out]));
@@ -6559,13 +4673,6 @@ fn wrapper_Meta_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Ten
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_reciprocal_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::reciprocal_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `neg(Tensor self) -> Tensor`
@@ -6586,13 +4693,6 @@ fn wrapper_Meta_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `neg_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::neg_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::neg(self_, Outs::Out(&[out]));
@@ -6600,13 +4700,6 @@ fn wrapper_Meta_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_neg_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::neg_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `round(Tensor self) -> Tensor`
@@ -6627,13 +4720,6 @@ fn wrapper_Meta_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
     Ok(self_.clone())
 }
 
-/// `round_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::round_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::round(self_, Outs::Out(&[out]));
@@ -6641,13 +4727,6 @@ fn wrapper_Meta_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_round_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::round_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `round.decimals(Tensor self, *, int decimals) -> Tensor`
@@ -6668,13 +4747,6 @@ fn wrapper_Meta_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor
     Ok(self_.clone())
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_round__decimals(ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
-    let result = crate::op::round__decimals::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::round_decimals(self_, decimals, Outs::Out(&[out]));
@@ -6682,13 +4754,6 @@ fn wrapper_Meta_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_round_decimals_out(ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::round_decimals_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `relu(Tensor self) -> Tensor`
@@ -6701,13 +4766,6 @@ fn wrapper_Meta_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     crate::native::relu_meta_(self_)
 }
 
-/// `relu_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::relu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::gelu(self_, approximate, Outs::Out(&[out]));
@@ -6717,13 +4775,6 @@ fn wrapper_Meta_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tenso
     Ok(out.clone())
 }
 
-/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gelu_out(ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::gelu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, approximate, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
 fn wrapper_Meta_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
     let meta = crate::meta::gelu(self_, approximate, Outs::Inplace(self_));
@@ -6731,13 +4782,6 @@ fn wrapper_Meta_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)
     crate::structured::check_inplace(self_, meta.output(0)?)?;
     let _ = meta;
     Ok(self_.clone())
-}
-
-/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
-    let result = crate::op::gelu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, approximate)?;
-    self_.bump_version();
-    Ok(result)
 }
 
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
@@ -6767,13 +4811,6 @@ fn wrapper_Meta_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
     Ok(self_.clone())
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::rsqrt_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::rsqrt(self_, Outs::Out(&[out]));
@@ -6781,13 +4818,6 @@ fn wrapper_Meta_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_rsqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rsqrt_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `silu(Tensor self) -> Tensor`
@@ -6808,13 +4838,6 @@ fn wrapper_Meta_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     Ok(self_.clone())
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::silu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::silu(self_, Outs::Out(&[out]));
@@ -6822,13 +4845,6 @@ fn wrapper_Meta_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_silu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::silu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `sigmoid(Tensor self) -> Tensor`
@@ -6849,13 +4865,6 @@ fn wrapper_Meta_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
     Ok(self_.clone())
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::sigmoid_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::sigmoid(self_, Outs::Out(&[out]));
@@ -6863,13 +4872,6 @@ fn wrapper_Meta_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sigmoid_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sigmoid_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `sin(Tensor self) -> Tensor`
@@ -6890,13 +4892,6 @@ fn wrapper_Meta_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `sin_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::sin_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::sin(self_, Outs::Out(&[out]));
@@ -6904,13 +4899,6 @@ fn wrapper_Meta_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sin_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `sqrt(Tensor self) -> Tensor`
@@ -6931,13 +4919,6 @@ fn wrapper_Meta_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     Ok(self_.clone())
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::sqrt_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::sqrt(self_, Outs::Out(&[out]));
@@ -6945,13 +4926,6 @@ fn wrapper_Meta_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sqrt_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `tan(Tensor self) -> Tensor`
@@ -6972,13 +4946,6 @@ fn wrapper_Meta_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
     Ok(self_.clone())
 }
 
-/// `tan_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::tan_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::tan(self_, Outs::Out(&[out]));
@@ -6986,13 +4953,6 @@ fn wrapper_Meta_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_tan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::tan_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `tanh(Tensor self) -> Tensor`
@@ -7013,13 +4973,6 @@ fn wrapper_Meta_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     Ok(self_.clone())
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::tanh_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::tanh(self_, Outs::Out(&[out]));
@@ -7027,13 +4980,6 @@ fn wrapper_Meta_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_tanh_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::tanh_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `trunc(Tensor self) -> Tensor`
@@ -7054,13 +5000,6 @@ fn wrapper_Meta_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
     Ok(self_.clone())
 }
 
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::trunc_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::trunc(self_, Outs::Out(&[out]));
@@ -7068,13 +5007,6 @@ fn wrapper_Meta_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_trunc_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::trunc_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `sign(Tensor self) -> Tensor`
@@ -7095,13 +5027,6 @@ fn wrapper_Meta_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
     Ok(self_.clone())
 }
 
-/// `sign_(Tensor(a!) self) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let result = crate::op::sign_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
-    self_.bump_version();
-    Ok(result)
-}
-
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let meta = crate::meta::sign(self_, Outs::Out(&[out]));
@@ -7109,13 +5034,6 @@ fn wrapper_Meta_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
-}
-
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sign_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sign_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `isfinite(Tensor self) -> Tensor`
@@ -7143,13 +5061,6 @@ fn wrapper_CompositeExplicitAutograd_stack_out(_ks: DispatchKeySet, (tensors, di
     crate::native::stack_out(tensors, dim, out)
 }
 
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_stack_out(ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::stack_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, tensors, dim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_repeat(_ks: DispatchKeySet, (self_, repeats): (&Tensor, &[i64])) -> Result<Tensor> {
     crate::native::repeat(self_, repeats)
@@ -7175,14 +5086,6 @@ fn wrapper_CompositeExplicitAutograd_sort_values(_ks: DispatchKeySet, (self_, di
     crate::native::sort_out(self_, dim, descending, values, indices)
 }
 
-/// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-fn wrapper_ADInplaceOrView_sort_values(ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::sort_values::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, descending, values, indices)?;
-    values.bump_version();
-    indices.bump_version();
-    Ok(result)
-}
-
 /// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_Meta_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let meta = crate::meta::sort_stable(self_, stable, dim, descending, Outs::Out(&[values, indices]));
@@ -7191,14 +5094,6 @@ fn wrapper_Meta_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, des
     crate::structured::resize_out(indices, meta.output(1)?)?;
     let _ = meta;
     Ok((values.clone(), indices.clone()))
-}
-
-/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-fn wrapper_ADInplaceOrView_sort_values_stable(ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::sort_values_stable::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, stable, dim, descending, values, indices)?;
-    values.bump_version();
-    indices.bump_version();
-    Ok(result)
 }
 
 /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
@@ -7226,13 +5121,6 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out(_ks: DispatchKey
     crate::native::logsumexp_out(self_, dim, keepdim, out)
 }
 
-/// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_logsumexp_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::logsumexp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_cross_entropy_loss(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, label_smoothing): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, f64)) -> Result<Tensor> {
     crate::native::cross_entropy_loss(self_, target, weight, reduction, ignore_index, label_smoothing)
@@ -7248,13 +5136,6 @@ fn wrapper_CompositeImplicitAutograd_max_out(_ks: DispatchKeySet, (self_, other,
     crate::native::max_out(self_, other, out)
 }
 
-/// `max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_max_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::max_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `min.other(Tensor self, Tensor other) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_min_other(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::min(self_, other)
@@ -7265,13 +5146,6 @@ fn wrapper_CompositeImplicitAutograd_min_out(_ks: DispatchKeySet, (self_, other,
     crate::native::min_out(self_, other, out)
 }
 
-/// `min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_min_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::min_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -7279,25 +5153,11 @@ fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, 
     Ok(out.clone())
 }
 
-/// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_copy_out(ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, non_blocking, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_resize_out(_ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::resize::call(self_, size, memory_format)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_resize_out(ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::resize_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`
@@ -7314,25 +5174,11 @@ fn wrapper_CompositeExplicitAutograd_empty_strided_out(_ks: DispatchKeySet, (siz
     Ok(out.clone())
 }
 
-/// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_empty_strided_out(ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::empty_strided_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, stride, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::fill_Scalar::call(self_, value)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fill_Scalar_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fill_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7342,25 +5188,11 @@ fn wrapper_CompositeExplicitAutograd_fill_Tensor_out(_ks: DispatchKeySet, (self_
     Ok(out.clone())
 }
 
-/// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_fill_Tensor_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::fill_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd__index_put_impl_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::_index_put_impl::call(self_, indices, values, accumulate, unsafe_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView__index_put_impl_out(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_index_put_impl_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, unsafe_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
@@ -7377,25 +5209,11 @@ fn wrapper_CompositeExplicitAutograd_slice_scatter_out(_ks: DispatchKeySet, (sel
     Ok(out.clone())
 }
 
-/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_slice_scatter_out(ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::slice_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, dim, start, end, step, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_select_scatter_out(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::select_scatter::call(self_, src, dim, index)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_select_scatter_out(ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::select_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, dim, index, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7405,25 +5223,11 @@ fn wrapper_CompositeExplicitAutograd_diagonal_scatter_out(_ks: DispatchKeySet, (
     Ok(out.clone())
 }
 
-/// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_diagonal_scatter_out(ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::diagonal_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, offset, dim1, dim2, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_as_strided_scatter_out(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::as_strided_scatter::call(self_, src, size, stride, storage_offset)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_as_strided_scatter_out(ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::as_strided_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, size, stride, storage_offset, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
@@ -7433,25 +5237,11 @@ fn wrapper_CompositeExplicitAutograd_prod_out(_ks: DispatchKeySet, (self_, dtype
     Ok(out.clone())
 }
 
-/// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_prod_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::prod_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::flip::call(self_, dims)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_flip_out(ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::flip_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dims, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
@@ -7461,25 +5251,11 @@ fn wrapper_CompositeExplicitAutograd_roll_out(_ks: DispatchKeySet, (self_, shift
     Ok(out.clone())
 }
 
-/// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_roll_out(ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::roll_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, shifts, dims, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd__unsafe_view_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::_unsafe_view::call(self_, size)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView__unsafe_view_out(ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_unsafe_view_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
@@ -7489,25 +5265,11 @@ fn wrapper_CompositeExplicitAutograd_clone_out(_ks: DispatchKeySet, (self_, memo
     Ok(out.clone())
 }
 
-/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_clone_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::clone_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::zero::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_zero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::zero_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `zero(Tensor self) -> Tensor`
@@ -7524,25 +5286,11 @@ fn wrapper_CompositeExplicitAutograd__to_copy_out(_ks: DispatchKeySet, (self_, n
     Ok(out.clone())
 }
 
-/// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView__to_copy_out(ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::_to_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, non_blocking, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::uniform::call(self_, from, to, generator)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_uniform_out(ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::uniform_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, from, to, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
@@ -7559,25 +5307,11 @@ fn wrapper_CompositeExplicitAutograd_as_strided_copy_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
-/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_as_strided_copy_out(ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::as_strided_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, stride, storage_offset, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::diagonal_copy::call(self_, offset, dim1, dim2)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_diagonal_copy_out(ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::diagonal_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, offset, dim1, dim2, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
@@ -7587,25 +5321,11 @@ fn wrapper_CompositeExplicitAutograd_expand_copy_out(_ks: DispatchKeySet, (self_
     Ok(out.clone())
 }
 
-/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_expand_copy_out(ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::expand_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, implicit, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::permute_copy::call(self_, dims)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_permute_copy_out(ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::permute_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dims, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7615,25 +5335,11 @@ fn wrapper_CompositeExplicitAutograd_select_copy_int_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
-/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_select_copy_int_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::select_copy_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::detach_copy::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_detach_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::detach_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7643,25 +5349,11 @@ fn wrapper_CompositeExplicitAutograd_slice_copy_Tensor_out(_ks: DispatchKeySet, 
     Ok(out.clone())
 }
 
-/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_slice_copy_Tensor_out(ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::slice_copy_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, start, end, step, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::squeeze_copy::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_squeeze_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::squeeze_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7671,25 +5363,11 @@ fn wrapper_CompositeExplicitAutograd_squeeze_copy_dim_out(_ks: DispatchKeySet, (
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_squeeze_copy_dim_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::squeeze_copy_dim_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::squeeze_copy_dims::call(self_, dim)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_squeeze_copy_dims_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::squeeze_copy_dims_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7699,25 +5377,11 @@ fn wrapper_CompositeExplicitAutograd_t_copy_out(_ks: DispatchKeySet, (self_, out
     Ok(out.clone())
 }
 
-/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_t_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::t_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::transpose_copy_int::call(self_, dim0, dim1)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_transpose_copy_int_out(ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::transpose_copy_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim0, dim1, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7727,25 +5391,11 @@ fn wrapper_CompositeExplicitAutograd_unsqueeze_copy_out(_ks: DispatchKeySet, (se
     Ok(out.clone())
 }
 
-/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_unsqueeze_copy_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::unsqueeze_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::view_copy::call(self_, size)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_view_copy_out(ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::view_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7755,13 +5405,6 @@ fn wrapper_CompositeExplicitAutograd_view_copy_dtype_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
-/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_view_copy_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::view_copy_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::unfold_copy::call(self_, dimension, size, step)?;
@@ -7769,25 +5412,11 @@ fn wrapper_CompositeExplicitAutograd_unfold_copy_out(_ks: DispatchKeySet, (self_
     Ok(out.clone())
 }
 
-/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_unfold_copy_out(ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::unfold_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dimension, size, step, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::alias_copy::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_alias_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::alias_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
@@ -7799,29 +5428,12 @@ fn wrapper_CompositeExplicitAutograd_native_layer_norm_out(_ks: DispatchKeySet, 
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
-/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
-fn wrapper_ADInplaceOrView_native_layer_norm_out(ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    let result = crate::op::native_layer_norm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, normalized_shape, weight, bias, eps, out0, out1, out2)?;
-    out0.bump_version();
-    out1.bump_version();
-    out2.bump_version();
-    Ok(result)
-}
-
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_CompositeExplicitAutograd_native_dropout_out(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = crate::op::native_dropout::call(input, p, train)?;
     crate::runtime::copy_to_out(out0, &functional_result0)?;
     crate::runtime::copy_to_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
-}
-
-/// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-fn wrapper_ADInplaceOrView_native_dropout_out(ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::native_dropout_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, p, train, out0, out1)?;
-    out0.bump_version();
-    out1.bump_version();
-    Ok(result)
 }
 
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7831,25 +5443,11 @@ fn wrapper_CompositeExplicitAutograd_convolution_out(_ks: DispatchKeySet, (input
     Ok(out.clone())
 }
 
-/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_convolution_out(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::convolution_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_add_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::add_Scalar::call(self_, other, alpha)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_add_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::add_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7859,25 +5457,11 @@ fn wrapper_CompositeExplicitAutograd_div_Scalar_out(_ks: DispatchKeySet, (self_,
     Ok(out.clone())
 }
 
-/// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::div_Scalar_mode::call(self_, other, rounding_mode)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_div_Scalar_mode_out(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::div_Scalar_mode_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7887,25 +5471,11 @@ fn wrapper_CompositeExplicitAutograd_mul_Scalar_out(_ks: DispatchKeySet, (self_,
     Ok(out.clone())
 }
 
-/// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_mul_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::mul_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_sub_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::sub_Scalar::call(self_, other, alpha)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sub_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sub_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7915,25 +5485,11 @@ fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor_out(_ks: Dispatch
     Ok(out.clone())
 }
 
-/// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_and_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::bitwise_or_Scalar_Tensor::call(self_, other)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_or_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -7943,25 +5499,11 @@ fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out(_ks: Dispatch
     Ok(out.clone())
 }
 
-/// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bitwise_xor_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::remainder_Scalar_Tensor::call(self_, other)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::remainder_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
@@ -7971,25 +5513,11 @@ fn wrapper_CompositeExplicitAutograd_empty_like_out(_ks: DispatchKeySet, (self_,
     Ok(out.clone())
 }
 
-/// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_empty_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::empty_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::full_like::call(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_full_like_out(ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::full_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, fill_value, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
@@ -7999,13 +5527,6 @@ fn wrapper_CompositeExplicitAutograd_ones_like_out(_ks: DispatchKeySet, (self_, 
     Ok(out.clone())
 }
 
-/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_ones_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::ones_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::zeros_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
@@ -8013,25 +5534,11 @@ fn wrapper_CompositeExplicitAutograd_zeros_like_out(_ks: DispatchKeySet, (self_,
     Ok(out.clone())
 }
 
-/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_zeros_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::zeros_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::bernoulli_Tensor::call(self_, p, generator)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bernoulli_Tensor_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bernoulli_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
@@ -8048,25 +5555,11 @@ fn wrapper_CompositeExplicitAutograd_bernoulli_float_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
-/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_bernoulli_float_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::bernoulli_float_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::rand_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_rand_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rand_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
@@ -8076,25 +5569,11 @@ fn wrapper_CompositeExplicitAutograd_rand_like_generator_out(_ks: DispatchKeySet
     Ok(out.clone())
 }
 
-/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_rand_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::rand_like_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::randn_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randn_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randn_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
@@ -8104,25 +5583,11 @@ fn wrapper_CompositeExplicitAutograd_randn_like_generator_out(_ks: DispatchKeySe
     Ok(out.clone())
 }
 
-/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_randn_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::randn_like_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, memory_format, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::normal_functional::call(self_, mean, std, generator)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_normal_out(ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::normal_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mean, std, generator, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8132,25 +5597,11 @@ fn wrapper_CompositeExplicitAutograd_index_put_out(_ks: DispatchKeySet, (self_, 
     Ok(out.clone())
 }
 
-/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_index_put_out(ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::index_put_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::masked_fill_Scalar::call(self_, mask, value)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_masked_fill_Scalar_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::masked_fill_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8160,25 +5611,11 @@ fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out(_ks: DispatchKeySet,
     Ok(out.clone())
 }
 
-/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_masked_fill_Tensor_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::masked_fill_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::sum::call(self_, dtype)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::sum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
@@ -8189,26 +5626,11 @@ fn wrapper_CompositeExplicitAutograd_var_mean_correction_out(_ks: DispatchKeySet
     Ok((out0.clone(), out1.clone()))
 }
 
-/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-fn wrapper_ADInplaceOrView_var_mean_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let result = crate::op::var_mean_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out0, out1)?;
-    out0.bump_version();
-    out1.bump_version();
-    Ok(result)
-}
-
 /// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::isnan::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_isnan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::isnan_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8218,25 +5640,11 @@ fn wrapper_CompositeExplicitAutograd_relu_out(_ks: DispatchKeySet, (self_, out):
     Ok(out.clone())
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_relu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::relu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::isinf::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_isinf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::isinf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
-    out.bump_version();
-    Ok(result)
 }
 
 /// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8246,13 +5654,6 @@ fn wrapper_CompositeExplicitAutograd_repeat_out(_ks: DispatchKeySet, (self_, rep
     Ok(out.clone())
 }
 
-/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_repeat_out(ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    let result = crate::op::repeat_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, repeats, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::constant_pad_nd::call(self_, pad, value)?;
@@ -8260,24 +5661,10 @@ fn wrapper_CompositeExplicitAutograd_constant_pad_nd_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
-/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_constant_pad_nd_out(ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::constant_pad_nd_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, pad, value, out)?;
-    out.bump_version();
-    Ok(result)
-}
-
 /// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
-}
-
-/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
-fn wrapper_ADInplaceOrView_embedding_out(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
-    let result = crate::op::embedding_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, weight, indices, padding_idx, scale_grad_by_freq, sparse, out)?;
-    out.bump_version();
-    Ok(result)
 }
 

@@ -1,0 +1,140 @@
+//! `AccumulateGrad`: the node at the end of every path to a leaf that requires grad. It adds
+//! the incoming gradient into the leaf's `.grad`, following PyTorch's rules for when the
+//! gradient is taken as is, copied, added in place or added out of place.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex, PoisonError};
+use switchyard_core::local_dispatch::is_grad_enabled;
+use switchyard_core::{Error, MemoryFormat, Result, Tensor};
+use switchyard_ops::native::is_non_overlapping_and_dense;
+use switchyard_ops::op;
+
+use crate::graph::{Grad, InputMetadata, Node, NodeCore};
+use crate::meta;
+
+/// Accumulates gradients into a leaf's `.grad`.
+pub struct AccumulateGrad {
+    core: NodeCore,
+    /// The leaf. The accumulator keeps it alive while the graph exists; the leaf finds its
+    /// accumulator through a weak reference, so there is no cycle.
+    variable: Tensor,
+    /// Serialises accumulation (backward passes on several threads may share a leaf).
+    lock: Mutex<()>,
+}
+
+impl AccumulateGrad {
+    pub(crate) fn new(variable: Tensor) -> AccumulateGrad {
+        // Accumulators run as soon as they are ready (PyTorch gives them the largest
+        // sequence number), releasing gradient memory early.
+        let core = NodeCore::with_sequence_nr(
+            std::iter::empty(),
+            [InputMetadata::of(&variable)],
+            u64::MAX,
+        );
+        AccumulateGrad {
+            core,
+            variable,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The leaf this node accumulates into.
+    pub fn variable(&self) -> &Tensor {
+        &self.variable
+    }
+}
+
+/// Whether `grad` already has the layout PyTorch gives a leaf's gradient: the leaf's strides
+/// when the leaf is dense and non-overlapping, row-major otherwise ("gradient layout contract").
+fn obeys_layout_contract(grad: &Tensor, variable: &Tensor) -> bool {
+    let (vs, vt) = (variable.sizes(), variable.strides());
+    if is_non_overlapping_and_dense(&vs, &vt) {
+        let gt = grad.strides();
+        vs.iter()
+            .zip(vt.iter().zip(gt.iter()))
+            .all(|(&size, (&a, &b))| size == 1 || a == b)
+    } else {
+        grad.is_contiguous()
+    }
+}
+
+/// A copy of `grad` laid out as the contract asks.
+fn clone_obey_contract(grad: &Tensor, variable: &Tensor) -> Result<Tensor> {
+    let (vs, vt) = (variable.sizes(), variable.strides());
+    if is_non_overlapping_and_dense(&vs, &vt) {
+        let out = op::empty_strided::call(
+            &vs,
+            &vt,
+            Some(variable.dtype()),
+            None,
+            Some(variable.device()),
+            None,
+        )?;
+        op::copy_::call(&out, grad, false)
+    } else {
+        op::clone::call(grad, Some(MemoryFormat::Contiguous))
+    }
+}
+
+impl Node for AccumulateGrad {
+    fn name(&self) -> String {
+        "torch::autograd::AccumulateGrad".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn apply(self: Arc<Self>, mut grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let Some(Some(new_grad)) = grads.pop() else {
+            return Ok(Vec::new());
+        };
+        if !meta::is_leaf(&self.variable) {
+            return Err(Error::runtime(
+                "leaf variable has been moved into the graph interior",
+            ));
+        }
+        if !self.variable.requires_grad() {
+            return Ok(Vec::new());
+        }
+        let _serial = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let leaf_meta = meta::get_or_create(&self.variable)?;
+        let current = leaf_meta.lock().grad.clone();
+        let hooks: Vec<_> = leaf_meta
+            .lock()
+            .post_accumulate_hooks
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect();
+        let updated = match current {
+            None => {
+                // The pass's own handle is the only one: nothing the user can see refers to
+                // this gradient, so it becomes `.grad` without a copy.
+                if !is_grad_enabled()
+                    && new_grad.handle_count() <= 1
+                    && obeys_layout_contract(&new_grad, &self.variable)
+                {
+                    Some(new_grad.shallow_copy())
+                } else {
+                    Some(clone_obey_contract(&new_grad, &self.variable)?)
+                }
+            }
+            Some(existing) if !is_grad_enabled() => {
+                op::add__Tensor::call(&existing, &new_grad, 1.into())?;
+                None
+            }
+            Some(existing) => Some(op::add_Tensor::call(&existing, &new_grad, 1.into())?),
+        };
+        if let Some(g) = updated {
+            leaf_meta.lock().grad = Some(g);
+        }
+        for hook in hooks {
+            hook(&self.variable)?;
+        }
+        Ok(Vec::new())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

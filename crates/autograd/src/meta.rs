@@ -1,0 +1,201 @@
+//! Per-tensor autograd state (PyTorch's `AutogradMeta` and `DifferentiableViewMeta`), kept in
+//! the tensor's autograd slot, and the primitives over it: a tensor's `grad_fn` and gradient
+//! edge, attaching history to outputs, leaves' gradient accumulators.
+//!
+//! A tensor's `requires_grad` flag (in `switchyard-core`) is PyTorch's `requires_grad()`: set
+//! by the user on a leaf, or set here when an operation attaches a `grad_fn`. Most tensors
+//! never get metadata: it is created when a tensor requires grad, gets a `grad_fn`, or is a
+//! differentiable view.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use switchyard_core::{Error, Result, Tensor};
+
+use crate::accumulate::AccumulateGrad;
+use crate::graph::{Edge, NodeRef, PostAccumulateGradHook};
+use crate::view::ViewInfo;
+
+/// Autograd state of one tensor.
+pub struct AutogradMeta {
+    state: Mutex<MetaState>,
+    /// Set for differentiable views (outputs of view operators on floating-point tensors):
+    /// the base they view, and how to rebuild their history after an in-place change.
+    pub(crate) view: Option<ViewInfo>,
+}
+
+#[derive(Default)]
+pub(crate) struct MetaState {
+    /// The node that produced this tensor (`None` for leaves).
+    pub(crate) grad_fn: Option<NodeRef>,
+    /// Which output of `grad_fn` this tensor is.
+    pub(crate) output_nr: u32,
+    /// The accumulated gradient (`.grad`).
+    pub(crate) grad: Option<Tensor>,
+    /// A leaf's gradient accumulator, while the graph holds it.
+    pub(crate) grad_accumulator: Option<Weak<AccumulateGrad>>,
+    /// Whether a non-leaf keeps its gradient (`retain_grad()`).
+    pub(crate) retains_grad: bool,
+    /// Hooks run after `.grad` was accumulated (leaves).
+    pub(crate) post_accumulate_hooks: Vec<(u64, PostAccumulateGradHook)>,
+    /// Tensor hooks of a leaf, by id (they run before its accumulator).
+    pub(crate) leaf_hooks: Vec<(u64, crate::graph::TensorHook)>,
+}
+
+impl AutogradMeta {
+    pub(crate) fn new(view: Option<ViewInfo>) -> AutogradMeta {
+        AutogradMeta {
+            state: Mutex::new(MetaState::default()),
+            view,
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, MetaState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stores an incoming gradient in `.grad` for `retain_grad()`: a contiguous copy the
+    /// first time, the sum after.
+    pub(crate) fn retain_incoming_grad(&self, g: &Tensor) -> Result<()> {
+        let _no_grad = switchyard_core::local_dispatch::GradModeGuard::new(false);
+        let previous = self.lock().grad.clone();
+        let new = match previous {
+            None => {
+                switchyard_ops::op::clone::call(g, Some(switchyard_core::MemoryFormat::Contiguous))?
+            }
+            Some(prev) => switchyard_ops::op::add_Tensor::call(&prev, g, 1.into())?,
+        };
+        self.lock().grad = Some(new);
+        Ok(())
+    }
+}
+
+/// The autograd metadata of `t`, if it has any.
+pub(crate) fn get(t: &Tensor) -> Option<Arc<AutogradMeta>> {
+    t.autograd_meta()?.downcast::<AutogradMeta>().ok()
+}
+
+/// The autograd metadata of `t`, created (as a leaf's) if it has none.
+pub(crate) fn get_or_create(t: &Tensor) -> Result<Arc<AutogradMeta>> {
+    t.autograd_meta_or_init(|| Arc::new(AutogradMeta::new(None)))
+        .downcast::<AutogradMeta>()
+        .map_err(|_| Error::runtime("internal error: a tensor's autograd slot holds foreign data"))
+}
+
+/// The node that produced `t` (`t.grad_fn`), `None` for leaves. A view whose base was
+/// modified in place gets its history rebuilt first (see [`crate::view`]).
+pub fn grad_fn(t: &Tensor) -> Result<Option<NodeRef>> {
+    let Some(meta) = get(t) else {
+        return Ok(None);
+    };
+    if meta.view.is_some() {
+        return crate::view::view_grad_fn(t, &meta);
+    }
+    Ok(meta.lock().grad_fn.clone())
+}
+
+/// Which output of its `grad_fn` `t` is.
+pub fn output_nr(t: &Tensor) -> u32 {
+    get(t).map_or(0, |m| m.lock().output_nr)
+}
+
+/// Whether `t` is a leaf: it has no `grad_fn` (user-created, or produced where nothing
+/// required grad).
+pub fn is_leaf(t: &Tensor) -> bool {
+    // A view's history may need rebuilding first; if that fails the view is not a leaf
+    // (only views of tensors that require grad get a history).
+    grad_fn(t).map_or(false, |f| f.is_none())
+}
+
+/// The gradient accumulator of a leaf that requires grad (created on first need and cached
+/// weakly: the graph owns it, the leaf only finds it).
+pub fn grad_accumulator(t: &Tensor) -> Result<Option<NodeRef>> {
+    if !t.requires_grad() {
+        return Ok(None);
+    }
+    let meta = get_or_create(t)?;
+    let mut st = meta.lock();
+    if st.grad_fn.is_some() {
+        return Ok(None);
+    }
+    if let Some(existing) = st.grad_accumulator.as_ref().and_then(Weak::upgrade) {
+        return Ok(Some(existing));
+    }
+    let acc = Arc::new(AccumulateGrad::new(t.clone()));
+    st.grad_accumulator = Some(Arc::downgrade(&acc));
+    Ok(Some(acc))
+}
+
+/// A leaf's gradient accumulator if one exists now (a leaf no graph uses has none).
+pub(crate) fn existing_grad_accumulator(t: &Tensor) -> Option<NodeRef> {
+    let m = get(t)?;
+    let st = m.lock();
+    let acc: NodeRef = st.grad_accumulator.as_ref()?.upgrade()?;
+    Some(acc)
+}
+
+/// Where gradients for `t` go: its `grad_fn` (and output number), the accumulator of a leaf
+/// that requires grad, or nowhere.
+pub fn gradient_edge(t: &Tensor) -> Result<Edge> {
+    if let Some(f) = grad_fn(t)? {
+        return Ok(Edge::new(f, output_nr(t)));
+    }
+    Ok(match grad_accumulator(t)? {
+        Some(acc) => Edge::new(acc, 0),
+        None => Edge::default(),
+    })
+}
+
+/// The gradient edges of `tensors`, in order (PyTorch's `collect_next_edges`). `None`
+/// entries (absent optional tensors) get an invalid edge.
+pub fn collect_next_edges<'a>(
+    tensors: impl IntoIterator<Item = Option<&'a Tensor>>,
+) -> Result<Vec<Edge>> {
+    tensors
+        .into_iter()
+        .map(|t| match t {
+            Some(t) if t.requires_grad() => gradient_edge(t),
+            _ => Ok(Edge::default()),
+        })
+        .collect()
+}
+
+/// Makes `t` output `output_nr` of `grad_fn`: it now requires grad and is not a leaf.
+pub fn set_history(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
+    let meta = get_or_create(t)?;
+    {
+        let mut st = meta.lock();
+        st.grad_fn = Some(grad_fn);
+        st.output_nr = output_nr;
+    }
+    if let Some(view) = &meta.view {
+        view.set_attr_version(t.version());
+    }
+    t.set_requires_grad(true)
+}
+
+/// `t.grad`.
+pub fn grad(t: &Tensor) -> Option<Tensor> {
+    get(t).and_then(|m| m.lock().grad.clone())
+}
+
+/// Sets (or clears) `t.grad`, checking it fits `t` as PyTorch does.
+pub fn set_grad(t: &Tensor, g: Option<Tensor>) -> Result<()> {
+    if let Some(g) = &g {
+        if g.dtype() != t.dtype() {
+            return Err(Error::runtime(
+                "assigned grad has data of a different type".to_string(),
+            ));
+        }
+        if g.device() != t.device() {
+            return Err(Error::runtime(
+                "assigned grad has data located on a different device".to_string(),
+            ));
+        }
+        if g.sizes() != t.sizes() {
+            return Err(Error::runtime(
+                "assigned grad has data of a different size".to_string(),
+            ));
+        }
+    }
+    get_or_create(t)?.lock().grad = g;
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! What the generated kernels and nodes call: `requires_grad` of arguments, gradient edges,
+//! attaching history, the node of operators without a formula, and conversions of formula
+//! results into gradients.
+
+use std::any::Any;
+use std::ops::Range;
+use std::sync::Arc;
+use switchyard_core::{Error, Result, Tensor};
+
+pub use switchyard_core::local_dispatch::is_grad_enabled;
+
+use crate::graph::{Edge, Grad, Node, NodeCore, NodeRef};
+use crate::meta;
+use crate::view::requires_grad;
+
+/// Whether a tensor argument requires grad.
+#[inline]
+pub fn rg(t: &Tensor) -> bool {
+    requires_grad(t)
+}
+
+/// Whether an optional tensor argument requires grad.
+#[inline]
+pub fn rg_opt(t: Option<&Tensor>) -> bool {
+    t.is_some_and(requires_grad)
+}
+
+/// Whether any tensor of a list requires grad.
+#[inline]
+pub fn rg_list(ts: &[Tensor]) -> bool {
+    ts.iter().any(requires_grad)
+}
+
+/// Whether any present tensor of a list of optional tensors requires grad.
+#[inline]
+pub fn rg_opt_list(ts: &[Option<Tensor>]) -> bool {
+    ts.iter().flatten().any(requires_grad)
+}
+
+/// The gradient edge of a tensor argument (invalid if it does not require grad).
+pub fn edge(t: &Tensor) -> Result<Edge> {
+    if requires_grad(t) {
+        meta::gradient_edge(t)
+    } else {
+        Ok(Edge::default())
+    }
+}
+
+/// The gradient edge of an optional tensor argument.
+pub fn edge_opt(t: Option<&Tensor>) -> Result<Edge> {
+    t.map_or_else(|| Ok(Edge::default()), edge)
+}
+
+/// The gradient edges of a tensor list, one per element.
+pub fn edges_list(ts: &[Tensor]) -> Result<Vec<Edge>> {
+    ts.iter().map(edge).collect()
+}
+
+/// The gradient edges of a list of optional tensors, one per element.
+pub fn edges_opt_list(ts: &[Option<Tensor>]) -> Result<Vec<Edge>> {
+    ts.iter().map(|t| edge_opt(t.as_ref())).collect()
+}
+
+/// Makes `t` output `nr` of `node`, if its dtype can carry gradients (integer and bool
+/// outputs never require grad).
+pub fn set_output_history(t: &Tensor, node: &NodeRef, nr: u32) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        meta::set_history(t, node.clone(), nr)?;
+    }
+    Ok(())
+}
+
+/// Refuses an in-place change of an inference tensor outside inference mode (an inference
+/// tensor has no version counter to bump).
+pub fn check_version_bump(t: &Tensor) -> Result<()> {
+    if t.is_inference() && !switchyard_core::local_dispatch::is_inference_mode_enabled() {
+        return Err(Error::runtime(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.",
+        ));
+    }
+    Ok(())
+}
+
+/// PyTorch's error for an out= call whose arguments require grad.
+pub fn out_requires_grad_error(name: &str) -> Error {
+    Error::runtime(format!(
+        "{name}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+    ))
+}
+
+/// Whether any of the node's outputs in `range` is needed by the running pass.
+pub fn range_needed(core: &NodeCore, range: &Range<usize>) -> bool {
+    range.clone().any(|i| core.should_compute_output(i))
+}
+
+/// A formula's result for one input: a gradient, or none.
+pub trait IntoGrad {
+    /// The gradient.
+    fn into_grad(self) -> Grad;
+}
+
+impl IntoGrad for Tensor {
+    fn into_grad(self) -> Grad {
+        Some(self)
+    }
+}
+
+impl IntoGrad for Option<Tensor> {
+    fn into_grad(self) -> Grad {
+        self
+    }
+}
+
+/// A formula's result for a list input: one gradient per element.
+pub trait IntoGradList {
+    /// The gradients.
+    fn into_grads(self) -> Vec<Grad>;
+}
+
+impl IntoGradList for Vec<Tensor> {
+    fn into_grads(self) -> Vec<Grad> {
+        self.into_iter().map(Some).collect()
+    }
+}
+
+impl IntoGradList for Vec<Grad> {
+    fn into_grads(self) -> Vec<Grad> {
+        self
+    }
+}
+
+/// Stores a list input's gradients in the node's outputs.
+pub fn copy_range(out: &mut [Grad], range: &Range<usize>, grads: Vec<Grad>) -> Result<()> {
+    if grads.len() != range.len() {
+        return Err(Error::runtime(format!(
+            "internal error: a formula returned {} gradients for a list of {} tensors",
+            grads.len(),
+            range.len()
+        )));
+    }
+    for (slot, g) in out[range.clone()].iter_mut().zip(grads) {
+        *slot = g;
+    }
+    Ok(())
+}
+
+/// The node of an operator without a derivative formula: building the graph works, but a
+/// gradient reaching it is an error (PyTorch's `NotImplemented`).
+pub struct NotImplemented {
+    /// The node's fields (public to the generated kernels, which add input metadata).
+    pub core: NodeCore,
+    operator: String,
+}
+
+impl NotImplemented {
+    /// A node for `operator` with the given edges.
+    pub fn new(operator: impl Into<String>, next_edges: Vec<Edge>) -> NotImplemented {
+        NotImplemented {
+            core: NodeCore::new(next_edges, []),
+            operator: operator.into(),
+        }
+    }
+}
+
+impl Node for NotImplemented {
+    fn name(&self) -> String {
+        "NotImplemented".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn apply(self: Arc<Self>, _grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        Err(Error::not_implemented(format!(
+            "the derivative for '{}' is not implemented.",
+            self.operator
+        )))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,961 @@
+//! The autograd layer's generated code (torchgen's `gen_autograd`): from `ops.yaml` and
+//! `crates/autograd/derivatives.yaml`,
+//!
+//! * `nodes.rs`: a backward node per formula group (PyTorch's `Functions.h/.cpp`): the saved
+//!   values, and an `apply` that evaluates each formula only for the inputs whose gradient
+//!   the pass needs;
+//! * `kernels.rs`: the kernel of every operator at the `Autograd` key (PyTorch's
+//!   `VariableType`): checks, `requires_grad`, saving, the node, the redispatch below
+//!   autograd, the history of the outputs; and at the `ADInplaceOrView` key (PyTorch's
+//!   `ADInplaceOrViewType`): one version bump per in-place call, view tracking for views;
+//! * `register.rs`: their registration.
+
+use std::collections::BTreeMap;
+
+use switchyard_schema::{BaseType, SchemaKind, Type};
+
+use super::input::{GenFunction, GenInput};
+use super::operators::schema_text;
+use super::registration::pattern;
+use super::rust::{UnsupportedType, arg_name, args_tuple_type, output_type};
+use super::writer::header;
+use crate::derivatives::{
+    Derivatives, DifferentiabilityInfo, SavedAttr, SavedKind, return_names, rust_name,
+};
+use crate::{NativeFunctions, unambiguous_name};
+
+/// Operators whose Autograd kernel is written by hand in `crates/autograd/src/manual_kernels.rs`
+/// (torchgen's `MANUAL_AUTOGRAD`).
+pub const MANUAL_AUTOGRAD: [&str; 4] = ["copy_", "detach", "detach_", "resize_"];
+
+/// Operators whose ADInplaceOrView kernel is written by hand (torchgen's
+/// `MANUAL_AUTOGRAD_AND_TRACER` part that touches views).
+pub const MANUAL_INPLACE_OR_VIEW: [&str; 2] = ["detach", "detach_"];
+
+/// What the autograd generator needs about one operator.
+struct Op<'a> {
+    f: &'a GenFunction,
+    idx: usize,
+    info: Option<&'a DifferentiabilityInfo>,
+    /// The info belongs to another variant (the functional one) of this operator.
+    borrowed_info: bool,
+}
+
+fn kind(f: &GenFunction) -> SchemaKind {
+    f.schema.kind()
+}
+
+fn is_view(f: &GenFunction) -> bool {
+    f.schema.is_view_op() && kind(f) == SchemaKind::Functional
+}
+
+fn has_composite_implicit(f: &GenFunction) -> bool {
+    f.kernel(switchyard_core::DispatchKey::CompositeImplicitAutograd)
+        .is_some()
+}
+
+/// torchgen's `match_differentiability_info`: an exact entry, else the functional variant's
+/// (matched by signature) for in-place / out / mutable variants.
+fn find_info<'a>(
+    nf: &NativeFunctions,
+    d: &'a Derivatives,
+    idx: usize,
+) -> (Option<&'a DifferentiabilityInfo>, bool) {
+    if let Some(info) = d.infos.iter().find(|i| i.func == idx) {
+        return (Some(info), false);
+    }
+    let f = &nf.functions[idx];
+    if f.is_generated() && f.func.kind() == SchemaKind::Out {
+        return (None, false);
+    }
+    let sig = f.func.signature(true, false, false);
+    let functional = d.infos.iter().find(|i| {
+        let g = &nf.functions[i.func].func;
+        g.kind() == SchemaKind::Functional && g.signature(true, false, false) == sig
+    });
+    (functional, functional.is_some())
+}
+
+/// Every generated file of the autograd crate.
+pub fn generate(
+    input: &GenInput,
+    nf: &NativeFunctions,
+    d: &Derivatives,
+) -> Result<Vec<(String, String)>, UnsupportedType> {
+    let mut ops = Vec::new();
+    for (idx, f) in input.functions.iter().enumerate() {
+        if f.manual_kernel_registration {
+            continue;
+        }
+        let (info, borrowed_info) = find_info(nf, d, idx);
+        ops.push(Op {
+            f,
+            idx,
+            info,
+            borrowed_info,
+        });
+    }
+    let mut nodes = String::new();
+    let mut kernels = String::new();
+    let mut autograd_regs = Vec::new();
+    let mut view_regs = Vec::new();
+    for info in &d.infos {
+        if info.op.is_some() {
+            nodes.push_str(&node(&input.functions[info.func], info)?);
+            nodes.push('\n');
+        }
+    }
+    for op in &ops {
+        let f = op.f;
+        let base = f.schema.name.name.to_string();
+        let implicit = has_composite_implicit(f);
+        if !implicit && !MANUAL_AUTOGRAD.contains(&base.as_str()) {
+            let name = format!("autograd_{}", unambiguous_name(&f.schema.name));
+            kernels.push_str(&autograd_kernel(op, &name, input)?);
+            kernels.push('\n');
+            autograd_regs.push(registration(f, &name));
+        }
+        if !implicit
+            && (is_view(f) || f.schema.modifies_arguments())
+            && !MANUAL_INPLACE_OR_VIEW.contains(&base.as_str())
+        {
+            let name = format!("inplace_or_view_{}", unambiguous_name(&f.schema.name));
+            kernels.push_str(&inplace_or_view_kernel(f, &name)?);
+            kernels.push('\n');
+            view_regs.push(registration(f, &name));
+        }
+        let _ = op.idx;
+    }
+    Ok(vec![
+        (
+            "crates/autograd/src/generated/mod.rs".into(),
+            format!(
+                "{}//! Code generated from ops.yaml and derivatives.yaml: backward nodes, the Autograd and\n//! ADInplaceOrView kernels, and their registration.\n\n#![allow(unused_imports, missing_docs)]\n\nmod kernels;\nmod nodes;\nmod register;\n\npub use nodes::*;\npub(crate) use register::register;\n",
+                gen_header("mod")
+            ),
+        ),
+        (
+            "crates/autograd/src/generated/nodes.rs".into(),
+            format!(
+                "{}//! Backward nodes, one per derivatives.yaml entry with formulas.\n\n{}\n{nodes}",
+                gen_header("nodes"),
+                NODES_PRELUDE
+            ),
+        ),
+        (
+            "crates/autograd/src/generated/kernels.rs".into(),
+            format!(
+                "{}//! The Autograd and ADInplaceOrView kernels of every operator.\n\n{}\n{kernels}",
+                gen_header("kernels"),
+                KERNELS_PRELUDE
+            ),
+        ),
+        (
+            "crates/autograd/src/generated/register.rs".into(),
+            format!(
+                "{}//! Registration of the generated kernels.\n\n{}\n{}",
+                gen_header("register"),
+                REGISTER_PRELUDE,
+                register_fn(&autograd_regs, &view_regs)
+            ),
+        ),
+    ])
+}
+
+fn gen_header(part: &str) -> String {
+    header(&format!("autograd {part}")).replace(
+        "from crates/ops/ops.yaml.",
+        "from crates/ops/ops.yaml and crates/autograd/derivatives.yaml.",
+    )
+}
+
+const NODES_PRELUDE: &str = "#![allow(non_snake_case, non_camel_case_types, unused_variables, unused_mut, unused_braces, clippy::all)]\n\n\
+use std::any::Any;\n\
+use std::sync::Arc;\n\
+use crate::graph::{Grad, Node, NodeCore, NodeRef};\n\
+use crate::manual::*;\n\
+use crate::saved::SavedVariable;\n\
+use crate::support::{IntoGrad, IntoGradList, copy_range, range_needed};\n\
+use switchyard_core::{Device, DimVec, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
+use switchyard_ops::op;\n";
+
+const KERNELS_PRELUDE: &str = "#![allow(non_snake_case, unused_variables, unused_mut, clippy::all)]\n\n\
+use std::sync::Arc;\n\
+use super::nodes::*;\n\
+use crate::graph::{InputMetadata, NodeCore, NodeRef};\n\
+use crate::manual::*;\n\
+use crate::saved::SavedVariable;\n\
+use crate::support::*;\n\
+use crate::view::{CreationMeta, as_view, as_views, check_inplace, rebase_history};\n\
+use switchyard_core::keys::sets;\n\
+use switchyard_core::local_dispatch::{auto_dispatch_below_ad_inplace_or_view, auto_dispatch_below_autograd};\n\
+use switchyard_core::{Device, DimVec, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
+use switchyard_ops::op;\n";
+
+const REGISTER_PRELUDE: &str = "#![allow(non_snake_case)]\n\n\
+use super::kernels::*;\n\
+use switchyard_core::{DispatchKey, Result};\n\
+use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind};\n\
+use switchyard_ops::op;\n";
+
+fn registration(f: &GenFunction, name: &str) -> String {
+    format!(
+        "    lib.impl_({:?}, Kernel::typed::<op::{}>({name}).debug({name:?}))?;\n",
+        f.schema.name.unqualified(),
+        unambiguous_name(&f.schema.name)
+    )
+}
+
+fn register_fn(autograd: &[String], view: &[String]) -> String {
+    let mut out = String::from(
+        "/// Registers the generated Autograd and ADInplaceOrView kernels.\npub(crate) fn register(d: &'static Dispatcher) -> Result<()> {\n",
+    );
+    out.push_str(
+        "    let mut lib = Library::new_on(d, LibraryKind::Impl, \"aten\", Some(DispatchKey::Autograd))?;\n",
+    );
+    autograd.iter().for_each(|r| out.push_str(r));
+    out.push_str("    lib.leak();\n");
+    out.push_str(
+        "    let mut lib = Library::new_on(d, LibraryKind::Impl, \"aten\", Some(DispatchKey::ADInplaceOrView))?;\n",
+    );
+    view.iter().for_each(|r| out.push_str(r));
+    out.push_str("    lib.leak();\n    Ok(())\n}\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saved values
+
+/// The Rust type of a node field holding a saved value.
+fn field_type(s: &SavedAttr) -> Result<String, UnsupportedType> {
+    Ok(match &s.kind {
+        SavedKind::Sizes | SavedKind::Strides => "DimVec".into(),
+        SavedKind::Dim => "usize".into(),
+        SavedKind::Numel => "i64".into(),
+        SavedKind::ScalarType => "ScalarType".into(),
+        SavedKind::Device => "Device".into(),
+        SavedKind::Geometry => "TensorGeometry".into(),
+        SavedKind::ArgsSizes => "Vec<DimVec>".into(),
+        SavedKind::ArgsScalarTypes => "Vec<ScalarType>".into(),
+        SavedKind::Value(ty) => value_field_type(ty)?,
+    })
+}
+
+fn value_field_type(ty: &Type) -> Result<String, UnsupportedType> {
+    let unsupported = || UnsupportedType(format!("saved {ty}"));
+    Ok(match ty {
+        Type::Base(b) => match b {
+            BaseType::Tensor => "SavedVariable".into(),
+            BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => "i64".into(),
+            BaseType::Float => "f64".into(),
+            BaseType::Bool | BaseType::SymBool => "bool".into(),
+            BaseType::Str => "String".into(),
+            BaseType::Scalar => "Scalar".into(),
+            BaseType::ScalarType => "ScalarType".into(),
+            BaseType::Layout => "Layout".into(),
+            BaseType::Device => "Device".into(),
+            BaseType::MemoryFormat => "MemoryFormat".into(),
+            _ => return Err(unsupported()),
+        },
+        Type::Optional(inner) => format!("Option<{}>", value_field_type(inner)?),
+        Type::List { elem, .. } => match elem.as_ref() {
+            Type::Base(BaseType::Tensor) => "Vec<SavedVariable>".into(),
+            Type::Optional(t) if t.is_tensor() => "Vec<Option<SavedVariable>>".into(),
+            Type::Base(BaseType::Int | BaseType::SymInt) => "Vec<i64>".into(),
+            Type::Base(BaseType::Float) => "Vec<f64>".into(),
+            Type::Base(BaseType::Bool) => "Vec<bool>".into(),
+            _ => return Err(unsupported()),
+        },
+        Type::CustomClass(_) => return Err(unsupported()),
+    })
+}
+
+/// The expression saving `s` in the kernel. `local` is the kernel's name for the source value;
+/// `is_output` for saved outputs; `clone_self` for `self` of an in-place operator (saved as
+/// its value before the call).
+fn save_expr(s: &SavedAttr, local: &str, is_output: bool, clone_self: bool) -> String {
+    let out = if is_output { "true" } else { "false" };
+    match &s.kind {
+        SavedKind::Sizes => format!("{local}.sizes()"),
+        SavedKind::Strides => format!("{local}.strides()"),
+        SavedKind::Dim => format!("{local}.dim()"),
+        SavedKind::Numel => format!("{local}.numel()"),
+        SavedKind::ScalarType => format!("{local}.dtype()"),
+        SavedKind::Device => format!("{local}.device()"),
+        SavedKind::Geometry => format!("TensorGeometry::of({local})"),
+        SavedKind::ArgsSizes => format!("{local}.iter().map(|t| t.sizes()).collect()"),
+        SavedKind::ArgsScalarTypes => format!("{local}.iter().map(|t| t.dtype()).collect()"),
+        SavedKind::Value(ty) => match ty {
+            Type::Base(BaseType::Tensor) if clone_self => {
+                format!("SavedVariable::new(&op::clone::call({local}, None)?, false)?")
+            }
+            Type::Base(BaseType::Tensor) => format!("SavedVariable::new(&{local}, {out})?"),
+            Type::Base(BaseType::Str) => format!("{local}.to_string()"),
+            Type::Optional(inner) if inner.is_tensor() => {
+                format!("{local}.map(|t| SavedVariable::new(t, {out})).transpose()?")
+            }
+            Type::Optional(inner) if **inner == Type::Base(BaseType::Str) => {
+                format!("{local}.map(str::to_string)")
+            }
+            Type::Optional(inner) if matches!(**inner, Type::List { .. }) => {
+                format!("{local}.map(<[_]>::to_vec)")
+            }
+            Type::List { elem, .. } if elem.is_tensor() => {
+                format!(
+                    "{local}.iter().map(|t| SavedVariable::new(t, {out})).collect::<Result<_>>()?"
+                )
+            }
+            Type::List { elem, .. } if elem.is_optional_tensor() => format!(
+                "{local}.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, {out})).transpose()).collect::<Result<_>>()?"
+            ),
+            Type::List { .. } => format!("{local}.to_vec()"),
+            _ => local.to_string(),
+        },
+    }
+}
+
+/// The field's placeholder before it is saved (outputs, and inputs guarded away).
+fn empty_expr(s: &SavedAttr) -> Option<String> {
+    match &s.kind {
+        SavedKind::Value(Type::Base(BaseType::Tensor)) => Some("SavedVariable::empty()".into()),
+        SavedKind::Value(Type::Optional(_)) => Some("None".into()),
+        SavedKind::Value(Type::List { .. }) => Some("Vec::new()".into()),
+        SavedKind::Sizes | SavedKind::Strides => Some("DimVec::new()".into()),
+        SavedKind::ArgsSizes | SavedKind::ArgsScalarTypes => Some("Vec::new()".into()),
+        _ => None,
+    }
+}
+
+/// The statement binding a saved field to the name a formula uses, with the type the kernel
+/// had for it (tensors as references, lists as slices).
+fn bind_stmt(s: &SavedAttr) -> String {
+    let n = &s.name;
+    let o = format!("{}_owned", n.trim_end_matches('_'));
+    match &s.kind {
+        SavedKind::Sizes | SavedKind::Strides => format!("let {n}: &[i64] = &this.{n};"),
+        SavedKind::Geometry => format!("let {n} = &this.{n};"),
+        SavedKind::ArgsSizes => format!("let {n}: &[DimVec] = &this.{n};"),
+        SavedKind::ArgsScalarTypes => format!("let {n}: &[ScalarType] = &this.{n};"),
+        SavedKind::Value(ty) => match ty {
+            Type::Base(BaseType::Tensor) => {
+                format!("let {o} = this.{n}.unpack(&node)?; let {n} = &{o};")
+            }
+            Type::Base(BaseType::Str) => format!("let {n} = this.{n}.as_str();"),
+            Type::Optional(inner) if inner.is_tensor() => format!(
+                "let {o} = match &this.{n} {{ Some(s) => Some(s.unpack(&node)?), None => None }}; let {n} = {o}.as_ref();"
+            ),
+            Type::Optional(inner)
+                if **inner == Type::Base(BaseType::Str) || matches!(**inner, Type::List { .. }) =>
+            {
+                format!("let {n} = this.{n}.as_deref();")
+            }
+            Type::List { elem, .. } if elem.is_tensor() => format!(
+                "let {o} = this.{n}.iter().map(|s| s.unpack(&node)).collect::<Result<Vec<_>>>()?; let {n} = &{o}[..];"
+            ),
+            Type::List { elem, .. } if elem.is_optional_tensor() => format!(
+                "let {o} = this.{n}.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let {n} = &{o}[..];"
+            ),
+            Type::List { .. } => format!("let {n} = &this.{n}[..];"),
+            _ => format!("let {n} = this.{n};"),
+        },
+        _ => format!("let {n} = this.{n};"),
+    }
+}
+
+fn release_stmt(s: &SavedAttr) -> Option<String> {
+    let n = &s.name;
+    match &s.kind {
+        SavedKind::Value(Type::Base(BaseType::Tensor)) => Some(format!("self.{n}.reset();")),
+        SavedKind::Value(Type::Optional(inner)) if inner.is_tensor() => {
+            Some(format!("if let Some(s) = &self.{n} {{ s.reset(); }}"))
+        }
+        SavedKind::Value(Type::List { elem, .. }) if elem.is_tensor() => {
+            Some(format!("self.{n}.iter().for_each(SavedVariable::reset);"))
+        }
+        SavedKind::Value(Type::List { elem, .. }) if elem.is_optional_tensor() => Some(format!(
+            "self.{n}.iter().flatten().for_each(SavedVariable::reset);"
+        )),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes
+
+/// The differentiable inputs of an entry in schema order, with their types.
+fn diff_inputs<'a>(f: &'a GenFunction, info: &DifferentiabilityInfo) -> Vec<(&'a str, &'a Type)> {
+    f.schema
+        .arguments
+        .iter()
+        .filter(|a| info.args_with_derivatives.contains(&a.name))
+        .map(|a| (a.name.as_str(), &a.ty))
+        .collect()
+}
+
+fn is_list(ty: &Type) -> bool {
+    matches!(ty, Type::List { .. })
+}
+
+/// The node type of one entry.
+fn node(f: &GenFunction, info: &DifferentiabilityInfo) -> Result<String, UnsupportedType> {
+    let Some(name) = &info.op else {
+        return Ok(String::new());
+    };
+    let inputs = diff_inputs(f, info);
+    let has_list = inputs.iter().any(|(_, t)| is_list(t));
+    let mut out = format!(
+        "/// The backward of `{}`.\npub struct {name} {{\n    pub(crate) core: NodeCore,\n",
+        schema_text(f)
+    );
+    let mut fields: Vec<&SavedAttr> = info.all_saved_inputs.iter().collect();
+    fields.extend(info.all_saved_outputs.iter());
+    for s in &fields {
+        out.push_str(&format!("    pub(crate) {}: {},\n", s.name, field_type(s)?));
+    }
+    if has_list {
+        for (n, t) in &inputs {
+            if is_list(t) {
+                out.push_str(&format!("    pub(crate) {}_size_: usize,\n", rust_name(n)));
+            }
+        }
+    }
+    out.push_str("}\n\n");
+    out.push_str(&format!(
+        "impl Node for {name} {{\n    fn name(&self) -> String {{\n        {name:?}.into()\n    }}\n\n    fn core(&self) -> &NodeCore {{\n        &self.core\n    }}\n\n    fn as_any(&self) -> &dyn Any {{\n        self\n    }}\n\n"
+    ));
+    let releases: Vec<String> = fields.iter().filter_map(|s| release_stmt(s)).collect();
+    if !releases.is_empty() {
+        out.push_str("    fn release_variables(&self) {\n");
+        for r in releases {
+            out.push_str(&format!("        {r}\n"));
+        }
+        out.push_str("    }\n\n");
+    }
+    out.push_str("    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {\n");
+    out.push_str("        let node: NodeRef = self.clone();\n        let this = &*self;\n");
+    out.push_str("        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];\n");
+    if info.uses_single_grad() {
+        out.push_str("        let grad: &Tensor = match grads.first() {\n            Some(Some(g)) => g,\n            _ => return Ok(grad_inputs),\n        };\n");
+    } else {
+        out.push_str("        if grads.iter().all(Option::is_none) {\n            return Ok(grad_inputs);\n        }\n        let grads: &[Grad] = &grads;\n");
+    }
+    // Input slots.
+    if has_list {
+        out.push_str("        let mut offset = 0usize;\n");
+        for (n, t) in &inputs {
+            let r = rust_name(n);
+            let len = if is_list(t) {
+                format!("this.{r}_size_")
+            } else {
+                "1".into()
+            };
+            out.push_str(&format!(
+                "        let {n}_ix = offset..offset + {len};\n        offset += {len};\n"
+            ));
+        }
+    } else {
+        for (i, (n, _)) in inputs.iter().enumerate() {
+            out.push_str(&format!("        let {n}_ix = {i}..{};\n", i + 1));
+        }
+    }
+    for d in &info.derivatives {
+        let needed: Vec<String> = d
+            .var_names
+            .iter()
+            .map(|v| format!("range_needed(&this.core, &{v}_ix)"))
+            .collect();
+        out.push_str(&format!(
+            "        // {}: {}\n",
+            d.var_names.join(", "),
+            d.original_formula.replace('\n', " ")
+        ));
+        if d.var_names.len() > 1 {
+            out.push_str(&format!(
+                "        let grad_input_mask = [{}];\n        if grad_input_mask.iter().any(|b| *b) {{\n",
+                needed.join(", ")
+            ));
+        } else {
+            out.push_str(&format!("        if {} {{\n", needed[0]));
+        }
+        let mut used: Vec<&SavedAttr> = d.saved_inputs.iter().collect();
+        used.extend(d.saved_outputs.iter());
+        for s in used {
+            out.push_str(&format!("            {}\n", bind_stmt(s)));
+        }
+        let single_ty = inputs
+            .iter()
+            .find(|(n, _)| *n == d.var_names[0])
+            .map(|(_, t)| *t);
+        if d.var_names.len() == 1 {
+            let r = &d.var_names[0];
+            if single_ty.is_some_and(is_list) {
+                out.push_str(&format!(
+                    "            let r = {{ {} }};\n            copy_range(&mut grad_inputs, &{r}_ix, IntoGradList::into_grads(r))?;\n",
+                    d.formula
+                ));
+            } else {
+                out.push_str(&format!(
+                    "            grad_inputs[{r}_ix.start] = IntoGrad::into_grad({{ {} }});\n",
+                    d.formula
+                ));
+            }
+        } else {
+            let parts: Vec<String> = (0..d.var_names.len()).map(|i| format!("g{i}")).collect();
+            out.push_str(&format!(
+                "            let ({}) = {{ {} }};\n",
+                parts.join(", "),
+                d.formula
+            ));
+            for (i, r) in d.var_names.iter().enumerate() {
+                out.push_str(&format!(
+                    "            if grad_input_mask[{i}] {{\n                grad_inputs[{r}_ix.start] = IntoGrad::into_grad(g{i});\n            }}\n"
+                ));
+            }
+        }
+        out.push_str("        }\n");
+    }
+    out.push_str("        Ok(grad_inputs)\n    }\n}\n");
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+
+fn redispatch(f: &GenFunction) -> String {
+    let args: Vec<String> = f
+        .schema
+        .arguments
+        .iter()
+        .map(|a| arg_name(&a.name))
+        .collect();
+    format!(
+        "op::{}::redispatch(ks & sets::AFTER_AUTOGRAD, {})",
+        unambiguous_name(&f.schema.name),
+        args.join(", ")
+    )
+}
+
+/// `requires_grad` of one argument, by type (as a Rust expression).
+fn requires_grad_expr(name: &str, ty: &Type) -> Option<String> {
+    let n = arg_name(name);
+    if ty.is_tensor() {
+        Some(format!("rg({n})"))
+    } else if ty.is_optional_tensor() {
+        Some(format!("rg_opt({n})"))
+    } else if ty.is_tensor_list() {
+        Some(format!("rg_list({n})"))
+    } else if ty.is_optional_tensor_list() {
+        Some(format!("rg_opt_list({n})"))
+    } else {
+        None
+    }
+}
+
+fn edges_expr(name: &str, ty: &Type) -> String {
+    let n = arg_name(name);
+    if ty.is_tensor() {
+        format!("next_edges.push(edge({n})?);")
+    } else if ty.is_optional_tensor() {
+        format!("next_edges.push(edge_opt({n})?);")
+    } else if ty.is_tensor_list() {
+        format!("next_edges.extend(edges_list({n})?);")
+    } else {
+        format!("next_edges.extend(edges_opt_list({n})?);")
+    }
+}
+
+/// The outputs of a schema: (kernel local name, type, formula name).
+fn outputs(f: &GenFunction) -> Vec<(String, Type, String)> {
+    let names = return_names(&f.schema);
+    let n = f.schema.returns.len();
+    f.schema
+        .returns
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let local = if n == 1 {
+                "result".to_string()
+            } else {
+                format!("result{i}")
+            };
+            (local, r.ty.clone(), names[i].clone())
+        })
+        .collect()
+}
+
+/// The outputs that get history: tensor-like, marked differentiable, and only the first with
+/// formulas that use `grad`.
+fn differentiable_outputs(
+    f: &GenFunction,
+    info: Option<&DifferentiabilityInfo>,
+) -> Vec<(String, Type, String)> {
+    let od = info.and_then(|i| i.output_differentiability.clone());
+    let mut outs: Vec<(String, Type, String)> = outputs(f)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, (_, ty, _))| {
+            ty.is_tensor_like()
+                && od
+                    .as_ref()
+                    .is_none_or(|od| od.get(*i).copied().unwrap_or(false))
+        })
+        .map(|(_, o)| o)
+        .collect();
+    if info.is_some_and(|i| i.has_derivatives() && i.uses_single_grad()) {
+        outs.truncate(1);
+    }
+    outs
+}
+
+fn bind_outputs(f: &GenFunction) -> String {
+    let outs = outputs(f);
+    match outs.len() {
+        0 => "let result = ".into(),
+        1 => "let result = ".into(),
+        _ => format!(
+            "let ({}) = ",
+            outs.iter()
+                .map(|o| o.0.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn return_outputs(f: &GenFunction) -> String {
+    let outs = outputs(f);
+    match outs.len() {
+        0 | 1 => "Ok(result)".into(),
+        _ => format!(
+            "Ok(({}))",
+            outs.iter()
+                .map(|o| o.0.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Statements adding the input metadata of the differentiable outputs and setting their
+/// history.
+fn history(outs: &[(String, Type, String)], inplace: bool) -> (String, String) {
+    let mut meta = String::new();
+    let mut hist = String::new();
+    if inplace {
+        meta.push_str("        node.core.add_input_metadata(self_);\n");
+        hist.push_str("        rebase_history(self_, node)?;\n");
+        return (meta, hist);
+    }
+    let mut nr = String::from("0u32");
+    for (local, ty, _) in outs {
+        if is_list(ty) {
+            meta.push_str(&format!(
+                "        {local}.iter().for_each(|t| node.core.add_input_metadata(t));\n"
+            ));
+            hist.push_str(&format!(
+                "        for (i, t) in {local}.iter().enumerate() {{\n            set_output_history(t, &node, {nr} + i as u32)?;\n        }}\n"
+            ));
+            nr = format!("{nr} + {local}.len() as u32");
+        } else {
+            meta.push_str(&format!(
+                "        node.core.add_input_metadata(&{local});\n"
+            ));
+            hist.push_str(&format!(
+                "        set_output_history(&{local}, &node, {nr})?;\n"
+            ));
+            nr = format!("{nr} + 1");
+        }
+    }
+    (meta, hist)
+}
+
+fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, UnsupportedType> {
+    let f = op.f;
+    let k = kind(f);
+    let base = f.schema.name.name.base.clone();
+    let mut body = String::new();
+    let wrap = |body: String| -> Result<String, UnsupportedType> {
+        let types = args_tuple_type(&f.schema, "")?.replace("& ", "&");
+        Ok(format!(
+            "/// `{}`\npub(crate) fn {name}(ks: DispatchKeySet, {}: {types}) -> Result<{}> {{\n{body}}}\n",
+            schema_text(f),
+            pattern(f),
+            output_type(&f.schema)?
+        ))
+    };
+    // Out= and other mutating non-in-place variants: no gradients through them.
+    if matches!(
+        k,
+        SchemaKind::Out | SchemaKind::Mutable | SchemaKind::Scratch
+    ) {
+        let checks: Vec<String> = f
+            .schema
+            .arguments
+            .iter()
+            .filter_map(|a| requires_grad_expr(&a.name, &a.ty))
+            .collect();
+        if !checks.is_empty() {
+            body.push_str(&format!(
+                "    if is_grad_enabled() && ({}) {{\n        return Err(out_requires_grad_error({base:?}));\n    }}\n",
+                checks.join(" || ")
+            ));
+        }
+        body.push_str(&format!(
+            "    let _guard = auto_dispatch_below_autograd();\n    {}\n",
+            redispatch(f)
+        ));
+        return wrap(body);
+    }
+    let inplace = k == SchemaKind::Inplace;
+    let view = is_view(f);
+    let guard = if inplace || view {
+        "auto_dispatch_below_autograd"
+    } else {
+        "auto_dispatch_below_ad_inplace_or_view"
+    };
+    let info = op.info;
+    let outs = differentiable_outputs(f, info);
+    let call = format!(
+        "    {}{{\n        let _guard = {guard}();\n        {}?\n    }};\n",
+        bind_outputs(f),
+        redispatch(f)
+    );
+    match info {
+        // An entry without formulas: outputs never require grad.
+        Some(i) if !i.has_derivatives() => {
+            body.push_str(&call);
+            body.push_str(&format!("    {}\n", return_outputs(f)));
+        }
+        Some(i) => {
+            body.push_str(&with_node(f, i, op.borrowed_info, &outs, &call, inplace)?);
+            body.push_str(&format!("    {}\n", return_outputs(f)));
+        }
+        None if outs.is_empty() && !inplace => {
+            body.push_str(&call);
+            body.push_str(&format!("    {}\n", return_outputs(f)));
+        }
+        None => {
+            // No formula: a node that raises if a gradient ever reaches it.
+            let tensors: Vec<(&str, &Type)> = f
+                .schema
+                .arguments
+                .iter()
+                .filter(|a| a.ty.is_tensor_like())
+                .map(|a| (a.name.as_str(), &a.ty))
+                .collect();
+            let rg: Vec<String> = tensors
+                .iter()
+                .filter_map(|(n, t)| requires_grad_expr(n, t))
+                .collect();
+            body.push_str(&format!(
+                "    let requires_grad = is_grad_enabled() && ({});\n",
+                if rg.is_empty() {
+                    "false".into()
+                } else {
+                    rg.join(" || ")
+                }
+            ));
+            if inplace {
+                body.push_str("    check_inplace(self_, requires_grad)?;\n");
+            }
+            body.push_str("    let mut grad_fn = if requires_grad {\n        let mut next_edges = Vec::new();\n");
+            for (n, t) in &tensors {
+                body.push_str(&format!("        {}\n", edges_expr(n, t)));
+            }
+            body.push_str(&format!(
+                "        Some(NotImplemented::new({:?}, next_edges))\n    }} else {{\n        None\n    }};\n",
+                format!("{}", f.schema.name)
+            ));
+            body.push_str(&call);
+            let (meta, hist) = history(&outs, inplace);
+            body.push_str("    if let Some(mut node) = grad_fn.take() {\n");
+            body.push_str(&meta);
+            body.push_str("        let node: NodeRef = Arc::new(node);\n");
+            body.push_str(&hist);
+            body.push_str("    }\n");
+            body.push_str(&format!("    {}\n", return_outputs(f)));
+        }
+    }
+    let _ = input;
+    wrap(body)
+}
+
+/// The body of a kernel with a backward node: requires-grad, saves, the call, history.
+fn with_node(
+    f: &GenFunction,
+    info: &DifferentiabilityInfo,
+    _borrowed: bool,
+    outs: &[(String, Type, String)],
+    call: &str,
+    inplace: bool,
+) -> Result<String, UnsupportedType> {
+    let Some(node_name) = &info.op else {
+        return Ok(String::new());
+    };
+    let mut body = String::new();
+    let inputs: Vec<(&str, &Type)> = f
+        .schema
+        .arguments
+        .iter()
+        .filter(|a| info.args_with_derivatives.contains(&a.name))
+        .map(|a| (a.name.as_str(), &a.ty))
+        .collect();
+    let rg: Vec<String> = inputs
+        .iter()
+        .filter_map(|(n, t)| requires_grad_expr(n, t))
+        .collect();
+    body.push_str(&format!(
+        "    let requires_grad = is_grad_enabled() && ({});\n",
+        rg.join(" || ")
+    ));
+    if inplace {
+        body.push_str("    check_inplace(self_, requires_grad)?;\n");
+    }
+    let has_list = inputs.iter().any(|(_, t)| is_list(t));
+    body.push_str(
+        "    let mut grad_fn = if requires_grad {\n        let mut next_edges = Vec::new();\n",
+    );
+    for (n, t) in &inputs {
+        body.push_str(&format!("        {}\n", edges_expr(n, t)));
+    }
+    // Edge positions of the single-tensor inputs (for guarding saves).
+    let slot: BTreeMap<&str, usize> = if has_list {
+        BTreeMap::new()
+    } else {
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (*n, i))
+            .collect()
+    };
+    body.push_str(&format!("        Some({node_name} {{\n"));
+    for s in &info.all_saved_inputs {
+        let local = arg_name(&s.source);
+        let clone_self = inplace && s.source == "self";
+        let expr = save_expr(s, &local, false, clone_self);
+        // A tensor used by one single-input formula is saved only if that input needs a
+        // gradient (torchgen's `guard_for`).
+        let users: Vec<_> = info
+            .derivatives
+            .iter()
+            .filter(|d| d.saved_inputs.iter().any(|x| x.name == s.name))
+            .collect();
+        let guard = match (users.as_slice(), &s.kind, empty_expr(s)) {
+            ([d], SavedKind::Value(_), Some(empty)) if d.var_names.len() == 1 => slot
+                .get(d.var_names[0].as_str())
+                .map(|i| (format!("next_edges[{i}].is_valid()"), empty)),
+            _ => None,
+        };
+        match guard {
+            Some((cond, empty)) => body.push_str(&format!(
+                "            {}: if {cond} {{ {expr} }} else {{ {empty} }},\n",
+                s.name
+            )),
+            None => body.push_str(&format!("            {}: {expr},\n", s.name)),
+        }
+    }
+    for s in &info.all_saved_outputs {
+        let empty = empty_expr(s).unwrap_or_else(|| "Default::default()".into());
+        body.push_str(&format!("            {}: {empty},\n", s.name));
+    }
+    if has_list {
+        for (n, t) in &inputs {
+            if is_list(t) {
+                body.push_str(&format!(
+                    "            {}_size_: {}.len(),\n",
+                    rust_name(n),
+                    arg_name(n)
+                ));
+            }
+        }
+    }
+    body.push_str("            core: NodeCore::new(next_edges, []),\n        })\n    } else {\n        None\n    };\n");
+    body.push_str(call);
+    let (meta, hist) = history(outs, inplace);
+    body.push_str("    if let Some(mut node) = grad_fn.take() {\n");
+    body.push_str(&meta);
+    // Saved outputs: the output's local name in the kernel.
+    let all_outs = outputs(f);
+    for s in &info.all_saved_outputs {
+        let local = if inplace {
+            "self_".to_string()
+        } else {
+            all_outs
+                .iter()
+                .find(|(_, _, name)| *name == s.source)
+                .map(|(l, _, _)| l.clone())
+                .unwrap_or_else(|| "result".into())
+        };
+        let expr = save_expr(s, &local, true, false);
+        body.push_str(&format!("        node.{} = {expr};\n", s.name));
+    }
+    body.push_str("        let node: NodeRef = Arc::new(node);\n");
+    body.push_str(&hist);
+    body.push_str("    }\n");
+    Ok(body)
+}
+
+fn inplace_or_view_kernel(f: &GenFunction, name: &str) -> Result<String, UnsupportedType> {
+    let args: Vec<String> = f
+        .schema
+        .arguments
+        .iter()
+        .map(|a| arg_name(&a.name))
+        .collect();
+    let call = format!(
+        "{{\n        let _guard = auto_dispatch_below_ad_inplace_or_view();\n        op::{}::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, {})?\n    }}",
+        unambiguous_name(&f.schema.name),
+        args.join(", ")
+    );
+    let mut body = String::new();
+    if is_view(f) {
+        let base = f
+            .schema
+            .arguments
+            .iter()
+            .find(|a| a.annotation.as_ref().is_some_and(|an| !an.is_write))
+            .map(|a| arg_name(&a.name))
+            .unwrap_or_else(|| "self_".into());
+        let multi = f.schema.returns.first().is_some_and(|r| is_list(&r.ty));
+        body.push_str(&format!("    let out = {call};\n"));
+        if multi {
+            body.push_str(&format!(
+                "    as_views({base}, out, CreationMeta::current_multi_output())\n"
+            ));
+        } else {
+            body.push_str(&format!(
+                "    as_view({base}, out, true, CreationMeta::current())\n"
+            ));
+        }
+    } else {
+        for a in f.schema.arguments.iter().filter(|a| a.is_write()) {
+            let n = arg_name(&a.name);
+            body.push_str(&if a.ty.is_tensor() {
+                format!("    check_version_bump({n})?;\n")
+            } else if a.ty.is_optional_tensor() {
+                format!("    if let Some(t) = {n} {{\n        check_version_bump(t)?;\n    }}\n")
+            } else {
+                format!("    for t in {n} {{\n        check_version_bump(t)?;\n    }}\n")
+            });
+        }
+        body.push_str(&format!("    let result = {call};\n"));
+        for a in f.schema.arguments.iter().filter(|a| a.is_write()) {
+            let n = arg_name(&a.name);
+            body.push_str(&if a.ty.is_tensor() {
+                format!("    {n}.bump_version();\n")
+            } else if a.ty.is_optional_tensor() {
+                format!("    if let Some(t) = {n} {{\n        t.bump_version();\n    }}\n")
+            } else {
+                format!("    {n}.iter().for_each(Tensor::bump_version);\n")
+            });
+        }
+        body.push_str("    Ok(result)\n");
+    }
+    let types = args_tuple_type(&f.schema, "")?.replace("& ", "&");
+    Ok(format!(
+        "/// `{}`\npub(crate) fn {name}(ks: DispatchKeySet, {}: {types}) -> Result<{}> {{\n{body}}}\n",
+        schema_text(f),
+        pattern(f),
+        output_type(&f.schema)?
+    ))
+}
