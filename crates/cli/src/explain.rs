@@ -89,6 +89,9 @@ pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Resul
             e.provenance
         ));
     }
+    if result.is_ok() {
+        out.push_str(&autograd_section(&stack)?);
+    }
     match result {
         Ok(()) => out.push_str(&format!(
             "\nresult: {}\n",
@@ -101,4 +104,38 @@ pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Resul
         Err(e) => out.push_str(&format!("\nthe call failed: {e}\n")),
     }
     Ok(out)
+}
+
+/// What the Autograd kernel recorded: each result's `grad_fn` and where its edges lead (the
+/// graph the backward pass will walk), or why nothing was recorded.
+fn autograd_section(results: &[IValue]) -> Result<String> {
+    let mut lines = Vec::new();
+    for (i, v) in results.iter().enumerate() {
+        for t in v.tensors() {
+            let Some(f) = switchyard_autograd::grad_fn(t)? else {
+                continue;
+            };
+            let next: Vec<String> = f
+                .core()
+                .next_edges()
+                .iter()
+                .map(|e| match &e.function {
+                    Some(n) => format!("({}, {})", n.name(), e.input_nr),
+                    None => "(None, 0)".to_string(),
+                })
+                .collect();
+            lines.push(format!(
+                "   result {i}: grad_fn=<{}>, next_functions [{}]\n",
+                f.name(),
+                next.join(", ")
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(format!(
+        "\n7. Autograd: the Autograd kernel recorded a backward node, then redispatched below the Autograd keys\n{}",
+        lines.concat()
+    ))
 }
