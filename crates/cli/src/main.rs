@@ -64,8 +64,9 @@ enum Command {
         #[arg(long, default_value = "CPU")]
         backend: String,
     },
-    /// Validate a native_functions.yaml-format file or a backend yaml, reporting every problem
-    /// with its line.
+    /// Validate a native_functions.yaml-format file, or a backend yaml (recognised by its
+    /// top-level `backend:` / `cpp_namespace:` keys; checked against the operators of this
+    /// build), reporting every problem with its line.
     YamlCheck {
         /// The yaml file.
         file: std::path::PathBuf,
@@ -152,7 +153,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::YamlCheck { file } => {
-            let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file)
+            let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file, None)
                 .map_err(switchyard_core::Error::value)?;
             if problems.is_empty() {
                 println!("{}: ok", file.display());
