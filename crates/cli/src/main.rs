@@ -42,14 +42,21 @@ enum Command {
     },
     /// Call an operator by name with arguments parsed according to its schema.
     ///
+    /// Arguments are matched to the schema as `torch.ops.aten.<op>.<overload>(...)` matches
+    /// them: positional values in order, then name=value keywords; an argument without a
+    /// value takes its default, and one without a default (`out=` of an out= overload
+    /// included) must be given.
+    ///
     /// Tensors are JSON nested lists (dtype inferred as torch.tensor does) or objects
-    /// {"dtype": "float32", "shape": [2, 2], "values": [...]}; other arguments are literals;
-    /// keyword arguments are name=value. Example:
+    /// {"dtype": "float32", "shape": [2, 2], "values": [...]} (dtype inferred when absent);
+    /// sized lists such as int[2] take a bare number for all entries; other arguments are
+    /// literals. Example:
     /// switchyard call 'aten::add.Tensor' '[[1,2],[3,4]]' '[10,20]' alpha=2
     Call {
         /// Operator name.
         op: String,
-        /// Arguments: positional values, then name=value keywords.
+        /// Arguments: positional values (negative numbers included), then name=value keywords.
+        #[arg(allow_negative_numbers = true)]
         args: Vec<String>,
         /// Print one JSON value per return (errors as {"error", "message"}).
         #[arg(long)]
