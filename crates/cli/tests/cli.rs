@@ -234,6 +234,83 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
+/// Runs the command with stdout and stderr connected to pipes whose reading ends are already
+/// closed, as in `switchyard ops | head -c1` once `head` has exited.
+fn run_into_closed_pipes(args: &[&str]) -> std::process::ExitStatus {
+    let (out_r, out_w) = std::io::pipe().unwrap();
+    let (err_r, err_w) = std::io::pipe().unwrap();
+    drop(out_r);
+    drop(err_r);
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .stdout(out_w)
+        .stderr(err_w)
+        .status()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_every_subcommand_quietly() {
+    let ops_yaml = concat!(env!("CARGO_MANIFEST_DIR"), "/../ops/ops.yaml");
+    for args in [
+        &["ops"][..],
+        &["demo"],
+        &["table", "add.Tensor"],
+        &["explain", "add.Tensor"],
+        &["call", "aten::add.Tensor", "[1]", "[2]"],
+        &["call", "aten::add.Tensor", "[1]", "[2]", "--json"],
+        &["yaml-check", ops_yaml],
+        &["--help"],
+        &["call", "--help"],
+    ] {
+        // A panic exits with 101; a closed pipe must end the command as if all was read.
+        let status = run_into_closed_pipes(args);
+        assert_eq!(status.code(), Some(0), "{args:?}");
+    }
+    // A failure whose message cannot be printed (stderr closed too) still fails normally.
+    for args in [
+        &["call", "aten::add.Tensor", "[1,2]", "[1,2,3]"][..],
+        &["call", "aten::add.Tensor", "[1,2]", "[1,2,3]", "--json"],
+        &["table", "no_such_op"],
+    ] {
+        assert_eq!(run_into_closed_pipes(args).code(), Some(1), "{args:?}");
+    }
+}
+
+#[test]
+fn json_output_of_a_huge_broadcast_is_refused_not_materialised() {
+    // torch.tensor([1]).expand(2**32) is a view of one stored value; printing it summarises.
+    let o = run(&["call", "aten::expand", "[1]", "[4294967296]"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "tensor([1, 1, 1,  ..., 1, 1, 1])\n");
+    // JSON would list 2^32 values: refused up front, with a clear error (and no abort).
+    let o = run(&["call", "aten::expand", "[1]", "[4294967296]", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["error"], "RuntimeError");
+    let message = v["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("--json prints at most 1048576 tensor elements per call"),
+        "{message}"
+    );
+    assert!(message.contains("[4294967296]"), "{message}");
+    // The limit counts all returns together; up to it, every value is printed.
+    let o = run(&["call", "aten::expand", "[7]", "[1048576]", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["shape"], json!([1048576]));
+    assert_eq!(v["values"].as_array().unwrap().len(), 1 << 20);
+    assert!(
+        v["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| *x == json!(7))
+    );
+    let o = run(&["call", "aten::expand", "[7]", "[1048577]", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
 #[test]
 fn arguments_without_a_default_must_be_given() {
     // torch.ops.aten.div.Tensor_mode(a, b) raises "aten::div() is missing value for argument
@@ -517,6 +594,114 @@ fn negative_numbers_are_values() {
         json_lines(&o),
         vec![json!({"dtype": "int64", "shape": [2], "values": [4, 6]})]
     );
+}
+
+#[test]
+fn the_reference_backend_is_loaded_by_name() {
+    let line = |text: &str, name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    // The sidecar implements add.Tensor and mm itself; exp reaches it through its fallback.
+    for backend in ["sidecar", "PrivateUse1"] {
+        let o = run(&["ops", "--backend", backend]);
+        assert!(o.status.success(), "{backend}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(
+            line(&text, "aten::add.Tensor").ends_with(" kernel"),
+            "{backend}"
+        );
+        assert!(line(&text, "aten::mm").ends_with(" kernel"), "{backend}");
+        assert!(line(&text, "aten::exp").ends_with(" fallback"), "{backend}");
+        assert!(!text.contains("missing"), "{backend}");
+    }
+    let o = run(&["table", "add.Tensor", "--load", "sidecar"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("SIDECAR: wrapper_PrivateUse1_add_Tensor [kernel]"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["explain", "add.Tensor", "--device", "sidecar"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("-> wrapper_PrivateUse1_add_Tensor"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&[
+        "call",
+        "aten::add.Tensor",
+        "[1,2]",
+        "[10,20]",
+        "--device",
+        "sidecar",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "tensor([11, 22], device='sidecar:0')\n");
+    let o = run(&[
+        "call",
+        "aten::exp",
+        "[0.0]",
+        "--device",
+        "sidecar:0",
+        "--json",
+    ]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "float32", "shape": [1], "values": [1.0]})]
+    );
+    let o = run(&["ops", "--load", "nosuch"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("unknown backend 'nosuch'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn yaml_check_validates_a_backend_yaml_with_the_backend_rules() {
+    let sidecar = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../backends/sidecar/backend.yaml"
+    );
+    let o = run(&["yaml-check", sidecar]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).ends_with("backend.yaml: ok\n"), "{}", stdout(&o));
+    let dir = std::env::temp_dir().join(format!("switchyard-cli-backend-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // gen_backend_stubs' messages, with the line.
+    for (text, message, line) in [
+        (
+            "backend: PrivateUse1\ncpp_namespace: x\nsupported: [add.Tensor]\nbogus: 1\n",
+            "contains unexpected keys: bogus. Only the following keys are supported: backend, class_name, cpp_namespace, extra_headers, supported, autograd, full_codegen, non_native, ir_gen, symint",
+            4,
+        ),
+        (
+            "backend: PrivateUse1\ncpp_namespace: x\nsupported: [no_such_op]\n",
+            "Found an invalid operator name: no_such_op",
+            3,
+        ),
+        (
+            "cpp_namespace: x\nsupported: [abs]\n",
+            "You must provide a value for \"backend\"",
+            0,
+        ),
+    ] {
+        let file = dir.join("b.yaml");
+        std::fs::write(&file, text).unwrap();
+        let o = run(&["yaml-check", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        let out = stdout(&o);
+        assert!(out.contains(message), "{out}");
+        if line > 0 {
+            assert!(out.contains(&format!("b.yaml:{line}")), "{out}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
