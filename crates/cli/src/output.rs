@@ -126,7 +126,12 @@ pub fn json_lines(values: &[IValue]) -> Result<String> {
     Ok(text)
 }
 
-/// An error as `{"error": kind, "message": ...}`.
+/// An error as `{"error": kind, "message", "operator"}` (the operator called), with
+/// `"raised_in"` when an inner operator raised it.
 pub fn error_json(e: &Error) -> Value {
-    json!({"error": e.kind().name(), "message": e.message(), "operator": e.operator()})
+    let mut v = json!({"error": e.kind().name(), "message": e.message(), "operator": e.operator()});
+    if let Some(inner) = e.raised_in() {
+        v["raised_in"] = json!(inner);
+    }
+    v
 }

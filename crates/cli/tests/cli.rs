@@ -722,3 +722,33 @@ fn every_schema_default_is_a_value() {
     }
     assert!(checked > 400, "only {checked} defaults");
 }
+
+#[test]
+fn errors_name_the_operator_the_user_called() {
+    // remainder.Scalar is a composite over remainder.Tensor; torch.remainder(tensor([1]), 0)
+    // raises "ZeroDivisionError". The error is reported for the operator called.
+    let o = run(&["call", "aten::remainder.Scalar", "[1]", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "RuntimeError: ZeroDivisionError (in operator aten::remainder.Scalar, raised in aten::remainder.Tensor)\n"
+    );
+    let o = run(&["call", "aten::remainder.Scalar", "[1]", "0", "--json"]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({
+            "error": "RuntimeError",
+            "message": "ZeroDivisionError",
+            "operator": "aten::remainder.Scalar",
+            "raised_in": "aten::remainder.Tensor"
+        })]
+    );
+    // An operator that fails itself is named alone.
+    let o = run(&["call", "aten::remainder.Tensor", "[1]", "[0]", "--json"]);
+    assert_eq!(
+        json_lines(&o),
+        vec![
+            json!({"error": "RuntimeError", "message": "ZeroDivisionError", "operator": "aten::remainder.Tensor"})
+        ]
+    );
+}
