@@ -447,6 +447,8 @@ fn argument_text(
         Type::Base(BaseType::Scalar) => Some(if name == "min" { "0" } else { "2" }.to_owned()),
         Type::Base(BaseType::ScalarType) => Some("float32".to_owned()),
         Type::Base(BaseType::Str) => Some(if name == "reduce" { "add" } else { "none" }.to_owned()),
+        // An optional argument without a default must still be given (`Generator? generator`).
+        _ if arg.ty.is_optional() && arg.default.is_none() => Some("None".to_owned()),
         _ => None,
     }
 }

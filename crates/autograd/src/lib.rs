@@ -55,7 +55,7 @@ pub use saved::{ERR_BACKWARD_TWICE, SavedVariable, legacy_type_name};
 pub use support::NotImplemented;
 pub use view::{CopySlices, CreationMeta};
 
-use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS};
+use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
 
 /// Registers the generated and hand-written kernels and the fallback of operators without one.
 fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
@@ -69,11 +69,9 @@ fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
 }
 
 #[linkme::distributed_slice(STATIC_REGISTRATIONS)]
-static REGISTER: fn(&'static Dispatcher) = |d| {
-    if let Err(e) = register(d) {
-        // A broken registration is a bug in the generator or derivatives.yaml.
-        eprintln!("switchyard-autograd: registering kernels failed: {e}");
-    }
+static REGISTER: StaticRegistration = StaticRegistration {
+    name: "switchyard-autograd",
+    register,
 };
 
 /// Makes sure this crate's kernels are registered (linking the crate is enough; this gives

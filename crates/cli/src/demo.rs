@@ -2,56 +2,61 @@
 //! is computed by the runtime as the demo runs.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+
+use crate::Outcome;
 use switchyard_core::promotion::{PromotionArg, result_type};
 use switchyard_core::{Device, DispatchKey, Result, Scalar, ScalarType, Tensor};
 use switchyard_dispatch::{Dispatcher, trace};
 use switchyard_ops as ops;
 use switchyard_ops::TensorOps;
 
-fn section(title: &str) {
-    println!("\n== {title} ==");
-}
-
-/// Runs every section of the demo.
-pub fn run() -> Result<()> {
-    tensors()?;
-    promotion()?;
-    dispatch()?;
-    mlp(Device::CPU)?;
-    mlp(Device::META)?;
-    // The reference external backend: a few kernels of its own, the CPU fallback for the rest.
-    switchyard_sidecar::init()?;
-    mlp(switchyard_sidecar::device())?;
-    operators();
+fn section(out: &mut dyn Write, title: &str) -> Outcome<()> {
+    writeln!(out, "\n== {title} ==")?;
     Ok(())
 }
 
-fn tensors() -> Result<()> {
-    section("Tensors: strided views over shared, versioned storage");
+/// Runs every section of the demo.
+pub fn run(out: &mut dyn Write) -> Outcome<()> {
+    tensors(out)?;
+    promotion(out)?;
+    dispatch(out)?;
+    mlp(out, Device::CPU)?;
+    mlp(out, Device::META)?;
+    // The reference external backend: a few kernels of its own, the CPU fallback for the rest.
+    switchyard_sidecar::init()?;
+    mlp(out, switchyard_sidecar::device())?;
+    operators(out)
+}
+
+fn tensors(out: &mut dyn Write) -> Outcome<()> {
+    section(out, "Tensors: strided views over shared, versioned storage")?;
     let a = Tensor::from_data([[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]])?;
-    println!("a = {a}");
+    writeln!(out, "a = {a}")?;
     let t = a.t()?;
-    println!("a.t() = {t}");
-    println!(
+    writeln!(out, "a.t() = {t}")?;
+    writeln!(
+        out,
         "a.t(): sizes {:?}, strides {:?}, contiguous {}, shares a's storage {}",
         t.sizes().as_slice(),
         t.strides().as_slice(),
         t.is_contiguous(),
         t.is_alias_of(&a)
-    );
+    )?;
     let row = a.select(0, 1)?;
     row.fill_scalar_(0.5)?;
-    println!(
+    writeln!(
+        out,
         "after a.select(0, 1).fill_(0.5): a = {a}  (version {})",
         a.version()
-    );
+    )?;
     let big = Tensor::from_vec((0..2000).map(|i| i as i64).collect(), &[2000])?;
-    println!("a large tensor is summarised: {big}");
+    writeln!(out, "a large tensor is summarised: {big}")?;
     Ok(())
 }
 
-fn promotion() -> Result<()> {
-    section("Type promotion (PyTorch's result_type)");
+fn promotion(out: &mut dyn Write) -> Outcome<()> {
+    section(out, "Type promotion (PyTorch's result_type)")?;
     let i = Tensor::from_slice(&[1i32, 2])?;
     let h = Tensor::from_slice(&[switchyard_core::half::f16::from_f32(1.0)])?;
     let zero_dim_f64 = Tensor::scalar_tensor(Scalar::from(2.5))?;
@@ -79,30 +84,37 @@ fn promotion() -> Result<()> {
     ];
     for (what, args) in cases {
         let dtype = result_type(&args).map_or_else(|| "-".to_string(), |d| d.torch_name());
-        println!("{what:<40} -> {dtype}");
+        writeln!(out, "{what:<40} -> {dtype}")?;
     }
     Ok(())
 }
 
-fn dispatch() -> Result<()> {
-    section("Dispatch: key sets, the operator table, the hops of a call");
+fn dispatch(out: &mut dyn Write) -> Outcome<()> {
+    section(
+        out,
+        "Dispatch: key sets, the operator table, the hops of a call",
+    )?;
     let a = Tensor::from_data([[1.0f32, 2.0], [3.0, 4.0]])?;
-    println!("key set of a CPU tensor: {}", a.key_set());
+    writeln!(out, "key set of a CPU tensor: {}", a.key_set())?;
     let b = Tensor::allocate(&[2, 2], ScalarType::Float, Device::META)?;
-    println!("key set of a meta tensor: {}", b.key_set());
+    writeln!(out, "key set of a meta tensor: {}", b.key_set())?;
     let handle = Dispatcher::singleton().find_schema_or_error("aten::add.Tensor")?;
-    println!("\ndispatch table of aten::add.Tensor (runtime keys with a kernel):");
+    writeln!(
+        out,
+        "\ndispatch table of aten::add.Tensor (runtime keys with a kernel):"
+    )?;
     for line in handle
         .dump_table()
         .lines()
         .filter(|l| !l.contains("[missing]"))
     {
-        println!("  {line}");
+        writeln!(out, "  {line}")?;
     }
     let (result, hops) = trace::capture(|| ops::add(&a, &a));
-    println!("\nhops of add(a, a):");
+    writeln!(out, "\nhops of add(a, a):")?;
     for hop in &hops {
-        println!(
+        writeln!(
+            out,
             "  {}{} {} at {} -> {} [{}]",
             "  ".repeat(hop.depth),
             hop.hop.label(),
@@ -110,17 +122,18 @@ fn dispatch() -> Result<()> {
             hop.key.display_name(),
             hop.kernel,
             hop.provenance
-        );
+        )?;
     }
-    println!("add(a, a) = {}", result?);
+    writeln!(out, "add(a, a) = {}", result?)?;
     Ok(())
 }
 
 /// A two-layer MLP classifier forward pass, counting the operator calls per dispatch key.
-fn mlp(device: Device) -> Result<()> {
-    section(&format!(
-        "MLP forward on {device}: linear -> relu -> linear -> log_softmax -> nll_loss"
-    ));
+fn mlp(out: &mut dyn Write, device: Device) -> Outcome<()> {
+    section(
+        out,
+        &format!("MLP forward on {device}: linear -> relu -> linear -> log_softmax -> nll_loss"),
+    )?;
     let (batch, features, hidden, classes) = (8i64, 16i64, 32i64, 4i64);
     // Deterministic inputs, so that the printed loss is reproducible.
     // Meta tensors have shapes and dtypes but no data.
@@ -159,19 +172,21 @@ fn mlp(device: Device) -> Result<()> {
         Ok((ops::nll_loss(&log_probs, &target)?, log_probs))
     });
     let (loss, log_probs) = loss?;
-    println!(
+    writeln!(
+        out,
         "log_probs: sizes {:?}, dtype {}",
         log_probs.sizes().as_slice(),
         log_probs.dtype().torch_name()
-    );
+    )?;
     if device.is_cpu() || device.is_meta() {
-        println!("loss = {loss}");
+        writeln!(out, "loss = {loss}")?;
     } else {
         // Device memory is not host memory: bring the value over to print it.
-        println!(
+        writeln!(
+            out,
             "loss = {} (computed on {device})",
             to_device(&loss, Device::CPU)?
-        );
+        )?;
     }
     let mut per_key: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for hop in &hops {
@@ -181,13 +196,13 @@ fn mlp(device: Device) -> Result<()> {
             .entry(hop.operator.clone())
             .or_default() += 1;
     }
-    println!("operator calls per dispatch key:");
+    writeln!(out, "operator calls per dispatch key:")?;
     for (key, operators) in &per_key {
         let list: Vec<String> = operators
             .iter()
             .map(|(op, n)| format!("{op} x{n}"))
             .collect();
-        println!("  {key:<28} {}", list.join(", "));
+        writeln!(out, "  {key:<28} {}", list.join(", "))?;
     }
     if !(device.is_cpu() || device.is_meta()) {
         let after = switchyard_sidecar::fallback_counts();
@@ -198,10 +213,11 @@ fn mlp(device: Device) -> Result<()> {
                 (new > 0).then(|| format!("{op} x{new}"))
             })
             .collect();
-        println!(
+        writeln!(
+            out,
             "ran on the CPU through the fallback: {}",
             fell_back.join(", ")
-        );
+        )?;
     }
     Ok(())
 }
@@ -214,8 +230,8 @@ fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
     switchyard_ops::op::_to_copy::call(t, None, None, Some(device), None, false, None)
 }
 
-fn operators() {
-    section("Operators");
+fn operators(out: &mut dyn Write) -> Outcome<()> {
+    section(out, "Operators")?;
     let d = Dispatcher::singleton();
     let all = d.all_operators();
     let count = |key: DispatchKey| {
@@ -223,12 +239,20 @@ fn operators() {
             .filter(|op| matches!(op.describe_slot(key), Some((_, "kernel"))))
             .count()
     };
-    println!(
+    writeln!(
+        out,
         "{} operators from ops.yaml; CPU kernels for {}, Meta kernels for {}; the rest are composites.",
         all.len(),
         count(DispatchKey::CPU),
         count(DispatchKey::Meta)
-    );
-    println!("Try: switchyard table add.Tensor | switchyard explain add.Tensor --requires-grad");
-    println!("     switchyard call 'aten::add.Tensor' '[[1,2],[3,4]]' '[10,20]' alpha=2");
+    )?;
+    writeln!(
+        out,
+        "Try: switchyard table add.Tensor | switchyard explain add.Tensor --requires-grad"
+    )?;
+    writeln!(
+        out,
+        "     switchyard call 'aten::add.Tensor' '[[1,2],[3,4]]' '[10,20]' alpha=2"
+    )?;
+    Ok(())
 }

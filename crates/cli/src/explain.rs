@@ -1,48 +1,50 @@
 //! `switchyard explain`: the key-set computation of a call and every dispatch hop, as in the
 //! walk-through of `torch.add` in PyTorch's "Codegen + Structured Kernels" wiki page.
 
-use switchyard::args::parse_value;
+use switchyard::args::{default_value, parse_argument};
 use switchyard_core::local_dispatch::tls_local_dispatch_key_set;
 use switchyard_core::{Device, DispatchKeySet, IValue, Result, ScalarType, Stack, Tensor};
 use switchyard_dispatch::{OperatorHandle, trace};
-use switchyard_schema::{BaseType, Type};
+use switchyard_schema::{BaseType, FunctionSchema, Type};
 
-/// A sample value for an argument: small tensors on `device`, defaults, or simple values.
-fn sample(ty: &Type, default: Option<&str>, device: Device, requires_grad: bool) -> Result<IValue> {
-    if let Some(d) = default {
-        return switchyard::args::parse_value(
-            ty,
-            d.trim_matches(|c| c == '\'' || c == '"'),
-            device,
-        )
-        .or_else(|_| {
-            if ty.is_optional() {
-                Ok(IValue::None)
-            } else {
-                parse_value(ty, "1", device)
-            }
-        });
+/// A sample value for argument `index` of `schema`: its default, small tensors on `device`, or
+/// simple values. Errors name the operator and the argument.
+fn sample(
+    schema: &FunctionSchema,
+    index: usize,
+    device: Device,
+    requires_grad: bool,
+) -> Result<IValue> {
+    let arg = &schema.arguments[index];
+    if arg.default.is_some() {
+        return default_value(schema, index, device);
     }
-    Ok(match ty {
-        Type::Base(BaseType::Tensor) | Type::Optional(_)
-            if ty.is_tensor() || ty.is_optional_tensor() =>
-        {
+    let ty = &arg.ty;
+    let text = match ty {
+        _ if ty.is_tensor() || ty.is_optional_tensor() => {
             let t = Tensor::allocate(&[2, 2], ScalarType::Float, device)?;
             if requires_grad {
                 t.set_requires_grad(true)?;
             }
-            IValue::Tensor(t)
+            return Ok(IValue::Tensor(t));
         }
-        Type::Optional(_) => IValue::None,
+        Type::Optional(_) => "None",
         Type::List { elem, .. } if elem.is_tensor() => {
-            IValue::TensorList(vec![Tensor::allocate(&[2, 2], ScalarType::Float, device)?])
+            return Ok(IValue::TensorList(vec![Tensor::allocate(
+                &[2, 2],
+                ScalarType::Float,
+                device,
+            )?]));
         }
-        Type::List { .. } => parse_value(ty, "[1]", device)?,
-        Type::Base(BaseType::Str) => IValue::from("none"),
-        Type::Base(BaseType::ScalarType) => IValue::ScalarType(ScalarType::Float),
-        Type::Base(BaseType::Device) => IValue::Device(device),
-        other => parse_value(other, "1", device)?,
-    })
+        // A sized list (`int[2] kernel_size`) takes a bare number for all its entries.
+        Type::List { size: Some(_), .. } => "1",
+        Type::List { .. } => "[1]",
+        Type::Base(BaseType::Str) => "none",
+        Type::Base(BaseType::ScalarType) => "float32",
+        Type::Base(BaseType::Device) => return Ok(IValue::Device(device)),
+        _ => "1",
+    };
+    parse_argument(schema, index, text, device)
 }
 
 /// Explains a call of `op` with sample arguments on `device`.
@@ -51,7 +53,8 @@ pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Resul
     let mut stack: Stack = schema
         .arguments
         .iter()
-        .map(|a| sample(&a.ty, a.default.as_deref(), device, requires_grad))
+        .enumerate()
+        .map(|(i, _)| sample(&schema, i, device, requires_grad))
         .collect::<Result<_>>()?;
     let mut out = format!(
         "operator: {}\nschema:   {schema}\n\n1. Dispatch keys of the tensor arguments\n",

@@ -3,3 +3,4 @@
 //! operator generically (the external-backend tests run the whole operator set that way).
 
 pub mod args;
+mod literal;

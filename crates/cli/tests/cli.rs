@@ -118,7 +118,7 @@ fn bad_arguments_name_the_argument() {
     assert!(
         String::from_utf8(o.stderr)
             .unwrap()
-            .contains("missing required argument 'other'")
+            .contains("aten::add() is missing value for argument 'other'")
     );
     let o = run(&["call", "aten::no_such_op", "[1]"]);
     assert!(
@@ -228,4 +228,527 @@ fn demo_and_help_run() {
         assert!(o.status.success(), "{sub} --help");
         assert!(stdout(&o).contains("Usage"), "{sub} --help");
     }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// Runs the command with stdout and stderr connected to pipes whose reading ends are already
+/// closed, as in `switchyard ops | head -c1` once `head` has exited.
+fn run_into_closed_pipes(args: &[&str]) -> std::process::ExitStatus {
+    let (out_r, out_w) = std::io::pipe().unwrap();
+    let (err_r, err_w) = std::io::pipe().unwrap();
+    drop(out_r);
+    drop(err_r);
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .stdout(out_w)
+        .stderr(err_w)
+        .status()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_every_subcommand_quietly() {
+    let ops_yaml = concat!(env!("CARGO_MANIFEST_DIR"), "/../ops/ops.yaml");
+    for args in [
+        &["ops"][..],
+        &["demo"],
+        &["table", "add.Tensor"],
+        &["explain", "add.Tensor"],
+        &["call", "aten::add.Tensor", "[1]", "[2]"],
+        &["call", "aten::add.Tensor", "[1]", "[2]", "--json"],
+        &["yaml-check", ops_yaml],
+        &["--help"],
+        &["call", "--help"],
+    ] {
+        // A panic exits with 101; a closed pipe must end the command as if all was read.
+        let status = run_into_closed_pipes(args);
+        assert_eq!(status.code(), Some(0), "{args:?}");
+    }
+    // A failure whose message cannot be printed (stderr closed too) still fails normally.
+    for args in [
+        &["call", "aten::add.Tensor", "[1,2]", "[1,2,3]"][..],
+        &["call", "aten::add.Tensor", "[1,2]", "[1,2,3]", "--json"],
+        &["table", "no_such_op"],
+    ] {
+        assert_eq!(run_into_closed_pipes(args).code(), Some(1), "{args:?}");
+    }
+}
+
+#[test]
+fn json_output_of_a_huge_broadcast_is_refused_not_materialised() {
+    // torch.tensor([1]).expand(2**32) is a view of one stored value; printing it summarises.
+    let o = run(&["call", "aten::expand", "[1]", "[4294967296]"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "tensor([1, 1, 1,  ..., 1, 1, 1])\n");
+    // JSON would list 2^32 values: refused up front, with a clear error (and no abort).
+    let o = run(&["call", "aten::expand", "[1]", "[4294967296]", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["error"], "RuntimeError");
+    let message = v["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("--json prints at most 1048576 tensor elements per call"),
+        "{message}"
+    );
+    assert!(message.contains("[4294967296]"), "{message}");
+    // The limit counts all returns together; up to it, every value is printed.
+    let o = run(&["call", "aten::expand", "[7]", "[1048576]", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["shape"], json!([1048576]));
+    assert_eq!(v["values"].as_array().unwrap().len(), 1 << 20);
+    assert!(
+        v["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| *x == json!(7))
+    );
+    let o = run(&["call", "aten::expand", "[7]", "[1048577]", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn arguments_without_a_default_must_be_given() {
+    // torch.ops.aten.div.Tensor_mode(a, b) raises "aten::div() is missing value for argument
+    // 'rounding_mode'. Declaration: ..."; so do out= (no default) and `int[1]? dim`.
+    for (args, missing, declaration) in [
+        (
+            &["call", "aten::div.Tensor_mode", "[7]", "[2]"][..],
+            "aten::div() is missing value for argument 'rounding_mode'",
+            "aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+        ),
+        (
+            &["call", "aten::add.out", "[1]", "[2]"],
+            "aten::add() is missing value for argument 'out'",
+            "aten::add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+        ),
+        (
+            &["call", "aten::sum.dim_IntList", "[[1,2],[3,4]]"],
+            "aten::sum() is missing value for argument 'dim'",
+            "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!(
+                "RuntimeError: {missing}. Declaration: {declaration}"
+            )),
+            "{err}"
+        );
+    }
+    // Given, they work: torch.div(tensor([7]), tensor([2]), rounding_mode='floor') = [3];
+    // torch.add(tensor([1]), tensor([2]), out=tensor([0])) = [3]; None is a value for `dim`.
+    for (args, expected) in [
+        (
+            &[
+                "call",
+                "aten::div.Tensor_mode",
+                "[7]",
+                "[2]",
+                "rounding_mode=floor",
+            ][..],
+            "tensor([3])\n",
+        ),
+        (
+            &[
+                "call",
+                "aten::div.Tensor_mode",
+                "[7]",
+                "[2]",
+                "rounding_mode=None",
+            ],
+            "tensor([3.5000])\n",
+        ),
+        (
+            &["call", "aten::add.out", "[1]", "[2]", "out=[0]"],
+            "tensor([3])\n",
+        ),
+        (
+            &["call", "aten::sum.dim_IntList", "[[1,2],[3,4]]", "None"],
+            "tensor(10)\n",
+        ),
+    ] {
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), expected, "{args:?}");
+    }
+    // The other schema-matching errors use torch.ops' wording too.
+    let o = run(&["call", "aten::add.Tensor", "[1]", "[2]", "1", "2"]);
+    assert!(
+        stderr(&o).starts_with("RuntimeError: aten::add() expected at most 3 argument(s) but received 4 argument(s). Declaration: aten::add.Tensor("),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["call", "aten::add.Tensor", "[1]", "[2]", "2"]);
+    assert!(
+        stderr(&o).starts_with("RuntimeError: aten::add() takes 2 positional argument(s) but 3 was/were given.  Declaration: "),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["call", "aten::add.Tensor", "[1]", "[2]", "self=[3]"]);
+    assert!(
+        stderr(&o).starts_with("RuntimeError: Argument 'self' specified both as positional and keyword argument. Schema: aten::add.Tensor("),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["call", "aten::add.Tensor", "[1]", "[2]", "beta=2"]);
+    assert!(
+        stderr(&o).starts_with(
+            "RuntimeError: Unknown keyword argument 'beta' for operator 'aten::add'. Schema: "
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn sized_int_lists_take_a_bare_int() {
+    // F.max_pool2d(torch.tensor([[[1., 2.], [3., 4.]]]), 2) = [[[4.]]]; avg_pool2d gives 2.5.
+    let x = "[[[1.0,2.0],[3.0,4.0]]]";
+    for (op, expected) in [
+        ("aten::max_pool2d", "tensor([[[4.]]])\n"),
+        ("aten::avg_pool2d", "tensor([[[2.5000]]])\n"),
+    ] {
+        let o = run(&["call", op, x, "2"]);
+        assert!(o.status.success(), "{op}: {}", stderr(&o));
+        assert_eq!(stdout(&o), expected, "{op}");
+        // padding=0 is [0, 0], stride=2 is [2, 2].
+        let o = run(&["call", op, x, "kernel_size=2", "stride=2", "padding=0"]);
+        assert_eq!(stdout(&o), expected, "{op}: {}", stderr(&o));
+    }
+    // The schema defaults (`SymInt[2] stride=1`) are read the same way, so explain works.
+    for op in [
+        "aten::conv2d",
+        "aten::max_pool2d",
+        "aten::avg_pool2d",
+        "aten::convolution",
+    ] {
+        let o = run(&["explain", op]);
+        assert!(o.status.success(), "{op}: {}", stderr(&o));
+        assert!(stdout(&o).contains("6. Hops"), "{op}: {}", stdout(&o));
+    }
+    // An unsized list takes no bare int (PyTorch's parser refuses it too).
+    let o = run(&["call", "aten::permute", "[[1]]", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("expected a list"), "{}", stderr(&o));
+}
+
+#[test]
+fn argument_errors_name_the_operator_and_the_argument() {
+    for (args, operator, argument) in [
+        (
+            &["call", "aten::max_pool2d", "[[[1.0]]]", "abc"][..],
+            "aten::max_pool2d",
+            "'kernel_size'",
+        ),
+        (
+            &["call", "aten::add.Tensor", "[1,2", "[1]"],
+            "aten::add",
+            "'self'",
+        ),
+        (
+            &["call", "aten::sum.dim_IntList", "[1]", "[1.5]"],
+            "aten::sum",
+            "'dim'",
+        ),
+        (
+            &["call", "aten::add.Tensor", "[1]", "[2]", "alpha=x"],
+            "aten::add",
+            "'alpha'",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.contains(&format!("{operator}() Expected a value of type"))
+                && first.contains(&format!("for argument {argument}")),
+            "{err}"
+        );
+        assert!(err.contains("Declaration: "), "{err}");
+    }
+}
+
+/// The `--json` tensor of `call aten::clone LITERAL`, or the error message.
+fn tensor_literal(literal: &str) -> Result<Value, String> {
+    let o = run(&["call", "aten::clone", literal, "--json"]);
+    let v = json_lines(&o).remove(0);
+    if o.status.success() {
+        Ok(v)
+    } else {
+        Err(v["message"].as_str().unwrap().to_owned())
+    }
+}
+
+#[test]
+fn tensor_literals_are_built_as_torch_tensor_builds_them() {
+    let details = |literal: &str| {
+        let e = tensor_literal(literal).unwrap_err();
+        e.split("Cast error details: ")
+            .nth(1)
+            .unwrap_or(&e)
+            .to_owned()
+    };
+    // Ragged lists: torch.tensor([[1, 2], [3]]) raises "expected sequence of length 2 at dim 1
+    // (got 1)"; [1, [2]] and [[1], 2] are refused too (no shape [2, 1]).
+    assert_eq!(
+        details("[[1,2],[3]]"),
+        "expected sequence of length 2 at dim 1 (got 1)"
+    );
+    assert_eq!(
+        details("[1,[2]]"),
+        "expected a number at dim 1 (got a sequence of length 1)"
+    );
+    assert_eq!(
+        details("[[1],2]"),
+        "not a sequence: expected sequence of length 1 at dim 1 (got 2)"
+    );
+    // Out of range: torch.tensor([300], dtype=torch.int8) raises "value cannot be converted to
+    // type int8 without overflow"; so do 256 for uint8, 1e20 and inf for int64.
+    let obj =
+        |dtype: &str, v: &str| format!(r#"{{"dtype": "{dtype}", "shape": [1], "values": [{v}]}}"#);
+    for (dtype, v) in [
+        ("int8", "300"),
+        ("uint8", "256"),
+        ("int64", "1e20"),
+        ("int64", "\"inf\""),
+        ("int32", "2147483648"),
+    ] {
+        assert_eq!(
+            details(&obj(dtype, v)),
+            format!("value cannot be converted to type {dtype} without overflow"),
+            "{dtype} {v}"
+        );
+    }
+    // torch.tensor([2**70]) raises "Overflow when unpacking long" (it does not become a float).
+    assert_eq!(
+        details("[1180591620717411303424]"),
+        "Overflow when unpacking long"
+    );
+    assert_eq!(
+        details(&obj("int64", "9223372036854775808")),
+        "Overflow when unpacking long"
+    );
+    // In range they are kept exactly: int64 extremes, and uint8 -1 wraps to 255 as in PyTorch.
+    assert_eq!(
+        tensor_literal("[9223372036854775807, -9223372036854775808]").unwrap(),
+        json!({"dtype": "int64", "shape": [2], "values": [i64::MAX, i64::MIN]})
+    );
+    assert_eq!(
+        tensor_literal(r#"{"dtype": "uint8", "shape": [2], "values": [255, -1]}"#).unwrap(),
+        json!({"dtype": "uint8", "shape": [2], "values": [255, 255]})
+    );
+    // Malformed objects are refused, not defaulted.
+    assert_eq!(
+        details(r#"{"dtype": 5, "shape": [1], "values": [1]}"#),
+        "\"dtype\" must be the name of a dtype such as \"float32\", got an integer (5)"
+    );
+    assert_eq!(
+        details(r#"{"dtype": "float32", "shape": [1], "values": [1], "device": "cpu"}"#),
+        "unknown key \"device\" in a tensor object (its keys are \"dtype\", \"shape\" and \"values\")"
+    );
+    assert_eq!(
+        details(r#"{"dtype": "float32", "shape": [2, 2], "values": [1, 2, 3]}"#),
+        "shape '[2, 2]' is invalid for input of size 3"
+    );
+    assert!(details(r#"{"dtype": "float32", "values": [1]}"#).contains("needs \"shape\""),);
+    assert!(details(r#"["a"]"#).starts_with("invalid data type 'str'"));
+    // Without "dtype" an object infers it from its values, as torch.tensor does.
+    assert_eq!(
+        tensor_literal(r#"{"shape": [2, 1], "values": [1, 2]}"#).unwrap(),
+        json!({"dtype": "int64", "shape": [2, 1], "values": [1, 2]})
+    );
+    assert_eq!(
+        tensor_literal("[[true, false]]").unwrap(),
+        json!({"dtype": "bool", "shape": [1, 2], "values": [true, false]})
+    );
+}
+
+#[test]
+fn negative_numbers_are_values() {
+    // torch.sum(torch.tensor([[1, 2], [3, 4]]), -1) = [3, 7]; x * -1.5 = [-3.].
+    let o = run(&["call", "aten::sum.dim_IntList", "[[1,2],[3,4]]", "-1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "tensor([3, 7])\n");
+    let o = run(&["call", "aten::mul.Scalar", "[2.0]", "-1.5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "float32", "shape": [1], "values": [-3.0]})]
+    );
+    let o = run(&[
+        "call",
+        "aten::sum.dim_IntList",
+        "[[1,2],[3,4]]",
+        "-2",
+        "--json",
+    ]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "int64", "shape": [2], "values": [4, 6]})]
+    );
+}
+
+#[test]
+fn the_reference_backend_is_loaded_by_name() {
+    let line = |text: &str, name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    // The sidecar implements add.Tensor and mm itself; exp reaches it through its fallback.
+    for backend in ["sidecar", "PrivateUse1"] {
+        let o = run(&["ops", "--backend", backend]);
+        assert!(o.status.success(), "{backend}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(
+            line(&text, "aten::add.Tensor").ends_with(" kernel"),
+            "{backend}"
+        );
+        assert!(line(&text, "aten::mm").ends_with(" kernel"), "{backend}");
+        assert!(line(&text, "aten::exp").ends_with(" fallback"), "{backend}");
+        assert!(!text.contains("missing"), "{backend}");
+    }
+    let o = run(&["table", "add.Tensor", "--load", "sidecar"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("SIDECAR: wrapper_PrivateUse1_add_Tensor [kernel]"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["explain", "add.Tensor", "--device", "sidecar"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("-> wrapper_PrivateUse1_add_Tensor"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&[
+        "call",
+        "aten::add.Tensor",
+        "[1,2]",
+        "[10,20]",
+        "--device",
+        "sidecar",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "tensor([11, 22], device='sidecar:0')\n");
+    let o = run(&[
+        "call",
+        "aten::exp",
+        "[0.0]",
+        "--device",
+        "sidecar:0",
+        "--json",
+    ]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({"dtype": "float32", "shape": [1], "values": [1.0]})]
+    );
+    let o = run(&["ops", "--load", "nosuch"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("unknown backend 'nosuch'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn yaml_check_validates_a_backend_yaml_with_the_backend_rules() {
+    let sidecar = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../backends/sidecar/backend.yaml"
+    );
+    let o = run(&["yaml-check", sidecar]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).ends_with("backend.yaml: ok\n"), "{}", stdout(&o));
+    let dir = std::env::temp_dir().join(format!("switchyard-cli-backend-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // gen_backend_stubs' messages, with the line.
+    for (text, message, line) in [
+        (
+            "backend: PrivateUse1\ncpp_namespace: x\nsupported: [add.Tensor]\nbogus: 1\n",
+            "contains unexpected keys: bogus. Only the following keys are supported: backend, class_name, cpp_namespace, extra_headers, supported, autograd, full_codegen, non_native, ir_gen, symint",
+            4,
+        ),
+        (
+            "backend: PrivateUse1\ncpp_namespace: x\nsupported: [no_such_op]\n",
+            "Found an invalid operator name: no_such_op",
+            3,
+        ),
+        (
+            "cpp_namespace: x\nsupported: [abs]\n",
+            "You must provide a value for \"backend\"",
+            0,
+        ),
+    ] {
+        let file = dir.join("b.yaml");
+        std::fs::write(&file, text).unwrap();
+        let o = run(&["yaml-check", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        let out = stdout(&o);
+        assert!(out.contains(message), "{out}");
+        if line > 0 {
+            assert!(out.contains(&format!("b.yaml:{line}")), "{out}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_schema_default_is_a_value() {
+    // Call by name fills defaults by reading them: each must read as a value of its type
+    // (`SymInt[2] stride=1`, `bool[3] output_mask=[True, True, True]`, `str reduce="mean"`).
+    use switchyard_core::Device;
+    let mut checked = 0;
+    for op in switchyard_dispatch::Dispatcher::singleton().all_operators() {
+        let schema = op.require_schema().unwrap();
+        for (i, a) in schema.arguments.iter().enumerate() {
+            if a.default.is_some() {
+                switchyard::args::default_value(&schema, i, Device::CPU)
+                    .unwrap_or_else(|e| panic!("{}: {e}", op.name()));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 400, "only {checked} defaults");
+}
+
+#[test]
+fn errors_name_the_operator_the_user_called() {
+    // remainder.Scalar is a composite over remainder.Tensor; torch.remainder(tensor([1]), 0)
+    // raises "ZeroDivisionError". The error is reported for the operator called.
+    let o = run(&["call", "aten::remainder.Scalar", "[1]", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "RuntimeError: ZeroDivisionError (in operator aten::remainder.Scalar, raised in aten::remainder.Tensor)\n"
+    );
+    let o = run(&["call", "aten::remainder.Scalar", "[1]", "0", "--json"]);
+    assert_eq!(
+        json_lines(&o),
+        vec![json!({
+            "error": "RuntimeError",
+            "message": "ZeroDivisionError",
+            "operator": "aten::remainder.Scalar",
+            "raised_in": "aten::remainder.Tensor"
+        })]
+    );
+    // An operator that fails itself is named alone.
+    let o = run(&["call", "aten::remainder.Tensor", "[1]", "[0]", "--json"]);
+    assert_eq!(
+        json_lines(&o),
+        vec![
+            json!({"error": "RuntimeError", "message": "ZeroDivisionError", "operator": "aten::remainder.Tensor"})
+        ]
+    );
 }

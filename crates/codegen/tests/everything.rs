@@ -28,7 +28,7 @@ fn every_entry_parses_and_the_file_checks_clean() {
         .count();
     assert_eq!(p.num_yaml_functions, entries);
     assert_eq!(
-        check_yaml_file(std::path::Path::new(PATH)).unwrap(),
+        check_yaml_file(std::path::Path::new(PATH), None).unwrap(),
         Vec::<String>::new()
     );
 }

@@ -3,9 +3,14 @@
 
 use switchyard_codegen::emit::workspace;
 
+/// The checkout these tests belong to.
+fn root() -> std::path::PathBuf {
+    workspace::find_workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
 #[test]
 fn committed_generated_code_is_up_to_date() {
-    let root = workspace::workspace_root();
+    let root = root();
     let stale = workspace::stale(&root).unwrap();
     assert!(
         stale.is_empty(),
@@ -15,7 +20,7 @@ fn committed_generated_code_is_up_to_date() {
 
 #[test]
 fn every_generated_file_carries_the_do_not_edit_header() {
-    let root = workspace::workspace_root();
+    let root = root();
     for (path, text) in workspace::generate(&root).unwrap() {
         assert!(
             text.starts_with("// @generated"),
@@ -32,7 +37,7 @@ fn every_generated_file_carries_the_do_not_edit_header() {
 
 #[test]
 fn a_hand_edited_generated_file_is_reported_stale() {
-    let root = workspace::workspace_root();
+    let root = root();
     let tmp = std::env::temp_dir().join(format!("switchyard-fresh-{}", std::process::id()));
     let yaml = tmp.join(workspace::OPS_YAML);
     std::fs::create_dir_all(yaml.parent().unwrap()).unwrap();

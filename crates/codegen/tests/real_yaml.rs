@@ -30,7 +30,7 @@ fn pytorch_native_functions_yaml_passes() {
     assert!(parsed.groups().count() > 500);
     assert!(!parsed.view_groups.is_empty());
     assert_eq!(
-        check_yaml_file(std::path::Path::new(&path)).unwrap(),
+        check_yaml_file(std::path::Path::new(&path), None).unwrap(),
         Vec::<String>::new()
     );
 }

@@ -51,7 +51,11 @@ pub struct Error(Box<ErrorInner>);
 struct ErrorInner {
     kind: ErrorKind,
     message: String,
+    /// The outermost operator the error passed through: the one the user called.
     operator: Option<String>,
+    /// The innermost operator, where the error was raised, when that is another one (a
+    /// composite's inner call).
+    raised_in: Option<String>,
 }
 
 impl Error {
@@ -61,6 +65,7 @@ impl Error {
             kind,
             message: message.into(),
             operator: None,
+            raised_in: None,
         }))
     }
 
@@ -99,16 +104,33 @@ impl Error {
         &self.0.message
     }
 
-    /// The operator (e.g. `aten::add.Tensor`) that raised the error, if it was raised inside one.
+    /// The operator the error is reported for (e.g. `aten::remainder.Scalar`): the outermost
+    /// one it passed through, which is the operator the user called.
     pub fn operator(&self) -> Option<&str> {
         self.0.operator.as_deref()
     }
 
-    /// Records the operator the error was raised in. The innermost operator wins: an error
-    /// that already names one keeps it, so the report points at the operator that failed.
+    /// The inner operator where the error was raised, when it differs from
+    /// [`Error::operator`] (a composite such as `remainder.Scalar` failing inside the
+    /// `remainder.Tensor` it calls).
+    pub fn raised_in(&self) -> Option<&str> {
+        self.0.raised_in.as_deref()
+    }
+
+    /// Records that the error passed through `operator` on its way out. The dispatcher calls
+    /// it at every level, so the outermost operator, the one the user called, ends up named
+    /// (as in PyTorch, whose errors from inside a composite are the error of the call the
+    /// user made); the innermost one, where the error was raised, is kept as context.
     pub fn in_operator(mut self, operator: &str) -> Self {
-        if self.0.operator.is_none() {
-            self.0.operator = Some(operator.to_owned());
+        match self.0.operator.as_deref() {
+            Some(current) if current == operator => {}
+            Some(_) => {
+                let inner = self.0.operator.replace(operator.to_owned());
+                if self.0.raised_in.is_none() {
+                    self.0.raised_in = inner;
+                }
+            }
+            None => self.0.operator = Some(operator.to_owned()),
         }
         self
     }
@@ -123,10 +145,11 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.0.kind, self.0.message)?;
-        if let Some(op) = &self.0.operator {
-            write!(f, " (in operator {op})")?;
+        match (&self.0.operator, &self.0.raised_in) {
+            (Some(op), Some(inner)) => write!(f, " (in operator {op}, raised in {inner})"),
+            (Some(op), None) => write!(f, " (in operator {op})"),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -209,12 +232,27 @@ mod tests {
     }
 
     #[test]
-    fn innermost_operator_is_kept() {
+    fn the_outermost_operator_is_named_and_the_innermost_kept() {
+        // matmul (the user's call) failing inside mm, reached through redispatches of each.
         let e = Error::runtime("boom")
             .in_operator("aten::mm")
+            .in_operator("aten::mm")
+            .in_operator("aten::matmul")
             .in_operator("aten::matmul");
-        assert_eq!(e.operator(), Some("aten::mm"));
+        assert_eq!(e.operator(), Some("aten::matmul"));
+        assert_eq!(e.raised_in(), Some("aten::mm"));
+        assert_eq!(
+            e.to_string(),
+            "RuntimeError: boom (in operator aten::matmul, raised in aten::mm)"
+        );
+        // Three levels: the innermost stays the place it was raised.
+        let e = e.in_operator("aten::outer");
+        assert_eq!(e.operator(), Some("aten::outer"));
+        assert_eq!(e.raised_in(), Some("aten::mm"));
+        // One operator only: no inner context.
+        let e = Error::runtime("boom").in_operator("aten::mm");
         assert_eq!(e.to_string(), "RuntimeError: boom (in operator aten::mm)");
+        assert_eq!(e.raised_in(), None);
         assert_eq!(std::mem::size_of::<Result<u64>>(), 16);
     }
 }

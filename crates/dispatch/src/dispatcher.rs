@@ -49,14 +49,32 @@ pub struct Dispatcher {
     state: Mutex<DispatcherState>,
     ambiguous: OnceLock<&'static KernelFunction>,
     warned_override: AtomicBool,
+    /// The first static registration that failed, as the error every lookup then returns
+    /// (set once, when the singleton runs them; never set on an isolated dispatcher).
+    static_failure: OnceLock<Option<Error>>,
 }
 
-/// Functions that register libraries into the process-wide dispatcher the first time it is
-/// used; crates add theirs with `#[linkme::distributed_slice(STATIC_REGISTRATIONS)]` (the
-/// equivalent of PyTorch's `TORCH_LIBRARY` static initialisers). An initialiser receives the
-/// dispatcher and must register through it (it must not call [`Dispatcher::singleton`]).
+/// A registration run when the process-wide dispatcher is first used: the equivalent of
+/// PyTorch's `TORCH_LIBRARY` static initialisers. Crates add theirs with
+/// `#[linkme::distributed_slice(STATIC_REGISTRATIONS)]`; the generated registrations of
+/// `switchyard-ops` and `switchyard-cpu` are such.
+#[derive(Clone, Copy)]
+pub struct StaticRegistration {
+    /// Who registers (a crate name), named in the error when it fails.
+    pub name: &'static str,
+    /// Registers through the dispatcher it receives (it must not call
+    /// [`Dispatcher::singleton`]).
+    pub register: fn(&'static Dispatcher) -> Result<()>,
+}
+
+/// Every [`StaticRegistration`] linked into the process.
+///
+/// A registration that fails is not skipped silently: its operators would be missing at run
+/// time with no hint why. The failure is recorded, and from then on every lookup of an
+/// operator ([`Dispatcher::find_schema_or_error`], so the first call of any typed operator)
+/// and every boxed call fails with an error naming the registration and its cause.
 #[linkme::distributed_slice]
-pub static STATIC_REGISTRATIONS: [fn(&'static Dispatcher)];
+pub static STATIC_REGISTRATIONS: [StaticRegistration];
 
 /// The debug string of the fallbacks the dispatcher installs itself.
 pub const FRAMEWORK_DEBUG: &str = "registered in switchyard framework";
@@ -103,11 +121,33 @@ impl Dispatcher {
         static INIT: Once = Once::new();
         let d = Self::global();
         INIT.call_once(|| {
-            for register in STATIC_REGISTRATIONS {
-                register(d);
+            let mut failure = None;
+            for r in STATIC_REGISTRATIONS {
+                if let Err(e) = (r.register)(d)
+                    && failure.is_none()
+                {
+                    failure = Some(Error::new(
+                        e.kind(),
+                        format!(
+                            "the static registration of {} failed, so its operators and kernels are missing: {}",
+                            r.name,
+                            e.message()
+                        ),
+                    ));
+                }
             }
+            let _ = d.static_failure.set(failure);
         });
         d
+    }
+
+    /// `Err` naming the static registration that failed, if one did (only the singleton runs
+    /// static registrations).
+    pub fn check_static_registrations(&self) -> Result<()> {
+        match self.static_failure.get() {
+            Some(Some(e)) => Err(e.clone()),
+            _ => Ok(()),
+        }
     }
 
     /// The process-wide dispatcher without running static registrations (what registration
@@ -130,6 +170,7 @@ impl Dispatcher {
             }),
             ambiguous: OnceLock::new(),
             warned_override: AtomicBool::new(false),
+            static_failure: OnceLock::new(),
         }));
         d.install_default_fallbacks();
         d
@@ -237,8 +278,10 @@ impl Dispatcher {
         self.find_op(name).filter(|h| h.schema().is_some())
     }
 
-    /// Like [`Dispatcher::find_schema`], with an error naming the operator.
+    /// Like [`Dispatcher::find_schema`], with an error naming the operator, or the static
+    /// registration that failed if one did (see [`STATIC_REGISTRATIONS`]).
     pub fn find_schema_or_error(&self, name: &str) -> Result<OperatorHandle> {
+        self.check_static_registrations()?;
         self.find_schema(name)
             .ok_or_else(|| Error::runtime(format!("Could not find schema for {name}")))
     }

@@ -26,7 +26,9 @@ mod signature;
 pub mod trace;
 pub mod warnings;
 
-pub use dispatcher::{Dispatcher, FRAMEWORK_DEBUG, RegistrationHandle, STATIC_REGISTRATIONS};
+pub use dispatcher::{
+    Dispatcher, FRAMEWORK_DEBUG, RegistrationHandle, STATIC_REGISTRATIONS, StaticRegistration,
+};
 pub use kernel::{BoxedFn, KernelFunction};
 pub use library::{Kernel, Library, LibraryKind};
 pub use linkme;

@@ -521,6 +521,7 @@ impl OperatorHandle {
     /// Calls the operator with arguments on `stack` (all schema arguments, defaults
     /// materialised); leaves the returns there.
     pub fn call_boxed(&self, stack: &mut Stack) -> Result<()> {
+        self.entry.dispatcher.check_static_registrations()?;
         let n = self.entry.extractor.num_args();
         if stack.len() < n {
             return Err(Error::runtime(format!(

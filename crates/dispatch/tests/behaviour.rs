@@ -681,3 +681,50 @@ fn static_registration_slice_runs_once_on_the_singleton() {
     assert!(d.fallback_debug(K::CPU).is_none());
     let _ = BackendComponent::CPU;
 }
+
+#[test]
+fn errors_from_inside_a_composite_name_the_operator_called() {
+    // As `remainder.Scalar` calls `remainder.Tensor`: the error the user sees is the error of
+    // the operator they called, with the inner one kept as context.
+    let d = Dispatcher::new_isolated();
+    let ns = fresh_namespace();
+    let mut l = lib(d, &ns);
+    l.def("inner(Tensor x) -> Tensor").unwrap();
+    l.def("outer(Tensor x) -> Tensor").unwrap();
+    l.impl_(
+        "inner",
+        Kernel::boxed(|_, _, _| Err(switchyard_core::Error::runtime("inner failed")))
+            .for_key(K::CPU),
+    )
+    .unwrap();
+    let inner_name = format!("{ns}::inner");
+    l.impl_(
+        "outer",
+        Kernel::boxed(move |op, _, stack| {
+            op.dispatcher()
+                .find_schema_or_error(&inner_name)?
+                .call_boxed(stack)
+        })
+        .for_key(K::CompositeImplicitAutograd),
+    )
+    .unwrap();
+    let call = |name: &str| {
+        let mut stack = vec![IValue::Tensor(tagged(1.0))];
+        d.find_schema(&format!("{ns}::{name}"))
+            .unwrap()
+            .call_boxed(&mut stack)
+            .unwrap_err()
+    };
+    let e = call("outer");
+    assert_eq!(e.message(), "inner failed");
+    assert_eq!(e.operator(), Some(format!("{ns}::outer").as_str()));
+    assert_eq!(e.raised_in(), Some(format!("{ns}::inner").as_str()));
+    assert_eq!(
+        e.to_string(),
+        format!("RuntimeError: inner failed (in operator {ns}::outer, raised in {ns}::inner)")
+    );
+    // Called directly, the inner operator is the one named, with no further context.
+    let e = call("inner");
+    assert_eq!(e.operator(), Some(format!("{ns}::inner").as_str()));
+    assert_eq!(e.raised_in(), None);
+}

@@ -643,14 +643,9 @@ fn registration_fn(crate_name: &str, defs: &[String], wrappers: &[Wrapper]) -> S
     }
     out.push_str("    Ok(())\n}\n\n");
     out.push_str(&format!(
-        "#[linkme::distributed_slice(STATIC_REGISTRATIONS)]\n\
-\
-         static REGISTER: fn(&'static Dispatcher) = |d| {{\n\
-         \x20   if let Err(e) = register(d) {{\n\
-         \x20       // A broken generated registration is a bug in the generator or ops.yaml.\n\
-         \x20       eprintln!(\"{crate_name}: registering operators failed: {{e}}\");\n\
-         \x20   }}\n\
-         }};\n"
+        "// A failure is recorded: every operator lookup and boxed call then fails naming it.\n\
+         #[linkme::distributed_slice(STATIC_REGISTRATIONS)]\n\
+         static REGISTER: StaticRegistration = StaticRegistration {{ name: {crate_name:?}, register }};\n"
     ));
     out
 }
@@ -703,7 +698,7 @@ pub fn generate_ops(input: &GenInput) -> Result<String, UnsupportedType> {
          use switchyard_core::keys::sets;\n\
          use switchyard_core::{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
          use switchyard_dispatch::backend_select::backend_select_key_set;\n\
-         use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS};\n\n",
+         use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS, StaticRegistration};\n\n",
     );
     out.push_str(&registration_fn("switchyard-ops", &defs, &wrappers));
     out.push('\n');
@@ -740,7 +735,7 @@ pub fn generate_backend(
         "//! The `{}` kernels of {crate_name}, registered at the dispatcher.\n\n\
          #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]\n\n\
          use switchyard_core::{{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor}};\n\
-         use switchyard_dispatch::{{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS}};\n\
+         use switchyard_dispatch::{{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS, StaticRegistration}};\n\
          use switchyard_ops::op;\n\
          use switchyard_ops::structured::Outs;\n\n",
         key.name()

@@ -1,4 +1,9 @@
 //! Running the generators over the workspace: writing the files, or checking they are current.
+//!
+//! Nothing here depends on where this crate was built: `generate` finds the workspace from the
+//! current directory ([`find_workspace_root`]), and a backend crate anywhere can generate its
+//! files from its own yaml against the operator set bundled into the generator
+//! ([`BUNDLED_OPS_YAML`]) or against an `ops.yaml` it names.
 
 use super::from_model::from_model;
 use crate::{NativeFunctions, ParseOptions, parse_native_functions};
@@ -6,6 +11,57 @@ use std::path::{Path, PathBuf};
 
 /// The yaml file the generators read, relative to the workspace root.
 pub const OPS_YAML: &str = "crates/ops/ops.yaml";
+
+/// `crates/ops/ops.yaml` as this generator was built with it: the operators a backend yaml is
+/// checked against unless another `ops.yaml` is named, as torchgen's `gen_backend_stubs` reads
+/// the `native_functions.yaml` it is packaged with.
+pub const BUNDLED_OPS_YAML: &str = include_str!("../../../ops/ops.yaml");
+
+/// The workspace root at or above `start`: the nearest directory holding `crates/ops/ops.yaml`.
+pub fn find_workspace_root(start: &Path) -> Result<PathBuf, String> {
+    let start = std::path::absolute(start)
+        .map_err(|e| format!("cannot resolve {}: {e}", start.display()))?;
+    start
+        .ancestors()
+        .find(|dir| dir.join(OPS_YAML).is_file())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| {
+            format!(
+                "no switchyard workspace (a directory holding {OPS_YAML}) at or above {}",
+                start.display()
+            )
+        })
+}
+
+fn parse_ops_text(text: &str, name: &str) -> Result<NativeFunctions, String> {
+    parse_native_functions(text, name, &ParseOptions::default()).map_err(|errors| {
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    })
+}
+
+/// Parses `crates/ops/ops.yaml` of `root`, reporting every problem.
+pub fn parse_ops_yaml(root: &Path) -> Result<NativeFunctions, String> {
+    let path = root.join(OPS_YAML);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_ops_text(&text, OPS_YAML)
+}
+
+/// Parses an `ops.yaml` (native_functions format) at `path`.
+pub fn parse_ops_yaml_file(path: &Path) -> Result<NativeFunctions, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_ops_text(&text, &path.display().to_string())
+}
+
+/// Parses [`BUNDLED_OPS_YAML`].
+pub fn parse_bundled_ops_yaml() -> Result<NativeFunctions, String> {
+    parse_ops_text(BUNDLED_OPS_YAML, OPS_YAML)
+}
 
 /// The autograd layer's formulas, relative to the workspace root.
 pub const DERIVATIVES_YAML: &str = "crates/autograd/derivatives.yaml";
@@ -19,25 +75,6 @@ pub fn parse_derivatives_yaml(
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     crate::derivatives::parse_derivatives(&text, DERIVATIVES_YAML, model).map_err(|errors| {
-        errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    })
-}
-
-/// The workspace root (two levels above this crate).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Parses `crates/ops/ops.yaml` of `root`, reporting every problem.
-pub fn parse_ops_yaml(root: &Path) -> Result<NativeFunctions, String> {
-    let path = root.join(OPS_YAML);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_native_functions(&text, OPS_YAML, &ParseOptions::default()).map_err(|errors| {
         errors
             .iter()
             .map(ToString::to_string)
@@ -65,7 +102,7 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
             // A root holding only ops.yaml (the staleness tests build one).
             continue;
         }
-        for (rel, contents) in generate_backend_with(&model, &yaml)? {
+        for (rel, contents) in generate_backend(&model, &yaml)? {
             files.push((dir.join(rel), contents));
         }
     }
@@ -122,27 +159,71 @@ pub fn stale(root: &Path) -> Result<Vec<PathBuf>, String> {
         .collect())
 }
 
-/// Validates a native_functions-format yaml file, returning every problem (empty: valid).
-pub fn check_yaml_file(path: &Path) -> Result<Vec<String>, String> {
+/// The two kinds of yaml file the generator reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YamlKind {
+    /// A `native_functions.yaml`-format operator list (a sequence of `func:` entries).
+    NativeFunctions,
+    /// An external backend's yaml (`gen_backend_stubs` format): a mapping with top-level
+    /// `backend:` or `cpp_namespace:`.
+    Backend,
+}
+
+/// Which kind of yaml `text` is: a backend yaml if it is a mapping with a top-level `backend`
+/// or `cpp_namespace` key, else a native_functions yaml (whose checks then report what is
+/// wrong with it).
+pub fn yaml_kind(text: &str) -> YamlKind {
+    let loaded = crate::yaml::load(text);
+    match loaded.root.map(|r| r.value) {
+        Some(crate::yaml::Value::Map(entries))
+            if entries
+                .iter()
+                .any(|(k, _)| matches!(k.as_str(), Some("backend" | "cpp_namespace"))) =>
+        {
+            YamlKind::Backend
+        }
+        _ => YamlKind::NativeFunctions,
+    }
+}
+
+/// Validates yaml `text` (named `name` in messages) by its kind: a native_functions yaml with
+/// torchgen's rules for it, a backend yaml with `gen_backend_stubs`' rules against the
+/// operators `ops` gives (called only for a backend yaml). Returns every problem (empty:
+/// valid); a backend yaml, like torchgen's parser, reports its first.
+pub fn check_yaml_text(
+    text: &str,
+    name: &str,
+    ops: impl FnOnce() -> Result<NativeFunctions, String>,
+) -> Result<Vec<String>, String> {
+    Ok(match yaml_kind(text) {
+        YamlKind::NativeFunctions => {
+            match parse_native_functions(text, name, &ParseOptions::default()) {
+                Ok(_) => Vec::new(),
+                Err(errors) => errors.iter().map(ToString::to_string).collect(),
+            }
+        }
+        YamlKind::Backend => match crate::parse_backend_yaml(text, name, &ops()?) {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![e.to_string()],
+        },
+    })
+}
+
+/// Validates a yaml file by its kind (see [`check_yaml_text`]); a backend yaml is checked
+/// against the operators of `ops_yaml`, or of [`BUNDLED_OPS_YAML`] when `None`.
+pub fn check_yaml_file(path: &Path, ops_yaml: Option<&Path>) -> Result<Vec<String>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let name = path.display().to_string();
-    Ok(
-        match parse_native_functions(&text, &name, &ParseOptions::default()) {
-            Ok(_) => Vec::new(),
-            Err(errors) => errors.iter().map(ToString::to_string).collect(),
-        },
-    )
+    check_yaml_text(&text, &path.display().to_string(), || match ops_yaml {
+        Some(p) => parse_ops_yaml_file(p),
+        None => parse_bundled_ops_yaml(),
+    })
 }
 
 /// The files generated for the backend yaml at `source_yaml` (relative to the output
-/// directory), from `root`'s ops.yaml; empty when the yaml lists no supported operator (torchgen
-/// then writes nothing).
-pub fn generate_backend(root: &Path, source_yaml: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    generate_backend_with(&parse_ops_yaml(root)?, source_yaml)
-}
-
-fn generate_backend_with(
+/// directory), against the operators of `model`; empty when the yaml lists no supported
+/// operator (torchgen then writes nothing).
+pub fn generate_backend(
     model: &NativeFunctions,
     source_yaml: &Path,
 ) -> Result<Vec<(PathBuf, String)>, String> {
@@ -164,12 +245,12 @@ fn generate_backend_with(
 /// Writes the backend files into `output_dir`; returns the paths written (unchanged files are
 /// left alone).
 pub fn write_backend(
-    root: &Path,
+    model: &NativeFunctions,
     source_yaml: &Path,
     output_dir: &Path,
 ) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
-    for (rel, contents) in generate_backend(root, source_yaml)? {
+    for (rel, contents) in generate_backend(model, source_yaml)? {
         let path = output_dir.join(&rel);
         std::fs::create_dir_all(output_dir)
             .map_err(|e| format!("cannot create {}: {e}", output_dir.display()))?;
@@ -185,11 +266,11 @@ pub fn write_backend(
 
 /// The backend files in `output_dir` that differ from what the generator produces now.
 pub fn stale_backend(
-    root: &Path,
+    model: &NativeFunctions,
     source_yaml: &Path,
     output_dir: &Path,
 ) -> Result<Vec<PathBuf>, String> {
-    Ok(generate_backend(root, source_yaml)?
+    Ok(generate_backend(model, source_yaml)?
         .into_iter()
         .map(|(rel, contents)| (output_dir.join(rel), contents))
         .filter(|(path, contents)| {

@@ -6,7 +6,7 @@
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::type_complexity, clippy::let_unit_value)]
 
 use switchyard_core::{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
-use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS};
+use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS, StaticRegistration};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
 
@@ -331,13 +331,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     Ok(())
 }
 
+// A failure is recorded: every operator lookup and boxed call then fails naming it.
 #[linkme::distributed_slice(STATIC_REGISTRATIONS)]
-static REGISTER: fn(&'static Dispatcher) = |d| {
-    if let Err(e) = register(d) {
-        // A broken generated registration is a bug in the generator or ops.yaml.
-        eprintln!("switchyard-cpu: registering operators failed: {e}");
-    }
-};
+static REGISTER: StaticRegistration = StaticRegistration { name: "switchyard-cpu", register };
 
 /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 fn wrapper_CPU_all_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {

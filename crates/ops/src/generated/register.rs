@@ -12,7 +12,7 @@ use crate::structured::Outs;
 use switchyard_core::keys::sets;
 use switchyard_core::{Device, DispatchKey, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_dispatch::backend_select::backend_select_key_set;
-use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS};
+use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, STATIC_REGISTRATIONS, StaticRegistration};
 
 /// Registers every definition and kernel of this file.
 fn register(d: &'static Dispatcher) -> Result<()> {
@@ -1261,13 +1261,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     Ok(())
 }
 
+// A failure is recorded: every operator lookup and boxed call then fails naming it.
 #[linkme::distributed_slice(STATIC_REGISTRATIONS)]
-static REGISTER: fn(&'static Dispatcher) = |d| {
-    if let Err(e) = register(d) {
-        // A broken generated registration is a bug in the generator or ops.yaml.
-        eprintln!("switchyard-ops: registering operators failed: {e}");
-    }
-};
+static REGISTER: StaticRegistration = StaticRegistration { name: "switchyard-ops", register };
 
 /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 fn wrapper_Meta_all_dim(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
