@@ -3,7 +3,7 @@
 //! gradient is taken as is, copied, added in place or added out of place.
 
 use std::any::Any;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use switchyard_core::local_dispatch::is_grad_enabled;
 use switchyard_core::{Error, MemoryFormat, Result, Tensor};
 use switchyard_ops::native::is_non_overlapping_and_dense;
@@ -18,8 +18,6 @@ pub struct AccumulateGrad {
     /// The leaf. The accumulator keeps it alive while the graph exists; the leaf finds its
     /// accumulator through a weak reference, so there is no cycle.
     variable: Tensor,
-    /// Serialises accumulation (backward passes on several threads may share a leaf).
-    lock: Mutex<()>,
 }
 
 impl AccumulateGrad {
@@ -31,11 +29,7 @@ impl AccumulateGrad {
             [InputMetadata::of(&variable)],
             u64::MAX,
         );
-        AccumulateGrad {
-            core,
-            variable,
-            lock: Mutex::new(()),
-        }
+        AccumulateGrad { core, variable }
     }
 
     /// The leaf this node accumulates into.
@@ -97,8 +91,11 @@ impl Node for AccumulateGrad {
         if !self.variable.requires_grad() {
             return Ok(Vec::new());
         }
-        let _serial = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let leaf_meta = meta::get_or_create(&self.variable)?;
+        let _serial = leaf_meta
+            .accumulate_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let current = leaf_meta.lock().grad.clone();
         let hooks: Vec<_> = leaf_meta
             .lock()

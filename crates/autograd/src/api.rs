@@ -156,10 +156,10 @@ pub fn grad(
         accumulate_grad: false,
     };
     let result = engine::execute(roots, &options, &edges)?;
-    if !allow_unused && result.iter().any(Option::is_none) {
-        return Err(Error::runtime(
-            "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
-        ));
+    if !allow_unused && let Some(i) = result.iter().position(Option::is_none) {
+        return Err(Error::runtime(format!(
+            "The differentiated Tensor at index {i} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
+        )));
     }
     Ok(result)
 }
@@ -250,7 +250,7 @@ impl AutogradTensor for Tensor {
         }
         if requires_grad && !self.dtype().is_floating_point() {
             return Err(Error::runtime(
-                "only Tensors of floating point and complex dtype can require gradients",
+                "only Tensors of floating point dtype can require gradients",
             ));
         }
         self.set_requires_grad(requires_grad)?;

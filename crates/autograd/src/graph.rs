@@ -94,6 +94,16 @@ impl fmt::Debug for Edge {
     }
 }
 
+/// The forward operation a node name belongs to, as PyTorch's messages name it
+/// (`forward_op_name`): `ExpBackward0` → `Exp`, `SplitBackward1` → `Split`.
+pub fn forward_op_name(node_name: &str) -> String {
+    let trimmed = node_name.trim_end_matches(|c: char| c.is_ascii_digit());
+    trimmed
+        .strip_suffix("Backward")
+        .unwrap_or(node_name)
+        .to_string()
+}
+
 /// A node's identity (its address) for maps and comparisons.
 pub fn node_id(node: &NodeRef) -> usize {
     Arc::as_ptr(node).cast::<()>().addr()

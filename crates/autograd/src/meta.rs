@@ -17,6 +17,9 @@ use crate::view::ViewInfo;
 /// Autograd state of one tensor.
 pub struct AutogradMeta {
     state: Mutex<MetaState>,
+    /// Serialises accumulation into `.grad` (backward passes on several threads, possibly
+    /// through different accumulator nodes, may reach the same leaf).
+    pub(crate) accumulate_lock: Mutex<()>,
     /// Set for differentiable views (outputs of view operators on floating-point tensors):
     /// the base they view, and how to rebuild their history after an in-place change.
     pub(crate) view: Option<ViewInfo>,
@@ -44,6 +47,7 @@ impl AutogradMeta {
     pub(crate) fn new(view: Option<ViewInfo>) -> AutogradMeta {
         AutogradMeta {
             state: Mutex::new(MetaState::default()),
+            accumulate_lock: Mutex::new(()),
             view,
         }
     }
@@ -180,19 +184,23 @@ pub fn grad(t: &Tensor) -> Option<Tensor> {
 /// Sets (or clears) `t.grad`, checking it fits `t` as PyTorch does.
 pub fn set_grad(t: &Tensor, g: Option<Tensor>) -> Result<()> {
     if let Some(g) = &g {
+        if g.sizes() != t.sizes() {
+            return Err(Error::runtime(format!(
+                "attempting to assign a gradient of size '{}' to a tensor of size '{}'. Please ensure that the gradient and the tensor are the same size",
+                switchyard_core::shape::fmt_dims(&g.sizes()),
+                switchyard_core::shape::fmt_dims(&t.sizes())
+            )));
+        }
         if g.dtype() != t.dtype() {
-            return Err(Error::runtime(
-                "assigned grad has data of a different type".to_string(),
-            ));
+            return Err(Error::runtime(format!(
+                "attempting to assign a gradient with dtype '{}' to a tensor with grad_dtype '{}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match.",
+                g.dtype().type_meta_name(),
+                t.dtype().name()
+            )));
         }
         if g.device() != t.device() {
             return Err(Error::runtime(
                 "assigned grad has data located on a different device".to_string(),
-            ));
-        }
-        if g.sizes() != t.sizes() {
-            return Err(Error::runtime(
-                "assigned grad has data of a different size".to_string(),
             ));
         }
     }

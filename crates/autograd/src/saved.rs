@@ -35,7 +35,7 @@ impl SavedVariable {
     pub fn new(t: &Tensor, is_output: bool) -> Result<SavedVariable> {
         if t.is_inference() {
             return Err(Error::runtime(
-                "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.",
             ));
         }
         let is_leaf = meta::is_leaf(t);
@@ -148,10 +148,13 @@ fn modified_message(
         fmt_dims(&data.sizes())
     );
     if let Some(f) = grad_fn {
-        m.push_str(&format!(", which is output {output_nr} of {},", f.name()));
+        m.push_str(&format!(
+            ", which is output {output_nr} of {},",
+            crate::graph::forward_op_name(&f.name())
+        ));
     }
     m.push_str(&format!(
-        " is at version {current}; expected version {saved} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+        " is at version {current}; expected version {saved} instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
     ));
     m
 }

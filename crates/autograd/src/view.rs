@@ -196,7 +196,7 @@ fn view_rebase_error(meta: &AutogradMeta, info: &ViewInfo, indirect: bool) -> Op
         let prefix = match &grad_fn {
             Some(f) => format!(
                 "Output {output_nr} of {} is a view of a view which was created in",
-                f.name()
+                crate::graph::forward_op_name(&f.name())
             ),
             None => "A view was created in".to_string(),
         };
@@ -206,7 +206,10 @@ fn view_rebase_error(meta: &AutogradMeta, info: &ViewInfo, indirect: bool) -> Op
             format!("{prefix} no_grad mode and {modified} modified inplace with grad mode enabled.")
         }
     } else {
-        let name = grad_fn.as_ref().map(|f| f.name()).unwrap_or_default();
+        let name = grad_fn
+            .as_ref()
+            .map(|f| crate::graph::forward_op_name(&f.name()))
+            .unwrap_or_default();
         format!("Output {output_nr} of {name} is a view and {modified} modified inplace.")
     };
     msg.push_str(match cm {

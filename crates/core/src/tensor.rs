@@ -506,7 +506,7 @@ impl Tensor {
         if requires_grad && !self.dtype().is_floating_point() {
             bail!(
                 RuntimeError,
-                "only Tensors of floating point and complex dtype can require gradients"
+                "only Tensors of floating point dtype can require gradients"
             );
         }
         if requires_grad && self.is_inference() {
@@ -1154,7 +1154,7 @@ mod tests {
         let i = Tensor::from_slice(&[1i64]).unwrap();
         assert_eq!(
             i.set_requires_grad(true).unwrap_err().message(),
-            "only Tensors of floating point and complex dtype can require gradients"
+            "only Tensors of floating point dtype can require gradients"
         );
         let f = Tensor::from_slice(&[1.0f32]).unwrap();
         f.set_requires_grad(true).unwrap();

@@ -376,12 +376,34 @@ fn fallthrough_masks_global_and_per_backend() {
         Some(K::AutogradCPU),
         "/dev/null:0",
     );
-    // AutogradCPU already has the framework fallback: a second one is refused.
+    // AutogradCPU has the framework's placeholder fallthrough: a layer's fallback replaces it
+    // (switchyard-autograd does so), a second one is refused, and removing the layer's brings
+    // the placeholder back.
+    let mut layer = Library::with_location(
+        d,
+        LibraryKind::Impl,
+        "_",
+        Some(K::AutogradCPU),
+        "/dev/null:1",
+    )
+    .unwrap();
+    layer
+        .fallback(Kernel::fallthrough().debug("layer fallback"))
+        .unwrap();
+    assert_eq!(
+        d.fallback_debug(K::AutogradCPU).as_deref(),
+        Some("layer fallback")
+    );
     assert!(
         fb.as_mut()
             .unwrap()
             .fallback(Kernel::fallthrough())
             .is_err()
+    );
+    drop(layer);
+    assert_eq!(
+        d.fallback_debug(K::AutogradCPU).as_deref(),
+        Some(switchyard_dispatch::FRAMEWORK_DEBUG)
     );
     let mut fb = Library::with_location(
         d,

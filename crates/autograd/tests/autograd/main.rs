@@ -3,3 +3,4 @@
 use switchyard_cpu as _;
 
 mod basics;
+mod behaviour;
