@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::Outcome;
+use crate::{Outcome, train};
 use switchyard_core::promotion::{PromotionArg, result_type};
 use switchyard_core::{Device, DispatchKey, Result, Scalar, ScalarType, Tensor};
 use switchyard_dispatch::{Dispatcher, trace};
@@ -26,7 +26,74 @@ pub fn run(out: &mut dyn Write) -> Outcome<()> {
     // The reference external backend: a few kernels of its own, the CPU fallback for the rest.
     switchyard_sidecar::init()?;
     mlp(out, switchyard_sidecar::device())?;
+    training(out)?;
     operators(out)
+}
+
+/// Training with autograd: the MLP learns the wine-quality classes on the CPU, then the same
+/// training (same seed, so the same first losses) runs on the reference external backend.
+fn training(out: &mut dyn Write) -> Outcome<()> {
+    section(
+        out,
+        "Training: an MLP on the red-wine quality data set (linfa-datasets), cross-entropy, Adam",
+    )?;
+    let data = train::wine_quality(0)?;
+    writeln!(
+        out,
+        "{} training and {} test wines, {} features, {} quality classes; 11 -> 64 -> 64 -> {} MLP",
+        data.x_train.size(0)?,
+        data.x_test.size(0)?,
+        data.x_train.size(1)?,
+        data.classes,
+        data.classes
+    )?;
+    let cpu = train::TrainOptions {
+        epochs: 15,
+        ..train::TrainOptions::default()
+    };
+    let h = train::train(out, &data, &cpu, 5)?;
+    writeln!(
+        out,
+        "  {} steps, {:.0} µs per step (forward, backward, Adam update)",
+        h.steps,
+        h.train_time.as_secs_f64() * 1e6 / h.steps.max(1) as f64
+    )?;
+
+    section(out, "The same training on the reference backend (sidecar)")?;
+    let before = switchyard_sidecar::fallback_counts();
+    let side = train::TrainOptions {
+        epochs: 2,
+        device: switchyard_sidecar::device(),
+        ..train::TrainOptions::default()
+    };
+    let hs = train::train(out, &data, &side, 1)?;
+    let first = |h: &train::History| h.step_losses.first().copied().unwrap_or(f64::NAN);
+    writeln!(
+        out,
+        "  first step's loss: {:.6} on sidecar, {:.6} on the CPU",
+        first(&hs),
+        first(&h)
+    )?;
+    let after = switchyard_sidecar::fallback_counts();
+    let mut fell_back: Vec<(String, u64)> = after
+        .iter()
+        .filter_map(|(op, n)| {
+            let new = n - before.get(op).copied().unwrap_or(0);
+            (new > 0).then(|| (op.clone(), new))
+        })
+        .collect();
+    fell_back.sort_by(|a, b| b.1.cmp(&a.1));
+    let list: Vec<String> = fell_back
+        .iter()
+        .take(8)
+        .map(|(op, n)| format!("{op} x{n}"))
+        .collect();
+    writeln!(
+        out,
+        "  operators the backend does not implement ran on the CPU through the fallback (most used): {}",
+        list.join(", ")
+    )?;
+    Ok(())
 }
 
 fn tensors(out: &mut dyn Write) -> Outcome<()> {

@@ -5,7 +5,15 @@ use switchyard_core::{Error, Result, ScalarType, Tensor};
 use switchyard_ops::op;
 
 use crate::init;
-use crate::module::Module;
+use crate::module::{Module, moved_parameter};
+use switchyard_core::Device;
+
+fn move_opt(p: &mut Option<Tensor>, device: Device) -> Result<()> {
+    if let Some(t) = p {
+        *t = moved_parameter(t, device)?;
+    }
+    Ok(())
+}
 
 fn parameter(sizes: &[i64]) -> Result<Tensor> {
     let t = op::empty_memory_format::call(sizes, Some(ScalarType::Float), None, None, None, None)?;
@@ -43,6 +51,11 @@ impl Linear {
 }
 
 impl Module for Linear {
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        self.weight = moved_parameter(&self.weight, device)?;
+        move_opt(&mut self.bias, device)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         op::linear::call(input, &self.weight, self.bias.as_ref())
     }
@@ -153,6 +166,11 @@ impl Conv2d {
 }
 
 impl Module for Conv2d {
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        self.weight = moved_parameter(&self.weight, device)?;
+        move_opt(&mut self.bias, device)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         op::conv2d::call(
             input,
@@ -240,6 +258,11 @@ impl LayerNorm {
 }
 
 impl Module for LayerNorm {
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        move_opt(&mut self.weight, device)?;
+        move_opt(&mut self.bias, device)
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         op::layer_norm::call(
             input,
@@ -317,6 +340,11 @@ impl Embedding {
 }
 
 impl Module for Embedding {
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        self.weight = moved_parameter(&self.weight, device)?;
+        Ok(())
+    }
+
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         op::embedding::call(
             &self.weight,

@@ -6,7 +6,7 @@
 
 use switchyard_autograd::{AutogradTensor, no_grad};
 use switchyard_core::shape::fmt_dims;
-use switchyard_core::{Error, Result, Tensor};
+use switchyard_core::{Device, Error, Result, Tensor};
 use switchyard_ops::op;
 
 /// A layer or model.
@@ -24,6 +24,12 @@ pub trait Module: Send + Sync {
 
     /// Switches training behaviour (dropout) on or off (`train()` / `eval()`).
     fn set_training(&mut self, _training: bool) {}
+
+    /// Moves every parameter to `device` (`module.to(device)`); the moved parameters are
+    /// leaves that require grad, like the originals.
+    fn to_device(&mut self, _device: Device) -> Result<()> {
+        Ok(())
+    }
 
     /// The module's name as `print(module)` shows it (`Linear(in_features=4, ...)`).
     fn describe(&self) -> String;
@@ -173,6 +179,13 @@ impl Module for Sequential {
         }
     }
 
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        for l in &mut self.layers {
+            l.to_device(device)?;
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         let mut s = String::from("Sequential(\n");
         for (i, l) in self.layers.iter().enumerate() {
@@ -184,6 +197,18 @@ impl Module for Sequential {
         s.push(')');
         s
     }
+}
+
+/// `p` on `device` as a new leaf parameter (the same tensor if it is there already).
+pub fn moved_parameter(p: &Tensor, device: Device) -> Result<Tensor> {
+    if p.device() == device {
+        return Ok(p.clone());
+    }
+    let moved = {
+        let _guard = no_grad();
+        op::_to_copy::call(p, None, None, Some(device), None, false, None)?
+    };
+    moved.requires_grad_(p.requires_grad())
 }
 
 /// Children's names prefixed with the child's name (`0.weight`).
