@@ -70,3 +70,33 @@ fn gradcheck_mul_mm() {
     let err = gradcheck(&wrong, &[a, b], GradcheckOptions::default()).unwrap_err();
     assert!(err.message().starts_with("Jacobian mismatch"), "{err}");
 }
+
+/// gradgradcheck differentiates a backward pass: its finite differences run that pass (which
+/// needs grad mode and inputs that require grad) on perturbed inputs. A wrong second
+/// derivative is caught.
+#[test]
+fn gradgradcheck_checks_second_derivatives() {
+    use switchyard_autograd::{GradcheckOptions, gradgradcheck};
+    let a = Tensor::from_vec(vec![1.0f64, -2.0, 3.0, 0.5], &[2, 2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let f = |x: &[Tensor]| -> switchyard_core::Result<Vec<Tensor>> {
+        Ok(vec![op::mul_Tensor::call(
+            &x[0],
+            &op::mm::call(&x[0], &x[0])?,
+        )?])
+    };
+    gradgradcheck(&f, std::slice::from_ref(&a), GradcheckOptions::default()).unwrap();
+    // A hook that detaches the incoming gradient: first-order values are right, but the
+    // backward no longer depends on the gradient it was given.
+    let wrong = |x: &[Tensor]| -> switchyard_core::Result<Vec<Tensor>> {
+        let y = op::mul_Tensor::call(&x[0], &x[0])?;
+        if y.requires_grad() {
+            y.register_hook(|g| Ok(Some(op::detach::call(g)?)))?;
+        }
+        Ok(vec![y])
+    };
+    let err = gradgradcheck(&wrong, &[a], GradcheckOptions::default()).unwrap_err();
+    assert!(err.message().starts_with("Jacobian mismatch"), "{err}");
+}
