@@ -3,7 +3,7 @@
 
 //! Backward nodes, one per derivatives.yaml entry with formulas.
 
-#![allow(non_snake_case, non_camel_case_types, unused_variables, unused_mut, clippy::all)]
+#![allow(non_snake_case, non_camel_case_types, unused_variables, unused_mut, unused_braces, clippy::all)]
 
 use std::any::Any;
 use std::sync::Arc;
