@@ -518,7 +518,11 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::copy", next_edges))
+        Some(CopyBackward0 {
+            src_scalar_type: src.dtype(),
+            src_device: src.device(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -797,7 +801,9 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fill.Scalar", next_edges))
+        Some(FillBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -820,7 +826,9 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::fill.Tensor", next_edges))
+        Some(FillBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -843,7 +851,9 @@ pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fill_.Scalar", next_edges))
+        Some(FillBackward2 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -878,7 +888,9 @@ pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::fill_.Tensor", next_edges))
+        Some(FillBackward3 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1980,7 +1992,9 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clone", next_edges))
+        Some(CloneBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2003,7 +2017,9 @@ pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::zero_", next_edges))
+        Some(ZeroBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2149,7 +2165,11 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_to_copy", next_edges))
+        Some(ToCopyBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2698,7 +2718,9 @@ pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::uniform_", next_edges))
+        Some(UniformBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4100,7 +4122,9 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::add.Scalar", next_edges))
+        Some(AddBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4123,7 +4147,9 @@ pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::add_.Scalar", next_edges))
+        Some(AddBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4157,7 +4183,11 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div.Tensor", next_edges))
+        Some(DivBackward0 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4181,7 +4211,11 @@ pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div_.Tensor", next_edges))
+        Some(DivBackward0 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4235,7 +4269,12 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div.Tensor_mode", next_edges))
+        Some(DivBackward2 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            rounding_mode: rounding_mode.map(str::to_string),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4259,7 +4298,12 @@ pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, round
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div_.Tensor_mode", next_edges))
+        Some(DivBackward2 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            rounding_mode: rounding_mode.map(str::to_string),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4312,7 +4356,10 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div.Scalar", next_edges))
+        Some(DivBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4335,7 +4382,10 @@ pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div_.Scalar", next_edges))
+        Some(DivBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4368,7 +4418,11 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div.Scalar_mode", next_edges))
+        Some(DivBackward3 {
+            other: other,
+            rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4391,7 +4445,11 @@ pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, round
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div_.Scalar_mode", next_edges))
+        Some(DivBackward3 {
+            other: other,
+            rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4510,7 +4568,10 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mul.Scalar", next_edges))
+        Some(MulBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4533,7 +4594,10 @@ pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mul_.Scalar", next_edges))
+        Some(MulBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4587,7 +4651,10 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::sub.Tensor", next_edges))
+        Some(SubBackward0 {
+            alpha: alpha,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4611,7 +4678,10 @@ pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::sub_.Tensor", next_edges))
+        Some(SubBackward0 {
+            alpha: alpha,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4644,7 +4714,9 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sub.Scalar", next_edges))
+        Some(SubBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4667,7 +4739,9 @@ pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sub_.Scalar", next_edges))
+        Some(SubBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4696,48 +4770,19 @@ pub(crate) fn inplace_or_view_sub__Scalar(ks: DispatchKeySet, (self_, other, alp
 
 /// `logical_xor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_logical_xor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_xor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_xor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_logical_xor_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_xor_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_xor_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -4774,48 +4819,19 @@ pub(crate) fn inplace_or_view_logical_xor_out(ks: DispatchKeySet, (self_, other,
 
 /// `logical_and(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_logical_and(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_and", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_and::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_logical_and_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_and_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_and_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -4852,48 +4868,19 @@ pub(crate) fn inplace_or_view_logical_and_out(ks: DispatchKeySet, (self_, other,
 
 /// `logical_or(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_logical_or(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_or", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_or::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_logical_or_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_or_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_or_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -4934,7 +4921,12 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp", next_edges))
+        Some(ClampBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            min: if next_edges[0].is_valid() { min } else { None },
+            max: if next_edges[0].is_valid() { max } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4958,7 +4950,12 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
-        Some(NotImplemented::new("aten::clamp.Tensor", next_edges))
+        Some(ClampBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
+            max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4981,7 +4978,12 @@ pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, O
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_", next_edges))
+        Some(ClampBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            min: if next_edges[0].is_valid() { min } else { None },
+            max: if next_edges[0].is_valid() { max } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5017,7 +5019,12 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
-        Some(NotImplemented::new("aten::clamp_.Tensor", next_edges))
+        Some(ClampBackward0 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
+            max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5090,7 +5097,11 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_max", next_edges))
+        Some(ClampMaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            max: max,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5113,7 +5124,11 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
-        Some(NotImplemented::new("aten::clamp_max.Tensor", next_edges))
+        Some(ClampMaxBackward1 {
+            self_: SavedVariable::new(&self_, false)?,
+            max: SavedVariable::new(&max, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5136,7 +5151,11 @@ pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Sc
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_max_", next_edges))
+        Some(ClampMaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            max: max,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5171,7 +5190,11 @@ pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Ten
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
-        Some(NotImplemented::new("aten::clamp_max_.Tensor", next_edges))
+        Some(ClampMaxBackward1 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            max: SavedVariable::new(&max, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5244,7 +5267,11 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_min", next_edges))
+        Some(ClampMinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            min: min,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5267,7 +5294,11 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
-        Some(NotImplemented::new("aten::clamp_min.Tensor", next_edges))
+        Some(ClampMinBackward1 {
+            self_: SavedVariable::new(&self_, false)?,
+            min: SavedVariable::new(&min, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5290,7 +5321,11 @@ pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Sc
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_min_", next_edges))
+        Some(ClampMinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            min: min,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5325,7 +5360,11 @@ pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Ten
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
-        Some(NotImplemented::new("aten::clamp_min_.Tensor", next_edges))
+        Some(ClampMinBackward1 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            min: SavedVariable::new(&min, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5399,7 +5438,10 @@ pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::eq_.Scalar", next_edges))
+        Some(EqBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5434,7 +5476,11 @@ pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::eq_.Tensor", next_edges))
+        Some(EqBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5503,91 +5549,37 @@ pub(crate) fn inplace_or_view_bitwise_and_Scalar_out(ks: DispatchKeySet, (self_,
 
 /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_bitwise_and_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_and.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_and_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_and_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_and.Scalar_Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_and_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_and_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_and.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_and_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_and__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_and_.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_and__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5604,25 +5596,10 @@ pub(crate) fn inplace_or_view_bitwise_and__Scalar(ks: DispatchKeySet, (self_, ot
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_and__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_and_.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_and__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5679,91 +5656,37 @@ pub(crate) fn inplace_or_view_bitwise_or_Scalar_out(ks: DispatchKeySet, (self_, 
 
 /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_bitwise_or_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_or.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_or_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_or_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_or.Scalar_Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_or_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_or_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_or.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_or_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_or__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_or_.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_or__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5780,25 +5703,10 @@ pub(crate) fn inplace_or_view_bitwise_or__Scalar(ks: DispatchKeySet, (self_, oth
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_or__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_or_.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_or__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5855,91 +5763,37 @@ pub(crate) fn inplace_or_view_bitwise_xor_Scalar_out(ks: DispatchKeySet, (self_,
 
 /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_bitwise_xor_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_xor.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_xor_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_xor_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_xor.Scalar_Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_xor_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_xor_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_xor.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_xor_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_xor_.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_xor__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5956,25 +5810,10 @@ pub(crate) fn inplace_or_view_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, ot
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_xor_.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_xor__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -6011,23 +5850,10 @@ pub(crate) fn inplace_or_view_ne_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_ne_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ne.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ne_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6053,24 +5879,10 @@ pub(crate) fn inplace_or_view_ne_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_ne_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ne.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ne_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6081,7 +5893,10 @@ pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ne_.Scalar", next_edges))
+        Some(NeBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6116,7 +5931,11 @@ pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ne_.Tensor", next_edges))
+        Some(NeBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6165,23 +5984,10 @@ pub(crate) fn inplace_or_view_eq_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_eq_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::eq.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eq_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6207,24 +6013,10 @@ pub(crate) fn inplace_or_view_eq_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_eq_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::eq.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eq_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6250,23 +6042,10 @@ pub(crate) fn inplace_or_view_ge_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_ge_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ge.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ge_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6292,24 +6071,10 @@ pub(crate) fn inplace_or_view_ge_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_ge_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ge.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ge_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6320,7 +6085,10 @@ pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ge_.Scalar", next_edges))
+        Some(GeBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6355,7 +6123,11 @@ pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ge_.Tensor", next_edges))
+        Some(GeBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6404,23 +6176,10 @@ pub(crate) fn inplace_or_view_le_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `le.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_le_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::le.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::le_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6446,24 +6205,10 @@ pub(crate) fn inplace_or_view_le_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `le.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_le_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::le.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::le_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6474,7 +6219,10 @@ pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::le_.Scalar", next_edges))
+        Some(LeBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6509,7 +6257,11 @@ pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::le_.Tensor", next_edges))
+        Some(LeBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6558,23 +6310,10 @@ pub(crate) fn inplace_or_view_gt_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_gt_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gt.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gt_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6600,24 +6339,10 @@ pub(crate) fn inplace_or_view_gt_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_gt_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::gt.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gt_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6628,7 +6353,10 @@ pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gt_.Scalar", next_edges))
+        Some(GtBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6663,7 +6391,11 @@ pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::gt_.Tensor", next_edges))
+        Some(GtBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6712,23 +6444,10 @@ pub(crate) fn inplace_or_view_lt_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_lt_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::lt.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lt_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6754,24 +6473,10 @@ pub(crate) fn inplace_or_view_lt_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_lt_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::lt.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lt_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6782,7 +6487,10 @@ pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::lt_.Scalar", next_edges))
+        Some(LtBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6817,7 +6525,11 @@ pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::lt_.Tensor", next_edges))
+        Some(LtBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6872,7 +6584,11 @@ pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::atan2_", next_edges))
+        Some(Atan2Backward0 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6906,7 +6622,11 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::atan2", next_edges))
+        Some(Atan2Backward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6948,7 +6668,9 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fmod.Scalar", next_edges))
+        Some(FmodBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6971,7 +6693,9 @@ pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fmod_.Scalar", next_edges))
+        Some(FmodBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7025,7 +6749,11 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::fmod.Tensor", next_edges))
+        Some(FmodBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7049,7 +6777,11 @@ pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::fmod_.Tensor", next_edges))
+        Some(FmodBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7102,7 +6834,9 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::remainder.Scalar", next_edges))
+        Some(RemainderBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7125,7 +6859,9 @@ pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::remainder_.Scalar", next_edges))
+        Some(RemainderBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7179,7 +6915,11 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::remainder.Tensor", next_edges))
+        Some(RemainderBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7203,7 +6943,11 @@ pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&T
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::remainder_.Tensor", next_edges))
+        Some(RemainderBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7236,7 +6980,11 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::remainder.Scalar_Tensor", next_edges))
+        Some(RemainderBackward2 {
+            self_: self_,
+            other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7259,7 +7007,11 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::maximum", next_edges))
+        Some(MaximumBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7302,7 +7054,11 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::minimum", next_edges))
+        Some(MinimumBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7365,7 +7121,12 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
-        Some(NotImplemented::new("aten::pow.Tensor_Tensor", next_edges))
+        Some(PowBackward1 {
+            self_: SavedVariable::new(&self_, false)?,
+            exponent: SavedVariable::new(&exponent, false)?,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7375,6 +7136,7 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -7407,7 +7169,11 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(exponent)?);
-        Some(NotImplemented::new("aten::pow.Scalar", next_edges))
+        Some(PowBackward2 {
+            self_: self_,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7417,6 +7183,7 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -7449,7 +7216,11 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::pow.Tensor_Scalar", next_edges))
+        Some(PowBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            exponent: exponent,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7472,7 +7243,11 @@ pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::pow_.Scalar", next_edges))
+        Some(PowBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            exponent: exponent,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7507,7 +7282,12 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
-        Some(NotImplemented::new("aten::pow_.Tensor", next_edges))
+        Some(PowBackward1 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            exponent: SavedVariable::new(&exponent, false)?,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7517,6 +7297,7 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -7536,13 +7317,15 @@ pub(crate) fn inplace_or_view_pow__Tensor(ks: DispatchKeySet, (self_, exponent):
 
 /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(condition) || rg(self_) || rg(other));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
-        next_edges.push(edge(condition)?);
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::where.self", next_edges))
+        Some(WhereBackward0 {
+            condition: SavedVariable::new(&condition, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7704,23 +7487,10 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
 
 /// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_empty_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::empty_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -7849,23 +7619,10 @@ pub(crate) fn inplace_or_view_full_out(ks: DispatchKeySet, (size, fill_value, ou
 
 /// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_full_like(ks: DispatchKeySet, (self_, fill_value, dtype, layout, device, pin_memory, memory_format): (&Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::full_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::full_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, fill_value, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -7953,23 +7710,10 @@ pub(crate) fn inplace_or_view_ones_out(ks: DispatchKeySet, (size, out): (&[i64],
 
 /// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_ones_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ones_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ones_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8016,23 +7760,10 @@ pub(crate) fn inplace_or_view_zeros_out(ks: DispatchKeySet, (size, out): (&[i64]
 
 /// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_zeros_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::zeros_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::zeros_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8042,7 +7773,9 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bernoulli", next_edges))
+        Some(BernoulliBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8086,7 +7819,10 @@ pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generato
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
-        Some(NotImplemented::new("aten::bernoulli_.Tensor", next_edges))
+        Some(BernoulliBackward1 {
+            p_geometry: TensorGeometry::of(p),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8120,7 +7856,9 @@ pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bernoulli_.float", next_edges))
+        Some(BernoulliBackward2 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8153,7 +7891,9 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bernoulli.p", next_edges))
+        Some(BernoulliBackward3 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8233,45 +7973,19 @@ pub(crate) fn inplace_or_view_rand_out(ks: DispatchKeySet, (size, out): (&[i64],
 
 /// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_rand_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rand_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_rand_like_generator(ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rand_like.generator", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand_like_generator::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8483,45 +8197,19 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
 
 /// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_randn_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::randn_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_randn_like_generator(ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::randn_like.generator", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn_like_generator::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8532,7 +8220,9 @@ pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::normal_", next_edges))
+        Some(NormalBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8565,7 +8255,9 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::normal_functional", next_edges))
+        Some(NormalFunctionalBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8643,13 +8335,15 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
 
 /// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
 pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
-        Some(NotImplemented::new("aten::masked_fill_.Scalar", next_edges))
+        Some(MaskedFillBackward0 {
+            mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8678,12 +8372,14 @@ pub(crate) fn inplace_or_view_masked_fill__Scalar(ks: DispatchKeySet, (self_, ma
 
 /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
 pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
-        Some(NotImplemented::new("aten::masked_fill.Scalar", next_edges))
+        Some(MaskedFillBackward0 {
+            mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8701,14 +8397,16 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
 
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
 pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask) || rg(value));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::masked_fill_.Tensor", next_edges))
+        Some(MaskedFillBackward1 {
+            mask: SavedVariable::new(&mask, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8737,13 +8435,15 @@ pub(crate) fn inplace_or_view_masked_fill__Tensor(ks: DispatchKeySet, (self_, ma
 
 /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
 pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask) || rg(value));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::masked_fill.Tensor", next_edges))
+        Some(MaskedFillBackward1 {
+            mask: SavedVariable::new(&mask, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9240,7 +8940,10 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::abs", next_edges))
+        Some(AbsBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9263,7 +8966,10 @@ pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::abs_", next_edges))
+        Some(AbsBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9312,46 +9018,19 @@ pub(crate) fn inplace_or_view_abs_out(ks: DispatchKeySet, (self_, out): (&Tensor
 
 /// `bitwise_not(Tensor self) -> Tensor`
 pub(crate) fn autograd_bitwise_not(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_not", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_not::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_not_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_not_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -9388,46 +9067,19 @@ pub(crate) fn inplace_or_view_bitwise_not_out(ks: DispatchKeySet, (self_, out): 
 
 /// `logical_not(Tensor self) -> Tensor`
 pub(crate) fn autograd_logical_not(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::logical_not", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_not::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
 pub(crate) fn autograd_logical_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::logical_not_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_not_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -9468,7 +9120,9 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ceil", next_edges))
+        Some(CeilBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9491,7 +9145,9 @@ pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ceil_", next_edges))
+        Some(CeilBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9544,7 +9200,10 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cos", next_edges))
+        Some(CosBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9567,7 +9226,10 @@ pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cos_", next_edges))
+        Some(CosBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9620,7 +9282,10 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::erf", next_edges))
+        Some(ErfBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9643,7 +9308,10 @@ pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::erf_", next_edges))
+        Some(ErfBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9696,7 +9364,10 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::exp", next_edges))
+        Some(ExpBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9706,6 +9377,7 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9719,7 +9391,10 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::exp_", next_edges))
+        Some(ExpBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9729,6 +9404,7 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -9772,7 +9448,10 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expm1", next_edges))
+        Some(Expm1Backward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9782,6 +9461,7 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9795,7 +9475,10 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expm1_", next_edges))
+        Some(Expm1Backward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9805,6 +9488,7 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -9848,7 +9532,9 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::floor", next_edges))
+        Some(FloorBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9871,7 +9557,9 @@ pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::floor_", next_edges))
+        Some(FloorBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9920,23 +9608,10 @@ pub(crate) fn inplace_or_view_floor_out(ks: DispatchKeySet, (self_, out): (&Tens
 
 /// `isnan(Tensor self) -> Tensor`
 pub(crate) fn autograd_isnan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::isnan", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::isnan::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -9946,7 +9621,10 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::nan_to_num", next_edges))
+        Some(NanToNumBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9969,7 +9647,10 @@ pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, negi
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::nan_to_num_", next_edges))
+        Some(NanToNumBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10022,7 +9703,10 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log", next_edges))
+        Some(LogBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10045,7 +9729,10 @@ pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log_", next_edges))
+        Some(LogBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10098,7 +9785,10 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log1p", next_edges))
+        Some(Log1PBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10121,7 +9811,10 @@ pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log1p_", next_edges))
+        Some(Log1PBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10174,7 +9867,10 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log2", next_edges))
+        Some(Log2Backward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10197,7 +9893,10 @@ pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log2_", next_edges))
+        Some(Log2Backward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10250,7 +9949,10 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::reciprocal", next_edges))
+        Some(ReciprocalBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10260,6 +9962,7 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10273,7 +9976,10 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::reciprocal_", next_edges))
+        Some(ReciprocalBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10283,6 +9989,7 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10326,7 +10033,9 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::neg", next_edges))
+        Some(NegBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10349,7 +10058,9 @@ pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::neg_", next_edges))
+        Some(NegBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10402,7 +10113,9 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round", next_edges))
+        Some(RoundBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10425,7 +10138,9 @@ pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round_", next_edges))
+        Some(RoundBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10478,7 +10193,9 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round.decimals", next_edges))
+        Some(RoundBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10501,7 +10218,9 @@ pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round_.decimals", next_edges))
+        Some(RoundBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10554,7 +10273,10 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::relu", next_edges))
+        Some(ReluBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10564,6 +10286,7 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10577,7 +10300,10 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::relu_", next_edges))
+        Some(ReluBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10587,6 +10313,7 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10631,7 +10358,11 @@ pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gelu_", next_edges))
+        Some(GeluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            approximate: approximate.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10664,7 +10395,11 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gelu", next_edges))
+        Some(GeluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            approximate: approximate.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10686,7 +10421,10 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rsqrt", next_edges))
+        Some(RsqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10696,6 +10434,7 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10709,7 +10448,10 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rsqrt_", next_edges))
+        Some(RsqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10719,6 +10461,7 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10762,7 +10505,10 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::silu", next_edges))
+        Some(SiluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10785,7 +10531,10 @@ pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::silu_", next_edges))
+        Some(SiluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10838,7 +10587,10 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sigmoid", next_edges))
+        Some(SigmoidBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10848,6 +10600,7 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10861,7 +10614,10 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sigmoid_", next_edges))
+        Some(SigmoidBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10871,6 +10627,7 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10914,7 +10671,10 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sin", next_edges))
+        Some(SinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10937,7 +10697,10 @@ pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sin_", next_edges))
+        Some(SinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10990,7 +10753,10 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sqrt", next_edges))
+        Some(SqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11000,6 +10766,7 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11013,7 +10780,10 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sqrt_", next_edges))
+        Some(SqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11023,6 +10793,7 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11066,7 +10837,10 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tan", next_edges))
+        Some(TanBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11076,6 +10850,7 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11089,7 +10864,10 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tan_", next_edges))
+        Some(TanBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11099,6 +10877,7 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11142,7 +10921,10 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tanh", next_edges))
+        Some(TanhBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11152,6 +10934,7 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11165,7 +10948,10 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tanh_", next_edges))
+        Some(TanhBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11175,6 +10961,7 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11218,7 +11005,9 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::trunc", next_edges))
+        Some(TruncBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11241,7 +11030,9 @@ pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::trunc_", next_edges))
+        Some(TruncBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11294,7 +11085,9 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sign", next_edges))
+        Some(SignBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11317,7 +11110,9 @@ pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sign_", next_edges))
+        Some(SignBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11366,23 +11161,10 @@ pub(crate) fn inplace_or_view_sign_out(ks: DispatchKeySet, (self_, out): (&Tenso
 
 /// `isinf(Tensor self) -> Tensor`
 pub(crate) fn autograd_isinf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::isinf", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::isinf::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -11675,7 +11457,9 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::resize", next_edges))
+        Some(ResizeBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -12001,7 +11785,9 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::zero", next_edges))
+        Some(ZeroBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -12063,7 +11849,9 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::uniform", next_edges))
+        Some(UniformBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -12772,7 +12560,10 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
-        Some(NotImplemented::new("aten::bernoulli.Tensor", next_edges))
+        Some(BernoulliBackward4 {
+            p_geometry: TensorGeometry::of(p),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };

@@ -14,6 +14,47 @@ use crate::support::{IntoGrad, IntoGradList, copy_range, range_needed};
 use switchyard_core::{Device, DimVec, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 
+/// The backward of `abs(Tensor self) -> Tensor`.
+pub struct AbsBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for AbsBackward0 {
+    fn name(&self) -> String {
+        "AbsBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::sign::call(self)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::sign::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`.
 pub struct AddBackward0 {
     pub(crate) core: NodeCore,
@@ -51,6 +92,2153 @@ impl Node for AddBackward0 {
         // self: grad.clone()
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`.
+pub struct AddBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for AddBackward1 {
+    fn name(&self) -> String {
+        "AddBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
+pub struct AsStridedBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedBackward0 {
+    fn name(&self) -> String {
+        "AsStridedBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: as_strided_backward(grad, TensorGeometry::of(self), size, stride, storage_offset)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_backward(grad, self_geometry, size, stride, storage_offset)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `atan2(Tensor self, Tensor other) -> Tensor`.
+pub struct Atan2Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for Atan2Backward0 {
+    fn name(&self) -> String {
+        "Atan2Backward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // self, other: atan2_backward(grad, self, other, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &self_ix), range_needed(&this.core, &other_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            let (g0, g1) = { atan2_backward(grad, self_, other, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[self_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[other_ix.start] = IntoGrad::into_grad(g1);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`.
+pub struct BernoulliBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for BernoulliBackward0 {
+    fn name(&self) -> String {
+        "BernoulliBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct BernoulliBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) p_geometry: TensorGeometry,
+}
+
+impl Node for BernoulliBackward1 {
+    fn name(&self) -> String {
+        "BernoulliBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let p_ix = 1..2;
+        // p: TensorGeometry::of(p).zeros()?
+        if range_needed(&this.core, &p_ix) {
+            let p_geometry = &this.p_geometry;
+            grad_inputs[p_ix.start] = IntoGrad::into_grad({ p_geometry.zeros()? });
+        }
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct BernoulliBackward2 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for BernoulliBackward2 {
+    fn name(&self) -> String {
+        "BernoulliBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`.
+pub struct BernoulliBackward3 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for BernoulliBackward3 {
+    fn name(&self) -> String {
+        "BernoulliBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`.
+pub struct BernoulliBackward4 {
+    pub(crate) core: NodeCore,
+    pub(crate) p_geometry: TensorGeometry,
+}
+
+impl Node for BernoulliBackward4 {
+    fn name(&self) -> String {
+        "BernoulliBackward4".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let p_ix = 1..2;
+        // p: TensorGeometry::of(p).zeros()?
+        if range_needed(&this.core, &p_ix) {
+            let p_geometry = &this.p_geometry;
+            grad_inputs[p_ix.start] = IntoGrad::into_grad({ p_geometry.zeros()? });
+        }
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ceil(Tensor self) -> Tensor`.
+pub struct CeilBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for CeilBackward0 {
+    fn name(&self) -> String {
+        "CeilBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`.
+pub struct ClampBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Option<SavedVariable>,
+    pub(crate) max: Option<SavedVariable>,
+}
+
+impl Node for ClampBackward0 {
+    fn name(&self) -> String {
+        "ClampBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        if let Some(s) = &self.min { s.reset(); }
+        if let Some(s) = &self.max { s.reset(); }
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let min_ix = 1..2;
+        let max_ix = 2..3;
+        // min, max: clamp_backward_min_max(grad, self, min, max, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &min_ix), range_needed(&this.core, &max_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = match &this.min { Some(s) => Some(s.unpack(&node)?), None => None }; let min = min_owned.as_ref();
+            let max_owned = match &this.max { Some(s) => Some(s.unpack(&node)?), None => None }; let max = max_owned.as_ref();
+            let (g0, g1) = { clamp_backward_min_max(grad, self_, min, max, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[min_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[max_ix.start] = IntoGrad::into_grad(g1);
+            }
+        }
+        // self: clamp_backward_tensor(grad, self, min, max)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = match &this.min { Some(s) => Some(s.unpack(&node)?), None => None }; let min = min_owned.as_ref();
+            let max_owned = match &this.max { Some(s) => Some(s.unpack(&node)?), None => None }; let max = max_owned.as_ref();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ clamp_backward_tensor(grad, self_, min, max)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`.
+pub struct ClampBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Option<Scalar>,
+    pub(crate) max: Option<Scalar>,
+}
+
+impl Node for ClampBackward1 {
+    fn name(&self) -> String {
+        "ClampBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: clamp_backward(grad, self, min, max)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min = this.min;
+            let max = this.max;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ clamp_backward(grad, self_, min, max)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_min(Tensor self, Scalar min) -> Tensor`.
+pub struct ClampMinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Scalar,
+}
+
+impl Node for ClampMinBackward0 {
+    fn name(&self) -> String {
+        "ClampMinBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::where_ScalarOther::call(&op::gt_Scalar::call(self, min)?, grad, Scalar::Float(0.0))?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min = this.min;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::where_ScalarOther::call(&op::gt_Scalar::call(self_, min)?, grad, Scalar::Float(0.0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`.
+pub struct ClampMinBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: SavedVariable,
+}
+
+impl Node for ClampMinBackward1 {
+    fn name(&self) -> String {
+        "ClampMinBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.min.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let min_ix = 1..2;
+        // min: split_ties_masked(grad, self, min, true)?
+        if range_needed(&this.core, &min_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = this.min.unpack(&node)?; let min = &min_owned;
+            grad_inputs[min_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, min, true)? });
+        }
+        // self: split_ties_masked(grad, self, min, false)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = this.min.unpack(&node)?; let min = &min_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, min, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_max(Tensor self, Scalar max) -> Tensor`.
+pub struct ClampMaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) max: Scalar,
+}
+
+impl Node for ClampMaxBackward0 {
+    fn name(&self) -> String {
+        "ClampMaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::where_ScalarOther::call(&op::lt_Scalar::call(self, max)?, grad, Scalar::Float(0.0))?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let max = this.max;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::where_ScalarOther::call(&op::lt_Scalar::call(self_, max)?, grad, Scalar::Float(0.0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`.
+pub struct ClampMaxBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) max: SavedVariable,
+}
+
+impl Node for ClampMaxBackward1 {
+    fn name(&self) -> String {
+        "ClampMaxBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.max.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let max_ix = 1..2;
+        // max: split_ties_masked(grad, self, max, false)?
+        if range_needed(&this.core, &max_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let max_owned = this.max.unpack(&node)?; let max = &max_owned;
+            grad_inputs[max_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, max, false)? });
+        }
+        // self: split_ties_masked(grad, self, max, true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let max_owned = this.max.unpack(&node)?; let max = &max_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, max, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`.
+pub struct CloneBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for CloneBackward0 {
+    fn name(&self) -> String {
+        "CloneBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor`.
+pub struct ToCopyBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) self_device: Device,
+}
+
+impl Node for ToCopyBackward0 {
+    fn name(&self) -> String {
+        "ToCopyBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: _to_copy_backward(grad, self.dtype(), self.device())?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let self_device = this.self_device;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ _to_copy_backward(grad, self_scalar_type, self_device)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`.
+pub struct CopyBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_scalar_type: ScalarType,
+    pub(crate) src_device: Device,
+}
+
+impl Node for CopyBackward0 {
+    fn name(&self) -> String {
+        "CopyBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        // src: _to_copy_backward(grad, src.dtype(), src.device())?
+        if range_needed(&this.core, &src_ix) {
+            let src_scalar_type = this.src_scalar_type;
+            let src_device = this.src_device;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ _to_copy_backward(grad, src_scalar_type, src_device)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cos(Tensor self) -> Tensor`.
+pub struct CosBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for CosBackward0 {
+    fn name(&self) -> String {
+        "CosBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::neg::call(&op::sin::call(self)?)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::neg::call(&op::sin::call(self_)?)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Tensor(Tensor self, Tensor other) -> Tensor`.
+pub struct DivBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for DivBackward0 {
+    fn name(&self) -> String {
+        "DivBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: div_tensor_other_backward(grad, self, other, None)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ div_tensor_other_backward(grad, self_, other, None)? });
+        }
+        // self: div_tensor_self_backward(grad, other, None)?
+        if range_needed(&this.core, &self_ix) {
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_tensor_self_backward(grad, other, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct DivBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other: Scalar,
+}
+
+impl Node for DivBackward1 {
+    fn name(&self) -> String {
+        "DivBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: div_scalar_self_backward(grad, other, None)?
+        if range_needed(&this.core, &self_ix) {
+            let other = this.other;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_scalar_self_backward(grad, other, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`.
+pub struct DivBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+    pub(crate) rounding_mode: Option<String>,
+}
+
+impl Node for DivBackward2 {
+    fn name(&self) -> String {
+        "DivBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: div_tensor_other_backward(grad, self, other, rounding_mode)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            let rounding_mode = this.rounding_mode.as_deref();
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ div_tensor_other_backward(grad, self_, other, rounding_mode)? });
+        }
+        // self: div_tensor_self_backward(grad, other, rounding_mode)?
+        if range_needed(&this.core, &self_ix) {
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            let rounding_mode = this.rounding_mode.as_deref();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_tensor_self_backward(grad, other, rounding_mode)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`.
+pub struct DivBackward3 {
+    pub(crate) core: NodeCore,
+    pub(crate) other: Scalar,
+    pub(crate) rounding_mode: Option<String>,
+}
+
+impl Node for DivBackward3 {
+    fn name(&self) -> String {
+        "DivBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: div_scalar_self_backward(grad, other, rounding_mode)?
+        if range_needed(&this.core, &self_ix) {
+            let other = this.other;
+            let rounding_mode = this.rounding_mode.as_deref();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_scalar_self_backward(grad, other, rounding_mode)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct EqBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for EqBackward0 {
+    fn name(&self) -> String {
+        "EqBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct EqBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for EqBackward1 {
+    fn name(&self) -> String {
+        "EqBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `erf(Tensor self) -> Tensor`.
+pub struct ErfBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for ErfBackward0 {
+    fn name(&self) -> String {
+        "ErfBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: erf_backward(grad, self)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ erf_backward(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `exp(Tensor self) -> Tensor`.
+pub struct ExpBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ExpBackward0 {
+    fn name(&self) -> String {
+        "ExpBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, result)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `expm1(Tensor self) -> Tensor`.
+pub struct Expm1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for Expm1Backward0 {
+    fn name(&self) -> String {
+        "Expm1Backward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::add_Scalar::call(result, Scalar::Int(1), Scalar::Int(1))?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::add_Scalar::call(result, Scalar::Int(1), Scalar::Int(1))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill.Scalar(Tensor self, Scalar value) -> Tensor`.
+pub struct FillBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward0 {
+    fn name(&self) -> String {
+        "FillBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill.Tensor(Tensor self, Tensor value) -> Tensor`.
+pub struct FillBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward1 {
+    fn name(&self) -> String {
+        "FillBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let value_ix = 1..2;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        // value: op::sum::call(grad, None)?
+        if range_needed(&this.core, &value_ix) {
+            grad_inputs[value_ix.start] = IntoGrad::into_grad({ op::sum::call(grad, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`.
+pub struct FillBackward2 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward2 {
+    fn name(&self) -> String {
+        "FillBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`.
+pub struct FillBackward3 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward3 {
+    fn name(&self) -> String {
+        "FillBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let value_ix = 1..2;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        // value: op::sum::call(grad, None)?
+        if range_needed(&this.core, &value_ix) {
+            grad_inputs[value_ix.start] = IntoGrad::into_grad({ op::sum::call(grad, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `floor(Tensor self) -> Tensor`.
+pub struct FloorBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FloorBackward0 {
+    fn name(&self) -> String {
+        "FloorBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fmod.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct FmodBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FmodBackward0 {
+    fn name(&self) -> String {
+        "FmodBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fmod.Tensor(Tensor self, Tensor other) -> Tensor`.
+pub struct FmodBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for FmodBackward1 {
+    fn name(&self) -> String {
+        "FmodBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: rounded_quotient_backward(grad, self, other, "trunc")?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ rounded_quotient_backward(grad, self_, other, "trunc")? });
+        }
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct GeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GeBackward0 {
+    fn name(&self) -> String {
+        "GeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct GeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GeBackward1 {
+    fn name(&self) -> String {
+        "GeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct GtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GtBackward0 {
+    fn name(&self) -> String {
+        "GtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct GtBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GtBackward1 {
+    fn name(&self) -> String {
+        "GtBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct LeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LeBackward0 {
+    fn name(&self) -> String {
+        "LeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct LeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LeBackward1 {
+    fn name(&self) -> String {
+        "LeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `log(Tensor self) -> Tensor`.
+pub struct LogBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for LogBackward0 {
+    fn name(&self) -> String {
+        "LogBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, self)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `log1p(Tensor self) -> Tensor`.
+pub struct Log1PBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for Log1PBackward0 {
+    fn name(&self) -> String {
+        "Log1PBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, &op::add_Scalar::call(self, Scalar::Int(1), Scalar::Int(1))?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::add_Scalar::call(self_, Scalar::Int(1), Scalar::Int(1))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `log2(Tensor self) -> Tensor`.
+pub struct Log2Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for Log2Backward0 {
+    fn name(&self) -> String {
+        "Log2Backward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, &op::mul_Scalar::call(self, Scalar::Float(std::f64::consts::LN_2))?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::mul_Scalar::call(self_, Scalar::Float(std::f64::consts::LN_2))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct LtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LtBackward0 {
+    fn name(&self) -> String {
+        "LtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct LtBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LtBackward1 {
+    fn name(&self) -> String {
+        "LtBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`.
+pub struct MaskedFillBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedFillBackward0 {
+    fn name(&self) -> String {
+        "MaskedFillBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`.
+pub struct MaskedFillBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedFillBackward1 {
+    fn name(&self) -> String {
+        "MaskedFillBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let value_ix = 1..2;
+        // self: op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))? });
+        }
+        // value: masked_fill_backward(grad, mask)?
+        if range_needed(&this.core, &value_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[value_ix.start] = IntoGrad::into_grad({ masked_fill_backward(grad, mask)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `maximum(Tensor self, Tensor other) -> Tensor`.
+pub struct MaximumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for MaximumBackward0 {
+    fn name(&self) -> String {
+        "MaximumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: split_ties_masked(grad, self, other, true)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, true)? });
+        }
+        // self: split_ties_masked(grad, self, other, false)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `minimum(Tensor self, Tensor other) -> Tensor`.
+pub struct MinimumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for MinimumBackward0 {
+    fn name(&self) -> String {
+        "MinimumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: split_ties_masked(grad, self, other, false)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, false)? });
+        }
+        // self: split_ties_masked(grad, self, other, true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mm(Tensor self, Tensor mat2) -> Tensor`.
+pub struct MmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) mat2: SavedVariable,
+}
+
+impl Node for MmBackward0 {
+    fn name(&self) -> String {
+        "MmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.mat2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let mat2_ix = 1..2;
+        // mat2: mm_mat2_backward(grad, self, Scalar::Int(1))?
+        if range_needed(&this.core, &mat2_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, self_, Scalar::Int(1))? });
+        }
+        // self: mm_mat1_backward(grad, mat2, Scalar::Int(1))?
+        if range_needed(&this.core, &self_ix) {
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat2, Scalar::Int(1))? });
         }
         Ok(grad_inputs)
     }
@@ -105,6 +2293,959 @@ impl Node for MulBackward0 {
     }
 }
 
+/// The backward of `mul.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct MulBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other: Scalar,
+}
+
+impl Node for MulBackward1 {
+    fn name(&self) -> String {
+        "MulBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Scalar::call(grad, other)?
+        if range_needed(&this.core, &self_ix) {
+            let other = this.other;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Scalar::call(grad, other)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`.
+pub struct NanToNumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for NanToNumBackward0 {
+    fn name(&self) -> String {
+        "NanToNumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::isfinite::call(self)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::isfinite::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct NeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for NeBackward0 {
+    fn name(&self) -> String {
+        "NeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct NeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for NeBackward1 {
+    fn name(&self) -> String {
+        "NeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `neg(Tensor self) -> Tensor`.
+pub struct NegBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for NegBackward0 {
+    fn name(&self) -> String {
+        "NegBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::neg::call(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::neg::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct NormalBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for NormalBackward0 {
+    fn name(&self) -> String {
+        "NormalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`.
+pub struct NormalFunctionalBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for NormalFunctionalBackward0 {
+    fn name(&self) -> String {
+        "NormalFunctionalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`.
+pub struct PowBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) exponent: Scalar,
+}
+
+impl Node for PowBackward0 {
+    fn name(&self) -> String {
+        "PowBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: pow_backward(grad, self, exponent)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let exponent = this.exponent;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ pow_backward(grad, self_, exponent)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`.
+pub struct PowBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) exponent: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for PowBackward1 {
+    fn name(&self) -> String {
+        "PowBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.exponent.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let exponent_ix = 1..2;
+        // exponent: pow_backward_exponent(grad, self, exponent, result)?
+        if range_needed(&this.core, &exponent_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let exponent_owned = this.exponent.unpack(&node)?; let exponent = &exponent_owned;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[exponent_ix.start] = IntoGrad::into_grad({ pow_backward_exponent(grad, self_, exponent, result)? });
+        }
+        // self: pow_backward_self(grad, self, exponent)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let exponent_owned = this.exponent.unpack(&node)?; let exponent = &exponent_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ pow_backward_self(grad, self_, exponent)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`.
+pub struct PowBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: Scalar,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for PowBackward2 {
+    fn name(&self) -> String {
+        "PowBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let exponent_ix = 0..1;
+        // exponent: pow_backward_exponent_scalar_base(grad, self, result)?
+        if range_needed(&this.core, &exponent_ix) {
+            let self_ = this.self_;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[exponent_ix.start] = IntoGrad::into_grad({ pow_backward_exponent_scalar_base(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `reciprocal(Tensor self) -> Tensor`.
+pub struct ReciprocalBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ReciprocalBackward0 {
+    fn name(&self) -> String {
+        "ReciprocalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::neg::call(&op::mul_Tensor::call(grad, &op::mul_Tensor::call(result, result)?)?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::neg::call(&op::mul_Tensor::call(grad, &op::mul_Tensor::call(result, result)?)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `remainder.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct RemainderBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RemainderBackward0 {
+    fn name(&self) -> String {
+        "RemainderBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `remainder.Tensor(Tensor self, Tensor other) -> Tensor`.
+pub struct RemainderBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for RemainderBackward1 {
+    fn name(&self) -> String {
+        "RemainderBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: rounded_quotient_backward(grad, self, other, "floor")?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ rounded_quotient_backward(grad, self_, other, "floor")? });
+        }
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`.
+pub struct RemainderBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: Scalar,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for RemainderBackward2 {
+    fn name(&self) -> String {
+        "RemainderBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let other_ix = 0..1;
+        // other: remainder_scalar_tensor_backward(grad, self, other)?
+        if range_needed(&this.core, &other_ix) {
+            let self_ = this.self_;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ remainder_scalar_tensor_backward(grad, self_, other)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`.
+pub struct ResizeBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ResizeBackward0 {
+    fn name(&self) -> String {
+        "ResizeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: not_implemented("resize")?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ not_implemented("resize")? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `round(Tensor self) -> Tensor`.
+pub struct RoundBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RoundBackward0 {
+    fn name(&self) -> String {
+        "RoundBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `round.decimals(Tensor self, *, int decimals) -> Tensor`.
+pub struct RoundBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RoundBackward1 {
+    fn name(&self) -> String {
+        "RoundBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `rsqrt(Tensor self) -> Tensor`.
+pub struct RsqrtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for RsqrtBackward0 {
+    fn name(&self) -> String {
+        "RsqrtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Scalar::call(&op::mul_Tensor::call(grad, &op::pow_Tensor_Scalar::call(result, Scalar::Int(3))?)?, Scalar::Float(-0.5))?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Scalar::call(&op::mul_Tensor::call(grad, &op::pow_Tensor_Scalar::call(result, Scalar::Int(3))?)?, Scalar::Float(-0.5))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sigmoid(Tensor self) -> Tensor`.
+pub struct SigmoidBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SigmoidBackward0 {
+    fn name(&self) -> String {
+        "SigmoidBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sigmoid_backward(grad, result)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sigmoid_backward(grad, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sign(Tensor self) -> Tensor`.
+pub struct SignBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for SignBackward0 {
+    fn name(&self) -> String {
+        "SignBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sin(Tensor self) -> Tensor`.
+pub struct SinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SinBackward0 {
+    fn name(&self) -> String {
+        "SinBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::cos::call(self)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::cos::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sqrt(Tensor self) -> Tensor`.
+pub struct SqrtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SqrtBackward0 {
+    fn name(&self) -> String {
+        "SqrtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, &op::mul_Scalar::call(result, Scalar::Int(2))?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::mul_Scalar::call(result, Scalar::Int(2))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`.
+pub struct SubBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) alpha: Scalar,
+}
+
+impl Node for SubBackward0 {
+    fn name(&self) -> String {
+        "SubBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: maybe_multiply(&op::neg::call(grad)?, alpha)?
+        if range_needed(&this.core, &other_ix) {
+            let alpha = this.alpha;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ maybe_multiply(&op::neg::call(grad)?, alpha)? });
+        }
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`.
+pub struct SubBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for SubBackward1 {
+    fn name(&self) -> String {
+        "SubBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
 pub struct SumBackward0 {
     pub(crate) core: NodeCore,
@@ -142,98 +3283,6 @@ impl Node for SumBackward0 {
     }
 }
 
-/// The backward of `mm(Tensor self, Tensor mat2) -> Tensor`.
-pub struct MmBackward0 {
-    pub(crate) core: NodeCore,
-    pub(crate) self_: SavedVariable,
-    pub(crate) mat2: SavedVariable,
-}
-
-impl Node for MmBackward0 {
-    fn name(&self) -> String {
-        "MmBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn release_variables(&self) {
-        self.self_.reset();
-        self.mat2.reset();
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let mat2_ix = 1..2;
-        // mat2: op::mm::call(&op::t::call(self)?, grad)?
-        if range_needed(&this.core, &mat2_ix) {
-            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
-            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ op::mm::call(&op::t::call(self_)?, grad)? });
-        }
-        // self: op::mm::call(grad, &op::t::call(mat2)?)?
-        if range_needed(&this.core, &self_ix) {
-            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mm::call(grad, &op::t::call(mat2)?)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
-/// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
-pub struct AsStridedBackward0 {
-    pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
-    pub(crate) size: Vec<i64>,
-    pub(crate) stride: Vec<i64>,
-    pub(crate) storage_offset: Option<i64>,
-}
-
-impl Node for AsStridedBackward0 {
-    fn name(&self) -> String {
-        "AsStridedBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        // self: as_strided_backward(grad, TensorGeometry::of(self), size, stride, storage_offset)?
-        if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
-            let size = &this.size[..];
-            let stride = &this.stride[..];
-            let storage_offset = this.storage_offset;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_backward(grad, self_geometry, size, stride, storage_offset)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
 /// The backward of `t(Tensor(a) self) -> Tensor(a)`.
 pub struct TBackward0 {
     pub(crate) core: NodeCore,
@@ -264,6 +3313,435 @@ impl Node for TBackward0 {
         // self: op::t::call(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::t::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `tan(Tensor self) -> Tensor`.
+pub struct TanBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for TanBackward0 {
+    fn name(&self) -> String {
+        "TanBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::add_Scalar::call(&op::mul_Tensor::call(result, result)?, Scalar::Int(1), Scalar::Int(1))?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::add_Scalar::call(&op::mul_Tensor::call(result, result)?, Scalar::Int(1), Scalar::Int(1))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `tanh(Tensor self) -> Tensor`.
+pub struct TanhBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for TanhBackward0 {
+    fn name(&self) -> String {
+        "TanhBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: tanh_backward(grad, result)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ tanh_backward(grad, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `trunc(Tensor self) -> Tensor`.
+pub struct TruncBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for TruncBackward0 {
+    fn name(&self) -> String {
+        "TruncBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct UniformBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for UniformBackward0 {
+    fn name(&self) -> String {
+        "UniformBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`.
+pub struct UniformBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for UniformBackward1 {
+    fn name(&self) -> String {
+        "UniformBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`.
+pub struct WhereBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) condition: SavedVariable,
+}
+
+impl Node for WhereBackward0 {
+    fn name(&self) -> String {
+        "WhereBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.condition.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: op::where_ScalarSelf::call(condition, Scalar::Int(0), grad)?
+        if range_needed(&this.core, &other_ix) {
+            let condition_owned = this.condition.unpack(&node)?; let condition = &condition_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ op::where_ScalarSelf::call(condition, Scalar::Int(0), grad)? });
+        }
+        // self: op::where_ScalarOther::call(condition, grad, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let condition_owned = this.condition.unpack(&node)?; let condition = &condition_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::where_ScalarOther::call(condition, grad, Scalar::Int(0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `zero_(Tensor(a!) self) -> Tensor(a!)`.
+pub struct ZeroBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ZeroBackward0 {
+    fn name(&self) -> String {
+        "ZeroBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `zero(Tensor self) -> Tensor`.
+pub struct ZeroBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ZeroBackward1 {
+    fn name(&self) -> String {
+        "ZeroBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `relu(Tensor self) -> Tensor`.
+pub struct ReluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ReluBackward0 {
+    fn name(&self) -> String {
+        "ReluBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: threshold_backward(grad, result, 0.0)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ threshold_backward(grad, result, 0.0)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `silu(Tensor self) -> Tensor`.
+pub struct SiluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SiluBackward0 {
+    fn name(&self) -> String {
+        "SiluBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: silu_backward(grad, self)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ silu_backward(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gelu(Tensor self, *, str approximate='none') -> Tensor`.
+pub struct GeluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) approximate: String,
+}
+
+impl Node for GeluBackward0 {
+    fn name(&self) -> String {
+        "GeluBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: gelu_backward(grad, self, approximate)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let approximate = this.approximate.as_str();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ gelu_backward(grad, self_, approximate)? });
         }
         Ok(grad_inputs)
     }
