@@ -19,45 +19,19 @@ use switchyard_ops::op;
 
 /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_all_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::all.dim", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::all_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_all_dims(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::all.dims", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::all_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -103,45 +77,19 @@ pub(crate) fn inplace_or_view_all_dims_out(ks: DispatchKeySet, (self_, dim, keep
 
 /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_any_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::any.dim", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::any_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_any_dims(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::any.dims", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::any_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -187,23 +135,10 @@ pub(crate) fn inplace_or_view_any_dims_out(ks: DispatchKeySet, (self_, dim, keep
 
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_argmax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::argmax", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::argmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -229,23 +164,10 @@ pub(crate) fn inplace_or_view_argmax_out(ks: DispatchKeySet, (self_, dim, keepdi
 
 /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_argmin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::argmin", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::argmin::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -555,7 +477,14 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumprod", next_edges))
+        Some(CumprodBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -565,6 +494,7 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -578,7 +508,14 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumprod_", next_edges))
+        Some(CumprodBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -588,6 +525,7 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -631,7 +569,12 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumsum", next_edges))
+        Some(CumsumBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -654,7 +597,12 @@ pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumsum_", next_edges))
+        Some(CumsumBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1002,7 +950,12 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_log_softmax", next_edges))
+        Some(LogSoftmaxBackward0 {
+            self_scalar_type: self_.dtype(),
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1012,6 +965,7 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1044,7 +998,13 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::amax", next_edges))
+        Some(AmaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1054,6 +1014,7 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1086,7 +1047,13 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::amin", next_edges))
+        Some(AminBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1096,6 +1063,7 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1360,7 +1328,12 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_softmax", next_edges))
+        Some(SoftmaxBackward0 {
+            self_scalar_type: self_.dtype(),
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1370,6 +1343,7 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1663,7 +1637,12 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::prod", next_edges))
+        Some(ProdBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dtype: if next_edges[0].is_valid() { dtype } else { None },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1673,6 +1652,7 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1685,7 +1665,14 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::prod.dim_int", next_edges))
+        Some(ProdBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: dim,
+            keepdim: keepdim,
+            dtype: if next_edges[0].is_valid() { dtype } else { None },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1695,6 +1682,7 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -2988,7 +2976,12 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::topk", next_edges))
+        Some(TopkBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2998,33 +2991,19 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
 
 /// `all(Tensor self) -> Tensor`
 pub(crate) fn autograd_all(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::all", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::all::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3050,23 +3029,10 @@ pub(crate) fn inplace_or_view_all_all_out(ks: DispatchKeySet, (self_, out): (&Te
 
 /// `any(Tensor self) -> Tensor`
 pub(crate) fn autograd_any(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::any", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::any::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3337,7 +3303,14 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::linalg_vector_norm", next_edges))
+        Some(LinalgVectorNormBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            ord: ord,
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3347,6 +3320,7 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -8485,7 +8459,13 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::max.dim", next_edges))
+        Some(MaxBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            keepdim: keepdim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8495,10 +8475,9 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -8531,7 +8510,11 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mean", next_edges))
+        Some(MeanBackward0 {
+            self_sizes: self_.sizes(),
+            self_numel: self_.numel(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8573,7 +8556,13 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mean.dim", next_edges))
+        Some(MeanBackward1 {
+            self_sizes: self_.sizes(),
+            self_numel: self_.numel(),
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8615,7 +8604,13 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::min.dim", next_edges))
+        Some(MinBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            keepdim: keepdim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8625,10 +8620,9 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -8706,7 +8700,12 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sum.dim_IntList", next_edges))
+        Some(SumBackward1 {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8748,7 +8747,14 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::std.correction", next_edges))
+        Some(StdBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            correction: if next_edges[0].is_valid() { correction } else { None },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8758,6 +8764,7 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -8790,7 +8797,13 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::var.correction", next_edges))
+        Some(VarBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            correction: if next_edges[0].is_valid() { correction } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8832,7 +8845,13 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::var_mean.correction", next_edges))
+        Some(VarMeanBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            correction: if next_edges[0].is_valid() { correction } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8856,7 +8875,11 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::min", next_edges))
+        Some(MinBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8866,6 +8889,7 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -8898,7 +8922,11 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::max", next_edges))
+        Some(MaxBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8908,6 +8936,7 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11327,7 +11356,12 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sort", next_edges))
+        Some(SortBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11337,10 +11371,9 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -11351,7 +11384,12 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sort.stable", next_edges))
+        Some(SortBackward1 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11361,10 +11399,9 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -11375,7 +11412,13 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::logsumexp", next_edges))
+        Some(LogsumexpBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11385,6 +11428,7 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }

@@ -906,6 +906,97 @@ impl Node for CosBackward0 {
     }
 }
 
+/// The backward of `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`.
+pub struct CumprodBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) self_device: Device,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for CumprodBackward0 {
+    fn name(&self) -> String {
+        "CumprodBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: cumprod_backward(&_to_copy_backward(grad, self.dtype(), self.device())?, self, dim, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let self_device = this.self_device;
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ cumprod_backward(&_to_copy_backward(grad, self_scalar_type, self_device)?, self_, dim, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`.
+pub struct CumsumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) self_device: Device,
+    pub(crate) dim: i64,
+}
+
+impl Node for CumsumBackward0 {
+    fn name(&self) -> String {
+        "CumsumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: cumsum_backward(&_to_copy_backward(grad, self.dtype(), self.device())?, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let self_device = this.self_device;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ cumsum_backward(&_to_copy_backward(grad, self_scalar_type, self_device)?, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `div.Tensor(Tensor self, Tensor other) -> Tensor`.
 pub struct DivBackward0 {
     pub(crate) core: NodeCore,
@@ -1924,6 +2015,54 @@ impl Node for Log2Backward0 {
     }
 }
 
+/// The backward of `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`.
+pub struct LogsumexpBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LogsumexpBackward0 {
+    fn name(&self) -> String {
+        "LogsumexpBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: logsumexp_backward(grad, self, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = &this.dim[..];
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ logsumexp_backward(grad, self_, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
 pub struct LtBackward0 {
     pub(crate) core: NodeCore,
@@ -2093,6 +2232,97 @@ impl Node for MaskedFillBackward1 {
     }
 }
 
+/// The backward of `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
+pub struct MaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for MaxBackward0 {
+    fn name(&self) -> String {
+        "MaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `max(Tensor self) -> Tensor`.
+pub struct MaxBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for MaxBackward1 {
+    fn name(&self) -> String {
+        "MaxBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: evenly_distribute_backward(grad, self, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ evenly_distribute_backward(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `maximum(Tensor self, Tensor other) -> Tensor`.
 pub struct MaximumBackward0 {
     pub(crate) core: NodeCore,
@@ -2144,6 +2374,179 @@ impl Node for MaximumBackward0 {
     }
 }
 
+/// The backward of `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
+pub struct MeanBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) self_numel: i64,
+}
+
+impl Node for MeanBackward0 {
+    fn name(&self) -> String {
+        "MeanBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Scalar::call(&op::expand::call(grad, self.sizes(), false)?, Scalar::Int(self.numel()))?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let self_numel = this.self_numel;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Scalar::call(&op::expand::call(grad, self_sizes, false)?, Scalar::Int(self_numel))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct MeanBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) self_numel: i64,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for MeanBackward1 {
+    fn name(&self) -> String {
+        "MeanBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: mean_backward(grad, self.sizes(), dim, self.numel(), keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let self_numel = this.self_numel;
+            let dim = this.dim.as_deref();
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mean_backward(grad, self_sizes, dim, self_numel, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
+pub struct MinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for MinBackward0 {
+    fn name(&self) -> String {
+        "MinBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `min(Tensor self) -> Tensor`.
+pub struct MinBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for MinBackward1 {
+    fn name(&self) -> String {
+        "MinBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: evenly_distribute_backward(grad, self, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ evenly_distribute_backward(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `minimum(Tensor self, Tensor other) -> Tensor`.
 pub struct MinimumBackward0 {
     pub(crate) core: NodeCore,
@@ -2190,6 +2593,102 @@ impl Node for MinimumBackward0 {
             let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
             let other_owned = this.other.unpack(&node)?; let other = &other_owned;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`.
+pub struct AmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for AmaxBackward0 {
+    fn name(&self) -> String {
+        "AmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: amax_amin_backward(grad, self, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = &this.dim[..];
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ amax_amin_backward(grad, self_, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`.
+pub struct AminBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for AminBackward0 {
+    fn name(&self) -> String {
+        "AminBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: amax_amin_backward(grad, self, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = &this.dim[..];
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ amax_amin_backward(grad, self_, result, dim, keepdim)? });
         }
         Ok(grad_inputs)
     }
@@ -2487,6 +2986,56 @@ impl Node for NegBackward0 {
     }
 }
 
+/// The backward of `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct LinalgVectorNormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) ord: Scalar,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LinalgVectorNormBackward0 {
+    fn name(&self) -> String {
+        "LinalgVectorNormBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let ord = this.ord;
+            let dim = this.dim.as_deref();
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ linalg_vector_norm_backward(grad, self_, ord, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`.
 pub struct NormalBackward0 {
     pub(crate) core: NodeCore,
@@ -2692,6 +3241,102 @@ impl Node for PowBackward2 {
             let self_ = this.self_;
             let result_owned = this.result.unpack(&node)?; let result = &result_owned;
             grad_inputs[exponent_ix.start] = IntoGrad::into_grad({ pow_backward_exponent_scalar_base(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
+pub struct ProdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ProdBackward0 {
+    fn name(&self) -> String {
+        "ProdBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: prod_backward(grad, &_to_copy_backward(self, grad.dtype(), grad.device())?, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dtype = this.dtype;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ prod_backward(grad, &_to_copy_backward(self_, grad.dtype(), grad.device())?, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct ProdBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ProdBackward1 {
+    fn name(&self) -> String {
+        "ProdBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: prod_dim_backward(grad, &_to_copy_backward(self, grad.dtype(), grad.device())?, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let dtype = this.dtype;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ prod_dim_backward(grad, &_to_copy_backward(self_, grad.dtype(), grad.device())?, result, dim, keepdim)? });
         }
         Ok(grad_inputs)
     }
@@ -3128,6 +3773,96 @@ impl Node for SinBackward0 {
     }
 }
 
+/// The backward of `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`.
+pub struct SortBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for SortBackward0 {
+    fn name(&self) -> String {
+        "SortBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`.
+pub struct SortBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for SortBackward1 {
+    fn name(&self) -> String {
+        "SortBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `sqrt(Tensor self) -> Tensor`.
 pub struct SqrtBackward0 {
     pub(crate) core: NodeCore,
@@ -3164,6 +3899,56 @@ impl Node for SqrtBackward0 {
         if range_needed(&this.core, &self_ix) {
             let result_owned = this.result.unpack(&node)?; let result = &result_owned;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::mul_Scalar::call(result, Scalar::Int(2))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`.
+pub struct StdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) correction: Option<Scalar>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for StdBackward0 {
+    fn name(&self) -> String {
+        "StdBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: std_backward(result, grad, self, dim, correction, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim.as_deref();
+            let correction = this.correction;
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ std_backward(result, grad, self_, dim, correction, keepdim)? });
         }
         Ok(grad_inputs)
     }
@@ -3278,6 +4063,47 @@ impl Node for SumBackward0 {
         if range_needed(&this.core, &self_ix) {
             let self_sizes: &[i64] = &this.self_sizes;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::expand::call(grad, self_sizes, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct SumBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for SumBackward1 {
+    fn name(&self) -> String {
+        "SumBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sum_backward(grad, self.sizes(), dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim.as_deref();
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sum_backward(grad, self_sizes, dim, keepdim)? });
         }
         Ok(grad_inputs)
     }
@@ -3400,6 +4226,51 @@ impl Node for TanhBackward0 {
     }
 }
 
+/// The backward of `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`.
+pub struct TopkBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for TopkBackward0 {
+    fn name(&self) -> String {
+        "TopkBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `trunc(Tensor self) -> Tensor`.
 pub struct TruncBackward0 {
     pub(crate) core: NodeCore,
@@ -3500,6 +4371,100 @@ impl Node for UniformBackward1 {
         // self: zeros_like(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`.
+pub struct VarBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) correction: Option<Scalar>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for VarBackward0 {
+    fn name(&self) -> String {
+        "VarBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: var_backward(grad, self, dim, correction, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim.as_deref();
+            let correction = this.correction;
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ var_backward(grad, self_, dim, correction, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`.
+pub struct VarMeanBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) correction: Option<Scalar>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for VarMeanBackward0 {
+    fn name(&self) -> String {
+        "VarMeanBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: var_mean_backward(grads[0].as_ref(), grads[1].as_ref(), self, dim, correction, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim.as_deref();
+            let correction = this.correction;
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ var_mean_backward(grads[0].as_ref(), grads[1].as_ref(), self_, dim, correction, keepdim)? });
         }
         Ok(grad_inputs)
     }
@@ -3742,6 +4707,96 @@ impl Node for GeluBackward0 {
             let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
             let approximate = this.approximate.as_str();
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ gelu_backward(grad, self_, approximate)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`.
+pub struct LogSoftmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LogSoftmaxBackward0 {
+    fn name(&self) -> String {
+        "LogSoftmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: log_softmax_backward_data(grad, result, dim, self.dtype())?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let dim = this.dim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ log_softmax_backward_data(grad, result, dim, self_scalar_type)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`.
+pub struct SoftmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SoftmaxBackward0 {
+    fn name(&self) -> String {
+        "SoftmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: softmax_backward_data(grad, result, dim, self.dtype())?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let dim = this.dim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ softmax_backward_data(grad, result, dim, self_scalar_type)? });
         }
         Ok(grad_inputs)
     }
