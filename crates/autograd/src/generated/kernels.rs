@@ -235,7 +235,7 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(AsStridedBackward0 {
+        Some(AsStridedBackward1 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
@@ -397,7 +397,13 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(NotImplemented::new("aten::cat", next_edges))
+        Some(CatBackward0 {
+            tensors_args_sizes: tensors.iter().map(|t| t.sizes()).collect(),
+            tensors_args_scalartypes: tensors.iter().map(|t| t.dtype()).collect(),
+            dim: dim,
+            tensors_size_: tensors.len(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -655,7 +661,13 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::diagonal", next_edges))
+        Some(DiagonalBackward0 {
+            self_sizes: self_.sizes(),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -718,7 +730,10 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expand", next_edges))
+        Some(ExpandBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -867,12 +882,15 @@ pub(crate) fn inplace_or_view_fill__Tensor(ks: DispatchKeySet, (self_, value): (
 
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
-        Some(NotImplemented::new("aten::index.Tensor", next_edges))
+        Some(IndexBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            indices: if next_edges[0].is_valid() { indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()? } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -910,14 +928,18 @@ pub(crate) fn inplace_or_view_index_Tensor_out(ks: DispatchKeySet, (self_, indic
 
 /// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
 pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::_index_put_impl_", next_edges))
+        Some(IndexPutImplBackward0 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1143,7 +1165,10 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::permute", next_edges))
+        Some(PermuteBackward0 {
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1174,7 +1199,12 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::select.int", next_edges))
+        Some(SelectBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: index,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1205,7 +1235,14 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::slice.Tensor", next_edges))
+        Some(SliceBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            start: if next_edges[0].is_valid() { start } else { None },
+            end: if next_edges[0].is_valid() { end } else { None },
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1237,7 +1274,14 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::slice_scatter", next_edges))
+        Some(SliceScatterBackward0 {
+            src_geometry: TensorGeometry::of(src),
+            dim: dim,
+            start: start,
+            end: end,
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1260,7 +1304,12 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::select_scatter", next_edges))
+        Some(SelectScatterBackward0 {
+            src_geometry: TensorGeometry::of(src),
+            dim: dim,
+            index: index,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1283,7 +1332,13 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::diagonal_scatter", next_edges))
+        Some(DiagonalScatterBackward0 {
+            src_geometry: TensorGeometry::of(src),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1306,7 +1361,12 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::as_strided_scatter", next_edges))
+        Some(AsStridedScatterBackward0 {
+            size: size.to_vec(),
+            stride: stride.to_vec(),
+            storage_offset: storage_offset,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1376,7 +1436,12 @@ pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split.Tensor", next_edges))
+        Some(SplitBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            split_size: split_size,
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1409,7 +1474,12 @@ pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split_with_sizes", next_edges))
+        Some(SplitWithSizesBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1442,7 +1512,10 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze", next_edges))
+        Some(SqueezeBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1473,7 +1546,11 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze.dim", next_edges))
+        Some(SqueezeBackward1 {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1504,7 +1581,11 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze.dims", next_edges))
+        Some(SqueezeBackward2 {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1536,7 +1617,10 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_", next_edges))
+        Some(SqueezeBackward3 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1570,7 +1654,11 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_.dim", next_edges))
+        Some(SqueezeBackward4 {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1604,7 +1692,11 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_.dims", next_edges))
+        Some(SqueezeBackward5 {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1749,7 +1841,7 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(TBackward0 {
+        Some(TBackward1 {
             core: NodeCore::new(next_edges, []),
         })
     } else {
@@ -1784,7 +1876,11 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::transpose.int", next_edges))
+        Some(TransposeBackward0 {
+            dim0: dim0,
+            dim1: dim1,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1816,7 +1912,11 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::transpose_", next_edges))
+        Some(TransposeBackward1 {
+            dim0: dim0,
+            dim1: dim1,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1849,7 +1949,10 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::flip", next_edges))
+        Some(FlipBackward0 {
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1871,7 +1974,11 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::roll", next_edges))
+        Some(RollBackward0 {
+            shifts: if next_edges[0].is_valid() { shifts.to_vec() } else { Vec::new() },
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1893,7 +2000,10 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_unsafe_view", next_edges))
+        Some(UnsafeViewBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1915,7 +2025,10 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unsqueeze", next_edges))
+        Some(UnsqueezeBackward0 {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1947,7 +2060,10 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unsqueeze_", next_edges))
+        Some(UnsqueezeBackward1 {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2120,7 +2236,10 @@ pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unbind.int", next_edges))
+        Some(UnbindBackward0 {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2179,7 +2298,10 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view", next_edges))
+        Some(ViewBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2206,23 +2328,10 @@ pub(crate) fn inplace_or_view_view(ks: DispatchKeySet, (self_, size): (&Tensor, 
 
 /// `view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
 pub(crate) fn autograd_view_dtype(ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view.dtype", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::view_dtype::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -2232,18 +2341,21 @@ pub(crate) fn inplace_or_view_view_dtype(ks: DispatchKeySet, (self_, dtype): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_dtype::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype)?
     };
-    as_view(self_, out, true, CreationMeta::current())
+    as_view(self_, out, false, CreationMeta::current())
 }
 
 /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter.src", next_edges))
+        Some(ScatterBackward0 {
+            dim: dim,
+            index: SavedVariable::new(&index, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2261,14 +2373,17 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_.src", next_edges))
+        Some(ScatterBackward0 {
+            dim: dim,
+            index: SavedVariable::new(&index, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2317,12 +2432,15 @@ pub(crate) fn inplace_or_view_scatter_src_out(ks: DispatchKeySet, (self_, dim, i
 
 /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
 pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter.value", next_edges))
+        Some(ScatterBackward1 {
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2340,13 +2458,16 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter_.value", next_edges))
+        Some(ScatterBackward1 {
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2395,13 +2516,17 @@ pub(crate) fn inplace_or_view_scatter_value_out(ks: DispatchKeySet, (self_, dim,
 
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter.reduce", next_edges))
+        Some(ScatterBackward2 {
+            reduce: reduce.to_string(),
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2419,14 +2544,18 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_.reduce", next_edges))
+        Some(ScatterBackward2 {
+            reduce: reduce.to_string(),
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2475,12 +2604,14 @@ pub(crate) fn inplace_or_view_scatter_reduce_out(ks: DispatchKeySet, (self_, dim
 
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter.value_reduce", next_edges))
+        Some(ScatterBackward3 {
+            reduce: reduce.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2498,13 +2629,15 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter_.value_reduce", next_edges))
+        Some(ScatterBackward3 {
+            reduce: reduce.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2553,13 +2686,16 @@ pub(crate) fn inplace_or_view_scatter_value_reduce_out(ks: DispatchKeySet, (self
 
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_add", next_edges))
+        Some(ScatterAddBackward0 {
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2577,14 +2713,17 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_add_", next_edges))
+        Some(ScatterAddBackward0 {
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2638,7 +2777,10 @@ pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tril_", next_edges))
+        Some(TrilBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2672,7 +2814,10 @@ pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::triu_", next_edges))
+        Some(TriuBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2761,7 +2906,10 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::triu", next_edges))
+        Some(TriuBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2803,7 +2951,10 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tril", next_edges))
+        Some(TrilBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2841,12 +2992,16 @@ pub(crate) fn inplace_or_view_index_select_out(ks: DispatchKeySet, (self_, dim, 
 
 /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
 pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::index_select", next_edges))
+        Some(IndexSelectBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2884,12 +3039,15 @@ pub(crate) fn inplace_or_view_masked_select_out(ks: DispatchKeySet, (self_, mask
 
 /// `masked_select(Tensor self, Tensor mask) -> Tensor`
 pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
-        Some(NotImplemented::new("aten::masked_select", next_edges))
+        Some(MaskedSelectBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2927,12 +3085,16 @@ pub(crate) fn inplace_or_view_gather_out(ks: DispatchKeySet, (self_, dim, index,
 
 /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
 pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::gather", next_edges))
+        Some(GatherBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3062,7 +3224,13 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unfold", next_edges))
+        Some(UnfoldBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dimension: dimension,
+            size: size,
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3093,7 +3261,9 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::alias", next_edges))
+        Some(AliasBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3381,7 +3551,13 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::diagonal_copy", next_edges))
+        Some(DiagonalBackward0_copy {
+            self_sizes: self_.sizes(),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3403,7 +3579,10 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expand_copy", next_edges))
+        Some(ExpandBackward0_copy {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3425,7 +3604,10 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::permute_copy", next_edges))
+        Some(PermuteBackward0_copy {
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3447,7 +3629,12 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::select_copy.int", next_edges))
+        Some(SelectBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: index,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3465,23 +3652,10 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
 
 /// `detach_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::detach_copy", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::detach_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3491,7 +3665,14 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::slice_copy.Tensor", next_edges))
+        Some(SliceBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            start: if next_edges[0].is_valid() { start } else { None },
+            end: if next_edges[0].is_valid() { end } else { None },
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3513,7 +3694,12 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split_copy.Tensor", next_edges))
+        Some(SplitBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            split_size: split_size,
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3537,7 +3723,12 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split_with_sizes_copy", next_edges))
+        Some(SplitWithSizesBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3561,7 +3752,10 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_copy", next_edges))
+        Some(SqueezeBackward0_copy {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3583,7 +3777,11 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_copy.dim", next_edges))
+        Some(SqueezeBackward1_copy {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3605,7 +3803,11 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_copy.dims", next_edges))
+        Some(SqueezeBackward2_copy {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3651,7 +3853,11 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::transpose_copy.int", next_edges))
+        Some(TransposeBackward0_copy {
+            dim0: dim0,
+            dim1: dim1,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3673,7 +3879,10 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unsqueeze_copy", next_edges))
+        Some(UnsqueezeBackward0_copy {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3695,7 +3904,10 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unbind_copy.int", next_edges))
+        Some(UnbindBackward0_copy {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3785,7 +3997,10 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view_copy", next_edges))
+        Some(ViewBackward0_copy {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3803,23 +4018,10 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
 
 /// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`
 pub(crate) fn autograd_view_copy_dtype(ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view_copy.dtype", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_copy_dtype::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3829,7 +4031,13 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unfold_copy", next_edges))
+        Some(UnfoldBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            dimension: dimension,
+            size: size,
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3851,7 +4059,9 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::alias_copy", next_edges))
+        Some(AliasBackward0_copy {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8249,14 +8459,18 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
 
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
 pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::index_put_", next_edges))
+        Some(IndexPutBackward0 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8285,13 +8499,17 @@ pub(crate) fn inplace_or_view_index_put_(ks: DispatchKeySet, (self_, indices, va
 
 /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
 pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::index_put", next_edges))
+        Some(IndexPutBackward0 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11203,7 +11421,11 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(NotImplemented::new("aten::stack", next_edges))
+        Some(StackBackward0 {
+            dim: dim,
+            tensors_size_: tensors.len(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11245,7 +11467,11 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::repeat", next_edges))
+        Some(RepeatBackward0 {
+            self_sizes: self_.sizes(),
+            repeats: if next_edges[0].is_valid() { repeats.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11267,7 +11493,10 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::constant_pad_nd", next_edges))
+        Some(ConstantPadNdBackward0 {
+            pad: if next_edges[0].is_valid() { pad.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11601,13 +11830,17 @@ pub(crate) fn inplace_or_view__index_put_impl_out(ks: DispatchKeySet, (self_, in
 
 /// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
 pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::_index_put_impl", next_edges))
+        Some(IndexPutImplBackward1 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };

@@ -132,6 +132,41 @@ impl Node for AddBackward1 {
     }
 }
 
+/// The backward of `alias(Tensor(a) self) -> Tensor(a)`.
+pub struct AliasBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for AliasBackward0 {
+    fn name(&self) -> String {
+        "AliasBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
 pub struct AsStridedBackward0 {
     pub(crate) core: NodeCore,
@@ -144,6 +179,49 @@ pub struct AsStridedBackward0 {
 impl Node for AsStridedBackward0 {
     fn name(&self) -> String {
         "AsStridedBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: as_strided_backward(grad, TensorGeometry::of(self), size, stride, storage_offset)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_backward(grad, self_geometry, size, stride, storage_offset)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)`.
+pub struct AsStridedBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedBackward1 {
+    fn name(&self) -> String {
+        "AsStridedBackward1".into()
     }
 
     fn core(&self) -> &NodeCore {
@@ -411,6 +489,50 @@ impl Node for BernoulliBackward4 {
         // self: zeros_like(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cat(Tensor[] tensors, int dim=0) -> Tensor`.
+pub struct CatBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) tensors_args_sizes: Vec<DimVec>,
+    pub(crate) tensors_args_scalartypes: Vec<ScalarType>,
+    pub(crate) dim: i64,
+    pub(crate) tensors_size_: usize,
+}
+
+impl Node for CatBackward0 {
+    fn name(&self) -> String {
+        "CatBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let mut offset = 0usize;
+        let tensors_ix = offset..offset + this.tensors_size_;
+        // tensors: cat_tensors_backward(grad, to_args_sizes(tensors), to_args_scalartypes(tensors), dim)?
+        if range_needed(&this.core, &tensors_ix) {
+            let tensors_args_sizes: &[DimVec] = &this.tensors_args_sizes;
+            let tensors_args_scalartypes: &[ScalarType] = &this.tensors_args_scalartypes;
+            let dim = this.dim;
+            let r = { cat_tensors_backward(grad, tensors_args_sizes, tensors_args_scalartypes, dim)? };
+            copy_range(&mut grad_inputs, &tensors_ix, IntoGradList::into_grads(r))?;
         }
         Ok(grad_inputs)
     }
@@ -997,6 +1119,49 @@ impl Node for CumsumBackward0 {
     }
 }
 
+/// The backward of `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`.
+pub struct DiagonalBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalBackward0 {
+    fn name(&self) -> String {
+        "DiagonalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: diagonal_backward(grad, self.sizes(), offset, dim1, dim2)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ diagonal_backward(grad, self_sizes, offset, dim1, dim2)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `div.Tensor(Tensor self, Tensor other) -> Tensor`.
 pub struct DivBackward0 {
     pub(crate) core: NodeCore,
@@ -1380,6 +1545,43 @@ impl Node for Expm1Backward0 {
     }
 }
 
+/// The backward of `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
+pub struct ExpandBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ExpandBackward0 {
+    fn name(&self) -> String {
+        "ExpandBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sum_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sum_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `fill.Scalar(Tensor self, Scalar value) -> Tensor`.
 pub struct FillBackward0 {
     pub(crate) core: NodeCore,
@@ -1649,6 +1851,51 @@ impl Node for FmodBackward1 {
     }
 }
 
+/// The backward of `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`.
+pub struct GatherBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for GatherBackward0 {
+    fn name(&self) -> String {
+        "GatherBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: gather_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ gather_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
 pub struct GeBackward0 {
     pub(crate) core: NodeCore,
@@ -1806,6 +2053,250 @@ impl Node for GtBackward1 {
         if range_needed(&this.core, &self_ix) {
             let self_geometry = &this.self_geometry;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`.
+pub struct IndexBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+}
+
+impl Node for IndexBackward0 {
+    fn name(&self) -> String {
+        "IndexBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: index_backward(TensorGeometry::of(self), indices, grad)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_backward(self_geometry, indices, grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`.
+pub struct IndexPutBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+    pub(crate) values: SavedVariable,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutBackward0 {
+    fn name(&self) -> String {
+        "IndexPutBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+        self.values.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let values_ix = 1..2;
+        // self: index_put_self_backward(grad, indices, values, accumulate)?
+        if range_needed(&this.core, &self_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
+            let accumulate = this.accumulate;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
+        }
+        // values: op::index_Tensor::call(grad, indices)?
+        if range_needed(&this.core, &values_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`.
+pub struct IndexPutImplBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+    pub(crate) values: SavedVariable,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutImplBackward0 {
+    fn name(&self) -> String {
+        "IndexPutImplBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+        self.values.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let values_ix = 1..2;
+        // self: index_put_self_backward(grad, indices, values, accumulate)?
+        if range_needed(&this.core, &self_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
+            let accumulate = this.accumulate;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
+        }
+        // values: op::index_Tensor::call(grad, indices)?
+        if range_needed(&this.core, &values_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`.
+pub struct IndexPutImplBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+    pub(crate) values: SavedVariable,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutImplBackward1 {
+    fn name(&self) -> String {
+        "IndexPutImplBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+        self.values.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let values_ix = 1..2;
+        // self: index_put_self_backward(grad, indices, values, accumulate)?
+        if range_needed(&this.core, &self_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
+            let accumulate = this.accumulate;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
+        }
+        // values: op::index_Tensor::call(grad, indices)?
+        if range_needed(&this.core, &values_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `index_select(Tensor self, int dim, Tensor index) -> Tensor`.
+pub struct IndexSelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for IndexSelectBackward0 {
+    fn name(&self) -> String {
+        "IndexSelectBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: index_select_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_select_backward(grad, self_geometry, dim, index)? });
         }
         Ok(grad_inputs)
     }
@@ -2227,6 +2718,49 @@ impl Node for MaskedFillBackward1 {
         if range_needed(&this.core, &value_ix) {
             let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
             grad_inputs[value_ix.start] = IntoGrad::into_grad({ masked_fill_backward(grad, mask)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `masked_select(Tensor self, Tensor mask) -> Tensor`.
+pub struct MaskedSelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedSelectBackward0 {
+    fn name(&self) -> String {
+        "MaskedSelectBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: masked_select_backward(grad, TensorGeometry::of(self), mask)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ masked_select_backward(grad, self_geometry, mask)? });
         }
         Ok(grad_inputs)
     }
@@ -3106,6 +3640,43 @@ impl Node for NormalFunctionalBackward0 {
     }
 }
 
+/// The backward of `permute(Tensor(a) self, int[] dims) -> Tensor(a)`.
+pub struct PermuteBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for PermuteBackward0 {
+    fn name(&self) -> String {
+        "PermuteBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: permute_backwards(grad, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ permute_backwards(grad, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`.
 pub struct PowBackward0 {
     pub(crate) core: NodeCore,
@@ -3510,6 +4081,45 @@ impl Node for RemainderBackward2 {
     }
 }
 
+/// The backward of `repeat(Tensor self, SymInt[] repeats) -> Tensor`.
+pub struct RepeatBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) repeats: Vec<i64>,
+}
+
+impl Node for RepeatBackward0 {
+    fn name(&self) -> String {
+        "RepeatBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: repeat_backward(grad, repeats, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let repeats = &this.repeats[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ repeat_backward(grad, repeats, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`.
 pub struct ResizeBackward0 {
     pub(crate) core: NodeCore,
@@ -3656,6 +4266,276 @@ impl Node for RsqrtBackward0 {
     }
 }
 
+/// The backward of `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`.
+pub struct ScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward0 {
+    fn name(&self) -> String {
+        "ScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::scatter_value::call(grad, dim, index, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::scatter_value::call(grad, dim, index, Scalar::Int(0))? });
+        }
+        // src: op::gather::call(grad, dim, index, false)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::gather::call(grad, dim, index, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`.
+pub struct ScatterBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward1 {
+    fn name(&self) -> String {
+        "ScatterBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::scatter_value::call(grad, dim, index, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::scatter_value::call(grad, dim, index, Scalar::Int(0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`.
+pub struct ScatterBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) reduce: String,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward2 {
+    fn name(&self) -> String {
+        "ScatterBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: scatter_reduce_self_backward(grad, reduce)?
+        if range_needed(&this.core, &self_ix) {
+            let reduce = this.reduce.as_str();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ scatter_reduce_self_backward(grad, reduce)? });
+        }
+        // src: scatter_reduce_src_backward(grad, dim, index, reduce)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            let reduce = this.reduce.as_str();
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ scatter_reduce_src_backward(grad, dim, index, reduce)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`.
+pub struct ScatterBackward3 {
+    pub(crate) core: NodeCore,
+    pub(crate) reduce: String,
+}
+
+impl Node for ScatterBackward3 {
+    fn name(&self) -> String {
+        "ScatterBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: scatter_reduce_self_backward(grad, reduce)?
+        if range_needed(&this.core, &self_ix) {
+            let reduce = this.reduce.as_str();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ scatter_reduce_self_backward(grad, reduce)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`.
+pub struct ScatterAddBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterAddBackward0 {
+    fn name(&self) -> String {
+        "ScatterAddBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        // src: op::gather::call(grad, dim, index, false)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::gather::call(grad, dim, index, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`.
+pub struct SelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: i64,
+}
+
+impl Node for SelectBackward0 {
+    fn name(&self) -> String {
+        "SelectBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: select_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ select_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `sigmoid(Tensor self) -> Tensor`.
 pub struct SigmoidBackward0 {
     pub(crate) core: NodeCore,
@@ -3773,6 +4653,253 @@ impl Node for SinBackward0 {
     }
 }
 
+/// The backward of `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`.
+pub struct SliceBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+    pub(crate) step: i64,
+}
+
+impl Node for SliceBackward0 {
+    fn name(&self) -> String {
+        "SliceBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: slice_backward(grad, TensorGeometry::of(self), dim, start, end, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ slice_backward(grad, self_geometry, dim, start, end, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`.
+pub struct SliceScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+    pub(crate) step: i64,
+}
+
+impl Node for SliceScatterBackward0 {
+    fn name(&self) -> String {
+        "SliceScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::slice_scatter::call(grad, &TensorGeometry::of(src).zeros_as(grad)?, dim, start, end, step)?
+        if range_needed(&this.core, &self_ix) {
+            let src_geometry = &this.src_geometry;
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::slice_scatter::call(grad, &src_geometry.zeros_as(grad)?, dim, start, end, step)? });
+        }
+        // src: op::slice_Tensor::call(grad, dim, start, end, step)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::slice_Tensor::call(grad, dim, start, end, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`.
+pub struct SelectScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: i64,
+}
+
+impl Node for SelectScatterBackward0 {
+    fn name(&self) -> String {
+        "SelectScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::select_scatter::call(grad, &TensorGeometry::of(src).zeros_as(grad)?, dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let src_geometry = &this.src_geometry;
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::select_scatter::call(grad, &src_geometry.zeros_as(grad)?, dim, index)? });
+        }
+        // src: op::select_int::call(grad, dim, index)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::select_int::call(grad, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`.
+pub struct DiagonalScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_geometry: TensorGeometry,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalScatterBackward0 {
+    fn name(&self) -> String {
+        "DiagonalScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::diagonal_scatter::call(grad, &TensorGeometry::of(src).zeros_as(grad)?, offset, dim1, dim2)?
+        if range_needed(&this.core, &self_ix) {
+            let src_geometry = &this.src_geometry;
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::diagonal_scatter::call(grad, &src_geometry.zeros_as(grad)?, offset, dim1, dim2)? });
+        }
+        // src: op::diagonal::call(grad, offset, dim1, dim2)?
+        if range_needed(&this.core, &src_ix) {
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::diagonal::call(grad, offset, dim1, dim2)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`.
+pub struct AsStridedScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedScatterBackward0 {
+    fn name(&self) -> String {
+        "AsStridedScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: as_strided_scatter_backward(grad, size, stride, storage_offset)?
+        if range_needed(&this.core, &self_ix) {
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_scatter_backward(grad, size, stride, storage_offset)? });
+        }
+        // src: op::as_strided::call(&contiguous(grad)?, size, stride, storage_offset)?
+        if range_needed(&this.core, &src_ix) {
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::as_strided::call(&contiguous(grad)?, size, stride, storage_offset)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`.
 pub struct SortBackward0 {
     pub(crate) core: NodeCore,
@@ -3863,6 +4990,88 @@ impl Node for SortBackward1 {
     }
 }
 
+/// The backward of `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`.
+pub struct SplitBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_size: i64,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitBackward0 {
+    fn name(&self) -> String {
+        "SplitBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_backward(grads, split_size, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_size = this.split_size;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_backward(grads, split_size, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`.
+pub struct SplitWithSizesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_sizes: Vec<i64>,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitWithSizesBackward0 {
+    fn name(&self) -> String {
+        "SplitWithSizesBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_with_sizes_backward(grads, split_sizes, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_sizes = &this.split_sizes[..];
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_with_sizes_backward(grads, split_sizes, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `sqrt(Tensor self) -> Tensor`.
 pub struct SqrtBackward0 {
     pub(crate) core: NodeCore,
@@ -3899,6 +5108,236 @@ impl Node for SqrtBackward0 {
         if range_needed(&this.core, &self_ix) {
             let result_owned = this.result.unpack(&node)?; let result = &result_owned;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::mul_Scalar::call(result, Scalar::Int(2))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze(Tensor(a) self) -> Tensor(a)`.
+pub struct SqueezeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for SqueezeBackward0 {
+    fn name(&self) -> String {
+        "SqueezeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`.
+pub struct SqueezeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+}
+
+impl Node for SqueezeBackward1 {
+    fn name(&self) -> String {
+        "SqueezeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, &[dim], self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, &[dim], self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`.
+pub struct SqueezeBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SqueezeBackward2 {
+    fn name(&self) -> String {
+        "SqueezeBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, dim, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = &this.dim[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, dim, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_(Tensor(a!) self) -> Tensor(a!)`.
+pub struct SqueezeBackward3 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for SqueezeBackward3 {
+    fn name(&self) -> String {
+        "SqueezeBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)`.
+pub struct SqueezeBackward4 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+}
+
+impl Node for SqueezeBackward4 {
+    fn name(&self) -> String {
+        "SqueezeBackward4".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, &[dim], self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, &[dim], self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)`.
+pub struct SqueezeBackward5 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SqueezeBackward5 {
+    fn name(&self) -> String {
+        "SqueezeBackward5".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, dim, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = &this.dim[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, dim, self_sizes)? });
         }
         Ok(grad_inputs)
     }
@@ -4144,6 +5583,117 @@ impl Node for TBackward0 {
     }
 }
 
+/// The backward of `t_(Tensor(a!) self) -> Tensor(a!)`.
+pub struct TBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for TBackward1 {
+    fn name(&self) -> String {
+        "TBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::t::call(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::t::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `flip(Tensor self, int[] dims) -> Tensor`.
+pub struct FlipBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for FlipBackward0 {
+    fn name(&self) -> String {
+        "FlipBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::flip::call(grad, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::flip::call(grad, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`.
+pub struct RollBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) shifts: Vec<i64>,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for RollBackward0 {
+    fn name(&self) -> String {
+        "RollBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: roll_backward(grad, shifts, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let shifts = &this.shifts[..];
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ roll_backward(grad, shifts, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `tan(Tensor self) -> Tensor`.
 pub struct TanBackward0 {
     pub(crate) core: NodeCore,
@@ -4271,6 +5821,158 @@ impl Node for TopkBackward0 {
     }
 }
 
+/// The backward of `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`.
+pub struct TransposeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim0: i64,
+    pub(crate) dim1: i64,
+}
+
+impl Node for TransposeBackward0 {
+    fn name(&self) -> String {
+        "TransposeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::transpose_int::call(grad, dim0, dim1)?
+        if range_needed(&this.core, &self_ix) {
+            let dim0 = this.dim0;
+            let dim1 = this.dim1;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::transpose_int::call(grad, dim0, dim1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`.
+pub struct TransposeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim0: i64,
+    pub(crate) dim1: i64,
+}
+
+impl Node for TransposeBackward1 {
+    fn name(&self) -> String {
+        "TransposeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::transpose_int::call(grad, dim0, dim1)?
+        if range_needed(&this.core, &self_ix) {
+            let dim0 = this.dim0;
+            let dim1 = this.dim1;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::transpose_int::call(grad, dim0, dim1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `tril(Tensor self, SymInt diagonal=0) -> Tensor`.
+pub struct TrilBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) diagonal: i64,
+}
+
+impl Node for TrilBackward0 {
+    fn name(&self) -> String {
+        "TrilBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::tril::call(grad, diagonal)?
+        if range_needed(&this.core, &self_ix) {
+            let diagonal = this.diagonal;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::tril::call(grad, diagonal)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `triu(Tensor self, SymInt diagonal=0) -> Tensor`.
+pub struct TriuBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) diagonal: i64,
+}
+
+impl Node for TriuBackward0 {
+    fn name(&self) -> String {
+        "TriuBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::triu::call(grad, diagonal)?
+        if range_needed(&this.core, &self_ix) {
+            let diagonal = this.diagonal;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::triu::call(grad, diagonal)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `trunc(Tensor self) -> Tensor`.
 pub struct TruncBackward0 {
     pub(crate) core: NodeCore,
@@ -4301,6 +6003,49 @@ impl Node for TruncBackward0 {
         // self: zeros_like(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`.
+pub struct UnfoldBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dimension: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackward0 {
+    fn name(&self) -> String {
+        "UnfoldBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dimension = this.dimension;
+            let size = this.size;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
         }
         Ok(grad_inputs)
     }
@@ -4371,6 +6116,117 @@ impl Node for UniformBackward1 {
         // self: zeros_like(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`.
+pub struct UnsafeViewBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for UnsafeViewBackward0 {
+    fn name(&self) -> String {
+        "UnsafeViewBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::reshape::call(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::reshape::call(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)`.
+pub struct UnsqueezeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnsqueezeBackward0 {
+    fn name(&self) -> String {
+        "UnsqueezeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::squeeze_dim::call(grad, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::squeeze_dim::call(grad, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)`.
+pub struct UnsqueezeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnsqueezeBackward1 {
+    fn name(&self) -> String {
+        "UnsqueezeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::squeeze_dim::call(grad, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::squeeze_dim::call(grad, dim)? });
         }
         Ok(grad_inputs)
     }
@@ -4465,6 +6321,43 @@ impl Node for VarMeanBackward0 {
             let correction = this.correction;
             let keepdim = this.keepdim;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ var_mean_backward(grads[0].as_ref(), grads[1].as_ref(), self_, dim, correction, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `view(Tensor(a) self, SymInt[] size) -> Tensor(a)`.
+pub struct ViewBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ViewBackward0 {
+    fn name(&self) -> String {
+        "ViewBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::reshape::call(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::reshape::call(grad, self_sizes)? });
         }
         Ok(grad_inputs)
     }
@@ -4582,6 +6475,43 @@ impl Node for ZeroBackward1 {
         // self: zeros_like(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`.
+pub struct ConstantPadNdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) pad: Vec<i64>,
+}
+
+impl Node for ConstantPadNdBackward0 {
+    fn name(&self) -> String {
+        "ConstantPadNdBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: constant_pad_nd_backward(grad, pad)?
+        if range_needed(&this.core, &self_ix) {
+            let pad = &this.pad[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ constant_pad_nd_backward(grad, pad)? });
         }
         Ok(grad_inputs)
     }
@@ -4802,6 +6732,118 @@ impl Node for SoftmaxBackward0 {
     }
 }
 
+/// The backward of `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]`.
+pub struct UnbindBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnbindBackward0 {
+    fn name(&self) -> String {
+        "UnbindBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: unbind_backward(grads, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unbind_backward(grads, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `stack(Tensor[] tensors, int dim=0) -> Tensor`.
+pub struct StackBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) tensors_size_: usize,
+}
+
+impl Node for StackBackward0 {
+    fn name(&self) -> String {
+        "StackBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let mut offset = 0usize;
+        let tensors_ix = offset..offset + this.tensors_size_;
+        // tensors: stack_tensors_backward(grad, dim)?
+        if range_needed(&this.core, &tensors_ix) {
+            let dim = this.dim;
+            let r = { stack_tensors_backward(grad, dim)? };
+            copy_range(&mut grad_inputs, &tensors_ix, IntoGradList::into_grads(r))?;
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `alias_copy(Tensor self) -> Tensor`.
+pub struct AliasBackward0_copy {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for AliasBackward0_copy {
+    fn name(&self) -> String {
+        "AliasBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`.
 pub struct AsStridedBackward0_copy {
     pub(crate) core: NodeCore,
@@ -4845,6 +6887,406 @@ impl Node for AsStridedBackward0_copy {
     }
 }
 
+/// The backward of `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`.
+pub struct DiagonalBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalBackward0_copy {
+    fn name(&self) -> String {
+        "DiagonalBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: diagonal_backward(grad, self.sizes(), offset, dim1, dim2)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ diagonal_backward(grad, self_sizes, offset, dim1, dim2)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`.
+pub struct ExpandBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ExpandBackward0_copy {
+    fn name(&self) -> String {
+        "ExpandBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sum_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sum_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `permute_copy(Tensor self, int[] dims) -> Tensor`.
+pub struct PermuteBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for PermuteBackward0_copy {
+    fn name(&self) -> String {
+        "PermuteBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: permute_backwards(grad, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ permute_backwards(grad, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`.
+pub struct SelectBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: i64,
+}
+
+impl Node for SelectBackward0_copy {
+    fn name(&self) -> String {
+        "SelectBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: select_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ select_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`.
+pub struct SliceBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+    pub(crate) step: i64,
+}
+
+impl Node for SliceBackward0_copy {
+    fn name(&self) -> String {
+        "SliceBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: slice_backward(grad, TensorGeometry::of(self), dim, start, end, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ slice_backward(grad, self_geometry, dim, start, end, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`.
+pub struct SplitBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_size: i64,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitBackward0_copy {
+    fn name(&self) -> String {
+        "SplitBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_backward(grads, split_size, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_size = this.split_size;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_backward(grads, split_size, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`.
+pub struct SplitWithSizesBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_sizes: Vec<i64>,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitWithSizesBackward0_copy {
+    fn name(&self) -> String {
+        "SplitWithSizesBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_with_sizes_backward(grads, split_sizes, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_sizes = &this.split_sizes[..];
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_with_sizes_backward(grads, split_sizes, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_copy(Tensor self) -> Tensor`.
+pub struct SqueezeBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for SqueezeBackward0_copy {
+    fn name(&self) -> String {
+        "SqueezeBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_copy.dim(Tensor self, int dim) -> Tensor`.
+pub struct SqueezeBackward1_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+}
+
+impl Node for SqueezeBackward1_copy {
+    fn name(&self) -> String {
+        "SqueezeBackward1_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, &[dim], self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, &[dim], self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`.
+pub struct SqueezeBackward2_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SqueezeBackward2_copy {
+    fn name(&self) -> String {
+        "SqueezeBackward2_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, dim, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = &this.dim[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, dim, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `t_copy(Tensor self) -> Tensor`.
 pub struct TBackward0_copy {
     pub(crate) core: NodeCore,
@@ -4875,6 +7317,199 @@ impl Node for TBackward0_copy {
         // self: op::t::call(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::t::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`.
+pub struct TransposeBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dim0: i64,
+    pub(crate) dim1: i64,
+}
+
+impl Node for TransposeBackward0_copy {
+    fn name(&self) -> String {
+        "TransposeBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::transpose_int::call(grad, dim0, dim1)?
+        if range_needed(&this.core, &self_ix) {
+            let dim0 = this.dim0;
+            let dim1 = this.dim1;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::transpose_int::call(grad, dim0, dim1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`.
+pub struct UnfoldBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dimension: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackward0_copy {
+    fn name(&self) -> String {
+        "UnfoldBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dimension = this.dimension;
+            let size = this.size;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unsqueeze_copy(Tensor self, int dim) -> Tensor`.
+pub struct UnsqueezeBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnsqueezeBackward0_copy {
+    fn name(&self) -> String {
+        "UnsqueezeBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::squeeze_dim::call(grad, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::squeeze_dim::call(grad, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `view_copy(Tensor self, SymInt[] size) -> Tensor`.
+pub struct ViewBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ViewBackward0_copy {
+    fn name(&self) -> String {
+        "ViewBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::reshape::call(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::reshape::call(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`.
+pub struct UnbindBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnbindBackward0_copy {
+    fn name(&self) -> String {
+        "UnbindBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: unbind_backward(grads, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unbind_backward(grads, dim)? });
         }
         Ok(grad_inputs)
     }
