@@ -276,7 +276,13 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
-        Some(NotImplemented::new("aten::baddbmm", next_edges))
+        Some(BaddbmmBackward0 {
+            batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -301,7 +307,13 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
-        Some(NotImplemented::new("aten::baddbmm_", next_edges))
+        Some(BaddbmmBackward0 {
+            batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -355,7 +367,11 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
-        Some(NotImplemented::new("aten::bmm", next_edges))
+        Some(BmmBackward0 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2178,7 +2194,13 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
-        Some(NotImplemented::new("aten::addmm", next_edges))
+        Some(AddmmBackward0 {
+            mat2: if next_edges[1].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2203,7 +2225,13 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
-        Some(NotImplemented::new("aten::addmm_", next_edges))
+        Some(AddmmBackward0 {
+            mat2: if next_edges[1].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3315,7 +3343,12 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(target)?);
-        Some(NotImplemented::new("aten::mse_loss", next_edges))
+        Some(MseLossBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            target: SavedVariable::new(&target, false)?,
+            reduction: reduction,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3355,13 +3388,20 @@ pub(crate) fn inplace_or_view_nll_loss_forward_output(ks: DispatchKeySet, (self_
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
 pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(target) || rg_opt(weight));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(weight));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(target)?);
         next_edges.push(edge_opt(weight)?);
-        Some(NotImplemented::new("aten::nll_loss_forward", next_edges))
+        Some(NllLossBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            target: if next_edges[0].is_valid() { SavedVariable::new(&target, false)? } else { SavedVariable::empty() },
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            reduction: reduction,
+            ignore_index: ignore_index,
+            total_weight: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3371,10 +3411,9 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.total_weight = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -3405,7 +3444,15 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::avg_pool2d", next_edges))
+        Some(AvgPool2DBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            kernel_size: if next_edges[0].is_valid() { kernel_size.to_vec() } else { Vec::new() },
+            stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
+            padding: if next_edges[0].is_valid() { padding.to_vec() } else { Vec::new() },
+            count_include_pad: count_include_pad,
+            divisor_override: if next_edges[0].is_valid() { divisor_override } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3449,7 +3496,11 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::max_pool2d_with_indices", next_edges))
+        Some(MaxPool2DWithIndicesBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            result1: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3459,10 +3510,9 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.result1 = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -4084,7 +4134,11 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(tensor)?);
-        Some(NotImplemented::new("aten::dot", next_edges))
+        Some(DotBackward0 {
+            tensor: if next_edges[0].is_valid() { SavedVariable::new(&tensor, false)? } else { SavedVariable::empty() },
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4148,7 +4202,15 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         next_edges.push(edge(input)?);
         next_edges.push(edge_opt(weight)?);
         next_edges.push(edge_opt(bias)?);
-        Some(NotImplemented::new("aten::native_layer_norm", next_edges))
+        Some(NativeLayerNormBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            normalized_shape: normalized_shape.to_vec(),
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4158,12 +4220,10 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
-        node.core.add_input_metadata(&result2);
+        node.result1 = SavedVariable::new(&result1, true)?;
+        node.result2 = SavedVariable::new(&result2, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
-        set_output_history(&result2, &node, 0u32 + 1 + 1)?;
     }
     Ok((result0, result1, result2))
 }
@@ -4174,7 +4234,12 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(input)?);
-        Some(NotImplemented::new("aten::native_dropout", next_edges))
+        Some(NativeDropoutBackward0 {
+            p: p,
+            train: if next_edges[0].is_valid() { train } else { None },
+            result1: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4184,10 +4249,9 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.result1 = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -4200,7 +4264,16 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
         next_edges.push(edge(input)?);
         next_edges.push(edge(weight)?);
         next_edges.push(edge_opt(bias)?);
-        Some(NotImplemented::new("aten::convolution", next_edges))
+        Some(ConvolutionBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: SavedVariable::new(&weight, false)?,
+            stride: stride.to_vec(),
+            padding: padding.to_vec(),
+            dilation: dilation.to_vec(),
+            transposed: transposed,
+            groups: groups,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11514,12 +11587,17 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
 
 /// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
 pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse): (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(weight) || rg(indices));
+    let requires_grad = is_grad_enabled() && (rg(weight));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(weight)?);
-        next_edges.push(edge(indices)?);
-        Some(NotImplemented::new("aten::embedding", next_edges))
+        Some(EmbeddingBackward0 {
+            weight_geometry: TensorGeometry::of(weight),
+            indices: if next_edges[0].is_valid() { SavedVariable::new(&indices, false)? } else { SavedVariable::empty() },
+            padding_idx: padding_idx,
+            scale_grad_by_freq: scale_grad_by_freq,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };

@@ -132,6 +132,65 @@ impl Node for AddBackward1 {
     }
 }
 
+/// The backward of `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`.
+pub struct AddmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mat2: SavedVariable,
+    pub(crate) alpha: Scalar,
+    pub(crate) mat1: SavedVariable,
+    pub(crate) beta: Scalar,
+}
+
+impl Node for AddmmBackward0 {
+    fn name(&self) -> String {
+        "AddmmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mat2.reset();
+        self.mat1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let mat1_ix = 1..2;
+        let mat2_ix = 2..3;
+        // mat1: mm_mat1_backward(grad, mat2, alpha)?
+        if range_needed(&this.core, &mat1_ix) {
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            let alpha = this.alpha;
+            grad_inputs[mat1_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat2, alpha)? });
+        }
+        // mat2: mm_mat2_backward(grad, mat1, alpha)?
+        if range_needed(&this.core, &mat2_ix) {
+            let mat1_owned = this.mat1.unpack(&node)?; let mat1 = &mat1_owned;
+            let alpha = this.alpha;
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, mat1, alpha)? });
+        }
+        // self: maybe_multiply(grad, beta)?
+        if range_needed(&this.core, &self_ix) {
+            let beta = this.beta;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ maybe_multiply(grad, beta)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `alias(Tensor(a) self) -> Tensor(a)`.
 pub struct AliasBackward0 {
     pub(crate) core: NodeCore,
@@ -300,6 +359,65 @@ impl Node for Atan2Backward0 {
             if grad_input_mask[1] {
                 grad_inputs[other_ix.start] = IntoGrad::into_grad(g1);
             }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`.
+pub struct BaddbmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) batch2: SavedVariable,
+    pub(crate) alpha: Scalar,
+    pub(crate) batch1: SavedVariable,
+    pub(crate) beta: Scalar,
+}
+
+impl Node for BaddbmmBackward0 {
+    fn name(&self) -> String {
+        "BaddbmmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.batch2.reset();
+        self.batch1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let batch1_ix = 1..2;
+        let batch2_ix = 2..3;
+        // batch1: maybe_multiply(&op::bmm::call(grad, &op::transpose_int::call(batch2, 1, 2)?)?, alpha)?
+        if range_needed(&this.core, &batch1_ix) {
+            let batch2_owned = this.batch2.unpack(&node)?; let batch2 = &batch2_owned;
+            let alpha = this.alpha;
+            grad_inputs[batch1_ix.start] = IntoGrad::into_grad({ maybe_multiply(&op::bmm::call(grad, &op::transpose_int::call(batch2, 1, 2)?)?, alpha)? });
+        }
+        // batch2: maybe_multiply(&op::bmm::call(&op::transpose_int::call(batch1, 1, 2)?, grad)?, alpha)?
+        if range_needed(&this.core, &batch2_ix) {
+            let batch1_owned = this.batch1.unpack(&node)?; let batch1 = &batch1_owned;
+            let alpha = this.alpha;
+            grad_inputs[batch2_ix.start] = IntoGrad::into_grad({ maybe_multiply(&op::bmm::call(&op::transpose_int::call(batch1, 1, 2)?, grad)?, alpha)? });
+        }
+        // self: maybe_multiply(grad, beta)?
+        if range_needed(&this.core, &self_ix) {
+            let beta = this.beta;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ maybe_multiply(grad, beta)? });
         }
         Ok(grad_inputs)
     }
@@ -489,6 +607,55 @@ impl Node for BernoulliBackward4 {
         // self: zeros_like(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bmm(Tensor self, Tensor mat2) -> Tensor`.
+pub struct BmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) mat2: SavedVariable,
+}
+
+impl Node for BmmBackward0 {
+    fn name(&self) -> String {
+        "BmmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.mat2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let mat2_ix = 1..2;
+        // mat2: op::bmm::call(&op::transpose_int::call(self, 1, 2)?, grad)?
+        if range_needed(&this.core, &mat2_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ op::bmm::call(&op::transpose_int::call(self_, 1, 2)?, grad)? });
+        }
+        // self: op::bmm::call(grad, &op::transpose_int::call(mat2, 1, 2)?)?
+        if range_needed(&this.core, &self_ix) {
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::bmm::call(grad, &op::transpose_int::call(mat2, 1, 2)?)? });
         }
         Ok(grad_inputs)
     }
@@ -1336,6 +1503,100 @@ impl Node for DivBackward3 {
             let other = this.other;
             let rounding_mode = this.rounding_mode.as_deref();
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_scalar_self_backward(grad, other, rounding_mode)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `dot(Tensor self, Tensor tensor) -> Tensor`.
+pub struct DotBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) tensor: SavedVariable,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for DotBackward0 {
+    fn name(&self) -> String {
+        "DotBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.tensor.reset();
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let tensor_ix = 1..2;
+        // self: op::mul_Tensor::call(grad, tensor)?
+        if range_needed(&this.core, &self_ix) {
+            let tensor_owned = this.tensor.unpack(&node)?; let tensor = &tensor_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, tensor)? });
+        }
+        // tensor: op::mul_Tensor::call(grad, self)?
+        if range_needed(&this.core, &tensor_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[tensor_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`.
+pub struct NativeDropoutBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) p: f64,
+    pub(crate) train: Option<bool>,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for NativeDropoutBackward0 {
+    fn name(&self) -> String {
+        "NativeDropoutBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        // input: native_dropout_backward(grad, result1, dropout_scale(p, train))?
+        if range_needed(&this.core, &input_ix) {
+            let p = this.p;
+            let train = this.train;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            grad_inputs[input_ix.start] = IntoGrad::into_grad({ native_dropout_backward(grad, result1, dropout_scale(p, train))? });
         }
         Ok(grad_inputs)
     }
@@ -3399,6 +3660,72 @@ impl Node for NanToNumBackward0 {
         if range_needed(&this.core, &self_ix) {
             let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::isfinite::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeLayerNormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) normalized_shape: Vec<i64>,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeLayerNormBackward0 {
+    fn name(&self) -> String {
+        "NativeLayerNormBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let normalized_shape = &this.normalized_shape[..];
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
         }
         Ok(grad_inputs)
     }
@@ -6517,6 +6844,166 @@ impl Node for ConstantPadNdBackward0 {
     }
 }
 
+/// The backward of `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`.
+pub struct EmbeddingBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) weight_geometry: TensorGeometry,
+    pub(crate) indices: SavedVariable,
+    pub(crate) padding_idx: i64,
+    pub(crate) scale_grad_by_freq: bool,
+}
+
+impl Node for EmbeddingBackward0 {
+    fn name(&self) -> String {
+        "EmbeddingBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let weight_ix = 0..1;
+        // weight: embedding_backward(grad, indices, TensorGeometry::of(weight), padding_idx, scale_grad_by_freq)?
+        if range_needed(&this.core, &weight_ix) {
+            let weight_geometry = &this.weight_geometry;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            let padding_idx = this.padding_idx;
+            let scale_grad_by_freq = this.scale_grad_by_freq;
+            grad_inputs[weight_ix.start] = IntoGrad::into_grad({ embedding_backward(grad, indices, weight_geometry, padding_idx, scale_grad_by_freq)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`.
+pub struct MseLossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) target: SavedVariable,
+    pub(crate) reduction: i64,
+}
+
+impl Node for MseLossBackward0 {
+    fn name(&self) -> String {
+        "MseLossBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.target.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let target_ix = 1..2;
+        // self: mse_loss_backward(grad, self, target, reduction)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let target_owned = this.target.unpack(&node)?; let target = &target_owned;
+            let reduction = this.reduction;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mse_loss_backward(grad, self_, target, reduction)? });
+        }
+        // target: mse_loss_backward(grad, target, self, reduction)?
+        if range_needed(&this.core, &target_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let target_owned = this.target.unpack(&node)?; let target = &target_owned;
+            let reduction = this.reduction;
+            grad_inputs[target_ix.start] = IntoGrad::into_grad({ mse_loss_backward(grad, target, self_, reduction)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`.
+pub struct NllLossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) target: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) reduction: i64,
+    pub(crate) ignore_index: i64,
+    pub(crate) total_weight: SavedVariable,
+}
+
+impl Node for NllLossBackward0 {
+    fn name(&self) -> String {
+        "NllLossBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.target.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.total_weight.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let weight_ix = 1..2;
+        // self: nll_loss_backward(grad, TensorGeometry::of(self), target, weight, reduction, ignore_index, total_weight)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let target_owned = this.target.unpack(&node)?; let target = &target_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let reduction = this.reduction;
+            let ignore_index = this.ignore_index;
+            let total_weight_owned = this.total_weight.unpack(&node)?; let total_weight = &total_weight_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ nll_loss_backward(grad, self_geometry, target, weight, reduction, ignore_index, total_weight)? });
+        }
+        // weight: not_implemented("weight of nll_loss_forward")?
+        if range_needed(&this.core, &weight_ix) {
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            grad_inputs[weight_ix.start] = IntoGrad::into_grad({ not_implemented("weight of nll_loss_forward")? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `relu(Tensor self) -> Tensor`.
 pub struct ReluBackward0 {
     pub(crate) core: NodeCore,
@@ -6727,6 +7214,162 @@ impl Node for SoftmaxBackward0 {
             let dim = this.dim;
             let result_owned = this.result.unpack(&node)?; let result = &result_owned;
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ softmax_backward_data(grad, result, dim, self_scalar_type)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`.
+pub struct AvgPool2DBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) kernel_size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) padding: Vec<i64>,
+    pub(crate) count_include_pad: bool,
+    pub(crate) divisor_override: Option<i64>,
+}
+
+impl Node for AvgPool2DBackward0 {
+    fn name(&self) -> String {
+        "AvgPool2DBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: avg_pool2d_backward(grad, TensorGeometry::of(self), kernel_size, stride, padding, count_include_pad, divisor_override)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let kernel_size = &this.kernel_size[..];
+            let stride = &this.stride[..];
+            let padding = &this.padding[..];
+            let count_include_pad = this.count_include_pad;
+            let divisor_override = this.divisor_override;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ avg_pool2d_backward(grad, self_geometry, kernel_size, stride, padding, count_include_pad, divisor_override)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`.
+pub struct MaxPool2DWithIndicesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for MaxPool2DWithIndicesBackward0 {
+    fn name(&self) -> String {
+        "MaxPool2DWithIndicesBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: max_pool2d_with_indices_backward(grad, TensorGeometry::of(self), result1)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ max_pool2d_with_indices_backward(grad, self_geometry, result1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`.
+pub struct ConvolutionBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: SavedVariable,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) padding: Vec<i64>,
+    pub(crate) dilation: Vec<i64>,
+    pub(crate) transposed: bool,
+    pub(crate) groups: i64,
+}
+
+impl Node for ConvolutionBackward0 {
+    fn name(&self) -> String {
+        "ConvolutionBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        self.weight.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: convolution_backward(grad, input, weight, stride, padding, dilation, transposed, groups, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = this.weight.unpack(&node)?; let weight = &weight_owned;
+            let stride = &this.stride[..];
+            let padding = &this.padding[..];
+            let dilation = &this.dilation[..];
+            let transposed = this.transposed;
+            let groups = this.groups;
+            let (g0, g1, g2) = { convolution_backward(grad, input, weight, stride, padding, dilation, transposed, groups, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
         }
         Ok(grad_inputs)
     }
