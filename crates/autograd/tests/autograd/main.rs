@@ -4,3 +4,6 @@
 use switchyard_cpu as _;
 
 mod basics;
+mod coverage;
+mod formulas;
+mod semantics;
