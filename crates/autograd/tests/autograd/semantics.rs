@@ -515,3 +515,31 @@ fn embedding_padding_and_frequency_scaling_are_pytorchs() {
         ]
     );
 }
+
+/// An in-place operator on a view rewrites the base's history (CopySlices) with the
+/// operator's formula: the gradients are those of the functional program.
+#[test]
+fn in_place_on_a_view_matches_the_functional_program() {
+    let a = x(&[0.5, 1.5, 2.0, 1.25, 0.75, 1.75], &[2, 3]);
+    let b = x(&[1.1, 0.6, 1.3], &[3]);
+    let expected = grads_of(&[a.clone(), b.clone()], &|t| {
+        let row0 = op::mul_Tensor::call(&op::select_int::call(&t[0], 0, 0)?, &t[1])?;
+        let row1 = op::sigmoid::call(&op::select_int::call(&t[0], 0, 1)?)?;
+        op::stack::call(&[row0, row1], 0)
+    });
+    let got = grads_of(&[a.clone(), b.clone()], &|t| {
+        let y = op::clone::call(&t[0], None)?;
+        op::mul__Tensor::call(&op::select_int::call(&y, 0, 0)?, &t[1])?;
+        op::sigmoid_::call(&op::select_int::call(&y, 0, 1)?)?;
+        assert_eq!(name(&y), "CopySlices");
+        Ok(y)
+    });
+    for (e, g) in expected.iter().zip(&got) {
+        for (p, q) in e.iter().zip(g) {
+            assert!(
+                (p - q).abs() < 1e-12,
+                "functional {e:?}, in-place on views {g:?}"
+            );
+        }
+    }
+}
