@@ -1521,6 +1521,225 @@ fn cases() -> Vec<Case> {
             one(op::bernoulli_p::call(&x[0], 0.0, None)?)
         },
     );
+
+    // CompositeImplicitAutograd operators: differentiated through their decompositions, with
+    // the node PyTorch's decomposition ends in.
+    k.add(
+        "linear",
+        "contiguous",
+        "AddmmBackward0",
+        vec![
+            c(&[3, 4], Any, 150),
+            c(&[5, 4], Any, 151),
+            c(&[5], Any, 152),
+        ],
+        true,
+        |x| one(op::linear::call(&x[0], &x[1], Some(&x[2]))?),
+    );
+    k.add(
+        "linear(3-d)",
+        "transposed",
+        "AddBackward0",
+        vec![
+            nc(&[2, 3, 4], Any, 153),
+            c(&[5, 4], Any, 154),
+            c(&[5], Any, 155),
+        ],
+        true,
+        |x| one(op::linear::call(&x[0], &x[1], Some(&x[2]))?),
+    );
+    k.add(
+        "matmul",
+        "contiguous",
+        "MmBackward0",
+        vec![c(&[3, 4], Any, 156), nc(&[4, 2], Any, 157)],
+        true,
+        |x| one(op::matmul::call(&x[0], &x[1])?),
+    );
+    k.add(
+        "matmul(batched)",
+        "broadcast",
+        "UnsafeViewBackward0",
+        vec![c(&[2, 3, 4], Any, 158), c(&[4, 2], Any, 159)],
+        true,
+        |x| one(op::matmul::call(&x[0], &x[1])?),
+    );
+    k.add(
+        "softmax.int",
+        "contiguous",
+        "SoftmaxBackward0",
+        vec![c(&[3, 4], Any, 160)],
+        true,
+        |x| one(op::softmax_int::call(&x[0], 1, None)?),
+    );
+    k.add(
+        "log_softmax.int",
+        "transposed",
+        "LogSoftmaxBackward0",
+        vec![nc(&[3, 4], Any, 161)],
+        true,
+        |x| one(op::log_softmax_int::call(&x[0], 1, None)?),
+    );
+    k.add(
+        "layer_norm",
+        "contiguous",
+        "NativeLayerNormBackward0",
+        vec![c(&[3, 4], Any, 162), c(&[4], Any, 163), c(&[4], Any, 164)],
+        true,
+        |x| {
+            one(op::layer_norm::call(
+                &x[0],
+                &[4],
+                Some(&x[1]),
+                Some(&x[2]),
+                1e-5,
+                true,
+            )?)
+        },
+    );
+    k.add(
+        "cross_entropy_loss",
+        "contiguous",
+        "NllLossBackward0",
+        vec![c(&[3, 4], Any, 165)],
+        true,
+        |x| {
+            one(op::cross_entropy_loss::call(
+                &x[0],
+                &long(&[1, 0, 3], &[3]),
+                None,
+                1,
+                -100,
+                0.0,
+            )?)
+        },
+    );
+    k.add(
+        "nll_loss",
+        "contiguous",
+        "NllLossBackward0",
+        vec![c(&[3, 4], Any, 166)],
+        true,
+        |x| {
+            one(op::nll_loss::call(
+                &x[0],
+                &long(&[1, 0, 3], &[3]),
+                None,
+                1,
+                -100,
+            )?)
+        },
+    );
+    k.add(
+        "max_pool2d",
+        "contiguous",
+        "MaxPool2DWithIndicesBackward0",
+        vec![c(&[1, 2, 4, 4], Any, 167)],
+        true,
+        |x| {
+            one(op::max_pool2d::call(
+                &x[0],
+                &[2, 2],
+                &[],
+                &[0, 0],
+                &[1, 1],
+                false,
+            )?)
+        },
+    );
+    k.add(
+        "conv2d",
+        "contiguous",
+        "ConvolutionBackward0",
+        vec![c(&[1, 2, 4, 4], Any, 168), c(&[3, 2, 2, 2], Any, 169)],
+        true,
+        |x| {
+            one(op::conv2d::call(
+                &x[0],
+                &x[1],
+                None,
+                &[1, 1],
+                &[0, 0],
+                &[1, 1],
+                1,
+            )?)
+        },
+    );
+    k.add(
+        "flatten",
+        "contiguous",
+        "ViewBackward0",
+        vec![c(&[2, 3, 2], Any, 170)],
+        true,
+        |x| one(op::flatten_using_ints::call(&x[0], 0, -1)?),
+    );
+    k.add(
+        "reshape",
+        "transposed",
+        "UnsafeViewBackward0",
+        vec![nc(&[3, 4], Any, 171)],
+        true,
+        |x| one(op::reshape::call(&x[0], &[12])?),
+    );
+    k.add(
+        "narrow",
+        "contiguous",
+        "SliceBackward0",
+        vec![c(&[3, 4], Any, 172)],
+        true,
+        |x| one(op::narrow::call(&x[0], 1, 0, 2)?),
+    );
+    k.add(
+        "movedim",
+        "contiguous",
+        "PermuteBackward0",
+        vec![c(&[3, 4], Any, 173)],
+        true,
+        |x| one(op::movedim_int::call(&x[0], 0, 1)?),
+    );
+    k.add(
+        "chunk",
+        "contiguous",
+        "SplitBackward0",
+        vec![c(&[3, 4], Any, 174)],
+        true,
+        |x| one(op::chunk::call(&x[0], 2, 1)?[0].clone()),
+    );
+    k.add(
+        "var(unbiased)",
+        "contiguous",
+        "VarBackward0",
+        vec![c(&[3, 4], Any, 175)],
+        true,
+        |x| one(op::var::call(&x[0], true)?),
+    );
+    k.add(
+        "std.dim",
+        "contiguous",
+        "StdBackward0",
+        vec![c(&[3, 4], Any, 176)],
+        true,
+        |x| one(op::std_dim::call(&x[0], Some(&[1]), true, false)?),
+    );
+    k.add(
+        "where.ScalarOther",
+        "contiguous",
+        "WhereBackward0",
+        vec![c(&[3, 4], Any, 177)],
+        true,
+        |x| {
+            let m = op::gt_Scalar::call(&op::detach::call(&x[0])?, Scalar::Int(0))?;
+            one(op::where_ScalarOther::call(&m, &x[0], Scalar::Float(1.0))?)
+        },
+    );
+    k.add(
+        "max.other",
+        "contiguous",
+        "MaximumBackward0",
+        vec![c(&[3, 4], Any, 178), c(&[3, 4], Any, 179)],
+        true,
+        |x| one(op::max_other::call(&x[0], &x[1])?),
+    );
     k.0
 }
 
