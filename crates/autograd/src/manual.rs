@@ -1152,7 +1152,13 @@ pub fn roll_backward(grad: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tens
 
 /// `repeat`'s gradient: the copies summed (PyTorch's `repeat_backward`).
 pub fn repeat_backward(grad: &Tensor, repeats: &[i64], input_shape: &[i64]) -> Result<Tensor> {
-    let lead = repeats.len() - input_shape.len();
+    let Some(lead) = repeats.len().checked_sub(input_shape.len()) else {
+        return Err(Error::runtime(format!(
+            "repeat_backward: {} repeats for a {}-d input",
+            repeats.len(),
+            input_shape.len()
+        )));
+    };
     if repeats.contains(&0) {
         return zeros_sized(input_shape, grad);
     }
@@ -1172,6 +1178,12 @@ pub fn repeat_backward(grad: &Tensor, repeats: &[i64], input_shape: &[i64]) -> R
 /// `constant_pad_nd`'s gradient: the padding cut off (PyTorch's `constant_pad_nd_backward`).
 pub fn constant_pad_nd_backward(grad: &Tensor, pad: &[i64]) -> Result<Tensor> {
     let ndim = grad.dim();
+    if pad.len() > 2 * ndim {
+        return Err(Error::runtime(format!(
+            "constant_pad_nd_backward: {} padding values for a {ndim}-d gradient",
+            pad.len()
+        )));
+    }
     let mut r = grad.clone();
     for (i, pair) in pad.chunks(2).enumerate() {
         let d = ndim as i64 - 1 - i as i64;
@@ -1513,7 +1525,11 @@ pub fn native_layer_norm_backward(
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
     let ndim = input.dim();
     let k = normalized_shape.len();
-    let axis = ndim - k;
+    let Some(axis) = ndim.checked_sub(k) else {
+        return Err(Error::runtime(format!(
+            "native_layer_norm_backward: normalized_shape {normalized_shape:?} has more dims than the {ndim}-d input"
+        )));
+    };
     let norm_dims: Vec<i64> = (axis as i64..ndim as i64).collect();
     let batch_dims: Vec<i64> = (0..axis as i64).collect();
     let mut stat_shape: Vec<i64> = input.sizes()[..axis].to_vec();
@@ -1575,6 +1591,14 @@ pub fn convolution_backward(
     mask: [bool; 3],
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
     let spatial = weight.dim().saturating_sub(2);
+    if weight.dim() < 3 || input.dim() != weight.dim() || grad.dim() != weight.dim() {
+        return Err(Error::runtime(format!(
+            "convolution_backward: expected input, weight and grad of the same rank (at least 3), got {}, {} and {}",
+            input.dim(),
+            weight.dim(),
+            grad.dim()
+        )));
+    }
     let at = |v: &[i64], i: usize, default: i64| -> i64 {
         match v.len() {
             0 => default,
