@@ -47,6 +47,12 @@ fn to_f64(t: &Tensor) -> Result<Vec<f64>> {
 fn with_values_like(t: &Tensor, values: Vec<f64>) -> Result<Tensor> {
     let flat = Tensor::from_vec(values, &t.sizes())?;
     let flat = op::to_dtype::call(&flat, t.dtype(), false, false, None)?;
+    // A layout whose elements share memory (an expanded output) cannot hold independent
+    // values: those get a contiguous tensor (PyTorch's gradcheck uses contiguous
+    // grad_outputs).
+    if overlaps(&t.sizes(), &t.strides()) {
+        return Ok(flat);
+    }
     let out = op::empty_strided::call(
         &t.sizes(),
         &t.strides(),
@@ -56,6 +62,25 @@ fn with_values_like(t: &Tensor, values: Vec<f64>) -> Result<Tensor> {
         None,
     )?;
     op::copy_::call(&out, &flat, false)
+}
+
+/// Whether two elements of a strided layout may share a memory location.
+fn overlaps(sizes: &[i64], strides: &[i64]) -> bool {
+    let mut dims: Vec<(i64, i64)> = sizes
+        .iter()
+        .zip(strides)
+        .filter(|(n, _)| **n > 1)
+        .map(|(&n, &s)| (s.abs(), n))
+        .collect();
+    dims.sort_unstable();
+    let mut extent = 0i64;
+    for (stride, n) in dims {
+        if stride <= extent {
+            return true;
+        }
+        extent += (n - 1) * stride;
+    }
+    false
 }
 
 fn float_outputs(outs: &[Tensor]) -> Vec<usize> {
@@ -81,6 +106,7 @@ pub fn gradcheck(f: &TestFn<'_>, inputs: &[Tensor], options: GradcheckOptions) -
     let outs = f(inputs)?;
     let out_idx = float_outputs(&outs);
     let out_lens: Vec<usize> = out_idx.iter().map(|&o| outs[o].numel() as usize).collect();
+    let n_outs = outs.len();
     // Numerical Jacobian: per input, per element, the column over all output elements.
     let mut numerical: Vec<Vec<Vec<f64>>> = Vec::new();
     for &i in &diff {
@@ -91,13 +117,24 @@ pub fn gradcheck(f: &TestFn<'_>, inputs: &[Tensor], options: GradcheckOptions) -
                 let mut v = base.clone();
                 v[j] += delta;
                 let x = with_values_like(&inputs[i], v)?;
+                // The perturbed input stands for the input: it requires grad as the input
+                // does (a function that differentiates inside, as gradgradcheck's does,
+                // needs that).
+                x.set_requires_grad(true)?;
                 let mut args = inputs.to_vec();
                 args[i] = x;
                 let _no_grad = crate::mode::no_grad();
                 let outs = f(&args)?;
                 let mut all = Vec::new();
                 for &o in &out_idx {
-                    all.extend(to_f64(&outs[o])?);
+                    let out = outs.get(o).ok_or_else(|| {
+                        Error::runtime(format!(
+                            "gradcheck: the function returned {} outputs for a perturbed input, {} for the input",
+                            outs.len(),
+                            n_outs
+                        ))
+                    })?;
+                    all.extend(to_f64(out)?);
                 }
                 Ok(all)
             };
@@ -176,6 +213,9 @@ pub fn gradgradcheck(f: &TestFn<'_>, inputs: &[Tensor], options: GradcheckOption
         .filter(|&i| requires_grad(&inputs[i]))
         .collect();
     let first_order = move |args: &[Tensor]| -> Result<Vec<Tensor>> {
+        // The backward pass is differentiated: it records a graph even where gradcheck
+        // evaluates it under no_grad for finite differences.
+        let _grad_mode = crate::mode::enable_grad();
         let (xs, gos) = args.split_at(n_inputs);
         let outs = f(xs)?;
         let outs: Vec<Tensor> = out_idx.iter().map(|&o| outs[o].clone()).collect();

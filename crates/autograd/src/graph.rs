@@ -231,7 +231,7 @@ impl NodeCore {
     pub fn should_compute_output(&self, i: usize) -> bool {
         self.next_edges
             .get(i)
-            .is_some_and(|e| crate::engine::edge_needed(e))
+            .is_some_and(crate::engine::edge_needed)
     }
 
     fn hooks(&self) -> std::sync::MutexGuard<'_, NodeHooks> {

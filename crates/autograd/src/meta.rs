@@ -106,7 +106,7 @@ pub fn output_nr(t: &Tensor) -> u32 {
 pub fn is_leaf(t: &Tensor) -> bool {
     // A view's history may need rebuilding first; if that fails the view is not a leaf
     // (only views of tensors that require grad get a history).
-    grad_fn(t).map_or(false, |f| f.is_none())
+    grad_fn(t).is_ok_and(|f| f.is_none())
 }
 
 /// The gradient accumulator of a leaf that requires grad (created on first need and cached

@@ -726,11 +726,9 @@ impl Ctx<'_> {
                         return None;
                     }
                 }
-                "auto_linear" => {
-                    if forward.len() > 1 || fw.var_names.len() > 1 {
-                        self.err(line, format!("Derivative definition of {defn_name} in derivatives.yaml defines the forward definition of gradient as linear but this only works for functions with a single differentiable output."));
-                        return None;
-                    }
+                "auto_linear" if forward.len() > 1 || fw.var_names.len() > 1 => {
+                    self.err(line, format!("Derivative definition of {defn_name} in derivatives.yaml defines the forward definition of gradient as linear but this only works for functions with a single differentiable output."));
+                    return None;
                 }
                 _ => {}
             }

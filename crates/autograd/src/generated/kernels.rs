@@ -19,45 +19,19 @@ use switchyard_ops::op;
 
 /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_all_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::all.dim", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::all_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_all_dims(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::all.dims", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::all_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -103,45 +77,19 @@ pub(crate) fn inplace_or_view_all_dims_out(ks: DispatchKeySet, (self_, dim, keep
 
 /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_any_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::any.dim", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::any_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_any_dims(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::any.dims", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::any_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -187,23 +135,10 @@ pub(crate) fn inplace_or_view_any_dims_out(ks: DispatchKeySet, (self_, dim, keep
 
 /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_argmax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::argmax", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::argmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -229,23 +164,10 @@ pub(crate) fn inplace_or_view_argmax_out(ks: DispatchKeySet, (self_, dim, keepdi
 
 /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_argmin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::argmin", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::argmin::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -313,7 +235,7 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(AsStridedBackward0 {
+        Some(AsStridedBackward1 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
@@ -354,7 +276,13 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
-        Some(NotImplemented::new("aten::baddbmm", next_edges))
+        Some(BaddbmmBackward0 {
+            batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -379,7 +307,13 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
-        Some(NotImplemented::new("aten::baddbmm_", next_edges))
+        Some(BaddbmmBackward0 {
+            batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -433,7 +367,11 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
-        Some(NotImplemented::new("aten::bmm", next_edges))
+        Some(BmmBackward0 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -475,7 +413,13 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(NotImplemented::new("aten::cat", next_edges))
+        Some(CatBackward0 {
+            tensors_args_sizes: tensors.iter().map(|t| t.sizes()).collect(),
+            tensors_args_scalartypes: tensors.iter().map(|t| t.dtype()).collect(),
+            dim: dim,
+            tensors_size_: tensors.len(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -518,7 +462,11 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::copy", next_edges))
+        Some(CopyBackward0 {
+            src_scalar_type: src.dtype(),
+            src_device: src.device(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -551,7 +499,14 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumprod", next_edges))
+        Some(CumprodBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -561,6 +516,7 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -574,7 +530,14 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumprod_", next_edges))
+        Some(CumprodBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -584,6 +547,7 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -627,7 +591,12 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumsum", next_edges))
+        Some(CumsumBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -650,7 +619,12 @@ pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cumsum_", next_edges))
+        Some(CumsumBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -703,7 +677,13 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::diagonal", next_edges))
+        Some(DiagonalBackward0 {
+            self_sizes: self_.sizes(),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -766,7 +746,10 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expand", next_edges))
+        Some(ExpandBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -797,7 +780,9 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fill.Scalar", next_edges))
+        Some(FillBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -820,7 +805,9 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::fill.Tensor", next_edges))
+        Some(FillBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -843,7 +830,9 @@ pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fill_.Scalar", next_edges))
+        Some(FillBackward2 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -878,7 +867,9 @@ pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::fill_.Tensor", next_edges))
+        Some(FillBackward3 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -907,12 +898,15 @@ pub(crate) fn inplace_or_view_fill__Tensor(ks: DispatchKeySet, (self_, value): (
 
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
-        Some(NotImplemented::new("aten::index.Tensor", next_edges))
+        Some(IndexBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            indices: if next_edges[0].is_valid() { indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()? } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -950,14 +944,18 @@ pub(crate) fn inplace_or_view_index_Tensor_out(ks: DispatchKeySet, (self_, indic
 
 /// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
 pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::_index_put_impl_", next_edges))
+        Some(IndexPutImplBackward0 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -990,7 +988,12 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_log_softmax", next_edges))
+        Some(LogSoftmaxBackward0 {
+            self_scalar_type: self_.dtype(),
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1000,6 +1003,7 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1032,7 +1036,13 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::amax", next_edges))
+        Some(AmaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1042,6 +1052,7 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1074,7 +1085,13 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::amin", next_edges))
+        Some(AminBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1084,6 +1101,7 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1163,7 +1181,10 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::permute", next_edges))
+        Some(PermuteBackward0 {
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1194,7 +1215,12 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::select.int", next_edges))
+        Some(SelectBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: index,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1225,7 +1251,14 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::slice.Tensor", next_edges))
+        Some(SliceBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            start: if next_edges[0].is_valid() { start } else { None },
+            end: if next_edges[0].is_valid() { end } else { None },
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1257,7 +1290,14 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::slice_scatter", next_edges))
+        Some(SliceScatterBackward0 {
+            src_geometry: TensorGeometry::of(src),
+            dim: dim,
+            start: start,
+            end: end,
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1280,7 +1320,12 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::select_scatter", next_edges))
+        Some(SelectScatterBackward0 {
+            src_geometry: TensorGeometry::of(src),
+            dim: dim,
+            index: index,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1303,7 +1348,13 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::diagonal_scatter", next_edges))
+        Some(DiagonalScatterBackward0 {
+            src_geometry: TensorGeometry::of(src),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1326,7 +1377,12 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::as_strided_scatter", next_edges))
+        Some(AsStridedScatterBackward0 {
+            size: size.to_vec(),
+            stride: stride.to_vec(),
+            storage_offset: storage_offset,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1348,7 +1404,12 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_softmax", next_edges))
+        Some(SoftmaxBackward0 {
+            self_scalar_type: self_.dtype(),
+            dim: dim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1358,6 +1419,7 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1390,7 +1452,12 @@ pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split.Tensor", next_edges))
+        Some(SplitBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            split_size: split_size,
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1423,7 +1490,12 @@ pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split_with_sizes", next_edges))
+        Some(SplitWithSizesBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1456,7 +1528,10 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze", next_edges))
+        Some(SqueezeBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1487,7 +1562,11 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze.dim", next_edges))
+        Some(SqueezeBackward1 {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1518,7 +1597,11 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze.dims", next_edges))
+        Some(SqueezeBackward2 {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1550,7 +1633,10 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_", next_edges))
+        Some(SqueezeBackward3 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1584,7 +1670,11 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_.dim", next_edges))
+        Some(SqueezeBackward4 {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1618,7 +1708,11 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_.dims", next_edges))
+        Some(SqueezeBackward5 {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1651,7 +1745,12 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::prod", next_edges))
+        Some(ProdBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dtype: if next_edges[0].is_valid() { dtype } else { None },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1661,6 +1760,7 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1673,7 +1773,14 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::prod.dim_int", next_edges))
+        Some(ProdBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: dim,
+            keepdim: keepdim,
+            dtype: if next_edges[0].is_valid() { dtype } else { None },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1683,6 +1790,7 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1749,7 +1857,7 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(TBackward0 {
+        Some(TBackward1 {
             core: NodeCore::new(next_edges, []),
         })
     } else {
@@ -1784,7 +1892,11 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::transpose.int", next_edges))
+        Some(TransposeBackward0 {
+            dim0: dim0,
+            dim1: dim1,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1816,7 +1928,11 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::transpose_", next_edges))
+        Some(TransposeBackward1 {
+            dim0: dim0,
+            dim1: dim1,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1849,7 +1965,10 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::flip", next_edges))
+        Some(FlipBackward0 {
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1871,7 +1990,11 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::roll", next_edges))
+        Some(RollBackward0 {
+            shifts: if next_edges[0].is_valid() { shifts.to_vec() } else { Vec::new() },
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1893,7 +2016,10 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_unsafe_view", next_edges))
+        Some(UnsafeViewBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1915,7 +2041,10 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unsqueeze", next_edges))
+        Some(UnsqueezeBackward0 {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1947,7 +2076,10 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unsqueeze_", next_edges))
+        Some(UnsqueezeBackward1 {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -1980,7 +2112,9 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clone", next_edges))
+        Some(CloneBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2003,7 +2137,9 @@ pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::zero_", next_edges))
+        Some(ZeroBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2058,7 +2194,13 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
-        Some(NotImplemented::new("aten::addmm", next_edges))
+        Some(AddmmBackward0 {
+            mat2: if next_edges[1].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2083,7 +2225,13 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
-        Some(NotImplemented::new("aten::addmm_", next_edges))
+        Some(AddmmBackward0 {
+            mat2: if next_edges[1].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            alpha: alpha,
+            mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
+            beta: beta,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2116,7 +2264,10 @@ pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unbind.int", next_edges))
+        Some(UnbindBackward0 {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2149,7 +2300,11 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::_to_copy", next_edges))
+        Some(ToCopyBackward0 {
+            self_scalar_type: self_.dtype(),
+            self_device: self_.device(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2171,7 +2326,10 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view", next_edges))
+        Some(ViewBackward0 {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2198,23 +2356,10 @@ pub(crate) fn inplace_or_view_view(ks: DispatchKeySet, (self_, size): (&Tensor, 
 
 /// `view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
 pub(crate) fn autograd_view_dtype(ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view.dtype", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::view_dtype::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -2224,18 +2369,21 @@ pub(crate) fn inplace_or_view_view_dtype(ks: DispatchKeySet, (self_, dtype): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_dtype::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype)?
     };
-    as_view(self_, out, true, CreationMeta::current())
+    as_view(self_, out, false, CreationMeta::current())
 }
 
 /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter.src", next_edges))
+        Some(ScatterBackward0 {
+            dim: dim,
+            index: SavedVariable::new(&index, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2253,14 +2401,17 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_.src", next_edges))
+        Some(ScatterBackward0 {
+            dim: dim,
+            index: SavedVariable::new(&index, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2309,12 +2460,15 @@ pub(crate) fn inplace_or_view_scatter_src_out(ks: DispatchKeySet, (self_, dim, i
 
 /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
 pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter.value", next_edges))
+        Some(ScatterBackward1 {
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2332,13 +2486,16 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter_.value", next_edges))
+        Some(ScatterBackward1 {
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2387,13 +2544,17 @@ pub(crate) fn inplace_or_view_scatter_value_out(ks: DispatchKeySet, (self_, dim,
 
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter.reduce", next_edges))
+        Some(ScatterBackward2 {
+            reduce: reduce.to_string(),
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2411,14 +2572,18 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_.reduce", next_edges))
+        Some(ScatterBackward2 {
+            reduce: reduce.to_string(),
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2467,12 +2632,14 @@ pub(crate) fn inplace_or_view_scatter_reduce_out(ks: DispatchKeySet, (self_, dim
 
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter.value_reduce", next_edges))
+        Some(ScatterBackward3 {
+            reduce: reduce.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2490,13 +2657,15 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
 pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::scatter_.value_reduce", next_edges))
+        Some(ScatterBackward3 {
+            reduce: reduce.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2545,13 +2714,16 @@ pub(crate) fn inplace_or_view_scatter_value_reduce_out(ks: DispatchKeySet, (self
 
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_add", next_edges))
+        Some(ScatterAddBackward0 {
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2569,14 +2741,17 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index) || rg(src));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
         next_edges.push(edge(src)?);
-        Some(NotImplemented::new("aten::scatter_add_", next_edges))
+        Some(ScatterAddBackward0 {
+            dim: dim,
+            index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2630,7 +2805,10 @@ pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tril_", next_edges))
+        Some(TrilBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2664,7 +2842,10 @@ pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::triu_", next_edges))
+        Some(TriuBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2698,7 +2879,9 @@ pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::uniform_", next_edges))
+        Some(UniformBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2751,7 +2934,10 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::triu", next_edges))
+        Some(TriuBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2793,7 +2979,10 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tril", next_edges))
+        Some(TrilBackward0 {
+            diagonal: diagonal,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2831,12 +3020,16 @@ pub(crate) fn inplace_or_view_index_select_out(ks: DispatchKeySet, (self_, dim, 
 
 /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
 pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::index_select", next_edges))
+        Some(IndexSelectBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2874,12 +3067,15 @@ pub(crate) fn inplace_or_view_masked_select_out(ks: DispatchKeySet, (self_, mask
 
 /// `masked_select(Tensor self, Tensor mask) -> Tensor`
 pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
-        Some(NotImplemented::new("aten::masked_select", next_edges))
+        Some(MaskedSelectBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2917,12 +3113,16 @@ pub(crate) fn inplace_or_view_gather_out(ks: DispatchKeySet, (self_, dim, index,
 
 /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
 pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(index));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(index)?);
-        Some(NotImplemented::new("aten::gather", next_edges))
+        Some(GatherBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2966,7 +3166,12 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::topk", next_edges))
+        Some(TopkBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -2976,33 +3181,19 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
 
 /// `all(Tensor self) -> Tensor`
 pub(crate) fn autograd_all(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::all", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::all::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3028,23 +3219,10 @@ pub(crate) fn inplace_or_view_all_all_out(ks: DispatchKeySet, (self_, out): (&Te
 
 /// `any(Tensor self) -> Tensor`
 pub(crate) fn autograd_any(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::any", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::any::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3074,7 +3252,13 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unfold", next_edges))
+        Some(UnfoldBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dimension: dimension,
+            size: size,
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3105,7 +3289,9 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::alias", next_edges))
+        Some(AliasBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3157,7 +3343,12 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(target)?);
-        Some(NotImplemented::new("aten::mse_loss", next_edges))
+        Some(MseLossBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            target: SavedVariable::new(&target, false)?,
+            reduction: reduction,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3197,13 +3388,20 @@ pub(crate) fn inplace_or_view_nll_loss_forward_output(ks: DispatchKeySet, (self_
 
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
 pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(target) || rg_opt(weight));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(weight));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(target)?);
         next_edges.push(edge_opt(weight)?);
-        Some(NotImplemented::new("aten::nll_loss_forward", next_edges))
+        Some(NllLossBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            target: if next_edges[0].is_valid() { SavedVariable::new(&target, false)? } else { SavedVariable::empty() },
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            reduction: reduction,
+            ignore_index: ignore_index,
+            total_weight: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3213,10 +3411,9 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.total_weight = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -3247,7 +3444,15 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::avg_pool2d", next_edges))
+        Some(AvgPool2DBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            kernel_size: if next_edges[0].is_valid() { kernel_size.to_vec() } else { Vec::new() },
+            stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
+            padding: if next_edges[0].is_valid() { padding.to_vec() } else { Vec::new() },
+            count_include_pad: count_include_pad,
+            divisor_override: if next_edges[0].is_valid() { divisor_override } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3291,7 +3496,11 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::max_pool2d_with_indices", next_edges))
+        Some(MaxPool2DWithIndicesBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            result1: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3301,10 +3510,9 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.result1 = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -3315,7 +3523,14 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::linalg_vector_norm", next_edges))
+        Some(LinalgVectorNormBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            ord: ord,
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3325,6 +3540,7 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -3385,7 +3601,13 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::diagonal_copy", next_edges))
+        Some(DiagonalBackward0_copy {
+            self_sizes: self_.sizes(),
+            offset: offset,
+            dim1: dim1,
+            dim2: dim2,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3407,7 +3629,10 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expand_copy", next_edges))
+        Some(ExpandBackward0_copy {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3429,7 +3654,10 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::permute_copy", next_edges))
+        Some(PermuteBackward0_copy {
+            dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3451,7 +3679,12 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::select_copy.int", next_edges))
+        Some(SelectBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            index: index,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3469,23 +3702,10 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
 
 /// `detach_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::detach_copy", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::detach_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3495,7 +3715,14 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::slice_copy.Tensor", next_edges))
+        Some(SliceBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            start: if next_edges[0].is_valid() { start } else { None },
+            end: if next_edges[0].is_valid() { end } else { None },
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3517,7 +3744,12 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split_copy.Tensor", next_edges))
+        Some(SplitBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            split_size: split_size,
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3541,7 +3773,12 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::split_with_sizes_copy", next_edges))
+        Some(SplitWithSizesBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3565,7 +3802,10 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_copy", next_edges))
+        Some(SqueezeBackward0_copy {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3587,7 +3827,11 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_copy.dim", next_edges))
+        Some(SqueezeBackward1_copy {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3609,7 +3853,11 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::squeeze_copy.dims", next_edges))
+        Some(SqueezeBackward2_copy {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3655,7 +3903,11 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::transpose_copy.int", next_edges))
+        Some(TransposeBackward0_copy {
+            dim0: dim0,
+            dim1: dim1,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3677,7 +3929,10 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unsqueeze_copy", next_edges))
+        Some(UnsqueezeBackward0_copy {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3699,7 +3954,10 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unbind_copy.int", next_edges))
+        Some(UnbindBackward0_copy {
+            dim: dim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3789,7 +4047,10 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view_copy", next_edges))
+        Some(ViewBackward0_copy {
+            self_sizes: self_.sizes(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3807,23 +4068,10 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
 
 /// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`
 pub(crate) fn autograd_view_copy_dtype(ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::view_copy.dtype", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_copy_dtype::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3833,7 +4081,13 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::unfold_copy", next_edges))
+        Some(UnfoldBackward0_copy {
+            self_geometry: TensorGeometry::of(self_),
+            dimension: dimension,
+            size: size,
+            step: step,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3855,7 +4109,9 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::alias_copy", next_edges))
+        Some(AliasBackward0_copy {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3878,7 +4134,11 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(tensor)?);
-        Some(NotImplemented::new("aten::dot", next_edges))
+        Some(DotBackward0 {
+            tensor: if next_edges[0].is_valid() { SavedVariable::new(&tensor, false)? } else { SavedVariable::empty() },
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3942,7 +4202,15 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         next_edges.push(edge(input)?);
         next_edges.push(edge_opt(weight)?);
         next_edges.push(edge_opt(bias)?);
-        Some(NotImplemented::new("aten::native_layer_norm", next_edges))
+        Some(NativeLayerNormBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            normalized_shape: normalized_shape.to_vec(),
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3952,12 +4220,10 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
-        node.core.add_input_metadata(&result2);
+        node.result1 = SavedVariable::new(&result1, true)?;
+        node.result2 = SavedVariable::new(&result2, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
-        set_output_history(&result2, &node, 0u32 + 1 + 1)?;
     }
     Ok((result0, result1, result2))
 }
@@ -3968,7 +4234,12 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(input)?);
-        Some(NotImplemented::new("aten::native_dropout", next_edges))
+        Some(NativeDropoutBackward0 {
+            p: p,
+            train: if next_edges[0].is_valid() { train } else { None },
+            result1: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -3978,10 +4249,9 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.result1 = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -3994,7 +4264,16 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
         next_edges.push(edge(input)?);
         next_edges.push(edge(weight)?);
         next_edges.push(edge_opt(bias)?);
-        Some(NotImplemented::new("aten::convolution", next_edges))
+        Some(ConvolutionBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: SavedVariable::new(&weight, false)?,
+            stride: stride.to_vec(),
+            padding: padding.to_vec(),
+            dilation: dilation.to_vec(),
+            transposed: transposed,
+            groups: groups,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4100,7 +4379,9 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::add.Scalar", next_edges))
+        Some(AddBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4123,7 +4404,9 @@ pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::add_.Scalar", next_edges))
+        Some(AddBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4157,7 +4440,11 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div.Tensor", next_edges))
+        Some(DivBackward0 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4181,7 +4468,11 @@ pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div_.Tensor", next_edges))
+        Some(DivBackward0 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4235,7 +4526,12 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div.Tensor_mode", next_edges))
+        Some(DivBackward2 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            rounding_mode: rounding_mode.map(str::to_string),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4259,7 +4555,12 @@ pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, round
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::div_.Tensor_mode", next_edges))
+        Some(DivBackward2 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: SavedVariable::new(&other, false)?,
+            rounding_mode: rounding_mode.map(str::to_string),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4312,7 +4613,10 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div.Scalar", next_edges))
+        Some(DivBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4335,7 +4639,10 @@ pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div_.Scalar", next_edges))
+        Some(DivBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4368,7 +4675,11 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div.Scalar_mode", next_edges))
+        Some(DivBackward3 {
+            other: other,
+            rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4391,7 +4702,11 @@ pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, round
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::div_.Scalar_mode", next_edges))
+        Some(DivBackward3 {
+            other: other,
+            rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4510,7 +4825,10 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mul.Scalar", next_edges))
+        Some(MulBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4533,7 +4851,10 @@ pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mul_.Scalar", next_edges))
+        Some(MulBackward1 {
+            other: other,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4587,7 +4908,10 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::sub.Tensor", next_edges))
+        Some(SubBackward0 {
+            alpha: alpha,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4611,7 +4935,10 @@ pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::sub_.Tensor", next_edges))
+        Some(SubBackward0 {
+            alpha: alpha,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4644,7 +4971,9 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sub.Scalar", next_edges))
+        Some(SubBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4667,7 +4996,9 @@ pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sub_.Scalar", next_edges))
+        Some(SubBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4696,48 +5027,19 @@ pub(crate) fn inplace_or_view_sub__Scalar(ks: DispatchKeySet, (self_, other, alp
 
 /// `logical_xor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_logical_xor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_xor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_xor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_logical_xor_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_xor_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_xor_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -4774,48 +5076,19 @@ pub(crate) fn inplace_or_view_logical_xor_out(ks: DispatchKeySet, (self_, other,
 
 /// `logical_and(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_logical_and(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_and", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_and::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_logical_and_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_and_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_and_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -4852,48 +5125,19 @@ pub(crate) fn inplace_or_view_logical_and_out(ks: DispatchKeySet, (self_, other,
 
 /// `logical_or(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_logical_or(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_or", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_or::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_logical_or_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::logical_or_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_or_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -4934,7 +5178,12 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp", next_edges))
+        Some(ClampBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            min: if next_edges[0].is_valid() { min } else { None },
+            max: if next_edges[0].is_valid() { max } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4958,7 +5207,12 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
-        Some(NotImplemented::new("aten::clamp.Tensor", next_edges))
+        Some(ClampBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
+            max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -4981,7 +5235,12 @@ pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, O
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_", next_edges))
+        Some(ClampBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            min: if next_edges[0].is_valid() { min } else { None },
+            max: if next_edges[0].is_valid() { max } else { None },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5017,7 +5276,12 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
-        Some(NotImplemented::new("aten::clamp_.Tensor", next_edges))
+        Some(ClampBackward0 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
+            max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5090,7 +5354,11 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_max", next_edges))
+        Some(ClampMaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            max: max,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5113,7 +5381,11 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
-        Some(NotImplemented::new("aten::clamp_max.Tensor", next_edges))
+        Some(ClampMaxBackward1 {
+            self_: SavedVariable::new(&self_, false)?,
+            max: SavedVariable::new(&max, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5136,7 +5408,11 @@ pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Sc
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_max_", next_edges))
+        Some(ClampMaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            max: max,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5171,7 +5447,11 @@ pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Ten
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
-        Some(NotImplemented::new("aten::clamp_max_.Tensor", next_edges))
+        Some(ClampMaxBackward1 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            max: SavedVariable::new(&max, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5244,7 +5524,11 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_min", next_edges))
+        Some(ClampMinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            min: min,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5267,7 +5551,11 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
-        Some(NotImplemented::new("aten::clamp_min.Tensor", next_edges))
+        Some(ClampMinBackward1 {
+            self_: SavedVariable::new(&self_, false)?,
+            min: SavedVariable::new(&min, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5290,7 +5578,11 @@ pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Sc
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::clamp_min_", next_edges))
+        Some(ClampMinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            min: min,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5325,7 +5617,11 @@ pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Ten
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
-        Some(NotImplemented::new("aten::clamp_min_.Tensor", next_edges))
+        Some(ClampMinBackward1 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            min: SavedVariable::new(&min, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5399,7 +5695,10 @@ pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::eq_.Scalar", next_edges))
+        Some(EqBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5434,7 +5733,11 @@ pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::eq_.Tensor", next_edges))
+        Some(EqBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -5503,91 +5806,37 @@ pub(crate) fn inplace_or_view_bitwise_and_Scalar_out(ks: DispatchKeySet, (self_,
 
 /// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_bitwise_and_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_and.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_and_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_and_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_and.Scalar_Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_and_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_and_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_and.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_and_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_and__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_and_.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_and__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5604,25 +5853,10 @@ pub(crate) fn inplace_or_view_bitwise_and__Scalar(ks: DispatchKeySet, (self_, ot
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_and__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_and_.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_and__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5679,91 +5913,37 @@ pub(crate) fn inplace_or_view_bitwise_or_Scalar_out(ks: DispatchKeySet, (self_, 
 
 /// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_bitwise_or_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_or.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_or_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_or_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_or.Scalar_Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_or_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_or_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_or.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_or_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_or__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_or_.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_or__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5780,25 +5960,10 @@ pub(crate) fn inplace_or_view_bitwise_or__Scalar(ks: DispatchKeySet, (self_, oth
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_or__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_or_.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_or__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5855,91 +6020,37 @@ pub(crate) fn inplace_or_view_bitwise_xor_Scalar_out(ks: DispatchKeySet, (self_,
 
 /// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_bitwise_xor_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_xor.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_xor_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_xor_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_xor.Scalar_Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_xor_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_bitwise_xor_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_xor.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_xor_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_xor_.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_xor__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -5956,25 +6067,10 @@ pub(crate) fn inplace_or_view_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, ot
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::bitwise_xor_.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_xor__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -6011,23 +6107,10 @@ pub(crate) fn inplace_or_view_ne_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_ne_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ne.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ne_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6053,24 +6136,10 @@ pub(crate) fn inplace_or_view_ne_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_ne_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ne.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ne_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6081,7 +6150,10 @@ pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ne_.Scalar", next_edges))
+        Some(NeBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6116,7 +6188,11 @@ pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ne_.Tensor", next_edges))
+        Some(NeBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6165,23 +6241,10 @@ pub(crate) fn inplace_or_view_eq_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_eq_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::eq.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eq_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6207,24 +6270,10 @@ pub(crate) fn inplace_or_view_eq_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_eq_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::eq.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eq_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6250,23 +6299,10 @@ pub(crate) fn inplace_or_view_ge_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_ge_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ge.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ge_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6292,24 +6328,10 @@ pub(crate) fn inplace_or_view_ge_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_ge_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ge.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ge_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6320,7 +6342,10 @@ pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ge_.Scalar", next_edges))
+        Some(GeBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6355,7 +6380,11 @@ pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::ge_.Tensor", next_edges))
+        Some(GeBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6404,23 +6433,10 @@ pub(crate) fn inplace_or_view_le_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `le.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_le_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::le.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::le_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6446,24 +6462,10 @@ pub(crate) fn inplace_or_view_le_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `le.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_le_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::le.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::le_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6474,7 +6476,10 @@ pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::le_.Scalar", next_edges))
+        Some(LeBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6509,7 +6514,11 @@ pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::le_.Tensor", next_edges))
+        Some(LeBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6558,23 +6567,10 @@ pub(crate) fn inplace_or_view_gt_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_gt_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gt.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gt_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6600,24 +6596,10 @@ pub(crate) fn inplace_or_view_gt_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_gt_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::gt.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gt_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6628,7 +6610,10 @@ pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gt_.Scalar", next_edges))
+        Some(GtBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6663,7 +6648,11 @@ pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::gt_.Tensor", next_edges))
+        Some(GtBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6712,23 +6701,10 @@ pub(crate) fn inplace_or_view_lt_Scalar_out(ks: DispatchKeySet, (self_, other, o
 
 /// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_lt_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::lt.Scalar", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lt_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6754,24 +6730,10 @@ pub(crate) fn inplace_or_view_lt_Tensor_out(ks: DispatchKeySet, (self_, other, o
 
 /// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_lt_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::lt.Tensor", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lt_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -6782,7 +6744,10 @@ pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::lt_.Scalar", next_edges))
+        Some(LtBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6817,7 +6782,11 @@ pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::lt_.Tensor", next_edges))
+        Some(LtBackward1 {
+            other_geometry: TensorGeometry::of(other),
+            self_geometry: TensorGeometry::of(self_),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6872,7 +6841,11 @@ pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::atan2_", next_edges))
+        Some(Atan2Backward0 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6906,7 +6879,11 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::atan2", next_edges))
+        Some(Atan2Backward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6948,7 +6925,9 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fmod.Scalar", next_edges))
+        Some(FmodBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -6971,7 +6950,9 @@ pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::fmod_.Scalar", next_edges))
+        Some(FmodBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7025,7 +7006,11 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::fmod.Tensor", next_edges))
+        Some(FmodBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7049,7 +7034,11 @@ pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::fmod_.Tensor", next_edges))
+        Some(FmodBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7102,7 +7091,9 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::remainder.Scalar", next_edges))
+        Some(RemainderBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7125,7 +7116,9 @@ pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::remainder_.Scalar", next_edges))
+        Some(RemainderBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7179,7 +7172,11 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::remainder.Tensor", next_edges))
+        Some(RemainderBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7203,7 +7200,11 @@ pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&T
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::remainder_.Tensor", next_edges))
+        Some(RemainderBackward1 {
+            self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7236,7 +7237,11 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::remainder.Scalar_Tensor", next_edges))
+        Some(RemainderBackward2 {
+            self_: self_,
+            other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7259,7 +7264,11 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::maximum", next_edges))
+        Some(MaximumBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7302,7 +7311,11 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::minimum", next_edges))
+        Some(MinimumBackward0 {
+            self_: SavedVariable::new(&self_, false)?,
+            other: SavedVariable::new(&other, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7365,7 +7378,12 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
-        Some(NotImplemented::new("aten::pow.Tensor_Tensor", next_edges))
+        Some(PowBackward1 {
+            self_: SavedVariable::new(&self_, false)?,
+            exponent: SavedVariable::new(&exponent, false)?,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7375,6 +7393,7 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -7407,7 +7426,11 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(exponent)?);
-        Some(NotImplemented::new("aten::pow.Scalar", next_edges))
+        Some(PowBackward2 {
+            self_: self_,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7417,6 +7440,7 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -7449,7 +7473,11 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::pow.Tensor_Scalar", next_edges))
+        Some(PowBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            exponent: exponent,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7472,7 +7500,11 @@ pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::pow_.Scalar", next_edges))
+        Some(PowBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            exponent: exponent,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7507,7 +7539,12 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
-        Some(NotImplemented::new("aten::pow_.Tensor", next_edges))
+        Some(PowBackward1 {
+            self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
+            exponent: SavedVariable::new(&exponent, false)?,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7517,6 +7554,7 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -7536,13 +7574,15 @@ pub(crate) fn inplace_or_view_pow__Tensor(ks: DispatchKeySet, (self_, exponent):
 
 /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(condition) || rg(self_) || rg(other));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
-        next_edges.push(edge(condition)?);
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NotImplemented::new("aten::where.self", next_edges))
+        Some(WhereBackward0 {
+            condition: SavedVariable::new(&condition, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -7704,23 +7744,10 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
 
 /// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_empty_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::empty_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -7849,23 +7876,10 @@ pub(crate) fn inplace_or_view_full_out(ks: DispatchKeySet, (size, fill_value, ou
 
 /// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_full_like(ks: DispatchKeySet, (self_, fill_value, dtype, layout, device, pin_memory, memory_format): (&Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::full_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::full_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, fill_value, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -7953,23 +7967,10 @@ pub(crate) fn inplace_or_view_ones_out(ks: DispatchKeySet, (size, out): (&[i64],
 
 /// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_ones_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ones_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ones_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8016,23 +8017,10 @@ pub(crate) fn inplace_or_view_zeros_out(ks: DispatchKeySet, (size, out): (&[i64]
 
 /// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_zeros_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::zeros_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::zeros_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8042,7 +8030,9 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bernoulli", next_edges))
+        Some(BernoulliBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8086,7 +8076,10 @@ pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generato
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
-        Some(NotImplemented::new("aten::bernoulli_.Tensor", next_edges))
+        Some(BernoulliBackward1 {
+            p_geometry: TensorGeometry::of(p),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8120,7 +8113,9 @@ pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bernoulli_.float", next_edges))
+        Some(BernoulliBackward2 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8153,7 +8148,9 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bernoulli.p", next_edges))
+        Some(BernoulliBackward3 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8233,45 +8230,19 @@ pub(crate) fn inplace_or_view_rand_out(ks: DispatchKeySet, (size, out): (&[i64],
 
 /// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_rand_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rand_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_rand_like_generator(ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rand_like.generator", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand_like_generator::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8483,45 +8454,19 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
 
 /// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_randn_like(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::randn_like", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn_like::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_randn_like_generator(ks: DispatchKeySet, (self_, generator, dtype, layout, device, pin_memory, memory_format): (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::randn_like.generator", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn_like_generator::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -8532,7 +8477,9 @@ pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::normal_", next_edges))
+        Some(NormalBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8565,7 +8512,9 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::normal_functional", next_edges))
+        Some(NormalFunctionalBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8583,14 +8532,18 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
 
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
 pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::index_put_", next_edges))
+        Some(IndexPutBackward0 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8619,13 +8572,17 @@ pub(crate) fn inplace_or_view_index_put_(ks: DispatchKeySet, (self_, indices, va
 
 /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
 pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::index_put", next_edges))
+        Some(IndexPutBackward0 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8643,13 +8600,15 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
 
 /// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
 pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
-        Some(NotImplemented::new("aten::masked_fill_.Scalar", next_edges))
+        Some(MaskedFillBackward0 {
+            mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8678,12 +8637,14 @@ pub(crate) fn inplace_or_view_masked_fill__Scalar(ks: DispatchKeySet, (self_, ma
 
 /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
 pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask));
+    let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
-        Some(NotImplemented::new("aten::masked_fill.Scalar", next_edges))
+        Some(MaskedFillBackward0 {
+            mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8701,14 +8662,16 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
 
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
 pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask) || rg(value));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::masked_fill_.Tensor", next_edges))
+        Some(MaskedFillBackward1 {
+            mask: SavedVariable::new(&mask, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8737,13 +8700,15 @@ pub(crate) fn inplace_or_view_masked_fill__Tensor(ks: DispatchKeySet, (self_, ma
 
 /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
 pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg(mask) || rg(value));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.push(edge(mask)?);
         next_edges.push(edge(value)?);
-        Some(NotImplemented::new("aten::masked_fill.Tensor", next_edges))
+        Some(MaskedFillBackward1 {
+            mask: SavedVariable::new(&mask, false)?,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8785,7 +8750,13 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::max.dim", next_edges))
+        Some(MaxBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            keepdim: keepdim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8795,10 +8766,9 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -8831,7 +8801,11 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mean", next_edges))
+        Some(MeanBackward0 {
+            self_sizes: self_.sizes(),
+            self_numel: self_.numel(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8873,7 +8847,13 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::mean.dim", next_edges))
+        Some(MeanBackward1 {
+            self_sizes: self_.sizes(),
+            self_numel: self_.numel(),
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8915,7 +8895,13 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::min.dim", next_edges))
+        Some(MinBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            keepdim: keepdim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -8925,10 +8911,9 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -9006,7 +8991,12 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sum.dim_IntList", next_edges))
+        Some(SumBackward1 {
+            self_sizes: self_.sizes(),
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9048,7 +9038,14 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::std.correction", next_edges))
+        Some(StdBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            correction: if next_edges[0].is_valid() { correction } else { None },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9058,6 +9055,7 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9090,7 +9088,13 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::var.correction", next_edges))
+        Some(VarBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            correction: if next_edges[0].is_valid() { correction } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9132,7 +9136,13 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::var_mean.correction", next_edges))
+        Some(VarMeanBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
+            correction: if next_edges[0].is_valid() { correction } else { None },
+            keepdim: keepdim,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9156,7 +9166,11 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::min", next_edges))
+        Some(MinBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9166,6 +9180,7 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9198,7 +9213,11 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::max", next_edges))
+        Some(MaxBackward1 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9208,6 +9227,7 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9240,7 +9260,10 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::abs", next_edges))
+        Some(AbsBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9263,7 +9286,10 @@ pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::abs_", next_edges))
+        Some(AbsBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9312,46 +9338,19 @@ pub(crate) fn inplace_or_view_abs_out(ks: DispatchKeySet, (self_, out): (&Tensor
 
 /// `bitwise_not(Tensor self) -> Tensor`
 pub(crate) fn autograd_bitwise_not(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_not", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bitwise_not::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::bitwise_not_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::bitwise_not_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -9388,46 +9387,19 @@ pub(crate) fn inplace_or_view_bitwise_not_out(ks: DispatchKeySet, (self_, out): 
 
 /// `logical_not(Tensor self) -> Tensor`
 pub(crate) fn autograd_logical_not(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::logical_not", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logical_not::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
 /// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
 pub(crate) fn autograd_logical_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::logical_not_", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_autograd();
         op::logical_not_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
-        rebase_history(self_, node)?;
-    }
     Ok(result)
 }
 
@@ -9468,7 +9440,9 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ceil", next_edges))
+        Some(CeilBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9491,7 +9465,9 @@ pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::ceil_", next_edges))
+        Some(CeilBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9544,7 +9520,10 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cos", next_edges))
+        Some(CosBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9567,7 +9546,10 @@ pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::cos_", next_edges))
+        Some(CosBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9620,7 +9602,10 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::erf", next_edges))
+        Some(ErfBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9643,7 +9628,10 @@ pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::erf_", next_edges))
+        Some(ErfBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9696,7 +9684,10 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::exp", next_edges))
+        Some(ExpBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9706,6 +9697,7 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9719,7 +9711,10 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::exp_", next_edges))
+        Some(ExpBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9729,6 +9724,7 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -9772,7 +9768,10 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expm1", next_edges))
+        Some(Expm1Backward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9782,6 +9781,7 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9795,7 +9795,10 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::expm1_", next_edges))
+        Some(Expm1Backward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9805,6 +9808,7 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -9848,7 +9852,9 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::floor", next_edges))
+        Some(FloorBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9871,7 +9877,9 @@ pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::floor_", next_edges))
+        Some(FloorBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9920,23 +9928,10 @@ pub(crate) fn inplace_or_view_floor_out(ks: DispatchKeySet, (self_, out): (&Tens
 
 /// `isnan(Tensor self) -> Tensor`
 pub(crate) fn autograd_isnan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::isnan", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::isnan::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -9946,7 +9941,10 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::nan_to_num", next_edges))
+        Some(NanToNumBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -9969,7 +9967,10 @@ pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, negi
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::nan_to_num_", next_edges))
+        Some(NanToNumBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10022,7 +10023,10 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log", next_edges))
+        Some(LogBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10045,7 +10049,10 @@ pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log_", next_edges))
+        Some(LogBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10098,7 +10105,10 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log1p", next_edges))
+        Some(Log1PBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10121,7 +10131,10 @@ pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log1p_", next_edges))
+        Some(Log1PBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10174,7 +10187,10 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log2", next_edges))
+        Some(Log2Backward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10197,7 +10213,10 @@ pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::log2_", next_edges))
+        Some(Log2Backward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10250,7 +10269,10 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::reciprocal", next_edges))
+        Some(ReciprocalBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10260,6 +10282,7 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10273,7 +10296,10 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::reciprocal_", next_edges))
+        Some(ReciprocalBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10283,6 +10309,7 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10326,7 +10353,9 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::neg", next_edges))
+        Some(NegBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10349,7 +10378,9 @@ pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::neg_", next_edges))
+        Some(NegBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10402,7 +10433,9 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round", next_edges))
+        Some(RoundBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10425,7 +10458,9 @@ pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round_", next_edges))
+        Some(RoundBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10478,7 +10513,9 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round.decimals", next_edges))
+        Some(RoundBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10501,7 +10538,9 @@ pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::round_.decimals", next_edges))
+        Some(RoundBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10554,7 +10593,10 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::relu", next_edges))
+        Some(ReluBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10564,6 +10606,7 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10577,7 +10620,10 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::relu_", next_edges))
+        Some(ReluBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10587,6 +10633,7 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10631,7 +10678,11 @@ pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gelu_", next_edges))
+        Some(GeluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            approximate: approximate.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10664,7 +10715,11 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::gelu", next_edges))
+        Some(GeluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            approximate: approximate.to_string(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10686,7 +10741,10 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rsqrt", next_edges))
+        Some(RsqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10696,6 +10754,7 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10709,7 +10768,10 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::rsqrt_", next_edges))
+        Some(RsqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10719,6 +10781,7 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10762,7 +10825,10 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::silu", next_edges))
+        Some(SiluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10785,7 +10851,10 @@ pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::silu_", next_edges))
+        Some(SiluBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10838,7 +10907,10 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sigmoid", next_edges))
+        Some(SigmoidBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10848,6 +10920,7 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10861,7 +10934,10 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sigmoid_", next_edges))
+        Some(SigmoidBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10871,6 +10947,7 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10914,7 +10991,10 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sin", next_edges))
+        Some(SinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10937,7 +11017,10 @@ pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sin_", next_edges))
+        Some(SinBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -10990,7 +11073,10 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sqrt", next_edges))
+        Some(SqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11000,6 +11086,7 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11013,7 +11100,10 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sqrt_", next_edges))
+        Some(SqrtBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11023,6 +11113,7 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11066,7 +11157,10 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tan", next_edges))
+        Some(TanBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11076,6 +11170,7 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11089,7 +11184,10 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tan_", next_edges))
+        Some(TanBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11099,6 +11197,7 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11142,7 +11241,10 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tanh", next_edges))
+        Some(TanhBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11152,6 +11254,7 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11165,7 +11268,10 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::tanh_", next_edges))
+        Some(TanhBackward0 {
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11175,6 +11281,7 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
+        node.result = SavedVariable::new(&self_, true)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11218,7 +11325,9 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::trunc", next_edges))
+        Some(TruncBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11241,7 +11350,9 @@ pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::trunc_", next_edges))
+        Some(TruncBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11294,7 +11405,9 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sign", next_edges))
+        Some(SignBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11317,7 +11430,9 @@ pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sign_", next_edges))
+        Some(SignBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11366,23 +11481,10 @@ pub(crate) fn inplace_or_view_sign_out(ks: DispatchKeySet, (self_, out): (&Tenso
 
 /// `isinf(Tensor self) -> Tensor`
 pub(crate) fn autograd_isinf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::isinf", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::isinf::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -11392,7 +11494,11 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(NotImplemented::new("aten::stack", next_edges))
+        Some(StackBackward0 {
+            dim: dim,
+            tensors_size_: tensors.len(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11434,7 +11540,11 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::repeat", next_edges))
+        Some(RepeatBackward0 {
+            self_sizes: self_.sizes(),
+            repeats: if next_edges[0].is_valid() { repeats.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11456,7 +11566,10 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::constant_pad_nd", next_edges))
+        Some(ConstantPadNdBackward0 {
+            pad: if next_edges[0].is_valid() { pad.to_vec() } else { Vec::new() },
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11474,12 +11587,17 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
 
 /// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
 pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse): (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(weight) || rg(indices));
+    let requires_grad = is_grad_enabled() && (rg(weight));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(weight)?);
-        next_edges.push(edge(indices)?);
-        Some(NotImplemented::new("aten::embedding", next_edges))
+        Some(EmbeddingBackward0 {
+            weight_geometry: TensorGeometry::of(weight),
+            indices: if next_edges[0].is_valid() { SavedVariable::new(&indices, false)? } else { SavedVariable::empty() },
+            padding_idx: padding_idx,
+            scale_grad_by_freq: scale_grad_by_freq,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11545,7 +11663,12 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sort", next_edges))
+        Some(SortBackward0 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11555,10 +11678,9 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -11569,7 +11691,12 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::sort.stable", next_edges))
+        Some(SortBackward1 {
+            self_geometry: TensorGeometry::of(self_),
+            dim: dim,
+            indices: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11579,10 +11706,9 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.core.add_input_metadata(&result1);
+        node.indices = SavedVariable::new(&result1, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -11593,7 +11719,13 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::logsumexp", next_edges))
+        Some(LogsumexpBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
+            keepdim: keepdim,
+            result: SavedVariable::empty(),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11603,6 +11735,7 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
+        node.result = SavedVariable::new(&result, true)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11675,7 +11808,9 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::resize", next_edges))
+        Some(ResizeBackward0 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -11773,13 +11908,17 @@ pub(crate) fn inplace_or_view__index_put_impl_out(ks: DispatchKeySet, (self_, in
 
 /// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
 pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values));
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        next_edges.extend(edges_opt_list(indices)?);
         next_edges.push(edge(values)?);
-        Some(NotImplemented::new("aten::_index_put_impl", next_edges))
+        Some(IndexPutImplBackward1 {
+            indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
+            values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
+            accumulate: accumulate,
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -12001,7 +12140,9 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::zero", next_edges))
+        Some(ZeroBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -12063,7 +12204,9 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
     let mut grad_fn = if requires_grad {
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::uniform", next_edges))
+        Some(UniformBackward1 {
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };
@@ -12772,7 +12915,10 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
         let mut next_edges = Vec::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
-        Some(NotImplemented::new("aten::bernoulli.Tensor", next_edges))
+        Some(BernoulliBackward4 {
+            p_geometry: TensorGeometry::of(p),
+            core: NodeCore::new(next_edges, []),
+        })
     } else {
         None
     };

@@ -14,6 +14,47 @@ use crate::support::{IntoGrad, IntoGradList, copy_range, range_needed};
 use switchyard_core::{Device, DimVec, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 
+/// The backward of `abs(Tensor self) -> Tensor`.
+pub struct AbsBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for AbsBackward0 {
+    fn name(&self) -> String {
+        "AbsBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::sign::call(self)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::sign::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`.
 pub struct AddBackward0 {
     pub(crate) core: NodeCore,
@@ -51,6 +92,3447 @@ impl Node for AddBackward0 {
         // self: grad.clone()
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`.
+pub struct AddBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for AddBackward1 {
+    fn name(&self) -> String {
+        "AddBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`.
+pub struct AddmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mat2: SavedVariable,
+    pub(crate) alpha: Scalar,
+    pub(crate) mat1: SavedVariable,
+    pub(crate) beta: Scalar,
+}
+
+impl Node for AddmmBackward0 {
+    fn name(&self) -> String {
+        "AddmmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mat2.reset();
+        self.mat1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let mat1_ix = 1..2;
+        let mat2_ix = 2..3;
+        // mat1: mm_mat1_backward(grad, mat2, alpha)?
+        if range_needed(&this.core, &mat1_ix) {
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            let alpha = this.alpha;
+            grad_inputs[mat1_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat2, alpha)? });
+        }
+        // mat2: mm_mat2_backward(grad, mat1, alpha)?
+        if range_needed(&this.core, &mat2_ix) {
+            let mat1_owned = this.mat1.unpack(&node)?; let mat1 = &mat1_owned;
+            let alpha = this.alpha;
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, mat1, alpha)? });
+        }
+        // self: maybe_multiply(grad, beta)?
+        if range_needed(&this.core, &self_ix) {
+            let beta = this.beta;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ maybe_multiply(grad, beta)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `alias(Tensor(a) self) -> Tensor(a)`.
+pub struct AliasBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for AliasBackward0 {
+    fn name(&self) -> String {
+        "AliasBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
+pub struct AsStridedBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedBackward0 {
+    fn name(&self) -> String {
+        "AsStridedBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: as_strided_backward(grad, TensorGeometry::of(self), size, stride, storage_offset)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_backward(grad, self_geometry, size, stride, storage_offset)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)`.
+pub struct AsStridedBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedBackward1 {
+    fn name(&self) -> String {
+        "AsStridedBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: as_strided_backward(grad, TensorGeometry::of(self), size, stride, storage_offset)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_backward(grad, self_geometry, size, stride, storage_offset)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `atan2(Tensor self, Tensor other) -> Tensor`.
+pub struct Atan2Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for Atan2Backward0 {
+    fn name(&self) -> String {
+        "Atan2Backward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // self, other: atan2_backward(grad, self, other, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &self_ix), range_needed(&this.core, &other_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            let (g0, g1) = { atan2_backward(grad, self_, other, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[self_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[other_ix.start] = IntoGrad::into_grad(g1);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`.
+pub struct BaddbmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) batch2: SavedVariable,
+    pub(crate) alpha: Scalar,
+    pub(crate) batch1: SavedVariable,
+    pub(crate) beta: Scalar,
+}
+
+impl Node for BaddbmmBackward0 {
+    fn name(&self) -> String {
+        "BaddbmmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.batch2.reset();
+        self.batch1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let batch1_ix = 1..2;
+        let batch2_ix = 2..3;
+        // batch1: maybe_multiply(&op::bmm::call(grad, &op::transpose_int::call(batch2, 1, 2)?)?, alpha)?
+        if range_needed(&this.core, &batch1_ix) {
+            let batch2_owned = this.batch2.unpack(&node)?; let batch2 = &batch2_owned;
+            let alpha = this.alpha;
+            grad_inputs[batch1_ix.start] = IntoGrad::into_grad({ maybe_multiply(&op::bmm::call(grad, &op::transpose_int::call(batch2, 1, 2)?)?, alpha)? });
+        }
+        // batch2: maybe_multiply(&op::bmm::call(&op::transpose_int::call(batch1, 1, 2)?, grad)?, alpha)?
+        if range_needed(&this.core, &batch2_ix) {
+            let batch1_owned = this.batch1.unpack(&node)?; let batch1 = &batch1_owned;
+            let alpha = this.alpha;
+            grad_inputs[batch2_ix.start] = IntoGrad::into_grad({ maybe_multiply(&op::bmm::call(&op::transpose_int::call(batch1, 1, 2)?, grad)?, alpha)? });
+        }
+        // self: maybe_multiply(grad, beta)?
+        if range_needed(&this.core, &self_ix) {
+            let beta = this.beta;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ maybe_multiply(grad, beta)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`.
+pub struct BernoulliBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for BernoulliBackward0 {
+    fn name(&self) -> String {
+        "BernoulliBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct BernoulliBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) p_geometry: TensorGeometry,
+}
+
+impl Node for BernoulliBackward1 {
+    fn name(&self) -> String {
+        "BernoulliBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let p_ix = 1..2;
+        // p: TensorGeometry::of(p).zeros()?
+        if range_needed(&this.core, &p_ix) {
+            let p_geometry = &this.p_geometry;
+            grad_inputs[p_ix.start] = IntoGrad::into_grad({ p_geometry.zeros()? });
+        }
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct BernoulliBackward2 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for BernoulliBackward2 {
+    fn name(&self) -> String {
+        "BernoulliBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`.
+pub struct BernoulliBackward3 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for BernoulliBackward3 {
+    fn name(&self) -> String {
+        "BernoulliBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`.
+pub struct BernoulliBackward4 {
+    pub(crate) core: NodeCore,
+    pub(crate) p_geometry: TensorGeometry,
+}
+
+impl Node for BernoulliBackward4 {
+    fn name(&self) -> String {
+        "BernoulliBackward4".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let p_ix = 1..2;
+        // p: TensorGeometry::of(p).zeros()?
+        if range_needed(&this.core, &p_ix) {
+            let p_geometry = &this.p_geometry;
+            grad_inputs[p_ix.start] = IntoGrad::into_grad({ p_geometry.zeros()? });
+        }
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `bmm(Tensor self, Tensor mat2) -> Tensor`.
+pub struct BmmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) mat2: SavedVariable,
+}
+
+impl Node for BmmBackward0 {
+    fn name(&self) -> String {
+        "BmmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.mat2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let mat2_ix = 1..2;
+        // mat2: op::bmm::call(&op::transpose_int::call(self, 1, 2)?, grad)?
+        if range_needed(&this.core, &mat2_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ op::bmm::call(&op::transpose_int::call(self_, 1, 2)?, grad)? });
+        }
+        // self: op::bmm::call(grad, &op::transpose_int::call(mat2, 1, 2)?)?
+        if range_needed(&this.core, &self_ix) {
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::bmm::call(grad, &op::transpose_int::call(mat2, 1, 2)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cat(Tensor[] tensors, int dim=0) -> Tensor`.
+pub struct CatBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) tensors_args_sizes: Vec<DimVec>,
+    pub(crate) tensors_args_scalartypes: Vec<ScalarType>,
+    pub(crate) dim: i64,
+    pub(crate) tensors_size_: usize,
+}
+
+impl Node for CatBackward0 {
+    fn name(&self) -> String {
+        "CatBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let mut offset = 0usize;
+        let tensors_ix = offset..offset + this.tensors_size_;
+        // tensors: cat_tensors_backward(grad, to_args_sizes(tensors), to_args_scalartypes(tensors), dim)?
+        if range_needed(&this.core, &tensors_ix) {
+            let tensors_args_sizes: &[DimVec] = &this.tensors_args_sizes;
+            let tensors_args_scalartypes: &[ScalarType] = &this.tensors_args_scalartypes;
+            let dim = this.dim;
+            let r = { cat_tensors_backward(grad, tensors_args_sizes, tensors_args_scalartypes, dim)? };
+            copy_range(&mut grad_inputs, &tensors_ix, IntoGradList::into_grads(r))?;
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ceil(Tensor self) -> Tensor`.
+pub struct CeilBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for CeilBackward0 {
+    fn name(&self) -> String {
+        "CeilBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`.
+pub struct ClampBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Option<SavedVariable>,
+    pub(crate) max: Option<SavedVariable>,
+}
+
+impl Node for ClampBackward0 {
+    fn name(&self) -> String {
+        "ClampBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        if let Some(s) = &self.min { s.reset(); }
+        if let Some(s) = &self.max { s.reset(); }
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let min_ix = 1..2;
+        let max_ix = 2..3;
+        // min, max: clamp_backward_min_max(grad, self, min, max, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &min_ix), range_needed(&this.core, &max_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = match &this.min { Some(s) => Some(s.unpack(&node)?), None => None }; let min = min_owned.as_ref();
+            let max_owned = match &this.max { Some(s) => Some(s.unpack(&node)?), None => None }; let max = max_owned.as_ref();
+            let (g0, g1) = { clamp_backward_min_max(grad, self_, min, max, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[min_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[max_ix.start] = IntoGrad::into_grad(g1);
+            }
+        }
+        // self: clamp_backward_tensor(grad, self, min, max)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = match &this.min { Some(s) => Some(s.unpack(&node)?), None => None }; let min = min_owned.as_ref();
+            let max_owned = match &this.max { Some(s) => Some(s.unpack(&node)?), None => None }; let max = max_owned.as_ref();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ clamp_backward_tensor(grad, self_, min, max)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`.
+pub struct ClampBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Option<Scalar>,
+    pub(crate) max: Option<Scalar>,
+}
+
+impl Node for ClampBackward1 {
+    fn name(&self) -> String {
+        "ClampBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: clamp_backward(grad, self, min, max)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min = this.min;
+            let max = this.max;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ clamp_backward(grad, self_, min, max)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_min(Tensor self, Scalar min) -> Tensor`.
+pub struct ClampMinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: Scalar,
+}
+
+impl Node for ClampMinBackward0 {
+    fn name(&self) -> String {
+        "ClampMinBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::where_ScalarOther::call(&op::gt_Scalar::call(self, min)?, grad, Scalar::Float(0.0))?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min = this.min;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::where_ScalarOther::call(&op::gt_Scalar::call(self_, min)?, grad, Scalar::Float(0.0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`.
+pub struct ClampMinBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) min: SavedVariable,
+}
+
+impl Node for ClampMinBackward1 {
+    fn name(&self) -> String {
+        "ClampMinBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.min.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let min_ix = 1..2;
+        // min: split_ties_masked(grad, self, min, true)?
+        if range_needed(&this.core, &min_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = this.min.unpack(&node)?; let min = &min_owned;
+            grad_inputs[min_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, min, true)? });
+        }
+        // self: split_ties_masked(grad, self, min, false)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let min_owned = this.min.unpack(&node)?; let min = &min_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, min, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_max(Tensor self, Scalar max) -> Tensor`.
+pub struct ClampMaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) max: Scalar,
+}
+
+impl Node for ClampMaxBackward0 {
+    fn name(&self) -> String {
+        "ClampMaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::where_ScalarOther::call(&op::lt_Scalar::call(self, max)?, grad, Scalar::Float(0.0))?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let max = this.max;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::where_ScalarOther::call(&op::lt_Scalar::call(self_, max)?, grad, Scalar::Float(0.0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`.
+pub struct ClampMaxBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) max: SavedVariable,
+}
+
+impl Node for ClampMaxBackward1 {
+    fn name(&self) -> String {
+        "ClampMaxBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.max.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let max_ix = 1..2;
+        // max: split_ties_masked(grad, self, max, false)?
+        if range_needed(&this.core, &max_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let max_owned = this.max.unpack(&node)?; let max = &max_owned;
+            grad_inputs[max_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, max, false)? });
+        }
+        // self: split_ties_masked(grad, self, max, true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let max_owned = this.max.unpack(&node)?; let max = &max_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, max, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`.
+pub struct CloneBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for CloneBackward0 {
+    fn name(&self) -> String {
+        "CloneBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor`.
+pub struct ToCopyBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) self_device: Device,
+}
+
+impl Node for ToCopyBackward0 {
+    fn name(&self) -> String {
+        "ToCopyBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: _to_copy_backward(grad, self.dtype(), self.device())?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let self_device = this.self_device;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ _to_copy_backward(grad, self_scalar_type, self_device)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`.
+pub struct CopyBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_scalar_type: ScalarType,
+    pub(crate) src_device: Device,
+}
+
+impl Node for CopyBackward0 {
+    fn name(&self) -> String {
+        "CopyBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        // src: _to_copy_backward(grad, src.dtype(), src.device())?
+        if range_needed(&this.core, &src_ix) {
+            let src_scalar_type = this.src_scalar_type;
+            let src_device = this.src_device;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ _to_copy_backward(grad, src_scalar_type, src_device)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cos(Tensor self) -> Tensor`.
+pub struct CosBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for CosBackward0 {
+    fn name(&self) -> String {
+        "CosBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::neg::call(&op::sin::call(self)?)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::neg::call(&op::sin::call(self_)?)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`.
+pub struct CumprodBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) self_device: Device,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for CumprodBackward0 {
+    fn name(&self) -> String {
+        "CumprodBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: cumprod_backward(&_to_copy_backward(grad, self.dtype(), self.device())?, self, dim, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let self_device = this.self_device;
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ cumprod_backward(&_to_copy_backward(grad, self_scalar_type, self_device)?, self_, dim, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`.
+pub struct CumsumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) self_device: Device,
+    pub(crate) dim: i64,
+}
+
+impl Node for CumsumBackward0 {
+    fn name(&self) -> String {
+        "CumsumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: cumsum_backward(&_to_copy_backward(grad, self.dtype(), self.device())?, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let self_device = this.self_device;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ cumsum_backward(&_to_copy_backward(grad, self_scalar_type, self_device)?, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`.
+pub struct DiagonalBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalBackward0 {
+    fn name(&self) -> String {
+        "DiagonalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: diagonal_backward(grad, self.sizes(), offset, dim1, dim2)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ diagonal_backward(grad, self_sizes, offset, dim1, dim2)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Tensor(Tensor self, Tensor other) -> Tensor`.
+pub struct DivBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for DivBackward0 {
+    fn name(&self) -> String {
+        "DivBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: div_tensor_other_backward(grad, self, other, None)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ div_tensor_other_backward(grad, self_, other, None)? });
+        }
+        // self: div_tensor_self_backward(grad, other, None)?
+        if range_needed(&this.core, &self_ix) {
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_tensor_self_backward(grad, other, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct DivBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other: Scalar,
+}
+
+impl Node for DivBackward1 {
+    fn name(&self) -> String {
+        "DivBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: div_scalar_self_backward(grad, other, None)?
+        if range_needed(&this.core, &self_ix) {
+            let other = this.other;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_scalar_self_backward(grad, other, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`.
+pub struct DivBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+    pub(crate) rounding_mode: Option<String>,
+}
+
+impl Node for DivBackward2 {
+    fn name(&self) -> String {
+        "DivBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: div_tensor_other_backward(grad, self, other, rounding_mode)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            let rounding_mode = this.rounding_mode.as_deref();
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ div_tensor_other_backward(grad, self_, other, rounding_mode)? });
+        }
+        // self: div_tensor_self_backward(grad, other, rounding_mode)?
+        if range_needed(&this.core, &self_ix) {
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            let rounding_mode = this.rounding_mode.as_deref();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_tensor_self_backward(grad, other, rounding_mode)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`.
+pub struct DivBackward3 {
+    pub(crate) core: NodeCore,
+    pub(crate) other: Scalar,
+    pub(crate) rounding_mode: Option<String>,
+}
+
+impl Node for DivBackward3 {
+    fn name(&self) -> String {
+        "DivBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: div_scalar_self_backward(grad, other, rounding_mode)?
+        if range_needed(&this.core, &self_ix) {
+            let other = this.other;
+            let rounding_mode = this.rounding_mode.as_deref();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ div_scalar_self_backward(grad, other, rounding_mode)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `dot(Tensor self, Tensor tensor) -> Tensor`.
+pub struct DotBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) tensor: SavedVariable,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for DotBackward0 {
+    fn name(&self) -> String {
+        "DotBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.tensor.reset();
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let tensor_ix = 1..2;
+        // self: op::mul_Tensor::call(grad, tensor)?
+        if range_needed(&this.core, &self_ix) {
+            let tensor_owned = this.tensor.unpack(&node)?; let tensor = &tensor_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, tensor)? });
+        }
+        // tensor: op::mul_Tensor::call(grad, self)?
+        if range_needed(&this.core, &tensor_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[tensor_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`.
+pub struct NativeDropoutBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) p: f64,
+    pub(crate) train: Option<bool>,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for NativeDropoutBackward0 {
+    fn name(&self) -> String {
+        "NativeDropoutBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        // input: native_dropout_backward(grad, result1, dropout_scale(p, train))?
+        if range_needed(&this.core, &input_ix) {
+            let p = this.p;
+            let train = this.train;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            grad_inputs[input_ix.start] = IntoGrad::into_grad({ native_dropout_backward(grad, result1, dropout_scale(p, train))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct EqBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for EqBackward0 {
+    fn name(&self) -> String {
+        "EqBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct EqBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for EqBackward1 {
+    fn name(&self) -> String {
+        "EqBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `erf(Tensor self) -> Tensor`.
+pub struct ErfBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for ErfBackward0 {
+    fn name(&self) -> String {
+        "ErfBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: erf_backward(grad, self)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ erf_backward(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `exp(Tensor self) -> Tensor`.
+pub struct ExpBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ExpBackward0 {
+    fn name(&self) -> String {
+        "ExpBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, result)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `expm1(Tensor self) -> Tensor`.
+pub struct Expm1Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for Expm1Backward0 {
+    fn name(&self) -> String {
+        "Expm1Backward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::add_Scalar::call(result, Scalar::Int(1), Scalar::Int(1))?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::add_Scalar::call(result, Scalar::Int(1), Scalar::Int(1))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
+pub struct ExpandBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ExpandBackward0 {
+    fn name(&self) -> String {
+        "ExpandBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sum_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sum_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill.Scalar(Tensor self, Scalar value) -> Tensor`.
+pub struct FillBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward0 {
+    fn name(&self) -> String {
+        "FillBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill.Tensor(Tensor self, Tensor value) -> Tensor`.
+pub struct FillBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward1 {
+    fn name(&self) -> String {
+        "FillBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let value_ix = 1..2;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        // value: op::sum::call(grad, None)?
+        if range_needed(&this.core, &value_ix) {
+            grad_inputs[value_ix.start] = IntoGrad::into_grad({ op::sum::call(grad, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`.
+pub struct FillBackward2 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward2 {
+    fn name(&self) -> String {
+        "FillBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`.
+pub struct FillBackward3 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FillBackward3 {
+    fn name(&self) -> String {
+        "FillBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let value_ix = 1..2;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        // value: op::sum::call(grad, None)?
+        if range_needed(&this.core, &value_ix) {
+            grad_inputs[value_ix.start] = IntoGrad::into_grad({ op::sum::call(grad, None)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `floor(Tensor self) -> Tensor`.
+pub struct FloorBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FloorBackward0 {
+    fn name(&self) -> String {
+        "FloorBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fmod.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct FmodBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for FmodBackward0 {
+    fn name(&self) -> String {
+        "FmodBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `fmod.Tensor(Tensor self, Tensor other) -> Tensor`.
+pub struct FmodBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for FmodBackward1 {
+    fn name(&self) -> String {
+        "FmodBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: rounded_quotient_backward(grad, self, other, "trunc")?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ rounded_quotient_backward(grad, self_, other, "trunc")? });
+        }
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`.
+pub struct GatherBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for GatherBackward0 {
+    fn name(&self) -> String {
+        "GatherBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: gather_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ gather_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct GeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GeBackward0 {
+    fn name(&self) -> String {
+        "GeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct GeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GeBackward1 {
+    fn name(&self) -> String {
+        "GeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct GtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GtBackward0 {
+    fn name(&self) -> String {
+        "GtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct GtBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for GtBackward1 {
+    fn name(&self) -> String {
+        "GtBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`.
+pub struct IndexBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+}
+
+impl Node for IndexBackward0 {
+    fn name(&self) -> String {
+        "IndexBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: index_backward(TensorGeometry::of(self), indices, grad)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_backward(self_geometry, indices, grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`.
+pub struct IndexPutBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+    pub(crate) values: SavedVariable,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutBackward0 {
+    fn name(&self) -> String {
+        "IndexPutBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+        self.values.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let values_ix = 1..2;
+        // self: index_put_self_backward(grad, indices, values, accumulate)?
+        if range_needed(&this.core, &self_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
+            let accumulate = this.accumulate;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
+        }
+        // values: op::index_Tensor::call(grad, indices)?
+        if range_needed(&this.core, &values_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`.
+pub struct IndexPutImplBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+    pub(crate) values: SavedVariable,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutImplBackward0 {
+    fn name(&self) -> String {
+        "IndexPutImplBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+        self.values.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let values_ix = 1..2;
+        // self: index_put_self_backward(grad, indices, values, accumulate)?
+        if range_needed(&this.core, &self_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
+            let accumulate = this.accumulate;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
+        }
+        // values: op::index_Tensor::call(grad, indices)?
+        if range_needed(&this.core, &values_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`.
+pub struct IndexPutImplBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) indices: Vec<Option<SavedVariable>>,
+    pub(crate) values: SavedVariable,
+    pub(crate) accumulate: bool,
+}
+
+impl Node for IndexPutImplBackward1 {
+    fn name(&self) -> String {
+        "IndexPutImplBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.iter().flatten().for_each(SavedVariable::reset);
+        self.values.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let values_ix = 1..2;
+        // self: index_put_self_backward(grad, indices, values, accumulate)?
+        if range_needed(&this.core, &self_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            let values_owned = this.values.unpack(&node)?; let values = &values_owned;
+            let accumulate = this.accumulate;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_put_self_backward(grad, indices, values, accumulate)? });
+        }
+        // values: op::index_Tensor::call(grad, indices)?
+        if range_needed(&this.core, &values_ix) {
+            let indices_owned = this.indices.iter().map(|s| s.as_ref().map(|s| s.unpack(&node)).transpose()).collect::<Result<Vec<_>>>()?; let indices = &indices_owned[..];
+            grad_inputs[values_ix.start] = IntoGrad::into_grad({ op::index_Tensor::call(grad, indices)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `index_select(Tensor self, int dim, Tensor index) -> Tensor`.
+pub struct IndexSelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for IndexSelectBackward0 {
+    fn name(&self) -> String {
+        "IndexSelectBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: index_select_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ index_select_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct LeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LeBackward0 {
+    fn name(&self) -> String {
+        "LeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct LeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LeBackward1 {
+    fn name(&self) -> String {
+        "LeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `log(Tensor self) -> Tensor`.
+pub struct LogBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for LogBackward0 {
+    fn name(&self) -> String {
+        "LogBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, self)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `log1p(Tensor self) -> Tensor`.
+pub struct Log1PBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for Log1PBackward0 {
+    fn name(&self) -> String {
+        "Log1PBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, &op::add_Scalar::call(self, Scalar::Int(1), Scalar::Int(1))?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::add_Scalar::call(self_, Scalar::Int(1), Scalar::Int(1))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `log2(Tensor self) -> Tensor`.
+pub struct Log2Backward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for Log2Backward0 {
+    fn name(&self) -> String {
+        "Log2Backward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, &op::mul_Scalar::call(self, Scalar::Float(std::f64::consts::LN_2))?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::mul_Scalar::call(self_, Scalar::Float(std::f64::consts::LN_2))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`.
+pub struct LogsumexpBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LogsumexpBackward0 {
+    fn name(&self) -> String {
+        "LogsumexpBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: logsumexp_backward(grad, self, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = &this.dim[..];
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ logsumexp_backward(grad, self_, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct LtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LtBackward0 {
+    fn name(&self) -> String {
+        "LtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct LtBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for LtBackward1 {
+    fn name(&self) -> String {
+        "LtBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`.
+pub struct MaskedFillBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedFillBackward0 {
+    fn name(&self) -> String {
+        "MaskedFillBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`.
+pub struct MaskedFillBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedFillBackward1 {
+    fn name(&self) -> String {
+        "MaskedFillBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let value_ix = 1..2;
+        // self: op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::masked_fill_Scalar::call(grad, mask, Scalar::Int(0))? });
+        }
+        // value: masked_fill_backward(grad, mask)?
+        if range_needed(&this.core, &value_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[value_ix.start] = IntoGrad::into_grad({ masked_fill_backward(grad, mask)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `masked_select(Tensor self, Tensor mask) -> Tensor`.
+pub struct MaskedSelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for MaskedSelectBackward0 {
+    fn name(&self) -> String {
+        "MaskedSelectBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: masked_select_backward(grad, TensorGeometry::of(self), mask)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ masked_select_backward(grad, self_geometry, mask)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
+pub struct MaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for MaxBackward0 {
+    fn name(&self) -> String {
+        "MaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `max(Tensor self) -> Tensor`.
+pub struct MaxBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for MaxBackward1 {
+    fn name(&self) -> String {
+        "MaxBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: evenly_distribute_backward(grad, self, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ evenly_distribute_backward(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `maximum(Tensor self, Tensor other) -> Tensor`.
+pub struct MaximumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for MaximumBackward0 {
+    fn name(&self) -> String {
+        "MaximumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: split_ties_masked(grad, self, other, true)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, true)? });
+        }
+        // self: split_ties_masked(grad, self, other, false)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
+pub struct MeanBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) self_numel: i64,
+}
+
+impl Node for MeanBackward0 {
+    fn name(&self) -> String {
+        "MeanBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Scalar::call(&op::expand::call(grad, self.sizes(), false)?, Scalar::Int(self.numel()))?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let self_numel = this.self_numel;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Scalar::call(&op::expand::call(grad, self_sizes, false)?, Scalar::Int(self_numel))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct MeanBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) self_numel: i64,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for MeanBackward1 {
+    fn name(&self) -> String {
+        "MeanBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: mean_backward(grad, self.sizes(), dim, self.numel(), keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let self_numel = this.self_numel;
+            let dim = this.dim.as_deref();
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mean_backward(grad, self_sizes, dim, self_numel, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
+pub struct MinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for MinBackward0 {
+    fn name(&self) -> String {
+        "MinBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `min(Tensor self) -> Tensor`.
+pub struct MinBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for MinBackward1 {
+    fn name(&self) -> String {
+        "MinBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: evenly_distribute_backward(grad, self, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ evenly_distribute_backward(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `minimum(Tensor self, Tensor other) -> Tensor`.
+pub struct MinimumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for MinimumBackward0 {
+    fn name(&self) -> String {
+        "MinimumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: split_ties_masked(grad, self, other, false)?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, false)? });
+        }
+        // self: split_ties_masked(grad, self, other, true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_ties_masked(grad, self_, other, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`.
+pub struct AmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for AmaxBackward0 {
+    fn name(&self) -> String {
+        "AmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: amax_amin_backward(grad, self, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = &this.dim[..];
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ amax_amin_backward(grad, self_, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`.
+pub struct AminBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Vec<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for AminBackward0 {
+    fn name(&self) -> String {
+        "AminBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: amax_amin_backward(grad, self, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = &this.dim[..];
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ amax_amin_backward(grad, self_, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mm(Tensor self, Tensor mat2) -> Tensor`.
+pub struct MmBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) mat2: SavedVariable,
+}
+
+impl Node for MmBackward0 {
+    fn name(&self) -> String {
+        "MmBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.mat2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let mat2_ix = 1..2;
+        // mat2: mm_mat2_backward(grad, self, Scalar::Int(1))?
+        if range_needed(&this.core, &mat2_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, self_, Scalar::Int(1))? });
+        }
+        // self: mm_mat1_backward(grad, mat2, Scalar::Int(1))?
+        if range_needed(&this.core, &self_ix) {
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat2, Scalar::Int(1))? });
         }
         Ok(grad_inputs)
     }
@@ -105,6 +3587,2216 @@ impl Node for MulBackward0 {
     }
 }
 
+/// The backward of `mul.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct MulBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other: Scalar,
+}
+
+impl Node for MulBackward1 {
+    fn name(&self) -> String {
+        "MulBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Scalar::call(grad, other)?
+        if range_needed(&this.core, &self_ix) {
+            let other = this.other;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Scalar::call(grad, other)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`.
+pub struct NanToNumBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for NanToNumBackward0 {
+    fn name(&self) -> String {
+        "NanToNumBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::isfinite::call(self)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::isfinite::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeLayerNormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) normalized_shape: Vec<i64>,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeLayerNormBackward0 {
+    fn name(&self) -> String {
+        "NativeLayerNormBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let normalized_shape = &this.normalized_shape[..];
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`.
+pub struct NeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for NeBackward0 {
+    fn name(&self) -> String {
+        "NeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`.
+pub struct NeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) other_geometry: TensorGeometry,
+    pub(crate) self_geometry: TensorGeometry,
+}
+
+impl Node for NeBackward1 {
+    fn name(&self) -> String {
+        "NeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: TensorGeometry::of(other).zeros()?
+        if range_needed(&this.core, &other_ix) {
+            let other_geometry = &this.other_geometry;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ other_geometry.zeros()? });
+        }
+        // self: TensorGeometry::of(self).zeros()?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ self_geometry.zeros()? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `neg(Tensor self) -> Tensor`.
+pub struct NegBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for NegBackward0 {
+    fn name(&self) -> String {
+        "NegBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::neg::call(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::neg::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct LinalgVectorNormBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) ord: Scalar,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LinalgVectorNormBackward0 {
+    fn name(&self) -> String {
+        "LinalgVectorNormBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let ord = this.ord;
+            let dim = this.dim.as_deref();
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ linalg_vector_norm_backward(grad, self_, ord, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct NormalBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for NormalBackward0 {
+    fn name(&self) -> String {
+        "NormalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`.
+pub struct NormalFunctionalBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for NormalFunctionalBackward0 {
+    fn name(&self) -> String {
+        "NormalFunctionalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `permute(Tensor(a) self, int[] dims) -> Tensor(a)`.
+pub struct PermuteBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for PermuteBackward0 {
+    fn name(&self) -> String {
+        "PermuteBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: permute_backwards(grad, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ permute_backwards(grad, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`.
+pub struct PowBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) exponent: Scalar,
+}
+
+impl Node for PowBackward0 {
+    fn name(&self) -> String {
+        "PowBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: pow_backward(grad, self, exponent)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let exponent = this.exponent;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ pow_backward(grad, self_, exponent)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`.
+pub struct PowBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) exponent: SavedVariable,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for PowBackward1 {
+    fn name(&self) -> String {
+        "PowBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.exponent.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let exponent_ix = 1..2;
+        // exponent: pow_backward_exponent(grad, self, exponent, result)?
+        if range_needed(&this.core, &exponent_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let exponent_owned = this.exponent.unpack(&node)?; let exponent = &exponent_owned;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[exponent_ix.start] = IntoGrad::into_grad({ pow_backward_exponent(grad, self_, exponent, result)? });
+        }
+        // self: pow_backward_self(grad, self, exponent)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let exponent_owned = this.exponent.unpack(&node)?; let exponent = &exponent_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ pow_backward_self(grad, self_, exponent)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`.
+pub struct PowBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: Scalar,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for PowBackward2 {
+    fn name(&self) -> String {
+        "PowBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let exponent_ix = 0..1;
+        // exponent: pow_backward_exponent_scalar_base(grad, self, result)?
+        if range_needed(&this.core, &exponent_ix) {
+            let self_ = this.self_;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[exponent_ix.start] = IntoGrad::into_grad({ pow_backward_exponent_scalar_base(grad, self_, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
+pub struct ProdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ProdBackward0 {
+    fn name(&self) -> String {
+        "ProdBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: prod_backward(grad, &_to_copy_backward(self, grad.dtype(), grad.device())?, result)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dtype = this.dtype;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ prod_backward(grad, &_to_copy_backward(self_, grad.dtype(), grad.device())?, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct ProdBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: i64,
+    pub(crate) keepdim: bool,
+    pub(crate) dtype: Option<ScalarType>,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ProdBackward1 {
+    fn name(&self) -> String {
+        "ProdBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: prod_dim_backward(grad, &_to_copy_backward(self, grad.dtype(), grad.device())?, result, dim, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let dtype = this.dtype;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ prod_dim_backward(grad, &_to_copy_backward(self_, grad.dtype(), grad.device())?, result, dim, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `reciprocal(Tensor self) -> Tensor`.
+pub struct ReciprocalBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ReciprocalBackward0 {
+    fn name(&self) -> String {
+        "ReciprocalBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::neg::call(&op::mul_Tensor::call(grad, &op::mul_Tensor::call(result, result)?)?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::neg::call(&op::mul_Tensor::call(grad, &op::mul_Tensor::call(result, result)?)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `remainder.Scalar(Tensor self, Scalar other) -> Tensor`.
+pub struct RemainderBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RemainderBackward0 {
+    fn name(&self) -> String {
+        "RemainderBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `remainder.Tensor(Tensor self, Tensor other) -> Tensor`.
+pub struct RemainderBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for RemainderBackward1 {
+    fn name(&self) -> String {
+        "RemainderBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: rounded_quotient_backward(grad, self, other, "floor")?
+        if range_needed(&this.core, &other_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ rounded_quotient_backward(grad, self_, other, "floor")? });
+        }
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`.
+pub struct RemainderBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: Scalar,
+    pub(crate) other: SavedVariable,
+}
+
+impl Node for RemainderBackward2 {
+    fn name(&self) -> String {
+        "RemainderBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.other.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let other_ix = 0..1;
+        // other: remainder_scalar_tensor_backward(grad, self, other)?
+        if range_needed(&this.core, &other_ix) {
+            let self_ = this.self_;
+            let other_owned = this.other.unpack(&node)?; let other = &other_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ remainder_scalar_tensor_backward(grad, self_, other)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `repeat(Tensor self, SymInt[] repeats) -> Tensor`.
+pub struct RepeatBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) repeats: Vec<i64>,
+}
+
+impl Node for RepeatBackward0 {
+    fn name(&self) -> String {
+        "RepeatBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: repeat_backward(grad, repeats, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let repeats = &this.repeats[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ repeat_backward(grad, repeats, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`.
+pub struct ResizeBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ResizeBackward0 {
+    fn name(&self) -> String {
+        "ResizeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: not_implemented("resize")?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ not_implemented("resize")? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `round(Tensor self) -> Tensor`.
+pub struct RoundBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RoundBackward0 {
+    fn name(&self) -> String {
+        "RoundBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `round.decimals(Tensor self, *, int decimals) -> Tensor`.
+pub struct RoundBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for RoundBackward1 {
+    fn name(&self) -> String {
+        "RoundBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `rsqrt(Tensor self) -> Tensor`.
+pub struct RsqrtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for RsqrtBackward0 {
+    fn name(&self) -> String {
+        "RsqrtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Scalar::call(&op::mul_Tensor::call(grad, &op::pow_Tensor_Scalar::call(result, Scalar::Int(3))?)?, Scalar::Float(-0.5))?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Scalar::call(&op::mul_Tensor::call(grad, &op::pow_Tensor_Scalar::call(result, Scalar::Int(3))?)?, Scalar::Float(-0.5))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`.
+pub struct ScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward0 {
+    fn name(&self) -> String {
+        "ScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::scatter_value::call(grad, dim, index, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::scatter_value::call(grad, dim, index, Scalar::Int(0))? });
+        }
+        // src: op::gather::call(grad, dim, index, false)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::gather::call(grad, dim, index, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`.
+pub struct ScatterBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward1 {
+    fn name(&self) -> String {
+        "ScatterBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::scatter_value::call(grad, dim, index, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::scatter_value::call(grad, dim, index, Scalar::Int(0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`.
+pub struct ScatterBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) reduce: String,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterBackward2 {
+    fn name(&self) -> String {
+        "ScatterBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: scatter_reduce_self_backward(grad, reduce)?
+        if range_needed(&this.core, &self_ix) {
+            let reduce = this.reduce.as_str();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ scatter_reduce_self_backward(grad, reduce)? });
+        }
+        // src: scatter_reduce_src_backward(grad, dim, index, reduce)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            let reduce = this.reduce.as_str();
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ scatter_reduce_src_backward(grad, dim, index, reduce)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`.
+pub struct ScatterBackward3 {
+    pub(crate) core: NodeCore,
+    pub(crate) reduce: String,
+}
+
+impl Node for ScatterBackward3 {
+    fn name(&self) -> String {
+        "ScatterBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: scatter_reduce_self_backward(grad, reduce)?
+        if range_needed(&this.core, &self_ix) {
+            let reduce = this.reduce.as_str();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ scatter_reduce_self_backward(grad, reduce)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`.
+pub struct ScatterAddBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) index: SavedVariable,
+}
+
+impl Node for ScatterAddBackward0 {
+    fn name(&self) -> String {
+        "ScatterAddBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.index.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        // src: op::gather::call(grad, dim, index, false)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index_owned = this.index.unpack(&node)?; let index = &index_owned;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::gather::call(grad, dim, index, false)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`.
+pub struct SelectBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: i64,
+}
+
+impl Node for SelectBackward0 {
+    fn name(&self) -> String {
+        "SelectBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: select_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ select_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sigmoid(Tensor self) -> Tensor`.
+pub struct SigmoidBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SigmoidBackward0 {
+    fn name(&self) -> String {
+        "SigmoidBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sigmoid_backward(grad, result)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sigmoid_backward(grad, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sign(Tensor self) -> Tensor`.
+pub struct SignBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for SignBackward0 {
+    fn name(&self) -> String {
+        "SignBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sin(Tensor self) -> Tensor`.
+pub struct SinBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SinBackward0 {
+    fn name(&self) -> String {
+        "SinBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::cos::call(self)?)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::cos::call(self_)?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`.
+pub struct SliceBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+    pub(crate) step: i64,
+}
+
+impl Node for SliceBackward0 {
+    fn name(&self) -> String {
+        "SliceBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: slice_backward(grad, TensorGeometry::of(self), dim, start, end, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ slice_backward(grad, self_geometry, dim, start, end, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`.
+pub struct SliceScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+    pub(crate) step: i64,
+}
+
+impl Node for SliceScatterBackward0 {
+    fn name(&self) -> String {
+        "SliceScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::slice_scatter::call(grad, &TensorGeometry::of(src).zeros_as(grad)?, dim, start, end, step)?
+        if range_needed(&this.core, &self_ix) {
+            let src_geometry = &this.src_geometry;
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::slice_scatter::call(grad, &src_geometry.zeros_as(grad)?, dim, start, end, step)? });
+        }
+        // src: op::slice_Tensor::call(grad, dim, start, end, step)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::slice_Tensor::call(grad, dim, start, end, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`.
+pub struct SelectScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: i64,
+}
+
+impl Node for SelectScatterBackward0 {
+    fn name(&self) -> String {
+        "SelectScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::select_scatter::call(grad, &TensorGeometry::of(src).zeros_as(grad)?, dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let src_geometry = &this.src_geometry;
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::select_scatter::call(grad, &src_geometry.zeros_as(grad)?, dim, index)? });
+        }
+        // src: op::select_int::call(grad, dim, index)?
+        if range_needed(&this.core, &src_ix) {
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::select_int::call(grad, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`.
+pub struct DiagonalScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) src_geometry: TensorGeometry,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalScatterBackward0 {
+    fn name(&self) -> String {
+        "DiagonalScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: op::diagonal_scatter::call(grad, &TensorGeometry::of(src).zeros_as(grad)?, offset, dim1, dim2)?
+        if range_needed(&this.core, &self_ix) {
+            let src_geometry = &this.src_geometry;
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::diagonal_scatter::call(grad, &src_geometry.zeros_as(grad)?, offset, dim1, dim2)? });
+        }
+        // src: op::diagonal::call(grad, offset, dim1, dim2)?
+        if range_needed(&this.core, &src_ix) {
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::diagonal::call(grad, offset, dim1, dim2)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`.
+pub struct AsStridedScatterBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) storage_offset: Option<i64>,
+}
+
+impl Node for AsStridedScatterBackward0 {
+    fn name(&self) -> String {
+        "AsStridedScatterBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let src_ix = 1..2;
+        // self: as_strided_scatter_backward(grad, size, stride, storage_offset)?
+        if range_needed(&this.core, &self_ix) {
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_scatter_backward(grad, size, stride, storage_offset)? });
+        }
+        // src: op::as_strided::call(&contiguous(grad)?, size, stride, storage_offset)?
+        if range_needed(&this.core, &src_ix) {
+            let size = &this.size[..];
+            let stride = &this.stride[..];
+            let storage_offset = this.storage_offset;
+            grad_inputs[src_ix.start] = IntoGrad::into_grad({ op::as_strided::call(&contiguous(grad)?, size, stride, storage_offset)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`.
+pub struct SortBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for SortBackward0 {
+    fn name(&self) -> String {
+        "SortBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`.
+pub struct SortBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for SortBackward1 {
+    fn name(&self) -> String {
+        "SortBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`.
+pub struct SplitBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_size: i64,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitBackward0 {
+    fn name(&self) -> String {
+        "SplitBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_backward(grads, split_size, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_size = this.split_size;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_backward(grads, split_size, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`.
+pub struct SplitWithSizesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_sizes: Vec<i64>,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitWithSizesBackward0 {
+    fn name(&self) -> String {
+        "SplitWithSizesBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_with_sizes_backward(grads, split_sizes, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_sizes = &this.split_sizes[..];
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_with_sizes_backward(grads, split_sizes, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sqrt(Tensor self) -> Tensor`.
+pub struct SqrtBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SqrtBackward0 {
+    fn name(&self) -> String {
+        "SqrtBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::div_Tensor::call(grad, &op::mul_Scalar::call(result, Scalar::Int(2))?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::div_Tensor::call(grad, &op::mul_Scalar::call(result, Scalar::Int(2))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze(Tensor(a) self) -> Tensor(a)`.
+pub struct SqueezeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for SqueezeBackward0 {
+    fn name(&self) -> String {
+        "SqueezeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`.
+pub struct SqueezeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+}
+
+impl Node for SqueezeBackward1 {
+    fn name(&self) -> String {
+        "SqueezeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, &[dim], self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, &[dim], self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`.
+pub struct SqueezeBackward2 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SqueezeBackward2 {
+    fn name(&self) -> String {
+        "SqueezeBackward2".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, dim, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = &this.dim[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, dim, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_(Tensor(a!) self) -> Tensor(a!)`.
+pub struct SqueezeBackward3 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for SqueezeBackward3 {
+    fn name(&self) -> String {
+        "SqueezeBackward3".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)`.
+pub struct SqueezeBackward4 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+}
+
+impl Node for SqueezeBackward4 {
+    fn name(&self) -> String {
+        "SqueezeBackward4".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, &[dim], self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, &[dim], self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)`.
+pub struct SqueezeBackward5 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SqueezeBackward5 {
+    fn name(&self) -> String {
+        "SqueezeBackward5".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, dim, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = &this.dim[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, dim, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`.
+pub struct StdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) correction: Option<Scalar>,
+    pub(crate) keepdim: bool,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for StdBackward0 {
+    fn name(&self) -> String {
+        "StdBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: std_backward(result, grad, self, dim, correction, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim.as_deref();
+            let correction = this.correction;
+            let keepdim = this.keepdim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ std_backward(result, grad, self_, dim, correction, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`.
+pub struct SubBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) alpha: Scalar,
+}
+
+impl Node for SubBackward0 {
+    fn name(&self) -> String {
+        "SubBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: maybe_multiply(&op::neg::call(grad)?, alpha)?
+        if range_needed(&this.core, &other_ix) {
+            let alpha = this.alpha;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ maybe_multiply(&op::neg::call(grad)?, alpha)? });
+        }
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`.
+pub struct SubBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for SubBackward1 {
+    fn name(&self) -> String {
+        "SubBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
 pub struct SumBackward0 {
     pub(crate) core: NodeCore,
@@ -142,67 +5834,17 @@ impl Node for SumBackward0 {
     }
 }
 
-/// The backward of `mm(Tensor self, Tensor mat2) -> Tensor`.
-pub struct MmBackward0 {
+/// The backward of `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`.
+pub struct SumBackward1 {
     pub(crate) core: NodeCore,
-    pub(crate) self_: SavedVariable,
-    pub(crate) mat2: SavedVariable,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) keepdim: bool,
 }
 
-impl Node for MmBackward0 {
+impl Node for SumBackward1 {
     fn name(&self) -> String {
-        "MmBackward0".into()
-    }
-
-    fn core(&self) -> &NodeCore {
-        &self.core
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn release_variables(&self) {
-        self.self_.reset();
-        self.mat2.reset();
-    }
-
-    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let node: NodeRef = self.clone();
-        let this = &*self;
-        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
-        let grad: &Tensor = match grads.first() {
-            Some(Some(g)) => g,
-            _ => return Ok(grad_inputs),
-        };
-        let self_ix = 0..1;
-        let mat2_ix = 1..2;
-        // mat2: op::mm::call(&op::t::call(self)?, grad)?
-        if range_needed(&this.core, &mat2_ix) {
-            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
-            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ op::mm::call(&op::t::call(self_)?, grad)? });
-        }
-        // self: op::mm::call(grad, &op::t::call(mat2)?)?
-        if range_needed(&this.core, &self_ix) {
-            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mm::call(grad, &op::t::call(mat2)?)? });
-        }
-        Ok(grad_inputs)
-    }
-}
-
-/// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
-pub struct AsStridedBackward0 {
-    pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
-    pub(crate) size: Vec<i64>,
-    pub(crate) stride: Vec<i64>,
-    pub(crate) storage_offset: Option<i64>,
-}
-
-impl Node for AsStridedBackward0 {
-    fn name(&self) -> String {
-        "AsStridedBackward0".into()
+        "SumBackward1".into()
     }
 
     fn core(&self) -> &NodeCore {
@@ -222,13 +5864,12 @@ impl Node for AsStridedBackward0 {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: as_strided_backward(grad, TensorGeometry::of(self), size, stride, storage_offset)?
+        // self: sum_backward(grad, self.sizes(), dim, keepdim)?
         if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
-            let size = &this.size[..];
-            let stride = &this.stride[..];
-            let storage_offset = this.storage_offset;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ as_strided_backward(grad, self_geometry, size, stride, storage_offset)? });
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim.as_deref();
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sum_backward(grad, self_sizes, dim, keepdim)? });
         }
         Ok(grad_inputs)
     }
@@ -264,6 +5905,1583 @@ impl Node for TBackward0 {
         // self: op::t::call(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::t::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `t_(Tensor(a!) self) -> Tensor(a!)`.
+pub struct TBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for TBackward1 {
+    fn name(&self) -> String {
+        "TBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::t::call(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::t::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `flip(Tensor self, int[] dims) -> Tensor`.
+pub struct FlipBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for FlipBackward0 {
+    fn name(&self) -> String {
+        "FlipBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::flip::call(grad, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::flip::call(grad, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`.
+pub struct RollBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) shifts: Vec<i64>,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for RollBackward0 {
+    fn name(&self) -> String {
+        "RollBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: roll_backward(grad, shifts, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let shifts = &this.shifts[..];
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ roll_backward(grad, shifts, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `tan(Tensor self) -> Tensor`.
+pub struct TanBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for TanBackward0 {
+    fn name(&self) -> String {
+        "TanBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::mul_Tensor::call(grad, &op::add_Scalar::call(&op::mul_Tensor::call(result, result)?, Scalar::Int(1), Scalar::Int(1))?)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::add_Scalar::call(&op::mul_Tensor::call(result, result)?, Scalar::Int(1), Scalar::Int(1))?)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `tanh(Tensor self) -> Tensor`.
+pub struct TanhBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for TanhBackward0 {
+    fn name(&self) -> String {
+        "TanhBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: tanh_backward(grad, result)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ tanh_backward(grad, result)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`.
+pub struct TopkBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) indices: SavedVariable,
+}
+
+impl Node for TopkBackward0 {
+    fn name(&self) -> String {
+        "TopkBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: value_selecting_reduction_backward(grad, dim, indices, TensorGeometry::of(self), true)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ value_selecting_reduction_backward(grad, dim, indices, self_geometry, true)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`.
+pub struct TransposeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim0: i64,
+    pub(crate) dim1: i64,
+}
+
+impl Node for TransposeBackward0 {
+    fn name(&self) -> String {
+        "TransposeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::transpose_int::call(grad, dim0, dim1)?
+        if range_needed(&this.core, &self_ix) {
+            let dim0 = this.dim0;
+            let dim1 = this.dim1;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::transpose_int::call(grad, dim0, dim1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`.
+pub struct TransposeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim0: i64,
+    pub(crate) dim1: i64,
+}
+
+impl Node for TransposeBackward1 {
+    fn name(&self) -> String {
+        "TransposeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::transpose_int::call(grad, dim0, dim1)?
+        if range_needed(&this.core, &self_ix) {
+            let dim0 = this.dim0;
+            let dim1 = this.dim1;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::transpose_int::call(grad, dim0, dim1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `tril(Tensor self, SymInt diagonal=0) -> Tensor`.
+pub struct TrilBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) diagonal: i64,
+}
+
+impl Node for TrilBackward0 {
+    fn name(&self) -> String {
+        "TrilBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::tril::call(grad, diagonal)?
+        if range_needed(&this.core, &self_ix) {
+            let diagonal = this.diagonal;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::tril::call(grad, diagonal)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `triu(Tensor self, SymInt diagonal=0) -> Tensor`.
+pub struct TriuBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) diagonal: i64,
+}
+
+impl Node for TriuBackward0 {
+    fn name(&self) -> String {
+        "TriuBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::triu::call(grad, diagonal)?
+        if range_needed(&this.core, &self_ix) {
+            let diagonal = this.diagonal;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::triu::call(grad, diagonal)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `trunc(Tensor self) -> Tensor`.
+pub struct TruncBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for TruncBackward0 {
+    fn name(&self) -> String {
+        "TruncBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`.
+pub struct UnfoldBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dimension: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackward0 {
+    fn name(&self) -> String {
+        "UnfoldBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dimension = this.dimension;
+            let size = this.size;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`.
+pub struct UniformBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for UniformBackward0 {
+    fn name(&self) -> String {
+        "UniformBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`.
+pub struct UniformBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for UniformBackward1 {
+    fn name(&self) -> String {
+        "UniformBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`.
+pub struct UnsafeViewBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for UnsafeViewBackward0 {
+    fn name(&self) -> String {
+        "UnsafeViewBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::reshape::call(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::reshape::call(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)`.
+pub struct UnsqueezeBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnsqueezeBackward0 {
+    fn name(&self) -> String {
+        "UnsqueezeBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::squeeze_dim::call(grad, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::squeeze_dim::call(grad, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)`.
+pub struct UnsqueezeBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnsqueezeBackward1 {
+    fn name(&self) -> String {
+        "UnsqueezeBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::squeeze_dim::call(grad, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::squeeze_dim::call(grad, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`.
+pub struct VarBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) correction: Option<Scalar>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for VarBackward0 {
+    fn name(&self) -> String {
+        "VarBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: var_backward(grad, self, dim, correction, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim.as_deref();
+            let correction = this.correction;
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ var_backward(grad, self_, dim, correction, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`.
+pub struct VarMeanBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<Vec<i64>>,
+    pub(crate) correction: Option<Scalar>,
+    pub(crate) keepdim: bool,
+}
+
+impl Node for VarMeanBackward0 {
+    fn name(&self) -> String {
+        "VarMeanBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: var_mean_backward(grads[0].as_ref(), grads[1].as_ref(), self, dim, correction, keepdim)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim.as_deref();
+            let correction = this.correction;
+            let keepdim = this.keepdim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ var_mean_backward(grads[0].as_ref(), grads[1].as_ref(), self_, dim, correction, keepdim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `view(Tensor(a) self, SymInt[] size) -> Tensor(a)`.
+pub struct ViewBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ViewBackward0 {
+    fn name(&self) -> String {
+        "ViewBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::reshape::call(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::reshape::call(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`.
+pub struct WhereBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) condition: SavedVariable,
+}
+
+impl Node for WhereBackward0 {
+    fn name(&self) -> String {
+        "WhereBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.condition.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let other_ix = 1..2;
+        // other: op::where_ScalarSelf::call(condition, Scalar::Int(0), grad)?
+        if range_needed(&this.core, &other_ix) {
+            let condition_owned = this.condition.unpack(&node)?; let condition = &condition_owned;
+            grad_inputs[other_ix.start] = IntoGrad::into_grad({ op::where_ScalarSelf::call(condition, Scalar::Int(0), grad)? });
+        }
+        // self: op::where_ScalarOther::call(condition, grad, Scalar::Int(0))?
+        if range_needed(&this.core, &self_ix) {
+            let condition_owned = this.condition.unpack(&node)?; let condition = &condition_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::where_ScalarOther::call(condition, grad, Scalar::Int(0))? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `zero_(Tensor(a!) self) -> Tensor(a!)`.
+pub struct ZeroBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ZeroBackward0 {
+    fn name(&self) -> String {
+        "ZeroBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `zero(Tensor self) -> Tensor`.
+pub struct ZeroBackward1 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for ZeroBackward1 {
+    fn name(&self) -> String {
+        "ZeroBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: zeros_like(grad)?
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ zeros_like(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`.
+pub struct ConstantPadNdBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) pad: Vec<i64>,
+}
+
+impl Node for ConstantPadNdBackward0 {
+    fn name(&self) -> String {
+        "ConstantPadNdBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: constant_pad_nd_backward(grad, pad)?
+        if range_needed(&this.core, &self_ix) {
+            let pad = &this.pad[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ constant_pad_nd_backward(grad, pad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`.
+pub struct EmbeddingBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) weight_geometry: TensorGeometry,
+    pub(crate) indices: SavedVariable,
+    pub(crate) padding_idx: i64,
+    pub(crate) scale_grad_by_freq: bool,
+}
+
+impl Node for EmbeddingBackward0 {
+    fn name(&self) -> String {
+        "EmbeddingBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.indices.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let weight_ix = 0..1;
+        // weight: embedding_backward(grad, indices, TensorGeometry::of(weight), padding_idx, scale_grad_by_freq)?
+        if range_needed(&this.core, &weight_ix) {
+            let weight_geometry = &this.weight_geometry;
+            let indices_owned = this.indices.unpack(&node)?; let indices = &indices_owned;
+            let padding_idx = this.padding_idx;
+            let scale_grad_by_freq = this.scale_grad_by_freq;
+            grad_inputs[weight_ix.start] = IntoGrad::into_grad({ embedding_backward(grad, indices, weight_geometry, padding_idx, scale_grad_by_freq)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`.
+pub struct MseLossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) target: SavedVariable,
+    pub(crate) reduction: i64,
+}
+
+impl Node for MseLossBackward0 {
+    fn name(&self) -> String {
+        "MseLossBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.target.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let target_ix = 1..2;
+        // self: mse_loss_backward(grad, self, target, reduction)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let target_owned = this.target.unpack(&node)?; let target = &target_owned;
+            let reduction = this.reduction;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mse_loss_backward(grad, self_, target, reduction)? });
+        }
+        // target: mse_loss_backward(grad, target, self, reduction)?
+        if range_needed(&this.core, &target_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let target_owned = this.target.unpack(&node)?; let target = &target_owned;
+            let reduction = this.reduction;
+            grad_inputs[target_ix.start] = IntoGrad::into_grad({ mse_loss_backward(grad, target, self_, reduction)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`.
+pub struct NllLossBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) target: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) reduction: i64,
+    pub(crate) ignore_index: i64,
+    pub(crate) total_weight: SavedVariable,
+}
+
+impl Node for NllLossBackward0 {
+    fn name(&self) -> String {
+        "NllLossBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.target.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.total_weight.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        let weight_ix = 1..2;
+        // self: nll_loss_backward(grad, TensorGeometry::of(self), target, weight, reduction, ignore_index, total_weight)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let target_owned = this.target.unpack(&node)?; let target = &target_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let reduction = this.reduction;
+            let ignore_index = this.ignore_index;
+            let total_weight_owned = this.total_weight.unpack(&node)?; let total_weight = &total_weight_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ nll_loss_backward(grad, self_geometry, target, weight, reduction, ignore_index, total_weight)? });
+        }
+        // weight: not_implemented("weight of nll_loss_forward")?
+        if range_needed(&this.core, &weight_ix) {
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            grad_inputs[weight_ix.start] = IntoGrad::into_grad({ not_implemented("weight of nll_loss_forward")? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `relu(Tensor self) -> Tensor`.
+pub struct ReluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for ReluBackward0 {
+    fn name(&self) -> String {
+        "ReluBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: threshold_backward(grad, result, 0.0)?
+        if range_needed(&this.core, &self_ix) {
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ threshold_backward(grad, result, 0.0)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `silu(Tensor self) -> Tensor`.
+pub struct SiluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+}
+
+impl Node for SiluBackward0 {
+    fn name(&self) -> String {
+        "SiluBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: silu_backward(grad, self)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ silu_backward(grad, self_)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `gelu(Tensor self, *, str approximate='none') -> Tensor`.
+pub struct GeluBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) approximate: String,
+}
+
+impl Node for GeluBackward0 {
+    fn name(&self) -> String {
+        "GeluBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: gelu_backward(grad, self, approximate)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let approximate = this.approximate.as_str();
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ gelu_backward(grad, self_, approximate)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`.
+pub struct LogSoftmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for LogSoftmaxBackward0 {
+    fn name(&self) -> String {
+        "LogSoftmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: log_softmax_backward_data(grad, result, dim, self.dtype())?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let dim = this.dim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ log_softmax_backward_data(grad, result, dim, self_scalar_type)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`.
+pub struct SoftmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_scalar_type: ScalarType,
+    pub(crate) dim: i64,
+    pub(crate) result: SavedVariable,
+}
+
+impl Node for SoftmaxBackward0 {
+    fn name(&self) -> String {
+        "SoftmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: softmax_backward_data(grad, result, dim, self.dtype())?
+        if range_needed(&this.core, &self_ix) {
+            let self_scalar_type = this.self_scalar_type;
+            let dim = this.dim;
+            let result_owned = this.result.unpack(&node)?; let result = &result_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ softmax_backward_data(grad, result, dim, self_scalar_type)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`.
+pub struct AvgPool2DBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) kernel_size: Vec<i64>,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) padding: Vec<i64>,
+    pub(crate) count_include_pad: bool,
+    pub(crate) divisor_override: Option<i64>,
+}
+
+impl Node for AvgPool2DBackward0 {
+    fn name(&self) -> String {
+        "AvgPool2DBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: avg_pool2d_backward(grad, TensorGeometry::of(self), kernel_size, stride, padding, count_include_pad, divisor_override)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let kernel_size = &this.kernel_size[..];
+            let stride = &this.stride[..];
+            let padding = &this.padding[..];
+            let count_include_pad = this.count_include_pad;
+            let divisor_override = this.divisor_override;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ avg_pool2d_backward(grad, self_geometry, kernel_size, stride, padding, count_include_pad, divisor_override)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`.
+pub struct MaxPool2DWithIndicesBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) result1: SavedVariable,
+}
+
+impl Node for MaxPool2DWithIndicesBackward0 {
+    fn name(&self) -> String {
+        "MaxPool2DWithIndicesBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.result1.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: max_pool2d_with_indices_backward(grad, TensorGeometry::of(self), result1)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ max_pool2d_with_indices_backward(grad, self_geometry, result1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`.
+pub struct ConvolutionBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: SavedVariable,
+    pub(crate) stride: Vec<i64>,
+    pub(crate) padding: Vec<i64>,
+    pub(crate) dilation: Vec<i64>,
+    pub(crate) transposed: bool,
+    pub(crate) groups: i64,
+}
+
+impl Node for ConvolutionBackward0 {
+    fn name(&self) -> String {
+        "ConvolutionBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        self.weight.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: convolution_backward(grad, input, weight, stride, padding, dilation, transposed, groups, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = this.weight.unpack(&node)?; let weight = &weight_owned;
+            let stride = &this.stride[..];
+            let padding = &this.padding[..];
+            let dilation = &this.dilation[..];
+            let transposed = this.transposed;
+            let groups = this.groups;
+            let (g0, g1, g2) = { convolution_backward(grad, input, weight, stride, padding, dilation, transposed, groups, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]`.
+pub struct UnbindBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnbindBackward0 {
+    fn name(&self) -> String {
+        "UnbindBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: unbind_backward(grads, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unbind_backward(grads, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `stack(Tensor[] tensors, int dim=0) -> Tensor`.
+pub struct StackBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) tensors_size_: usize,
+}
+
+impl Node for StackBackward0 {
+    fn name(&self) -> String {
+        "StackBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let mut offset = 0usize;
+        let tensors_ix = offset..offset + this.tensors_size_;
+        // tensors: stack_tensors_backward(grad, dim)?
+        if range_needed(&this.core, &tensors_ix) {
+            let dim = this.dim;
+            let r = { stack_tensors_backward(grad, dim)? };
+            copy_range(&mut grad_inputs, &tensors_ix, IntoGradList::into_grads(r))?;
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `alias_copy(Tensor self) -> Tensor`.
+pub struct AliasBackward0_copy {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for AliasBackward0_copy {
+    fn name(&self) -> String {
+        "AliasBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
         }
         Ok(grad_inputs)
     }
@@ -312,6 +7530,406 @@ impl Node for AsStridedBackward0_copy {
     }
 }
 
+/// The backward of `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`.
+pub struct DiagonalBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) offset: i64,
+    pub(crate) dim1: i64,
+    pub(crate) dim2: i64,
+}
+
+impl Node for DiagonalBackward0_copy {
+    fn name(&self) -> String {
+        "DiagonalBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: diagonal_backward(grad, self.sizes(), offset, dim1, dim2)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let offset = this.offset;
+            let dim1 = this.dim1;
+            let dim2 = this.dim2;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ diagonal_backward(grad, self_sizes, offset, dim1, dim2)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`.
+pub struct ExpandBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ExpandBackward0_copy {
+    fn name(&self) -> String {
+        "ExpandBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: sum_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ sum_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `permute_copy(Tensor self, int[] dims) -> Tensor`.
+pub struct PermuteBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dims: Vec<i64>,
+}
+
+impl Node for PermuteBackward0_copy {
+    fn name(&self) -> String {
+        "PermuteBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: permute_backwards(grad, dims)?
+        if range_needed(&this.core, &self_ix) {
+            let dims = &this.dims[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ permute_backwards(grad, dims)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`.
+pub struct SelectBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) index: i64,
+}
+
+impl Node for SelectBackward0_copy {
+    fn name(&self) -> String {
+        "SelectBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: select_backward(grad, TensorGeometry::of(self), dim, index)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let index = this.index;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ select_backward(grad, self_geometry, dim, index)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`.
+pub struct SliceBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dim: i64,
+    pub(crate) start: Option<i64>,
+    pub(crate) end: Option<i64>,
+    pub(crate) step: i64,
+}
+
+impl Node for SliceBackward0_copy {
+    fn name(&self) -> String {
+        "SliceBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: slice_backward(grad, TensorGeometry::of(self), dim, start, end, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dim = this.dim;
+            let start = this.start;
+            let end = this.end;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ slice_backward(grad, self_geometry, dim, start, end, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`.
+pub struct SplitBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_size: i64,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitBackward0_copy {
+    fn name(&self) -> String {
+        "SplitBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_backward(grads, split_size, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_size = this.split_size;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_backward(grads, split_size, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`.
+pub struct SplitWithSizesBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) split_sizes: Vec<i64>,
+    pub(crate) dim: i64,
+}
+
+impl Node for SplitWithSizesBackward0_copy {
+    fn name(&self) -> String {
+        "SplitWithSizesBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: split_with_sizes_backward(grads, split_sizes, dim, TensorGeometry::of(self))?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let split_sizes = &this.split_sizes[..];
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ split_with_sizes_backward(grads, split_sizes, dim, self_geometry)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_copy(Tensor self) -> Tensor`.
+pub struct SqueezeBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for SqueezeBackward0_copy {
+    fn name(&self) -> String {
+        "SqueezeBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_copy.dim(Tensor self, int dim) -> Tensor`.
+pub struct SqueezeBackward1_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+}
+
+impl Node for SqueezeBackward1_copy {
+    fn name(&self) -> String {
+        "SqueezeBackward1_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, &[dim], self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, &[dim], self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`.
+pub struct SqueezeBackward2_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: Vec<i64>,
+}
+
+impl Node for SqueezeBackward2_copy {
+    fn name(&self) -> String {
+        "SqueezeBackward2_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unsqueeze_to_dims(grad, dim, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = &this.dim[..];
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unsqueeze_to_dims(grad, dim, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `t_copy(Tensor self) -> Tensor`.
 pub struct TBackward0_copy {
     pub(crate) core: NodeCore,
@@ -342,6 +7960,199 @@ impl Node for TBackward0_copy {
         // self: op::t::call(grad)?
         if range_needed(&this.core, &self_ix) {
             grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::t::call(grad)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`.
+pub struct TransposeBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dim0: i64,
+    pub(crate) dim1: i64,
+}
+
+impl Node for TransposeBackward0_copy {
+    fn name(&self) -> String {
+        "TransposeBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::transpose_int::call(grad, dim0, dim1)?
+        if range_needed(&this.core, &self_ix) {
+            let dim0 = this.dim0;
+            let dim1 = this.dim1;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::transpose_int::call(grad, dim0, dim1)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`.
+pub struct UnfoldBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) dimension: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackward0_copy {
+    fn name(&self) -> String {
+        "UnfoldBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        if range_needed(&this.core, &self_ix) {
+            let self_geometry = &this.self_geometry;
+            let dimension = this.dimension;
+            let size = this.size;
+            let step = this.step;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unsqueeze_copy(Tensor self, int dim) -> Tensor`.
+pub struct UnsqueezeBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnsqueezeBackward0_copy {
+    fn name(&self) -> String {
+        "UnsqueezeBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::squeeze_dim::call(grad, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::squeeze_dim::call(grad, dim)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `view_copy(Tensor self, SymInt[] size) -> Tensor`.
+pub struct ViewBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+}
+
+impl Node for ViewBackward0_copy {
+    fn name(&self) -> String {
+        "ViewBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: op::reshape::call(grad, self.sizes())?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::reshape::call(grad, self_sizes)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`.
+pub struct UnbindBackward0_copy {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+}
+
+impl Node for UnbindBackward0_copy {
+    fn name(&self) -> String {
+        "UnbindBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: unbind_backward(grads, dim)?
+        if range_needed(&this.core, &self_ix) {
+            let dim = this.dim;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unbind_backward(grads, dim)? });
         }
         Ok(grad_inputs)
     }

@@ -70,3 +70,76 @@ fn gradcheck_mul_mm() {
     let err = gradcheck(&wrong, &[a, b], GradcheckOptions::default()).unwrap_err();
     assert!(err.message().starts_with("Jacobian mismatch"), "{err}");
 }
+
+/// gradgradcheck differentiates a backward pass: its finite differences run that pass (which
+/// needs grad mode and inputs that require grad) on perturbed inputs. A wrong second
+/// derivative is caught.
+#[test]
+fn gradgradcheck_checks_second_derivatives() {
+    use switchyard_autograd::{GradcheckOptions, gradgradcheck};
+    let a = Tensor::from_vec(vec![1.0f64, -2.0, 3.0, 0.5], &[2, 2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let f = |x: &[Tensor]| -> switchyard_core::Result<Vec<Tensor>> {
+        Ok(vec![op::mul_Tensor::call(
+            &x[0],
+            &op::mm::call(&x[0], &x[0])?,
+        )?])
+    };
+    gradgradcheck(&f, std::slice::from_ref(&a), GradcheckOptions::default()).unwrap();
+    // A hook that detaches the incoming gradient: first-order values are right, but the
+    // backward no longer depends on the gradient it was given.
+    let wrong = |x: &[Tensor]| -> switchyard_core::Result<Vec<Tensor>> {
+        let y = op::mul_Tensor::call(&x[0], &x[0])?;
+        if y.requires_grad() {
+            y.register_hook(|g| Ok(Some(op::detach::call(g)?)))?;
+        }
+        Ok(vec![y])
+    };
+    let err = gradgradcheck(&wrong, &[a], GradcheckOptions::default()).unwrap_err();
+    assert!(err.message().starts_with("Jacobian mismatch"), "{err}");
+}
+
+/// An output whose elements share memory (an expand) gets contiguous one-hot gradients.
+#[test]
+fn gradcheck_handles_expanded_outputs() {
+    use switchyard_autograd::{GradcheckOptions, gradcheck};
+    let a = Tensor::from_vec(vec![1.0f64, -2.0, 3.0], &[3, 1])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let f = |x: &[Tensor]| -> switchyard_core::Result<Vec<Tensor>> {
+        Ok(vec![op::expand::call(&x[0], &[3, 4], false)?])
+    };
+    gradcheck(&f, &[a], GradcheckOptions::default()).unwrap();
+}
+
+/// Composite views (`reshape`, `flatten`, `movedim`, `narrow`) are differentiated through
+/// the operators they call: their results have history.
+#[test]
+fn composite_views_record_their_constituent_operators() {
+    let a = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])
+        .requires_grad_(true)
+        .unwrap();
+    let r = op::reshape::call(&a, &[3, 2]).unwrap();
+    assert_eq!(r.grad_fn().unwrap().unwrap().name(), "ViewBackward0");
+    let m = op::movedim_int::call(&a, 0, 1).unwrap();
+    assert_eq!(m.grad_fn().unwrap().unwrap().name(), "PermuteBackward0");
+    let n = op::narrow::call(&a, 1, 1, 2).unwrap();
+    assert_eq!(n.grad_fn().unwrap().unwrap().name(), "SliceBackward0");
+    let loss = op::sum::call(
+        &op::mul_Tensor::call(
+            &op::flatten_using_ints::call(&n, 0, -1).unwrap(),
+            &op::reshape::call(&n, &[-1]).unwrap(),
+        )
+        .unwrap(),
+        None,
+    )
+    .unwrap();
+    loss.backward().unwrap();
+    assert_eq!(
+        a.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![0.0, 4.0, 6.0, 0.0, 10.0, 12.0]
+    );
+}

@@ -120,7 +120,15 @@ pub fn generate(
             && !MANUAL_INPLACE_OR_VIEW.contains(&base.as_str())
         {
             let name = format!("inplace_or_view_{}", unambiguous_name(&f.schema.name));
-            kernels.push_str(&inplace_or_view_kernel(f, &name)?);
+            // A view whose entry declares no differentiable output (`view.dtype`) is a
+            // non-differentiable view: it must not inherit its base's requires_grad
+            // (torchgen's `is_bw_differentiable`).
+            let differentiable = op.info.is_none_or(|i| {
+                i.output_differentiability
+                    .as_ref()
+                    .is_none_or(|od| od.iter().any(|b| *b))
+            });
+            kernels.push_str(&inplace_or_view_kernel(f, &name, differentiable)?);
             kernels.push('\n');
             view_regs.push(registration(f, &name));
         }
@@ -442,16 +450,18 @@ fn node(f: &GenFunction, info: &DifferentiabilityInfo) -> Result<String, Unsuppo
     // Input slots.
     if has_list {
         out.push_str("        let mut offset = 0usize;\n");
-        for (n, t) in &inputs {
+        for (i, (n, t)) in inputs.iter().enumerate() {
             let r = rust_name(n);
             let len = if is_list(t) {
                 format!("this.{r}_size_")
             } else {
                 "1".into()
             };
-            out.push_str(&format!(
-                "        let {n}_ix = offset..offset + {len};\n        offset += {len};\n"
-            ));
+            out.push_str(&format!("        let {n}_ix = offset..offset + {len};\n"));
+            // The last range is not followed by another: no dead store.
+            if i + 1 < inputs.len() {
+                out.push_str(&format!("        offset += {len};\n"));
+            }
         }
     } else {
         for (i, (n, _)) in inputs.iter().enumerate() {
@@ -895,7 +905,11 @@ fn with_node(
     Ok(body)
 }
 
-fn inplace_or_view_kernel(f: &GenFunction, name: &str) -> Result<String, UnsupportedType> {
+fn inplace_or_view_kernel(
+    f: &GenFunction,
+    name: &str,
+    differentiable: bool,
+) -> Result<String, UnsupportedType> {
     let args: Vec<String> = f
         .schema
         .arguments
@@ -924,7 +938,7 @@ fn inplace_or_view_kernel(f: &GenFunction, name: &str) -> Result<String, Unsuppo
             ));
         } else {
             body.push_str(&format!(
-                "    as_view({base}, out, true, CreationMeta::current())\n"
+                "    as_view({base}, out, {differentiable}, CreationMeta::current())\n"
             ));
         }
     } else {

@@ -959,56 +959,56 @@ pub fn resize_(
 // Composite-implicit views (they call other operators)
 // ---------------------------------------------------------------------------------------------
 
-/// Calls to the operators the composite-implicit kernels decompose into.
-///
-/// These go straight to this crate's kernels: identical results for dense tensors. They
-/// become `op::<name>::call` once the generated operator API exists, so that autograd and
-/// backend overrides see the constituent operators.
+/// Calls to the operators the composite-implicit kernels decompose into, through the
+/// dispatcher, so that autograd (and functionalization, and backend overrides) see the
+/// constituent operators: a `reshape` of a tensor that requires grad records a
+/// `ViewBackward0`, as in PyTorch.
 mod redispatch {
+    use crate::op;
     use switchyard_core::{MemoryFormat, Result, Tensor};
 
     pub(super) fn view(t: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::view(t, size)
+        op::view::call(t, size)
     }
 
     pub(super) fn unsafe_view(t: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::_unsafe_view(t, size)
+        op::_unsafe_view::call(t, size)
     }
 
     pub(super) fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-        super::reshape(t, shape)
+        op::reshape::call(t, shape)
     }
 
     pub(super) fn expand(t: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::expand(t, size, false)
+        op::expand::call(t, size, false)
     }
 
     pub(super) fn slice(t: &Tensor, dim: i64, start: i64, end: i64) -> Result<Tensor> {
-        super::slice(t, dim, Some(start), Some(end), 1)
+        op::slice_Tensor::call(t, dim, Some(start), Some(end), 1)
     }
 
     pub(super) fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
-        super::permute(t, dims)
+        op::permute::call(t, dims)
     }
 
     pub(super) fn alias(t: &Tensor) -> Result<Tensor> {
-        super::alias(t)
+        op::alias::call(t)
     }
 
     pub(super) fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
-        super::split_tensor(t, split_size, dim)
+        op::split_Tensor::call(t, split_size, dim)
     }
 
     pub(super) fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
-        super::split_with_sizes(t, sizes, dim)
+        op::split_with_sizes::call(t, sizes, dim)
     }
 
     pub(super) fn clone_contiguous(t: &Tensor) -> Result<Tensor> {
-        super::super::copy::clone(t, Some(MemoryFormat::Contiguous))
+        op::clone::call(t, Some(MemoryFormat::Contiguous))
     }
 
     pub(super) fn copy_(dst: &Tensor, src: &Tensor) -> Result<Tensor> {
-        super::super::copy::copy_(dst, src, false)
+        op::copy_::call(dst, src, false)
     }
 }
 

@@ -1,0 +1,38 @@
+//! Every operator that autograd must know about has a derivatives.yaml entry.
+
+use switchyard_codegen::derivatives::differentiable_type;
+use switchyard_codegen::emit::autograd::MANUAL_AUTOGRAD;
+use switchyard_codegen::emit::workspace::{parse_derivatives_yaml, parse_ops_yaml, workspace_root};
+use switchyard_schema::SchemaKind;
+
+/// The functional operators of ops.yaml that take a tensor and are not
+/// CompositeImplicitAutograd (those are differentiated through their decomposition), nor
+/// handled by a hand-written Autograd kernel, and that have no derivatives.yaml entry (their
+/// own, or, for a `<view>_copy`, their view's).
+fn missing_entries() -> Vec<String> {
+    let root = workspace_root();
+    let nf = parse_ops_yaml(&root).unwrap();
+    let d = parse_derivatives_yaml(&root, &nf).unwrap();
+    nf.functions
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.kind() == SchemaKind::Functional)
+        .filter(|(_, f)| !f.has_composite_implicit_autograd_kernel)
+        .filter(|(_, f)| !f.manual_kernel_registration)
+        .filter(|(_, f)| !MANUAL_AUTOGRAD.contains(&f.func.name.name.to_string().as_str()))
+        .filter(|(_, f)| f.func.arguments.iter().any(|a| differentiable_type(&a.ty)))
+        .filter(|(i, _)| !d.infos.iter().any(|info| info.func == *i))
+        .map(|(_, f)| f.func.to_string())
+        .collect()
+}
+
+#[test]
+fn every_differentiable_operator_has_a_formula_or_a_decomposition() {
+    let missing = missing_entries();
+    assert!(
+        missing.is_empty(),
+        "{} operators have neither a derivatives.yaml entry nor a CompositeImplicitAutograd kernel:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}
