@@ -299,7 +299,7 @@ impl Tensor {
                 data.len()
             );
         }
-        let repr: Vec<T::Repr> = data.into_iter().map(Element::to_repr).collect();
+        let repr: Vec<T::Repr> = crate::alloc::try_collect(data.into_iter().map(Element::to_repr))?;
         let storage = Storage::from_host_bytes(bytemuck::cast_slice(&repr))?;
         Self::from_storage(
             storage,
@@ -643,17 +643,20 @@ impl Tensor {
         );
         with_tensors(&[(self, Access::Read)], |data| {
             let bytes = data.bytes(0)?;
-            data.geometry(0)
-                .offsets()
-                .map(|off| read_element::<T>(bytes, off as usize).ok_or_else(out_of_bounds))
-                .collect()
+            let g = data.geometry(0);
+            // Sized by the tensor: allocated fallibly (PyTorch's out-of-memory error).
+            let mut v = crate::alloc::try_with_capacity(usize::try_from(g.numel()).unwrap_or(0))?;
+            for off in g.offsets() {
+                v.push(read_element::<T>(bytes, off as usize).ok_or_else(out_of_bounds)?);
+            }
+            Ok(v)
         })
     }
 
     /// The elements converted to `f64`, whatever the dtype (for tests and printing).
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         crate::dispatch_dtype!(self.dtype(), T => {
-            Ok(self.to_vec::<T>()?.into_iter().map(Element::to_f64).collect())
+            crate::alloc::try_collect(self.to_vec::<T>()?.into_iter().map(Element::to_f64))
         })
     }
 

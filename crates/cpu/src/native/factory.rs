@@ -350,9 +350,9 @@ pub fn eye_out_cpu_m_out(n: i64, m: i64, out: &Tensor) -> Result<Tensor> {
         out.resize_contiguous(&[n, m])?;
     }
     let (strides, offset) = (out.strides(), out.storage_offset());
-    let offsets: Vec<i64> = out.geometry().offsets().collect();
+    let offsets: Vec<i64> = switchyard_core::alloc::try_collect(out.geometry().offsets())?;
     let diagonal = (0..n.min(m)).map(|i| offset + i * (strides[0] + strides[1]));
-    let diagonal: Vec<i64> = diagonal.collect();
+    let diagonal: Vec<i64> = switchyard_core::alloc::try_collect(diagonal)?;
     dispatch_dtype!(out.dtype(), T => {
         let (zero, one) = (T::from_i64_lossy(0), T::from_i64_lossy(1));
         with_tensors(&[(out, Access::Write)], |data| {

@@ -1010,7 +1010,7 @@ pub fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Res
         try_runs(&plan, 0, plan.numel, |offs, len| {
             for j in 0..len as i64 {
                 if *mb.get(at(offs[1] + j * ms)?).ok_or_else(out_of_range)? != 0 {
-                    offsets.push(offs[0] + j * ss);
+                    switchyard_core::alloc::try_push(&mut offsets, offs[0] + j * ss)?;
                 }
             }
             Ok(())
@@ -1283,7 +1283,8 @@ fn for_each_row<T: Element>(
             let vals = crate::loops::typed_mut::<T>(vb[0])?;
             let idxs = words_mut::<i64>(ib[0])?;
             let src = crate::loops::typed::<T>(input_bytes)?;
-            let mut row: Vec<(T, i64)> = Vec::with_capacity(n as usize);
+            let mut row: Vec<(T, i64)> =
+                switchyard_core::alloc::try_with_capacity(usize::try_from(n).unwrap_or(0))?;
             let strides: Vec<i64> = (0..3).map(|q| plan.inner_stride(q)).collect();
             try_runs(&plan, 0, plan.numel, |offs, len| {
                 for r in 0..len as i64 {

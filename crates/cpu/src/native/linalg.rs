@@ -586,7 +586,7 @@ where
         let r = Mats::new(&gb, b.len())?;
         let [batch, m, k] = l.sizes;
         let n = r.sizes[2];
-        let mut acc = vec![T::zero(); batch * m * n];
+        let mut acc = switchyard_core::alloc::try_vec(batch * m * n, T::zero())?;
         let row_product = |(row, dst): (usize, &mut [T])| {
             let (bi, i) = (row / m, row % m);
             let (lo, ro) = (l.matrix(bi), r.matrix(bi));

@@ -340,7 +340,7 @@ pub mod factory_support {
             ScalarType::Long | ScalarType::Double | ScalarType::Float | ScalarType::BFloat16
         ) && range >= 1u64 << 32;
         let mut state = generator.lock();
-        let offsets = ordered_offsets(&sizes, &strides, t.storage_offset(), &order);
+        let offsets = ordered_offsets(&sizes, &strides, t.storage_offset(), &order)?;
         switchyard_core::dispatch_dtype!(t.dtype(), T => {
             with_tensors(&[(t, Access::Write)], |data| {
                 let bytes = data.bytes_mut(0)?;
@@ -356,10 +356,15 @@ pub mod factory_support {
     }
 
     /// Storage offsets of every element, visiting dimensions in `order` (fastest first).
-    fn ordered_offsets(sizes: &[i64], strides: &[i64], offset: i64, order: &[usize]) -> Vec<i64> {
+    fn ordered_offsets(
+        sizes: &[i64],
+        strides: &[i64],
+        offset: i64,
+        order: &[usize],
+    ) -> Result<Vec<i64>> {
         let dims: Vec<usize> = order.iter().rev().copied().collect();
         let n: i64 = sizes.iter().product();
-        let mut out = Vec::with_capacity(n.max(0) as usize);
+        let mut out = switchyard_core::alloc::try_with_capacity(usize::try_from(n).unwrap_or(0))?;
         let mut index = vec![0i64; dims.len()];
         let mut current = offset;
         for _ in 0..n {
@@ -375,7 +380,7 @@ pub mod factory_support {
                 index[k] = 0;
             }
         }
-        out
+        Ok(out)
     }
 
     fn float_digits(dtype: ScalarType) -> u32 {
