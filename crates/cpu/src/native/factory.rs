@@ -17,7 +17,7 @@ use switchyard_core::{
 use switchyard_ops::meta::factory_support::{
     arange_acc_dtype, arange_resize_warning, arange_size, check_bernoulli_p, check_empty_strided,
     check_eye, check_linspace, check_normal_dtype, check_normal_std, check_options, check_uniform,
-    default_dtype, empty_strides, not_implemented_for,
+    default_dtype, empty_tensor, not_implemented_for,
 };
 use switchyard_ops::meta::index_support::{assert_no_internal_overlap, broadcast_strides};
 
@@ -42,8 +42,7 @@ pub fn empty_cpu(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     check_options(layout, pin_memory, Device::CPU)?;
-    let strides = empty_strides(size, memory_format)?;
-    Tensor::allocate_strided(size, &strides, default_dtype(dtype), Device::CPU)
+    empty_tensor(size, default_dtype(dtype), Device::CPU, memory_format)
 }
 
 /// `empty_strided` on CPU.

@@ -82,6 +82,29 @@ pub mod factory_support {
         }
     }
 
+    /// A new tensor of `size` in `memory_format` on `device`, checked in the order of
+    /// PyTorch's `empty_generic`: negative sizes, the memory format, the storage size
+    /// ("Storage size calculation overflowed with sizes=[..]"), the allocation (PyTorch's
+    /// out-of-memory error), the contiguous strides ("Stride calculation overflowed"), then
+    /// the restride to a channels-last format. Shared by the CPU and Meta `empty` kernels.
+    pub fn empty_tensor(
+        size: &[i64],
+        dtype: ScalarType,
+        device: Device,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        check_nonnegative(size)?;
+        let format = memory_format.unwrap_or(MemoryFormat::Contiguous);
+        if format == MemoryFormat::Preserve {
+            bail!(RuntimeError, "unsupported memory format Preserve");
+        }
+        let t = Tensor::allocate(size, dtype, device)?;
+        if format != MemoryFormat::Contiguous {
+            t.set_geometry(size, &strides_for_memory_format(size, format)?, 0)?;
+        }
+        Ok(t)
+    }
+
     /// Checks the arguments of `empty_strided`.
     pub fn check_empty_strided(size: &[i64], stride: &[i64]) -> Result<()> {
         torch_check!(
