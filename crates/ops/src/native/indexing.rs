@@ -99,8 +99,10 @@ pub fn _index_put_impl_meta_(
 }
 
 /// `masked_fill_.Scalar` on Meta.
-pub fn masked_fill_scalar_meta_(self_: &Tensor, mask: &Tensor, _value: Scalar) -> Result<Tensor> {
+pub fn masked_fill_scalar_meta_(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     meta::check_masked_fill(self_, mask)?;
+    // The CPU kernel converts the value with `Scalar::to<T>()` and its overflow check.
+    value.check_fits(self_.dtype())?;
     Ok(self_.clone())
 }
 
