@@ -4,7 +4,9 @@
 use crate::iter_meta::{IterConfig, IterInfo};
 use crate::structured::{Meta, OutputSpec, Outs};
 use switchyard_core::shape::{DimVec, channels_last_strides, fmt_dims};
-use switchyard_core::{Error, Result, ScalarType, Tensor, torch_check, torch_check_value};
+use switchyard_core::{
+    Error, Result, ScalarType, Tensor, torch_check, torch_check_index, torch_check_value,
+};
 
 /// `Reduction::None`.
 const REDUCTION_NONE: i64 = 0;
@@ -68,6 +70,12 @@ pub fn nll_loss_forward(
             target.size(0)?
         );
     } else if !(self_.dim() == 1 && target.dim() == 0) {
+        // c10's `size(0)` does not wrap a scalar's dimension (unlike `Tensor::size`): a 0-dim
+        // target with a batched input is an IndexError, not a batch of one.
+        torch_check_index!(
+            target.dim() > 0,
+            "Dimension specified as 0 but tensor has no dimensions"
+        );
         torch_check!(
             self_.size(0)? == target.size(0)?,
             "size mismatch (got input: {}, target: {})",

@@ -119,7 +119,10 @@ pub fn nll_loss_nd(
     let sizes = self_.sizes();
     let target_sizes = target.sizes();
     if dim != 1 {
-        let target_batch = target_sizes.first().copied().unwrap_or(1);
+        // PyTorch reads `target.sym_sizes()[0]`; for a 0-dim target that is the first slot
+        // of c10's `SizesAndStrides`, which holds 0: "Expected input batch_size (1) to match
+        // target batch_size (0)." (a 0-dim target never matches a batch).
+        let target_batch = target_sizes.first().copied().unwrap_or(0);
         torch_check_value!(
             sizes[0] == target_batch,
             "Expected input batch_size ({}) to match target batch_size ({target_batch}).",
