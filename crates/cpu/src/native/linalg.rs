@@ -52,8 +52,8 @@ pub fn addmm_out_cpu(
     alpha: Scalar,
     out: &Tensor,
 ) -> Result<()> {
+    // `self`'s expansion to the result's shape is checked by the meta function.
     let _ = meta;
-    switchyard_ops::meta::check_expand_size(self_, &[mat1.size(0)?, mat2.size(1)?])?;
     product(&Product {
         out,
         add: Some(self_),

@@ -123,15 +123,9 @@ pub fn nll_loss_forward_out_cpu(
 ) -> Result<()> {
     let _ = meta;
     let dtype = self_.dtype();
+    // The weight's dtype is checked by the meta function (PyTorch checks it here, after the
+    // dtype dispatch; the meta function checks floating inputs only, which keeps the order).
     dispatch_float!(dtype, "nll_loss_out_frame", S => {
-        if let Some(w) = weight {
-            torch_check!(
-                w.dtype() == dtype,
-                "expected scalar type {} but found {}",
-                dtype,
-                w.dtype()
-            );
-        }
         let input = self_.to_vec::<S>()?;
         let targets = target_values(target)?;
         let weights = weight.map(|w| w.to_vec::<S>()).transpose()?;
@@ -508,9 +502,7 @@ pub fn layer_norm_cpu(
         if param_dtype != dtype {
             return job.run::<S, f32, f32>();
         }
-        for p in [weight, bias].into_iter().flatten() {
-            torch_check!(p.dtype() == dtype, "expected scalar type {} but found {}", dtype, p.dtype());
-        }
+        switchyard_ops::meta::check_layer_norm_param_dtypes(input, weight, bias, param_dtype)?;
         if dtype == ScalarType::Double {
             job.run::<S, S, f64>()
         } else {

@@ -90,6 +90,15 @@ pub fn nll_loss_forward(
             "weight tensor should be defined either for all {n_classes} classes or no classes but got weight tensor of shape: {}",
             fmt_dims(&w.sizes())
         );
+        // The kernel reads the weight as the input's element type. PyTorch checks this inside
+        // its floating-point dispatch (a non-floating input fails there first, in the kernel),
+        // so only floating inputs are checked here, for every backend.
+        torch_check!(
+            !self_.dtype().is_floating_point() || w.dtype() == self_.dtype(),
+            "expected scalar type {} but found {}",
+            self_.dtype(),
+            w.dtype()
+        );
     }
     let output: &[i64] = if reduction == REDUCTION_NONE && self_.dim() == 2 {
         &[self_.size(0)?]
@@ -448,6 +457,31 @@ pub fn layer_norm_param_dtype(
         }
         _ => Ok(input.dtype()),
     }
+}
+
+/// The kernel's check that parameters of an input whose statistics keep its dtype have that
+/// dtype too ("expected scalar type Half but found BFloat16"). PyTorch makes it inside its
+/// floating-point dispatch, after the input's dtype coverage (a non-floating input fails there
+/// first, in the kernel); here it is shared by the CPU and Meta kernels.
+pub fn check_layer_norm_param_dtypes(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    param_dtype: ScalarType,
+) -> Result<()> {
+    let dtype = input.dtype();
+    if !dtype.is_floating_point() || param_dtype != dtype {
+        return Ok(());
+    }
+    for p in [weight, bias].into_iter().flatten() {
+        torch_check!(
+            p.dtype() == dtype,
+            "expected scalar type {} but found {}",
+            dtype,
+            p.dtype()
+        );
+    }
+    Ok(())
 }
 
 /// PyTorch's `_check_layer_norm_inputs`: returns `(M, N)`, the number of normalized rows

@@ -38,6 +38,7 @@ pub fn math_native_layer_norm(
     if input.is_meta() {
         let param_dtype = layer_norm_param_dtype(input, weight, bias)?;
         check_layer_norm_inputs(input, normalized_shape, weight, bias)?;
+        crate::meta::check_layer_norm_param_dtypes(input, weight, bias, param_dtype)?;
         let stat_shape = layer_norm_stat_shape(input, normalized_shape);
         return Ok((
             Tensor::allocate(&input.sizes(), input.dtype(), device)?,
