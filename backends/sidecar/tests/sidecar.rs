@@ -88,7 +88,7 @@ fn other_operators_fall_back_with_one_batched_transfer() {
     let cond = to_sidecar(&Tensor::from_slice(&[true, false, true]).unwrap()).unwrap();
     let other = to_sidecar(&f32s(&[9.0, 9.0, 9.0], &[3])).unwrap();
     let c0 = counters();
-    let w = switchyard_ops::r#where(&cond, &da, &other).unwrap();
+    let w = switchyard_ops::where_self(&cond, &da, &other).unwrap();
     let c1 = counters();
     assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
     assert_eq!(c1.device_to_host - c0.device_to_host, 3);

@@ -31,7 +31,8 @@ use super::registration::{
     copy_into_outs_body, functional_args, wrapper_fn, wrapper_name as registration_wrapper_name,
 };
 use super::rust::{
-    UnsupportedType, arg_name, arg_type, fn_name, output_type, tuple, unambiguous_name,
+    UnsupportedType, arg_name, arg_type, fn_name, op_type_name, output_type, tuple,
+    unambiguous_name,
 };
 use super::writer::lines;
 use crate::backend::{BackendKey, BackendYaml};
@@ -349,7 +350,7 @@ fn register_file(
         calls.push(format!(
             "    lib.impl_({:?}, Kernel::typed::<op::{}>({name}::<K>).debug({:?}).for_key(DispatchKey::{}))?;\n",
             r.operator,
-            unambiguous_name(&f.schema),
+            op_type_name(&f.schema),
             name,
             r.key.name()
         ));

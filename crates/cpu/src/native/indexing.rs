@@ -1048,6 +1048,78 @@ pub fn masked_select_cpu(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// nonzero
+// ---------------------------------------------------------------------------------------------
+
+/// The row-major coordinates of the non-zero elements of `self_` (NaN counts as non-zero,
+/// `-0.0` as zero), flattened: `ndim` values per element, and the number of such elements
+/// (a 0-dim tensor has one element and no coordinates).
+fn nonzero_coordinates(self_: &Tensor) -> Result<(Vec<i64>, i64)> {
+    let sizes = self_.sizes();
+    let mut coords = Vec::new();
+    let mut count = 0i64;
+    dispatch_dtype!(self_.dtype(), T => {
+        let mut index = DimVec::from_elem(0, sizes.len());
+        for v in self_.to_vec::<T>()? {
+            // `v != 0` as C++ compares it (exact in f64 for every dtype's zero test): NaN
+            // differs from zero, -0.0 does not.
+            if v.to_f64() != 0.0 {
+                count += 1;
+                for c in &index {
+                    switchyard_core::alloc::try_push(&mut coords, *c)?;
+                }
+            }
+            for d in (0..sizes.len()).rev() {
+                index[d] += 1;
+                if index[d] < sizes[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    });
+    Ok((coords, count))
+}
+
+/// `nonzero.out` on CPU: the `[nnz, ndim]` `Long` coordinates of the non-zero elements in
+/// row-major order. `out` is resized as `resize_output` does and, when resized, laid out
+/// column-major (strides `[1, nnz]`, PyTorch's choice so that each column is contiguous).
+pub fn nonzero_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    torch_check!(
+        out.dtype() == ScalarType::Long,
+        "nonzero: Expected out tensor to have scalar type Long but got scalar type{}",
+        out.dtype()
+    );
+    assert_no_internal_overlap(out)?;
+    assert_no_overlap(out, self_)?;
+    let ndim = self_.dim() as i64;
+    let (coords, nnz) = nonzero_coordinates(self_)?;
+    if resize_output(out, &[nnz, ndim])? {
+        out.set_geometry(&[nnz, ndim], &[1, nnz], out.storage_offset())?;
+    }
+    if coords.is_empty() {
+        return Ok(out.clone());
+    }
+    let (strides, offset) = (out.strides(), out.storage_offset());
+    with_tensors(&[(out, Access::Write)], |data| {
+        let dst = words_mut::<i64>(data.bytes_mut(0)?)?;
+        for (k, c) in coords.iter().enumerate() {
+            let (i, d) = (k as i64 / ndim, k as i64 % ndim);
+            *dst.get_mut(at(offset + i * strides[0] + d * strides[1])?)
+                .ok_or_else(out_of_range)? = *c;
+        }
+        Ok(())
+    })?;
+    Ok(out.clone())
+}
+
+/// `nonzero` on CPU.
+pub fn nonzero_cpu(self_: &Tensor) -> Result<Tensor> {
+    let out = Tensor::allocate(&[0], ScalarType::Long, self_.device())?;
+    nonzero_out_cpu(self_, &out)
+}
+
+// ---------------------------------------------------------------------------------------------
 // flip / roll
 // ---------------------------------------------------------------------------------------------
 

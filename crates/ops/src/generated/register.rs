@@ -149,6 +149,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("index_select(Tensor self, int dim, Tensor index) -> Tensor")?;
     defs.def("masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("masked_select(Tensor self, Tensor mask) -> Tensor")?;
+    defs.def("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("nonzero(Tensor self) -> Tensor")?;
+    defs.def("nonzero_numpy(Tensor self) -> Tensor[]")?;
     defs.def("gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")?;
     defs.def("topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)")?;
@@ -348,6 +351,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")?;
     defs.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")?;
     defs.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("where(Tensor condition) -> Tensor[]")?;
     defs.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor")?;
     defs.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor")?;
     defs.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor")?;
@@ -702,6 +706,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("tril.out", Kernel::typed::<op::tril_out>(wrapper_ADInplaceOrView_tril_out).debug("wrapper_ADInplaceOrView_tril_out"))?;
     lib.impl_("index_select.out", Kernel::typed::<op::index_select_out>(wrapper_ADInplaceOrView_index_select_out).debug("wrapper_ADInplaceOrView_index_select_out"))?;
     lib.impl_("masked_select.out", Kernel::typed::<op::masked_select_out>(wrapper_ADInplaceOrView_masked_select_out).debug("wrapper_ADInplaceOrView_masked_select_out"))?;
+    lib.impl_("nonzero.out", Kernel::typed::<op::nonzero_out>(wrapper_ADInplaceOrView_nonzero_out).debug("wrapper_ADInplaceOrView_nonzero_out"))?;
     lib.impl_("gather.out", Kernel::typed::<op::gather_out>(wrapper_ADInplaceOrView_gather_out).debug("wrapper_ADInplaceOrView_gather_out"))?;
     lib.impl_("topk.values", Kernel::typed::<op::topk_values>(wrapper_ADInplaceOrView_topk_values).debug("wrapper_ADInplaceOrView_topk_values"))?;
     lib.impl_("all.all_out", Kernel::typed::<op::all_all_out>(wrapper_ADInplaceOrView_all_all_out).debug("wrapper_ADInplaceOrView_all_all_out"))?;
@@ -1312,6 +1317,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("to.device", Kernel::typed::<op::to_device>(wrapper_CompositeImplicitAutograd_to_device).debug("wrapper_CompositeImplicitAutograd_to_device"))?;
     lib.impl_("to.dtype", Kernel::typed::<op::to_dtype>(wrapper_CompositeImplicitAutograd_to_dtype).debug("wrapper_CompositeImplicitAutograd_to_dtype"))?;
     lib.impl_("to.other", Kernel::typed::<op::to_other>(wrapper_CompositeImplicitAutograd_to_other).debug("wrapper_CompositeImplicitAutograd_to_other"))?;
+    lib.impl_("nonzero_numpy", Kernel::typed::<op::nonzero_numpy>(wrapper_CompositeImplicitAutograd_nonzero_numpy).debug("wrapper_CompositeImplicitAutograd_nonzero_numpy"))?;
     lib.impl_("linear", Kernel::typed::<op::linear>(wrapper_CompositeImplicitAutograd_linear).debug("wrapper_CompositeImplicitAutograd_linear"))?;
     lib.impl_("matmul", Kernel::typed::<op::matmul>(wrapper_CompositeImplicitAutograd_matmul).debug("wrapper_CompositeImplicitAutograd_matmul"))?;
     lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_CompositeImplicitAutograd_matmul_out).debug("wrapper_CompositeImplicitAutograd_matmul_out"))?;
@@ -1323,6 +1329,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dropout", Kernel::typed::<op::dropout>(wrapper_CompositeImplicitAutograd_dropout).debug("wrapper_CompositeImplicitAutograd_dropout"))?;
     lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_CompositeImplicitAutograd_dropout_).debug("wrapper_CompositeImplicitAutograd_dropout_"))?;
     lib.impl_("conv2d", Kernel::typed::<op::conv2d>(wrapper_CompositeImplicitAutograd_conv2d).debug("wrapper_CompositeImplicitAutograd_conv2d"))?;
+    lib.impl_("where", Kernel::typed::<op::r#where>(wrapper_CompositeImplicitAutograd_where).debug("wrapper_CompositeImplicitAutograd_where"))?;
     lib.impl_("where.ScalarSelf", Kernel::typed::<op::where_ScalarSelf>(wrapper_CompositeImplicitAutograd_where_ScalarSelf).debug("wrapper_CompositeImplicitAutograd_where_ScalarSelf"))?;
     lib.impl_("where.ScalarOther", Kernel::typed::<op::where_ScalarOther>(wrapper_CompositeImplicitAutograd_where_ScalarOther).debug("wrapper_CompositeImplicitAutograd_where_ScalarOther"))?;
     lib.impl_("where.Scalar", Kernel::typed::<op::where_Scalar>(wrapper_CompositeImplicitAutograd_where_Scalar).debug("wrapper_CompositeImplicitAutograd_where_Scalar"))?;
@@ -2891,6 +2898,18 @@ fn wrapper_ADInplaceOrView_masked_select_out(ks: DispatchKeySet, (self_, mask, o
     let result = crate::op::masked_select_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_ADInplaceOrView_nonzero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let result = crate::op::nonzero_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
+    out.bump_version();
+    Ok(result)
+}
+
+/// `nonzero_numpy(Tensor self) -> Tensor[]`
+fn wrapper_CompositeImplicitAutograd_nonzero_numpy(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Vec<Tensor>> {
+    crate::native::nonzero_numpy(self_)
 }
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
@@ -5095,6 +5114,11 @@ fn wrapper_ADInplaceOrView_where_self_out(ks: DispatchKeySet, (condition, self_,
     let result = crate::op::where_self_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, condition, self_, other, out)?;
     out.bump_version();
     Ok(result)
+}
+
+/// `where(Tensor condition) -> Tensor[]`
+fn wrapper_CompositeImplicitAutograd_where(_ks: DispatchKeySet, (condition,): (&Tensor,)) -> Result<Vec<Tensor>> {
+    crate::native::r#where(condition)
 }
 
 /// `where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`
