@@ -620,8 +620,11 @@ fn inplace_or_view_wrapper(f: &GenFunction, paths: Paths) -> Result<Wrapper, Uns
         .iter()
         .map(|a| arg_name(&a.name))
         .collect();
+    // PyTorch's `AutoDispatchBelowADInplaceOrView`: calls the kernel makes (a backend's
+    // copy into `self`, a composite's out= call, a proxy's copy-back) skip this layer, so
+    // the call bumps the version once, below.
     let mut body = format!(
-        "    let result = {}::{}::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, {})?;\n",
+        "    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();\n    let result = {}::{}::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, {})?;\n",
         paths.op,
         unambiguous_name(&f.schema),
         args.join(", ")

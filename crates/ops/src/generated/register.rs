@@ -1632,6 +1632,7 @@ fn wrapper_Meta_all_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
 
 /// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_all_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::all_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -1648,6 +1649,7 @@ fn wrapper_Meta_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&
 
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_all_dims_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::all_dims_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -1682,6 +1684,7 @@ fn wrapper_Meta_any_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
 
 /// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_any_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::any_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -1698,6 +1701,7 @@ fn wrapper_Meta_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&
 
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_any_dims_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::any_dims_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -1723,6 +1727,7 @@ fn wrapper_Meta_argmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Te
 
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_argmax_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::argmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -1748,6 +1753,7 @@ fn wrapper_Meta_argmin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Te
 
 /// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_argmin_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::argmin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -1765,6 +1771,7 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_as_strided_(_ks: DispatchKeySe
 
 /// `as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_as_strided_(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::as_strided_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, stride, storage_offset)?;
     self_.bump_version();
     Ok(result)
@@ -1790,6 +1797,7 @@ fn wrapper_Meta_baddbmm_(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alph
 
 /// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::baddbmm_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, batch1, batch2, beta, alpha)?;
     self_.bump_version();
     Ok(result)
@@ -1806,6 +1814,7 @@ fn wrapper_Meta_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, batch2, beta, a
 
 /// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_baddbmm_out(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::baddbmm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, batch1, batch2, beta, alpha, out)?;
     out.bump_version();
     Ok(result)
@@ -1831,6 +1840,7 @@ fn wrapper_Meta_bmm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tens
 
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bmm_out(ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bmm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat2, out)?;
     out.bump_version();
     Ok(result)
@@ -1856,6 +1866,7 @@ fn wrapper_Meta_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i6
 
 /// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cat_out(ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cat_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, tensors, dim, out)?;
     out.bump_version();
     Ok(result)
@@ -1888,6 +1899,7 @@ fn wrapper_CompositeExplicitAutograd_copy_(_ks: DispatchKeySet, (self_, src, non
 
 /// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_copy_(ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::copy_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, non_blocking)?;
     self_.bump_version();
     Ok(result)
@@ -1923,6 +1935,7 @@ fn wrapper_Meta_cumprod_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64
 
 /// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cumprod_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype)?;
     self_.bump_version();
     Ok(result)
@@ -1939,6 +1952,7 @@ fn wrapper_Meta_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Ten
 
 /// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cumprod_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cumprod_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -1964,6 +1978,7 @@ fn wrapper_Meta_cumsum_(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64,
 
 /// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cumsum_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype)?;
     self_.bump_version();
     Ok(result)
@@ -1980,6 +1995,7 @@ fn wrapper_Meta_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tens
 
 /// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cumsum_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cumsum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -1997,6 +2013,7 @@ fn wrapper_Meta_resize_(_ks: DispatchKeySet, (self_, size, memory_format): (&Ten
 
 /// `resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_resize_(ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::resize_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, memory_format)?;
     self_.bump_version();
     Ok(result)
@@ -2045,6 +2062,7 @@ fn wrapper_Meta_fill__Scalar(_ks: DispatchKeySet, (self_, value): (&Tensor, Scal
 
 /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fill__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value)?;
     self_.bump_version();
     Ok(result)
@@ -2057,6 +2075,7 @@ fn wrapper_Meta_fill__Tensor(_ks: DispatchKeySet, (self_, value): (&Tensor, &Ten
 
 /// `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fill__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value)?;
     self_.bump_version();
     Ok(result)
@@ -2082,6 +2101,7 @@ fn wrapper_Meta_index_Tensor_out(_ks: DispatchKeySet, (self_, indices, out): (&T
 
 /// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_index_Tensor_out(ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::index_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, out)?;
     out.bump_version();
     Ok(result)
@@ -2094,6 +2114,7 @@ fn wrapper_Meta__index_put_impl_(_ks: DispatchKeySet, (self_, indices, values, a
 
 /// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__index_put_impl_(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::_index_put_impl_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, unsafe_)?;
     self_.bump_version();
     Ok(result)
@@ -2119,6 +2140,7 @@ fn wrapper_Meta__log_softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float
 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__log_softmax_out(ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::_log_softmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, half_to_float, out)?;
     out.bump_version();
     Ok(result)
@@ -2144,6 +2166,7 @@ fn wrapper_Meta_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tens
 
 /// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_amax_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::amax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -2169,6 +2192,7 @@ fn wrapper_Meta_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tens
 
 /// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_amin_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::amin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -2194,6 +2218,7 @@ fn wrapper_Meta_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tenso
 
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mm_out(ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat2, out)?;
     out.bump_version();
     Ok(result)
@@ -2246,6 +2271,7 @@ fn wrapper_CompositeExplicitAutograd_detach_(_ks: DispatchKeySet, (self_,): (&Te
 
 /// `detach_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_detach_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::detach_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -2296,6 +2322,7 @@ fn wrapper_Meta__softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, ou
 
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__softmax_out(ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::_softmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, half_to_float, out)?;
     out.bump_version();
     Ok(result)
@@ -2338,6 +2365,7 @@ fn wrapper_CompositeExplicitAutograd_squeeze_(_ks: DispatchKeySet, (self_,): (&T
 
 /// `squeeze_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::squeeze_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -2350,6 +2378,7 @@ fn wrapper_CompositeExplicitAutograd_squeeze__dim(_ks: DispatchKeySet, (self_, d
 
 /// `squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::squeeze__dim::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim)?;
     self_.bump_version();
     Ok(result)
@@ -2362,6 +2391,7 @@ fn wrapper_CompositeExplicitAutograd_squeeze__dims(_ks: DispatchKeySet, (self_, 
 
 /// `squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::squeeze__dims::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim)?;
     self_.bump_version();
     Ok(result)
@@ -2392,6 +2422,7 @@ fn wrapper_Meta_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, o
 
 /// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_prod_int_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::prod_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -2409,6 +2440,7 @@ fn wrapper_CompositeExplicitAutograd_t_(_ks: DispatchKeySet, (self_,): (&Tensor,
 
 /// `t_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::t_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -2426,6 +2458,7 @@ fn wrapper_CompositeExplicitAutograd_transpose_(_ks: DispatchKeySet, (self_, dim
 
 /// `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::transpose_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim0, dim1)?;
     self_.bump_version();
     Ok(result)
@@ -2458,6 +2491,7 @@ fn wrapper_CompositeExplicitAutograd_unsqueeze_(_ks: DispatchKeySet, (self_, dim
 
 /// `unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::unsqueeze_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim)?;
     self_.bump_version();
     Ok(result)
@@ -2480,6 +2514,7 @@ fn wrapper_Meta_zero_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `zero_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::zero_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -2496,6 +2531,7 @@ fn wrapper_Meta_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, 
 
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_addmm_out(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::addmm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat1, mat2, beta, alpha, out)?;
     out.bump_version();
     Ok(result)
@@ -2521,6 +2557,7 @@ fn wrapper_Meta_addmm_(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::addmm_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mat1, mat2, beta, alpha)?;
     self_.bump_version();
     Ok(result)
@@ -2597,6 +2634,7 @@ fn wrapper_Meta_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Te
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter__src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter__src::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src)?;
     self_.bump_version();
     Ok(result)
@@ -2613,6 +2651,7 @@ fn wrapper_Meta_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, ou
 
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter_src_out(ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter_src_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, out)?;
     out.bump_version();
     Ok(result)
@@ -2638,6 +2677,7 @@ fn wrapper_Meta_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): 
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter__value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter__value::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value)?;
     self_.bump_version();
     Ok(result)
@@ -2654,6 +2694,7 @@ fn wrapper_Meta_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value
 
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter_value_out(ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter_value_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value, out)?;
     out.bump_version();
     Ok(result)
@@ -2679,6 +2720,7 @@ fn wrapper_Meta_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, re
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter__reduce::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, reduce)?;
     self_.bump_version();
     Ok(result)
@@ -2695,6 +2737,7 @@ fn wrapper_Meta_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src,
 
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter_reduce_out(ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter_reduce_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, reduce, out)?;
     out.bump_version();
     Ok(result)
@@ -2720,6 +2763,7 @@ fn wrapper_Meta_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, v
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter__value_reduce::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value, reduce)?;
     self_.bump_version();
     Ok(result)
@@ -2736,6 +2780,7 @@ fn wrapper_Meta_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index
 
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter_value_reduce_out(ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter_value_reduce_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, value, reduce, out)?;
     out.bump_version();
     Ok(result)
@@ -2761,6 +2806,7 @@ fn wrapper_Meta_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Te
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter_add_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src)?;
     self_.bump_version();
     Ok(result)
@@ -2777,6 +2823,7 @@ fn wrapper_Meta_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, ou
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_scatter_add_out(ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::scatter_add_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, src, out)?;
     out.bump_version();
     Ok(result)
@@ -2793,6 +2840,7 @@ fn wrapper_Meta_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) ->
 
 /// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::tril_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal)?;
     self_.bump_version();
     Ok(result)
@@ -2809,6 +2857,7 @@ fn wrapper_Meta_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) ->
 
 /// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::triu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal)?;
     self_.bump_version();
     Ok(result)
@@ -2821,6 +2870,7 @@ fn wrapper_Meta_uniform_(_ks: DispatchKeySet, (self_, from, to, generator): (&Te
 
 /// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_uniform_(ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::uniform_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, from, to, generator)?;
     self_.bump_version();
     Ok(result)
@@ -2837,6 +2887,7 @@ fn wrapper_Meta_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, 
 
 /// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_triu_out(ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::triu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal, out)?;
     out.bump_version();
     Ok(result)
@@ -2862,6 +2913,7 @@ fn wrapper_Meta_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, 
 
 /// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_tril_out(ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::tril_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, diagonal, out)?;
     out.bump_version();
     Ok(result)
@@ -2883,6 +2935,7 @@ fn wrapper_Meta_index_select_out(_ks: DispatchKeySet, (self_, dim, index, out): 
 
 /// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_index_select_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::index_select_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, out)?;
     out.bump_version();
     Ok(result)
@@ -2895,6 +2948,7 @@ fn wrapper_Meta_index_select(_ks: DispatchKeySet, (self_, dim, index): (&Tensor,
 
 /// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_masked_select_out(ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::masked_select_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, out)?;
     out.bump_version();
     Ok(result)
@@ -2902,6 +2956,7 @@ fn wrapper_ADInplaceOrView_masked_select_out(ks: DispatchKeySet, (self_, mask, o
 
 /// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_nonzero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::nonzero_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -2923,6 +2978,7 @@ fn wrapper_Meta_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad,
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gather_out(ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gather_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, sparse_grad, out)?;
     out.bump_version();
     Ok(result)
@@ -2949,6 +3005,7 @@ fn wrapper_Meta_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted
 
 /// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_ADInplaceOrView_topk_values(ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::topk_values::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, k, dim, largest, sorted, values, indices)?;
     values.bump_version();
     indices.bump_version();
@@ -2985,6 +3042,7 @@ fn wrapper_Meta_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor
 
 /// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_all_all_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::all_all_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -3010,6 +3068,7 @@ fn wrapper_Meta_any_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor
 
 /// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_any_all_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::any_all_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -3036,6 +3095,7 @@ fn wrapper_Meta_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out
 
 /// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mse_loss_out(ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mse_loss_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, reduction, out)?;
     out.bump_version();
     Ok(result)
@@ -3062,6 +3122,7 @@ fn wrapper_Meta_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, wei
 
 /// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_ADInplaceOrView_nll_loss_forward_output(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::nll_loss_forward_output::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, weight, reduction, ignore_index, output, total_weight)?;
     output.bump_version();
     total_weight.bump_version();
@@ -3089,6 +3150,7 @@ fn wrapper_Meta_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride,
 
 /// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_avg_pool2d_out(ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::avg_pool2d_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)?;
     out.bump_version();
     Ok(result)
@@ -3115,6 +3177,7 @@ fn wrapper_Meta_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_
 
 /// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_ADInplaceOrView_max_pool2d_with_indices_out(ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::max_pool2d_with_indices_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices)?;
     out.bump_version();
     indices.bump_version();
@@ -3151,6 +3214,7 @@ fn wrapper_Meta_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, ke
 
 /// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_linalg_vector_norm_out(ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::linalg_vector_norm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, ord, dim, keepdim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -3243,6 +3307,7 @@ fn wrapper_CompositeExplicitAutograd_unbind_copy_int_out(_ks: DispatchKeySet, (s
 
 /// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()`
 fn wrapper_ADInplaceOrView_unbind_copy_int_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::unbind_copy_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
     out.iter().for_each(Tensor::bump_version);
     Ok(result)
@@ -3255,6 +3320,7 @@ fn wrapper_CompositeExplicitAutograd_split_copy_Tensor_out(_ks: DispatchKeySet, 
 
 /// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()`
 fn wrapper_ADInplaceOrView_split_copy_Tensor_out(ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::split_copy_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, split_size, dim, out)?;
     out.iter().for_each(Tensor::bump_version);
     Ok(result)
@@ -3267,6 +3333,7 @@ fn wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out(_ks: DispatchKeyS
 
 /// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()`
 fn wrapper_ADInplaceOrView_split_with_sizes_copy_out(ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::split_with_sizes_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, split_sizes, dim, out)?;
     out.iter().for_each(Tensor::bump_version);
     Ok(result)
@@ -3308,6 +3375,7 @@ fn wrapper_CompositeExplicitAutograd_dot_out(_ks: DispatchKeySet, (self_, tensor
 
 /// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_dot_out(ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::dot_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, tensor, out)?;
     out.bump_version();
     Ok(result)
@@ -3325,6 +3393,7 @@ fn wrapper_CompositeExplicitAutograd_linear_out(_ks: DispatchKeySet, (input, wei
 
 /// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_linear_out(ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::linear_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, out)?;
     out.bump_version();
     Ok(result)
@@ -3342,6 +3411,7 @@ fn wrapper_CompositeImplicitAutograd_matmul_out(_ks: DispatchKeySet, (self_, oth
 
 /// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_matmul_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::matmul_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -3369,6 +3439,7 @@ fn wrapper_CompositeImplicitAutograd_nll_loss_out(_ks: DispatchKeySet, (self_, t
 
 /// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_nll_loss_out(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::nll_loss_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, target, weight, reduction, ignore_index, out)?;
     out.bump_version();
     Ok(result)
@@ -3401,6 +3472,7 @@ fn wrapper_CompositeImplicitAutograd_dropout_(_ks: DispatchKeySet, (self_, p, tr
 
 /// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_dropout_(ks: DispatchKeySet, (self_, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::dropout_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, train)?;
     self_.bump_version();
     Ok(result)
@@ -3436,6 +3508,7 @@ fn wrapper_Meta_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::add__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
     self_.bump_version();
     Ok(result)
@@ -3452,6 +3525,7 @@ fn wrapper_Meta_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tenso
 
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_add_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::add_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
     out.bump_version();
     Ok(result)
@@ -3469,6 +3543,7 @@ fn wrapper_CompositeExplicitAutograd_add__Scalar(_ks: DispatchKeySet, (self_, ot
 
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::add__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
     self_.bump_version();
     Ok(result)
@@ -3494,6 +3569,7 @@ fn wrapper_Meta_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3510,6 +3586,7 @@ fn wrapper_Meta_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Ten
 
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -3535,6 +3612,7 @@ fn wrapper_Meta_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mo
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div__Tensor_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div__Tensor_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode)?;
     self_.bump_version();
     Ok(result)
@@ -3551,6 +3629,7 @@ fn wrapper_Meta_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, 
 
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div_out_mode(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div_out_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode, out)?;
     out.bump_version();
     Ok(result)
@@ -3568,6 +3647,7 @@ fn wrapper_CompositeExplicitAutograd_div__Scalar(_ks: DispatchKeySet, (self_, ot
 
 /// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3585,6 +3665,7 @@ fn wrapper_CompositeExplicitAutograd_div__Scalar_mode(_ks: DispatchKeySet, (self
 
 /// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div__Scalar_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div__Scalar_mode::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode)?;
     self_.bump_version();
     Ok(result)
@@ -3610,6 +3691,7 @@ fn wrapper_Meta_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mul__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3626,6 +3708,7 @@ fn wrapper_Meta_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Ten
 
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mul_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mul_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -3643,6 +3726,7 @@ fn wrapper_CompositeExplicitAutograd_mul__Scalar(_ks: DispatchKeySet, (self_, ot
 
 /// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mul__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3659,6 +3743,7 @@ fn wrapper_Meta_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tenso
 
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sub_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sub_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
     out.bump_version();
     Ok(result)
@@ -3684,6 +3769,7 @@ fn wrapper_Meta_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sub__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
     self_.bump_version();
     Ok(result)
@@ -3701,6 +3787,7 @@ fn wrapper_CompositeExplicitAutograd_sub__Scalar(_ks: DispatchKeySet, (self_, ot
 
 /// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sub__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha)?;
     self_.bump_version();
     Ok(result)
@@ -3718,6 +3805,7 @@ fn wrapper_CompositeExplicitAutograd_logical_xor_(_ks: DispatchKeySet, (self_, o
 
 /// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_xor_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_xor_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3730,6 +3818,7 @@ fn wrapper_Meta_logical_xor_out(_ks: DispatchKeySet, (self_, other, out): (&Tens
 
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_xor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_xor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -3747,6 +3836,7 @@ fn wrapper_CompositeExplicitAutograd_logical_and_(_ks: DispatchKeySet, (self_, o
 
 /// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_and_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_and_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3759,6 +3849,7 @@ fn wrapper_Meta_logical_and_out(_ks: DispatchKeySet, (self_, other, out): (&Tens
 
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_and_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_and_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -3776,6 +3867,7 @@ fn wrapper_CompositeExplicitAutograd_logical_or_(_ks: DispatchKeySet, (self_, ot
 
 /// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_or_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_or_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -3788,6 +3880,7 @@ fn wrapper_Meta_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tenso
 
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_or_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_or_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -3822,6 +3915,7 @@ fn wrapper_Meta_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<
 
 /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max)?;
     self_.bump_version();
     Ok(result)
@@ -3838,6 +3932,7 @@ fn wrapper_Meta_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, 
 
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max)?;
     self_.bump_version();
     Ok(result)
@@ -3854,6 +3949,7 @@ fn wrapper_Meta_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor,
 
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_out(ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max, out)?;
     out.bump_version();
     Ok(result)
@@ -3870,6 +3966,7 @@ fn wrapper_Meta_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&
 
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_Tensor_out(ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, max, out)?;
     out.bump_version();
     Ok(result)
@@ -3904,6 +4001,7 @@ fn wrapper_Meta_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar))
 
 /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_max_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max)?;
     self_.bump_version();
     Ok(result)
@@ -3920,6 +4018,7 @@ fn wrapper_Meta_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &
 
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_max__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max)?;
     self_.bump_version();
     Ok(result)
@@ -3936,6 +4035,7 @@ fn wrapper_Meta_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, 
 
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_max_out(ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_max_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max, out)?;
     out.bump_version();
     Ok(result)
@@ -3952,6 +4052,7 @@ fn wrapper_Meta_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&T
 
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_max_Tensor_out(ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_max_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, max, out)?;
     out.bump_version();
     Ok(result)
@@ -3986,6 +4087,7 @@ fn wrapper_Meta_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar))
 
 /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_min_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min)?;
     self_.bump_version();
     Ok(result)
@@ -4002,6 +4104,7 @@ fn wrapper_Meta_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &
 
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_min__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min)?;
     self_.bump_version();
     Ok(result)
@@ -4018,6 +4121,7 @@ fn wrapper_Meta_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, 
 
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_min_out(ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_min_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, out)?;
     out.bump_version();
     Ok(result)
@@ -4034,6 +4138,7 @@ fn wrapper_Meta_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&T
 
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clamp_min_Tensor_out(ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clamp_min_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, min, out)?;
     out.bump_version();
     Ok(result)
@@ -4050,6 +4155,7 @@ fn wrapper_Meta_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::eq__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4066,6 +4172,7 @@ fn wrapper_Meta_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::eq__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4082,6 +4189,7 @@ fn wrapper_Meta_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out):
 
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_and_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_and_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4094,6 +4202,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_out(_ks: DispatchKeySet,
 
 /// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_and_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_and_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4125,6 +4234,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_and__Scalar(_ks: DispatchKeySet, (s
 
 /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_and__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_and__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4141,6 +4251,7 @@ fn wrapper_Meta_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tenso
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_and__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_and__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4157,6 +4268,7 @@ fn wrapper_Meta_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): 
 
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_or_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_or_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4169,6 +4281,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_out(_ks: DispatchKeySet, 
 
 /// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_or_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_or_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4200,6 +4313,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_or__Scalar(_ks: DispatchKeySet, (se
 
 /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_or__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_or__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4216,6 +4330,7 @@ fn wrapper_Meta_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_or__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_or__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4232,6 +4347,7 @@ fn wrapper_Meta_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out):
 
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_xor_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_xor_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4244,6 +4360,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_out(_ks: DispatchKeySet,
 
 /// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_xor_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4275,6 +4392,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_xor__Scalar(_ks: DispatchKeySet, (s
 
 /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_xor__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_xor__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4291,6 +4409,7 @@ fn wrapper_Meta_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tenso
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_xor__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4307,6 +4426,7 @@ fn wrapper_Meta_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ne_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ne_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4332,6 +4452,7 @@ fn wrapper_Meta_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ne_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ne_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4357,6 +4478,7 @@ fn wrapper_Meta_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
 
 /// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ne__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4373,6 +4495,7 @@ fn wrapper_Meta_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ne__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4389,6 +4512,7 @@ fn wrapper_Meta_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_eq_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::eq_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4414,6 +4538,7 @@ fn wrapper_Meta_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_eq_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::eq_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4439,6 +4564,7 @@ fn wrapper_Meta_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ge_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ge_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4464,6 +4590,7 @@ fn wrapper_Meta_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ge_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ge_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4489,6 +4616,7 @@ fn wrapper_Meta_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
 
 /// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ge__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4505,6 +4633,7 @@ fn wrapper_Meta_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ge__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4521,6 +4650,7 @@ fn wrapper_Meta_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_le_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::le_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4546,6 +4676,7 @@ fn wrapper_Meta_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_le_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::le_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4571,6 +4702,7 @@ fn wrapper_Meta_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
 
 /// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::le__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4587,6 +4719,7 @@ fn wrapper_Meta_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::le__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4603,6 +4736,7 @@ fn wrapper_Meta_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gt_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4628,6 +4762,7 @@ fn wrapper_Meta_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gt_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4653,6 +4788,7 @@ fn wrapper_Meta_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
 
 /// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gt__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4669,6 +4805,7 @@ fn wrapper_Meta_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gt__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4685,6 +4822,7 @@ fn wrapper_Meta_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_lt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::lt_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4710,6 +4848,7 @@ fn wrapper_Meta_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor
 
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_lt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::lt_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4735,6 +4874,7 @@ fn wrapper_Meta_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar
 
 /// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::lt__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4751,6 +4891,7 @@ fn wrapper_Meta_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tenso
 
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::lt__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4767,6 +4908,7 @@ fn wrapper_Meta_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &T
 
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_atan2_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::atan2_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4783,6 +4925,7 @@ fn wrapper_Meta_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) 
 
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::atan2_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4804,6 +4947,7 @@ fn wrapper_CompositeExplicitAutograd_fmod_Scalar_out(_ks: DispatchKeySet, (self_
 
 /// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fmod_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fmod_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4821,6 +4965,7 @@ fn wrapper_CompositeExplicitAutograd_fmod__Scalar(_ks: DispatchKeySet, (self_, o
 
 /// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fmod__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4837,6 +4982,7 @@ fn wrapper_Meta_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tens
 
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fmod_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fmod_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4862,6 +5008,7 @@ fn wrapper_Meta_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
 
 /// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fmod__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4874,6 +5021,7 @@ fn wrapper_CompositeExplicitAutograd_remainder_Scalar_out(_ks: DispatchKeySet, (
 
 /// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_remainder_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::remainder_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4891,6 +5039,7 @@ fn wrapper_CompositeExplicitAutograd_remainder__Scalar(_ks: DispatchKeySet, (sel
 
 /// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::remainder__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4907,6 +5056,7 @@ fn wrapper_Meta_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (
 
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_remainder_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::remainder_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4932,6 +5082,7 @@ fn wrapper_Meta_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor,
 
 /// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::remainder__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other)?;
     self_.bump_version();
     Ok(result)
@@ -4962,6 +5113,7 @@ fn wrapper_Meta_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, 
 
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_maximum_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::maximum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -4987,6 +5139,7 @@ fn wrapper_Meta_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, 
 
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_minimum_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::minimum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -5003,6 +5156,7 @@ fn wrapper_Meta_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out
 
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_pow_Tensor_Tensor_out(ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::pow_Tensor_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
     out.bump_version();
     Ok(result)
@@ -5028,6 +5182,7 @@ fn wrapper_Meta_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Sca
 
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_pow_Scalar_out(ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::pow_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
     out.bump_version();
     Ok(result)
@@ -5053,6 +5208,7 @@ fn wrapper_Meta_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out
 
 /// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_pow_Tensor_Scalar_out(ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::pow_Tensor_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent, out)?;
     out.bump_version();
     Ok(result)
@@ -5078,6 +5234,7 @@ fn wrapper_Meta_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Sc
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::pow__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
     self_.bump_version();
     Ok(result)
@@ -5094,6 +5251,7 @@ fn wrapper_Meta_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &T
 
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::pow__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, exponent)?;
     self_.bump_version();
     Ok(result)
@@ -5111,6 +5269,7 @@ fn wrapper_Meta_where_self_out(_ks: DispatchKeySet, (condition, self_, other, ou
 
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_where_self_out(ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::where_self_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, condition, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -5191,6 +5350,7 @@ fn wrapper_CompositeExplicitAutograd_arange_out(_ks: DispatchKeySet, (end, out):
 
 /// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_arange_out(ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::arange_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, end, out)?;
     out.bump_version();
     Ok(result)
@@ -5203,6 +5363,7 @@ fn wrapper_Meta_arange_start_out(_ks: DispatchKeySet, (start, end, step, out): (
 
 /// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_arange_start_out(ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::arange_start_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, start, end, step, out)?;
     out.bump_version();
     Ok(result)
@@ -5226,6 +5387,7 @@ fn wrapper_CompositeImplicitAutograd_empty_out(_ks: DispatchKeySet, (size, memor
 
 /// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_empty_out(ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::empty_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -5271,6 +5433,7 @@ fn wrapper_Meta_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result
 
 /// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_eye_out(ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::eye_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, n, out)?;
     out.bump_version();
     Ok(result)
@@ -5283,6 +5446,7 @@ fn wrapper_Meta_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor))
 
 /// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_eye_m_out(ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::eye_m_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, n, m, out)?;
     out.bump_version();
     Ok(result)
@@ -5306,6 +5470,7 @@ fn wrapper_CompositeExplicitAutograd_full_out(_ks: DispatchKeySet, (size, fill_v
 
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_full_out(ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::full_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, fill_value, out)?;
     out.bump_version();
     Ok(result)
@@ -5340,6 +5505,7 @@ fn wrapper_Meta_linspace_out(_ks: DispatchKeySet, (start, end, steps, out): (Sca
 
 /// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_linspace_out(ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::linspace_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, start, end, steps, out)?;
     out.bump_version();
     Ok(result)
@@ -5368,6 +5534,7 @@ fn wrapper_CompositeExplicitAutograd_ones_out(_ks: DispatchKeySet, (size, out): 
 
 /// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ones_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ones_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
     out.bump_version();
     Ok(result)
@@ -5402,6 +5569,7 @@ fn wrapper_CompositeExplicitAutograd_zeros_out(_ks: DispatchKeySet, (size, out):
 
 /// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_zeros_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::zeros_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
     out.bump_version();
     Ok(result)
@@ -5430,6 +5598,7 @@ fn wrapper_Meta_bernoulli_out(_ks: DispatchKeySet, (self_, generator, out): (&Te
 
 /// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli_out(ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bernoulli_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -5442,6 +5611,7 @@ fn wrapper_Meta_bernoulli__Tensor(_ks: DispatchKeySet, (self_, p, generator): (&
 
 /// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bernoulli__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
     self_.bump_version();
     Ok(result)
@@ -5454,6 +5624,7 @@ fn wrapper_Meta_bernoulli__float(_ks: DispatchKeySet, (self_, p, generator): (&T
 
 /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli__float(ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bernoulli__float::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator)?;
     self_.bump_version();
     Ok(result)
@@ -5493,6 +5664,7 @@ fn wrapper_CompositeExplicitAutograd_rand_out(_ks: DispatchKeySet, (size, out): 
 
 /// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_rand_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::rand_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
     out.bump_version();
     Ok(result)
@@ -5505,6 +5677,7 @@ fn wrapper_CompositeImplicitAutograd_rand_generator_out(_ks: DispatchKeySet, (si
 
 /// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_rand_generator_out(ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::rand_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -5583,6 +5756,7 @@ fn wrapper_CompositeExplicitAutograd_randint_out(_ks: DispatchKeySet, (high, siz
 
 /// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randint_out(ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randint_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, high, size, out)?;
     out.bump_version();
     Ok(result)
@@ -5595,6 +5769,7 @@ fn wrapper_CompositeExplicitAutograd_randint_generator_out(_ks: DispatchKeySet, 
 
 /// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randint_generator_out(ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randint_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, high, size, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -5607,6 +5782,7 @@ fn wrapper_CompositeExplicitAutograd_randint_low_out(_ks: DispatchKeySet, (low, 
 
 /// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randint_low_out(ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randint_low_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, low, high, size, out)?;
     out.bump_version();
     Ok(result)
@@ -5619,6 +5795,7 @@ fn wrapper_CompositeExplicitAutograd_randint_low_generator_out(_ks: DispatchKeyS
 
 /// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randint_low_generator_out(ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randint_low_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, low, high, size, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -5653,6 +5830,7 @@ fn wrapper_CompositeImplicitAutograd_randn_out(_ks: DispatchKeySet, (size, out):
 
 /// `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randn_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randn_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, out)?;
     out.bump_version();
     Ok(result)
@@ -5665,6 +5843,7 @@ fn wrapper_CompositeImplicitAutograd_randn_generator_out(_ks: DispatchKeySet, (s
 
 /// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randn_generator_out(ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randn_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -5699,6 +5878,7 @@ fn wrapper_Meta_normal_(_ks: DispatchKeySet, (self_, mean, std, generator): (&Te
 
 /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_normal_(ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::normal_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mean, std, generator)?;
     self_.bump_version();
     Ok(result)
@@ -5716,6 +5896,7 @@ fn wrapper_CompositeExplicitAutograd_index_put_(_ks: DispatchKeySet, (self_, ind
 
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_index_put_(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::index_put_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate)?;
     self_.bump_version();
     Ok(result)
@@ -5733,6 +5914,7 @@ fn wrapper_Meta_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (
 
 /// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::masked_fill__Scalar::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
     self_.bump_version();
     Ok(result)
@@ -5750,6 +5932,7 @@ fn wrapper_Meta_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (
 
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::masked_fill__Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value)?;
     self_.bump_version();
     Ok(result)
@@ -5772,6 +5955,7 @@ fn wrapper_CompositeExplicitAutograd_log_softmax_int_out(_ks: DispatchKeySet, (s
 
 /// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log_softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -5799,6 +5983,7 @@ fn wrapper_Meta_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_
 
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_ADInplaceOrView_max_dim_max(ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::max_dim_max::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, max, max_values)?;
     max.bump_version();
     max_values.bump_version();
@@ -5817,6 +6002,7 @@ fn wrapper_CompositeExplicitAutograd_mean_dtype_out(_ks: DispatchKeySet, (self_,
 
 /// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mean_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -5842,6 +6028,7 @@ fn wrapper_Meta_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out):
 
 /// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mean_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mean_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -5869,6 +6056,7 @@ fn wrapper_Meta_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_
 
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_ADInplaceOrView_min_dim_min(ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::min_dim_min::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, min, min_indices)?;
     min.bump_version();
     min_indices.bump_version();
@@ -5887,6 +6075,7 @@ fn wrapper_CompositeExplicitAutograd_softmax_int_out(_ks: DispatchKeySet, (self_
 
 /// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::softmax_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -5917,6 +6106,7 @@ fn wrapper_Meta_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype
 
 /// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sum_IntList_out(ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sum_IntList_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -5944,6 +6134,7 @@ fn wrapper_CompositeImplicitAutograd_std_out(_ks: DispatchKeySet, (self_, dim, u
 
 /// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_std_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::std_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -5956,6 +6147,7 @@ fn wrapper_Meta_std_correction_out(_ks: DispatchKeySet, (self_, dim, correction,
 
 /// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_std_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::std_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -5983,6 +6175,7 @@ fn wrapper_CompositeImplicitAutograd_var_out(_ks: DispatchKeySet, (self_, dim, u
 
 /// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_var_out(ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::var_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, unbiased, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -5995,6 +6188,7 @@ fn wrapper_Meta_var_correction_out(_ks: DispatchKeySet, (self_, dim, correction,
 
 /// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_var_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::var_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -6027,6 +6221,7 @@ fn wrapper_Meta_min_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tens
 
 /// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_min_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::min_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6044,6 +6239,7 @@ fn wrapper_Meta_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tens
 
 /// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_max_unary_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::max_unary_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6061,6 +6257,7 @@ fn wrapper_CompositeExplicitAutograd_abs_(_ks: DispatchKeySet, (self_,): (&Tenso
 
 /// `abs_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::abs_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6073,6 +6270,7 @@ fn wrapper_Meta_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_abs_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::abs_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6098,6 +6296,7 @@ fn wrapper_Meta_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6114,6 +6313,7 @@ fn wrapper_Meta_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Te
 
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_not_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6131,6 +6331,7 @@ fn wrapper_CompositeExplicitAutograd_logical_not_(_ks: DispatchKeySet, (self_,):
 
 /// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_not_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_not_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6143,6 +6344,7 @@ fn wrapper_Meta_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Te
 
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logical_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logical_not_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6168,6 +6370,7 @@ fn wrapper_Meta_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `ceil_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ceil_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6184,6 +6387,7 @@ fn wrapper_Meta_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ceil_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ceil_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6209,6 +6413,7 @@ fn wrapper_Meta_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `cos_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cos_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6225,6 +6430,7 @@ fn wrapper_Meta_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_cos_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::cos_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6250,6 +6456,7 @@ fn wrapper_Meta_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `erf_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::erf_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6266,6 +6473,7 @@ fn wrapper_Meta_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_erf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::erf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6291,6 +6499,7 @@ fn wrapper_Meta_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `exp_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::exp_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6307,6 +6516,7 @@ fn wrapper_Meta_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_exp_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::exp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6332,6 +6542,7 @@ fn wrapper_Meta_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
 
 /// `expm1_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::expm1_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6348,6 +6559,7 @@ fn wrapper_Meta_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
 
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_expm1_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::expm1_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6373,6 +6585,7 @@ fn wrapper_Meta_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
 
 /// `floor_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::floor_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6389,6 +6602,7 @@ fn wrapper_Meta_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
 
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_floor_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::floor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6411,6 +6625,7 @@ fn wrapper_CompositeExplicitAutograd_nan_to_num_(_ks: DispatchKeySet, (self_, na
 
 /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::nan_to_num_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf)?;
     self_.bump_version();
     Ok(result)
@@ -6423,6 +6638,7 @@ fn wrapper_Meta_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf,
 
 /// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_nan_to_num_out(ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::nan_to_num_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, nan, posinf, neginf, out)?;
     out.bump_version();
     Ok(result)
@@ -6448,6 +6664,7 @@ fn wrapper_Meta_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `log_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6464,6 +6681,7 @@ fn wrapper_Meta_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6489,6 +6707,7 @@ fn wrapper_Meta_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
 
 /// `log1p_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log1p_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6505,6 +6724,7 @@ fn wrapper_Meta_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
 
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log1p_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log1p_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6530,6 +6750,7 @@ fn wrapper_Meta_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `log2_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log2_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6546,6 +6767,7 @@ fn wrapper_Meta_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_log2_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::log2_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6571,6 +6793,7 @@ fn wrapper_Meta_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 
 /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::reciprocal_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6587,6 +6810,7 @@ fn wrapper_Meta_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Ten
 
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_reciprocal_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::reciprocal_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6612,6 +6836,7 @@ fn wrapper_Meta_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::neg_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6628,6 +6853,7 @@ fn wrapper_Meta_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_neg_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::neg_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6653,6 +6879,7 @@ fn wrapper_Meta_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
 
 /// `round_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::round_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6669,6 +6896,7 @@ fn wrapper_Meta_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
 
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_round_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::round_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6694,6 +6922,7 @@ fn wrapper_Meta_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor
 
 /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_round__decimals(ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::round__decimals::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals)?;
     self_.bump_version();
     Ok(result)
@@ -6710,6 +6939,7 @@ fn wrapper_Meta_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): 
 
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_round_decimals_out(ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::round_decimals_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, decimals, out)?;
     out.bump_version();
     Ok(result)
@@ -6727,6 +6957,7 @@ fn wrapper_Meta_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `relu_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::relu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6743,6 +6974,7 @@ fn wrapper_Meta_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tenso
 
 /// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gelu_out(ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gelu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, approximate, out)?;
     out.bump_version();
     Ok(result)
@@ -6759,6 +6991,7 @@ fn wrapper_Meta_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)
 
 /// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::gelu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, approximate)?;
     self_.bump_version();
     Ok(result)
@@ -6793,6 +7026,7 @@ fn wrapper_Meta_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
 
 /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::rsqrt_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6809,6 +7043,7 @@ fn wrapper_Meta_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
 
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_rsqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::rsqrt_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6834,6 +7069,7 @@ fn wrapper_Meta_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `silu_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::silu_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6850,6 +7086,7 @@ fn wrapper_Meta_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_silu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::silu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6875,6 +7112,7 @@ fn wrapper_Meta_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
 
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sigmoid_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6891,6 +7129,7 @@ fn wrapper_Meta_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor
 
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sigmoid_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sigmoid_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6916,6 +7155,7 @@ fn wrapper_Meta_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `sin_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sin_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6932,6 +7172,7 @@ fn wrapper_Meta_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sin_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6957,6 +7198,7 @@ fn wrapper_Meta_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sqrt_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -6973,6 +7215,7 @@ fn wrapper_Meta_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sqrt_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sqrt_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -6998,6 +7241,7 @@ fn wrapper_Meta_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor
 
 /// `tan_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::tan_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -7014,6 +7258,7 @@ fn wrapper_Meta_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -
 
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_tan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::tan_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7039,6 +7284,7 @@ fn wrapper_Meta_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `tanh_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::tanh_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -7055,6 +7301,7 @@ fn wrapper_Meta_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_tanh_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::tanh_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7080,6 +7327,7 @@ fn wrapper_Meta_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tens
 
 /// `trunc_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::trunc_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -7096,6 +7344,7 @@ fn wrapper_Meta_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor))
 
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_trunc_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::trunc_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7121,6 +7370,7 @@ fn wrapper_Meta_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tenso
 
 /// `sign_(Tensor(a!) self) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sign_::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?;
     self_.bump_version();
     Ok(result)
@@ -7137,6 +7387,7 @@ fn wrapper_Meta_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) 
 
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sign_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sign_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7169,6 +7420,7 @@ fn wrapper_CompositeExplicitAutograd_stack_out(_ks: DispatchKeySet, (tensors, di
 
 /// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_stack_out(ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::stack_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, tensors, dim, out)?;
     out.bump_version();
     Ok(result)
@@ -7201,6 +7453,7 @@ fn wrapper_CompositeExplicitAutograd_sort_values(_ks: DispatchKeySet, (self_, di
 
 /// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_ADInplaceOrView_sort_values(ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sort_values::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, descending, values, indices)?;
     values.bump_version();
     indices.bump_version();
@@ -7219,6 +7472,7 @@ fn wrapper_Meta_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, des
 
 /// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 fn wrapper_ADInplaceOrView_sort_values_stable(ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sort_values_stable::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, stable, dim, descending, values, indices)?;
     values.bump_version();
     indices.bump_version();
@@ -7252,6 +7506,7 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out(_ks: DispatchKey
 
 /// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_logsumexp_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::logsumexp_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?;
     out.bump_version();
     Ok(result)
@@ -7274,6 +7529,7 @@ fn wrapper_CompositeImplicitAutograd_max_out(_ks: DispatchKeySet, (self_, other,
 
 /// `max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_max_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::max_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7291,6 +7547,7 @@ fn wrapper_CompositeImplicitAutograd_min_out(_ks: DispatchKeySet, (self_, other,
 
 /// `min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_min_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::min_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7305,6 +7562,7 @@ fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, 
 
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_copy_out(ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, non_blocking, out)?;
     out.bump_version();
     Ok(result)
@@ -7319,6 +7577,7 @@ fn wrapper_CompositeExplicitAutograd_resize_out(_ks: DispatchKeySet, (self_, siz
 
 /// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_resize_out(ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::resize_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -7340,6 +7599,7 @@ fn wrapper_CompositeExplicitAutograd_empty_strided_out(_ks: DispatchKeySet, (siz
 
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_empty_strided_out(ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::empty_strided_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, size, stride, out)?;
     out.bump_version();
     Ok(result)
@@ -7354,6 +7614,7 @@ fn wrapper_CompositeExplicitAutograd_fill_Scalar_out(_ks: DispatchKeySet, (self_
 
 /// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fill_Scalar_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fill_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value, out)?;
     out.bump_version();
     Ok(result)
@@ -7368,6 +7629,7 @@ fn wrapper_CompositeExplicitAutograd_fill_Tensor_out(_ks: DispatchKeySet, (self_
 
 /// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_fill_Tensor_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::fill_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, value, out)?;
     out.bump_version();
     Ok(result)
@@ -7382,6 +7644,7 @@ fn wrapper_CompositeExplicitAutograd__index_put_impl_out(_ks: DispatchKeySet, (s
 
 /// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__index_put_impl_out(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::_index_put_impl_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, unsafe_, out)?;
     out.bump_version();
     Ok(result)
@@ -7403,6 +7666,7 @@ fn wrapper_CompositeExplicitAutograd_slice_scatter_out(_ks: DispatchKeySet, (sel
 
 /// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_slice_scatter_out(ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::slice_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, dim, start, end, step, out)?;
     out.bump_version();
     Ok(result)
@@ -7417,6 +7681,7 @@ fn wrapper_CompositeExplicitAutograd_select_scatter_out(_ks: DispatchKeySet, (se
 
 /// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_select_scatter_out(ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::select_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, dim, index, out)?;
     out.bump_version();
     Ok(result)
@@ -7431,6 +7696,7 @@ fn wrapper_CompositeExplicitAutograd_diagonal_scatter_out(_ks: DispatchKeySet, (
 
 /// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_diagonal_scatter_out(ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::diagonal_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, offset, dim1, dim2, out)?;
     out.bump_version();
     Ok(result)
@@ -7445,6 +7711,7 @@ fn wrapper_CompositeExplicitAutograd_as_strided_scatter_out(_ks: DispatchKeySet,
 
 /// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_as_strided_scatter_out(ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::as_strided_scatter_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, src, size, stride, storage_offset, out)?;
     out.bump_version();
     Ok(result)
@@ -7459,6 +7726,7 @@ fn wrapper_CompositeExplicitAutograd_prod_out(_ks: DispatchKeySet, (self_, dtype
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_prod_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::prod_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -7473,6 +7741,7 @@ fn wrapper_CompositeExplicitAutograd_flip_out(_ks: DispatchKeySet, (self_, dims,
 
 /// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_flip_out(ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::flip_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dims, out)?;
     out.bump_version();
     Ok(result)
@@ -7487,6 +7756,7 @@ fn wrapper_CompositeExplicitAutograd_roll_out(_ks: DispatchKeySet, (self_, shift
 
 /// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_roll_out(ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::roll_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, shifts, dims, out)?;
     out.bump_version();
     Ok(result)
@@ -7501,6 +7771,7 @@ fn wrapper_CompositeExplicitAutograd__unsafe_view_out(_ks: DispatchKeySet, (self
 
 /// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__unsafe_view_out(ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::_unsafe_view_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, out)?;
     out.bump_version();
     Ok(result)
@@ -7515,6 +7786,7 @@ fn wrapper_CompositeExplicitAutograd_clone_out(_ks: DispatchKeySet, (self_, memo
 
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_clone_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::clone_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -7529,6 +7801,7 @@ fn wrapper_CompositeExplicitAutograd_zero_out(_ks: DispatchKeySet, (self_, out):
 
 /// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_zero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::zero_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7550,6 +7823,7 @@ fn wrapper_CompositeExplicitAutograd__to_copy_out(_ks: DispatchKeySet, (self_, n
 
 /// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView__to_copy_out(ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::_to_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, non_blocking, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -7564,6 +7838,7 @@ fn wrapper_CompositeExplicitAutograd_uniform_out(_ks: DispatchKeySet, (self_, fr
 
 /// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_uniform_out(ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::uniform_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, from, to, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -7585,6 +7860,7 @@ fn wrapper_CompositeExplicitAutograd_as_strided_copy_out(_ks: DispatchKeySet, (s
 
 /// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_as_strided_copy_out(ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::as_strided_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, stride, storage_offset, out)?;
     out.bump_version();
     Ok(result)
@@ -7599,6 +7875,7 @@ fn wrapper_CompositeExplicitAutograd_diagonal_copy_out(_ks: DispatchKeySet, (sel
 
 /// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_diagonal_copy_out(ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::diagonal_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, offset, dim1, dim2, out)?;
     out.bump_version();
     Ok(result)
@@ -7613,6 +7890,7 @@ fn wrapper_CompositeExplicitAutograd_expand_copy_out(_ks: DispatchKeySet, (self_
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_expand_copy_out(ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::expand_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, implicit, out)?;
     out.bump_version();
     Ok(result)
@@ -7627,6 +7905,7 @@ fn wrapper_CompositeExplicitAutograd_permute_copy_out(_ks: DispatchKeySet, (self
 
 /// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_permute_copy_out(ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::permute_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dims, out)?;
     out.bump_version();
     Ok(result)
@@ -7641,6 +7920,7 @@ fn wrapper_CompositeExplicitAutograd_select_copy_int_out(_ks: DispatchKeySet, (s
 
 /// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_select_copy_int_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::select_copy_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, index, out)?;
     out.bump_version();
     Ok(result)
@@ -7655,6 +7935,7 @@ fn wrapper_CompositeExplicitAutograd_detach_copy_out(_ks: DispatchKeySet, (self_
 
 /// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_detach_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::detach_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7669,6 +7950,7 @@ fn wrapper_CompositeExplicitAutograd_slice_copy_Tensor_out(_ks: DispatchKeySet, 
 
 /// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_slice_copy_Tensor_out(ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::slice_copy_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, start, end, step, out)?;
     out.bump_version();
     Ok(result)
@@ -7683,6 +7965,7 @@ fn wrapper_CompositeExplicitAutograd_squeeze_copy_out(_ks: DispatchKeySet, (self
 
 /// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_squeeze_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::squeeze_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7697,6 +7980,7 @@ fn wrapper_CompositeExplicitAutograd_squeeze_copy_dim_out(_ks: DispatchKeySet, (
 
 /// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_squeeze_copy_dim_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::squeeze_copy_dim_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
     out.bump_version();
     Ok(result)
@@ -7711,6 +7995,7 @@ fn wrapper_CompositeExplicitAutograd_squeeze_copy_dims_out(_ks: DispatchKeySet, 
 
 /// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_squeeze_copy_dims_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::squeeze_copy_dims_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
     out.bump_version();
     Ok(result)
@@ -7725,6 +8010,7 @@ fn wrapper_CompositeExplicitAutograd_t_copy_out(_ks: DispatchKeySet, (self_, out
 
 /// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_t_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::t_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7739,6 +8025,7 @@ fn wrapper_CompositeExplicitAutograd_transpose_copy_int_out(_ks: DispatchKeySet,
 
 /// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_transpose_copy_int_out(ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::transpose_copy_int_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim0, dim1, out)?;
     out.bump_version();
     Ok(result)
@@ -7753,6 +8040,7 @@ fn wrapper_CompositeExplicitAutograd_unsqueeze_copy_out(_ks: DispatchKeySet, (se
 
 /// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_unsqueeze_copy_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::unsqueeze_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, out)?;
     out.bump_version();
     Ok(result)
@@ -7767,6 +8055,7 @@ fn wrapper_CompositeExplicitAutograd_view_copy_out(_ks: DispatchKeySet, (self_, 
 
 /// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_view_copy_out(ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::view_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, out)?;
     out.bump_version();
     Ok(result)
@@ -7781,6 +8070,7 @@ fn wrapper_CompositeExplicitAutograd_view_copy_dtype_out(_ks: DispatchKeySet, (s
 
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_view_copy_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::view_copy_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -7795,6 +8085,7 @@ fn wrapper_CompositeExplicitAutograd_unfold_copy_out(_ks: DispatchKeySet, (self_
 
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_unfold_copy_out(ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::unfold_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dimension, size, step, out)?;
     out.bump_version();
     Ok(result)
@@ -7809,6 +8100,7 @@ fn wrapper_CompositeExplicitAutograd_alias_copy_out(_ks: DispatchKeySet, (self_,
 
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_alias_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::alias_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -7825,6 +8117,7 @@ fn wrapper_CompositeExplicitAutograd_native_layer_norm_out(_ks: DispatchKeySet, 
 
 /// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 fn wrapper_ADInplaceOrView_native_layer_norm_out(ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::native_layer_norm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, normalized_shape, weight, bias, eps, out0, out1, out2)?;
     out0.bump_version();
     out1.bump_version();
@@ -7842,6 +8135,7 @@ fn wrapper_CompositeExplicitAutograd_native_dropout_out(_ks: DispatchKeySet, (in
 
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_ADInplaceOrView_native_dropout_out(ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::native_dropout_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, p, train, out0, out1)?;
     out0.bump_version();
     out1.bump_version();
@@ -7857,6 +8151,7 @@ fn wrapper_CompositeExplicitAutograd_convolution_out(_ks: DispatchKeySet, (input
 
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_convolution_out(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::convolution_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)?;
     out.bump_version();
     Ok(result)
@@ -7871,6 +8166,7 @@ fn wrapper_CompositeExplicitAutograd_add_Scalar_out(_ks: DispatchKeySet, (self_,
 
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_add_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::add_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
     out.bump_version();
     Ok(result)
@@ -7885,6 +8181,7 @@ fn wrapper_CompositeExplicitAutograd_div_Scalar_out(_ks: DispatchKeySet, (self_,
 
 /// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7899,6 +8196,7 @@ fn wrapper_CompositeExplicitAutograd_div_Scalar_mode_out(_ks: DispatchKeySet, (s
 
 /// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_div_Scalar_mode_out(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::div_Scalar_mode_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, rounding_mode, out)?;
     out.bump_version();
     Ok(result)
@@ -7913,6 +8211,7 @@ fn wrapper_CompositeExplicitAutograd_mul_Scalar_out(_ks: DispatchKeySet, (self_,
 
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_mul_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::mul_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7927,6 +8226,7 @@ fn wrapper_CompositeExplicitAutograd_sub_Scalar_out(_ks: DispatchKeySet, (self_,
 
 /// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sub_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sub_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, alpha, out)?;
     out.bump_version();
     Ok(result)
@@ -7941,6 +8241,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_and_Scalar_Tensor_out(_ks: Dispatch
 
 /// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_and_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7955,6 +8256,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_or_Scalar_Tensor_out(_ks: DispatchK
 
 /// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_or_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_or_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7969,6 +8271,7 @@ fn wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out(_ks: Dispatch
 
 /// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bitwise_xor_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7983,6 +8286,7 @@ fn wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out(_ks: DispatchKe
 
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::remainder_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, other, out)?;
     out.bump_version();
     Ok(result)
@@ -7997,6 +8301,7 @@ fn wrapper_CompositeExplicitAutograd_empty_like_out(_ks: DispatchKeySet, (self_,
 
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_empty_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::empty_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8011,6 +8316,7 @@ fn wrapper_CompositeExplicitAutograd_full_like_out(_ks: DispatchKeySet, (self_, 
 
 /// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_full_like_out(ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::full_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, fill_value, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8025,6 +8331,7 @@ fn wrapper_CompositeExplicitAutograd_ones_like_out(_ks: DispatchKeySet, (self_, 
 
 /// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_ones_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::ones_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8039,6 +8346,7 @@ fn wrapper_CompositeExplicitAutograd_zeros_like_out(_ks: DispatchKeySet, (self_,
 
 /// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_zeros_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::zeros_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8053,6 +8361,7 @@ fn wrapper_CompositeExplicitAutograd_bernoulli_Tensor_out(_ks: DispatchKeySet, (
 
 /// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli_Tensor_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bernoulli_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -8074,6 +8383,7 @@ fn wrapper_CompositeExplicitAutograd_bernoulli_float_out(_ks: DispatchKeySet, (s
 
 /// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_bernoulli_float_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::bernoulli_float_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, p, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -8088,6 +8398,7 @@ fn wrapper_CompositeExplicitAutograd_rand_like_out(_ks: DispatchKeySet, (self_, 
 
 /// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_rand_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::rand_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8102,6 +8413,7 @@ fn wrapper_CompositeExplicitAutograd_rand_like_generator_out(_ks: DispatchKeySet
 
 /// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_rand_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::rand_like_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8116,6 +8428,7 @@ fn wrapper_CompositeExplicitAutograd_randn_like_out(_ks: DispatchKeySet, (self_,
 
 /// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randn_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randn_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8130,6 +8443,7 @@ fn wrapper_CompositeExplicitAutograd_randn_like_generator_out(_ks: DispatchKeySe
 
 /// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_randn_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::randn_like_generator_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, generator, memory_format, out)?;
     out.bump_version();
     Ok(result)
@@ -8144,6 +8458,7 @@ fn wrapper_CompositeExplicitAutograd_normal_out(_ks: DispatchKeySet, (self_, mea
 
 /// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_normal_out(ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::normal_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mean, std, generator, out)?;
     out.bump_version();
     Ok(result)
@@ -8158,6 +8473,7 @@ fn wrapper_CompositeExplicitAutograd_index_put_out(_ks: DispatchKeySet, (self_, 
 
 /// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_index_put_out(ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::index_put_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, indices, values, accumulate, out)?;
     out.bump_version();
     Ok(result)
@@ -8172,6 +8488,7 @@ fn wrapper_CompositeExplicitAutograd_masked_fill_Scalar_out(_ks: DispatchKeySet,
 
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_masked_fill_Scalar_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::masked_fill_Scalar_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
     out.bump_version();
     Ok(result)
@@ -8186,6 +8503,7 @@ fn wrapper_CompositeExplicitAutograd_masked_fill_Tensor_out(_ks: DispatchKeySet,
 
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_masked_fill_Tensor_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::masked_fill_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, mask, value, out)?;
     out.bump_version();
     Ok(result)
@@ -8200,6 +8518,7 @@ fn wrapper_CompositeExplicitAutograd_sum_out(_ks: DispatchKeySet, (self_, dtype,
 
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::sum_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?;
     out.bump_version();
     Ok(result)
@@ -8215,6 +8534,7 @@ fn wrapper_CompositeExplicitAutograd_var_mean_correction_out(_ks: DispatchKeySet
 
 /// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_ADInplaceOrView_var_mean_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::var_mean_correction_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, correction, keepdim, out0, out1)?;
     out0.bump_version();
     out1.bump_version();
@@ -8230,6 +8550,7 @@ fn wrapper_CompositeExplicitAutograd_isnan_out(_ks: DispatchKeySet, (self_, out)
 
 /// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_isnan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::isnan_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -8244,6 +8565,7 @@ fn wrapper_CompositeExplicitAutograd_relu_out(_ks: DispatchKeySet, (self_, out):
 
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_relu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::relu_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -8258,6 +8580,7 @@ fn wrapper_CompositeExplicitAutograd_isinf_out(_ks: DispatchKeySet, (self_, out)
 
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_isinf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::isinf_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?;
     out.bump_version();
     Ok(result)
@@ -8272,6 +8595,7 @@ fn wrapper_CompositeExplicitAutograd_repeat_out(_ks: DispatchKeySet, (self_, rep
 
 /// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_repeat_out(ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::repeat_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, repeats, out)?;
     out.bump_version();
     Ok(result)
@@ -8286,6 +8610,7 @@ fn wrapper_CompositeExplicitAutograd_constant_pad_nd_out(_ks: DispatchKeySet, (s
 
 /// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_constant_pad_nd_out(ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::constant_pad_nd_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, pad, value, out)?;
     out.bump_version();
     Ok(result)
@@ -8300,6 +8625,7 @@ fn wrapper_CompositeExplicitAutograd_embedding_out(_ks: DispatchKeySet, (weight,
 
 /// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_ADInplaceOrView_embedding_out(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
+    let _below = switchyard_core::local_dispatch::auto_dispatch_below_ad_inplace_or_view();
     let result = crate::op::embedding_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, weight, indices, padding_idx, scale_grad_by_freq, sparse, out)?;
     out.bump_version();
     Ok(result)
