@@ -677,11 +677,14 @@ fn same_values(a: &[f64], b: &[f64], exact: bool) -> bool {
         })
 }
 
-/// Compares one returned value (or written argument) of the sidecar run with the CPU run.
+/// Compares one returned value (or written argument) of the sidecar run with the CPU run:
+/// every tensor of the sidecar run must be on the sidecar (a result left on the CPU, or a
+/// written argument replaced by a CPU tensor, is a fallback bug), with the CPU run's dtype,
+/// shape and values.
 fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), String> {
     match (cpu, side) {
         (IValue::Tensor(c), IValue::Tensor(s)) => {
-            if s.device() != device() && !c.is_cpu() {
+            if s.device() != device() {
                 return Err(format!("{what}: on {}", s.device()));
             }
             let (cd, cs, cv) = contents(c);
@@ -713,6 +716,27 @@ fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), S
         (c, s) if format!("{c:?}") == format!("{s:?}") => Ok(()),
         (c, s) => Err(format!("{what}: cpu {c:?} vs sidecar {s:?}")),
     }
+}
+
+/// The device check of [`compare`] looks at the sidecar run's tensor: a result that stayed on
+/// the CPU is reported even when its values are right. (It used to test the CPU run's tensor,
+/// which is always on the CPU, so it could never fire.)
+#[test]
+fn the_comparison_refuses_results_left_on_the_cpu() {
+    let _g = serial();
+    let cpu = IValue::Tensor(f32s(&[1.0, 2.0], &[2]));
+    let on_cpu = IValue::Tensor(f32s(&[1.0, 2.0], &[2]));
+    let err = compare(&cpu, &on_cpu, "return 0", true).unwrap_err();
+    assert_eq!(err, "return 0: on cpu");
+    // Inside lists and tuples too.
+    let list = |t: &IValue| IValue::TensorList(vec![Clone::clone(t.as_tensor().unwrap())]);
+    let err = compare(&list(&cpu), &list(&on_cpu), "return 0", true).unwrap_err();
+    assert_eq!(err, "return 0[0]: on cpu");
+    // The same values on the sidecar pass.
+    let side = IValue::Tensor(to_sidecar(&f32s(&[1.0, 2.0], &[2])).unwrap());
+    compare(&cpu, &side, "return 0", true).unwrap();
+    let other = IValue::Tensor(to_sidecar(&f32s(&[1.0, 3.0], &[2])).unwrap());
+    assert!(compare(&cpu, &other, "return 0", true).is_err());
 }
 
 /// Operators left out of the comparison, with the reason.
