@@ -88,7 +88,7 @@ fn other_operators_fall_back_with_one_batched_transfer() {
     let cond = to_sidecar(&Tensor::from_slice(&[true, false, true]).unwrap()).unwrap();
     let other = to_sidecar(&f32s(&[9.0, 9.0, 9.0], &[3])).unwrap();
     let c0 = counters();
-    let w = switchyard_ops::r#where(&cond, &da, &other).unwrap();
+    let w = switchyard_ops::where_self(&cond, &da, &other).unwrap();
     let c1 = counters();
     assert_eq!(c1.to_cpu_batches - c0.to_cpu_batches, 1);
     assert_eq!(c1.device_to_host - c0.device_to_host, 3);
@@ -143,6 +143,189 @@ fn mutations_reach_the_original_tensors() {
     assert!(v.is_same(&values) && i.is_same(&indices));
     assert_eq!(host_f32(&values), [2.0, 4.0]);
     assert_eq!(to_cpu(&indices).unwrap().to_vec::<i64>().unwrap(), [1, 1]);
+}
+
+/// One in-place or out= call bumps the version counter of the tensor it writes once, on the
+/// CPU and on the sidecar, whichever way the call goes: the generated wrappers (the sidecar's
+/// functional kernel, then a copy into `self` / `out`), the CPU fallback (a copy back), a
+/// structured CPU kernel computing into a proxy (a copy back), a composite calling another
+/// out= operator.
+#[test]
+fn inplace_and_out_calls_bump_the_version_once() {
+    let _g = serial();
+    let bumps = |t: &Tensor, call: &dyn Fn(&Tensor)| {
+        let before = t.version();
+        call(t);
+        t.version() - before
+    };
+    for on_sidecar in [false, true] {
+        let place = |t: Tensor| {
+            if on_sidecar {
+                to_sidecar(&t).unwrap()
+            } else {
+                t
+            }
+        };
+        let where_ = if on_sidecar { "sidecar" } else { "cpu" };
+        let a = place(f32s(&[1.0, -2.0, 3.0], &[3]));
+        let long = place(Tensor::from_slice(&[1i64, 2, 3]).unwrap());
+        type Call<'a> = Box<dyn Fn(&Tensor) + 'a>;
+        let cases: Vec<(&str, Tensor, Call<'_>)> = vec![
+            // The sidecar's generated in-place wrappers (add_, mul_, relu_).
+            (
+                "add_",
+                place(f32s(&[0.5, 1.5, 2.5], &[3])),
+                Box::new(|t| {
+                    t.add_(&a).unwrap();
+                }),
+            ),
+            (
+                "mul_",
+                place(f32s(&[0.5, 1.5, 2.5], &[3])),
+                Box::new(|t| {
+                    t.mul_(&a).unwrap();
+                }),
+            ),
+            (
+                "relu_",
+                place(f32s(&[0.5, -1.5, 2.5], &[3])),
+                Box::new(|t| {
+                    op::relu_::call(t).unwrap();
+                }),
+            ),
+            // Its generated out= wrappers, resizing `out`.
+            (
+                "add.out",
+                place(f32s(&[], &[0])),
+                Box::new(|t| {
+                    switchyard_ops::add_out(&a, &a, t).unwrap();
+                }),
+            ),
+            (
+                "relu.out",
+                place(f32s(&[], &[0])),
+                Box::new(|t| {
+                    op::relu_out::call(&a, t).unwrap();
+                }),
+            ),
+            // The fallback (no sub / exp kernel on the sidecar).
+            (
+                "sub_",
+                place(Tensor::from_slice(&[5i64, 5, 5]).unwrap()),
+                Box::new(|t| {
+                    t.sub_(&long).unwrap();
+                }),
+            ),
+            (
+                "exp.out",
+                place(f32s(&[], &[0])),
+                Box::new(|t| {
+                    switchyard_ops::exp_out(&a, t).unwrap();
+                }),
+            ),
+            // A composite (logical_and_ runs logical_and.out into self; mean.dtype_out runs
+            // mean.out).
+            (
+                "logical_and_",
+                place(Tensor::from_slice(&[true, false, true]).unwrap()),
+                Box::new(|t| {
+                    op::logical_and_::call(t, &a).unwrap();
+                }),
+            ),
+            (
+                "mean.dtype_out",
+                place(f32s(&[], &[0])),
+                Box::new(|t| {
+                    op::mean_dtype_out::call(&a, None, t).unwrap();
+                }),
+            ),
+        ];
+        for (name, t, call) in &cases {
+            assert_eq!(bumps(t, call.as_ref()), 1, "{name} on the {where_}");
+        }
+    }
+    // A structured CPU kernel computing into a proxy: `cat` of channels-last inputs asks for
+    // a channels-last output, `out` has the right shape but contiguous strides, so the kernel
+    // writes a temporary and copies it back (through `copy_`) into `out`, which keeps its
+    // strides.
+    let x = f32s(&[1.0; 8], &[1, 2, 2, 2]);
+    let x = op::clone::call(&x, Some(switchyard_core::MemoryFormat::ChannelsLast)).unwrap();
+    let out = f32s(&[0.0; 16], &[2, 2, 2, 2]);
+    let strides = out.strides();
+    let before = out.version();
+    op::cat_out::call(&[Clone::clone(&x), x], 0, &out).unwrap();
+    assert_eq!(out.strides(), strides, "written through a proxy");
+    assert_eq!(out.version() - before, 1, "cat.out through a proxy");
+}
+
+/// The generated out= and in-place wrappers make the CPU kernels' checks before they write:
+/// a refused call leaves the caller's tensor as it was; a safe cast into `out` is accepted.
+#[test]
+fn generated_wrappers_check_before_they_write() {
+    let _g = serial();
+    let a_cpu = f32s(&[1.0, 2.0], &[2]);
+    let a = to_sidecar(&a_cpu).unwrap();
+    // An out= of a dtype the Float result cannot be cast to: the CPU's error, `out` unchanged
+    // (it used to be resized to [2] before the dtype was looked at).
+    let out_cpu = Tensor::from_slice(&[7i64, 8, 9]).unwrap();
+    let out = to_sidecar(&out_cpu).unwrap();
+    let version = out.version();
+    let cpu_err = switchyard_ops::add_out(&a_cpu, &a_cpu, &out_cpu).unwrap_err();
+    let err = switchyard_ops::add_out(&a, &a, &out).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "result type Float can't be cast to the desired output type Long"
+    );
+    assert_eq!(err.message(), cpu_err.message());
+    assert_eq!(out.sizes().as_slice(), [3]);
+    assert_eq!(to_cpu(&out).unwrap().to_vec::<i64>().unwrap(), [7, 8, 9]);
+    assert_eq!(out.version(), version);
+    assert_eq!(out_cpu.version(), 0);
+    // A safe cast (float32 into float64) is accepted, as on the CPU, with resize_output's
+    // warning for a non-empty out of another shape.
+    let out = to_sidecar(&Tensor::from_slice(&[0.0f64]).unwrap()).unwrap();
+    switchyard_dispatch::warnings::take_warnings();
+    switchyard_ops::add_out(&a, &a, &out).unwrap();
+    let warned = switchyard_dispatch::warnings::take_warnings();
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.starts_with("An output with one or more elements was resized")),
+        "{warned:?}"
+    );
+    assert_eq!(out.dtype(), ScalarType::Double);
+    assert_eq!(to_cpu(&out).unwrap().to_vec::<f64>().unwrap(), [2.0, 4.0]);
+    // An out= on another device.
+    let err = switchyard_ops::add_out(&a, &a, &f32s(&[], &[0])).unwrap_err();
+    assert_eq!(
+        err.message(),
+        format!(
+            "Expected out tensor to have device {}, but got cpu instead",
+            device()
+        )
+    );
+    // In place: `self` is never resized to the broadcast shape, nor given a result it cannot
+    // hold; the CPU's messages, `self` untouched.
+    let s = to_sidecar(&f32s(&[1.0, 2.0], &[2])).unwrap();
+    let wide = to_sidecar(&f32s(&[1.0; 6], &[3, 2])).unwrap();
+    let cpu_err = f32s(&[1.0, 2.0], &[2])
+        .add_(&f32s(&[1.0; 6], &[3, 2]))
+        .unwrap_err();
+    let err = s.add_(&wide).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "output with shape [2] doesn't match the broadcast shape [3, 2]"
+    );
+    assert_eq!(err.message(), cpu_err.message());
+    assert_eq!(s.sizes().as_slice(), [2]);
+    assert_eq!(host_f32(&s), [1.0, 2.0]);
+    let ints = to_sidecar(&Tensor::from_slice(&[1i64, 2]).unwrap()).unwrap();
+    let err = ints.add_(&s).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "result type Float can't be cast to the desired output type Long"
+    );
+    assert_eq!(to_cpu(&ints).unwrap().to_vec::<i64>().unwrap(), [1, 2]);
 }
 
 #[test]
@@ -496,11 +679,14 @@ fn same_values(a: &[f64], b: &[f64], exact: bool) -> bool {
         })
 }
 
-/// Compares one returned value (or written argument) of the sidecar run with the CPU run.
+/// Compares one returned value (or written argument) of the sidecar run with the CPU run:
+/// every tensor of the sidecar run must be on the sidecar (a result left on the CPU, or a
+/// written argument replaced by a CPU tensor, is a fallback bug), with the CPU run's dtype,
+/// shape and values.
 fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), String> {
     match (cpu, side) {
         (IValue::Tensor(c), IValue::Tensor(s)) => {
-            if s.device() != device() && !c.is_cpu() {
+            if s.device() != device() {
                 return Err(format!("{what}: on {}", s.device()));
             }
             let (cd, cs, cv) = contents(c);
@@ -534,6 +720,27 @@ fn compare(cpu: &IValue, side: &IValue, what: &str, exact: bool) -> Result<(), S
     }
 }
 
+/// The device check of [`compare`] looks at the sidecar run's tensor: a result that stayed on
+/// the CPU is reported even when its values are right. (It used to test the CPU run's tensor,
+/// which is always on the CPU, so it could never fire.)
+#[test]
+fn the_comparison_refuses_results_left_on_the_cpu() {
+    let _g = serial();
+    let cpu = IValue::Tensor(f32s(&[1.0, 2.0], &[2]));
+    let on_cpu = IValue::Tensor(f32s(&[1.0, 2.0], &[2]));
+    let err = compare(&cpu, &on_cpu, "return 0", true).unwrap_err();
+    assert_eq!(err, "return 0: on cpu");
+    // Inside lists and tuples too.
+    let list = |t: &IValue| IValue::TensorList(vec![Clone::clone(t.as_tensor().unwrap())]);
+    let err = compare(&list(&cpu), &list(&on_cpu), "return 0", true).unwrap_err();
+    assert_eq!(err, "return 0[0]: on cpu");
+    // The same values on the sidecar pass.
+    let side = IValue::Tensor(to_sidecar(&f32s(&[1.0, 2.0], &[2])).unwrap());
+    compare(&cpu, &side, "return 0", true).unwrap();
+    let other = IValue::Tensor(to_sidecar(&f32s(&[1.0, 3.0], &[2])).unwrap());
+    assert!(compare(&cpu, &other, "return 0", true).is_err());
+}
+
 /// Operators left out of the comparison, with the reason.
 const SKIPPED: &[(&str, &str)] = &[
     ("aten::_to_cpu", "returns CPU tensors by definition"),
@@ -553,6 +760,60 @@ const SKIPPED: &[(&str, &str)] = &[
     ("aten::unfold_copy.out", "as unfold_copy"),
     ("aten::_copy_from_and_resize.out", "a backend primitive"),
 ];
+
+/// The version counters of the tensors a call writes (list elements one by one).
+fn written_versions(facts: &switchyard_dispatch::SchemaFacts, args: &Stack) -> Vec<u32> {
+    facts
+        .tensor_arguments
+        .iter()
+        .filter(|a| a.is_write)
+        .flat_map(|a| match &args[a.index] {
+            IValue::Tensor(t) => vec![t.version()],
+            IValue::TensorList(l) => l.iter().map(Tensor::version).collect(),
+            IValue::OptionalTensorList(l) => l.iter().flatten().map(Tensor::version).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The operators whose calls (with this file's arguments) do not bump once in PyTorch 2.15
+/// either (recorded from `/tmp/torchref`), with the number of bumps.
+const BUMPS_OTHER_THAN_ONE: &[(&str, u32, &str)] = &[
+    (
+        "aten::dropout_",
+        0,
+        "called with train=False: a composite returning `self` untouched",
+    ),
+    (
+        "aten::randn.out",
+        2,
+        "a CompositeImplicitAutograd composite: resize_, then normal_, each bumping",
+    ),
+    ("aten::randn.generator_out", 2, "as randn.out"),
+    (
+        "aten::rand.generator_out",
+        2,
+        "a CompositeImplicitAutograd composite: resize_, then uniform_",
+    ),
+];
+
+/// Every tensor a call writes had its version bumped exactly once (PyTorch bumps once per
+/// in-place or out= call, whatever the kernel does inside: copies into `self`, proxies,
+/// composites calling other out= operators, the fallback's copy-back), except for the
+/// composites PyTorch runs above its ADInplaceOrView layer ([`BUMPS_OTHER_THAN_ONE`]).
+fn bumped_once(op: &str, before: &[u32], after: &[u32]) -> Result<(), String> {
+    let bumps = BUMPS_OTHER_THAN_ONE
+        .iter()
+        .find(|(name, _, _)| *name == op)
+        .map_or(1, |(_, n, _)| *n);
+    let want: Vec<u32> = before.iter().map(|v| v + bumps).collect();
+    if after != want.as_slice() {
+        return Err(format!(
+            "versions of the written tensors went from {before:?} to {after:?}, not up by {bumps}"
+        ));
+    }
+    Ok(())
+}
 
 #[test]
 fn every_operator_gives_the_cpu_result() {
@@ -583,6 +844,7 @@ fn every_operator_gives_the_cpu_result() {
                 continue;
             };
             let cpu_args = cpu_stack.clone();
+            let cpu_versions = written_versions(&facts, &cpu_args);
             switchyard_core::generator::manual_seed(7).unwrap();
             if op.call_boxed(&mut cpu_stack).is_err() {
                 continue;
@@ -590,13 +852,19 @@ fn every_operator_gives_the_cpu_result() {
             ran = true;
             let mut side_stack = arguments(op, v, device()).unwrap();
             let side_args = side_stack.clone();
+            let side_versions = written_versions(&facts, &side_args);
             switchyard_core::generator::manual_seed(7).unwrap();
             // Composites over the sidecar's own float kernels round differently from the CPU.
             let exact = false;
-            let outcome = op
-                .call_boxed(&mut side_stack)
-                .map_err(|e| format!("failed on the sidecar: {e}"))
+            let outcome = bumped_once(name, &cpu_versions, &written_versions(&facts, &cpu_args))
+                .map_err(|e| format!("on the CPU: {e}"))
                 .and_then(|()| {
+                    op.call_boxed(&mut side_stack)
+                        .map_err(|e| format!("failed on the sidecar: {e}"))
+                })
+                .and_then(|()| {
+                    bumped_once(name, &side_versions, &written_versions(&facts, &side_args))
+                        .map_err(|e| format!("on the sidecar: {e}"))?;
                     if cpu_stack.len() != side_stack.len() {
                         return Err("different number of returns".to_owned());
                     }

@@ -16,7 +16,8 @@
 //!    with `_copy_from_and_resize`;
 //! 4. returns that alias a written argument are replaced by the original device tensor, other
 //!    tensor returns are moved to the target device (the `Device` argument, else the device of
-//!    the first tensor argument).
+//!    the first tensor argument that is not a 0-dim CPU tensor, a scalar going with tensors of
+//!    any device).
 //!
 //! View operators cannot fall back: a copy on another device cannot share storage with its
 //! base. By default they are refused with an error before anything is transferred;
@@ -215,23 +216,29 @@ fn target_device(facts: &SchemaFacts, args: &[IValue]) -> Option<Device> {
             Some(IValue::Device(d)) => Some(*d),
             _ => None,
         });
+    let first_tensor = |skip_cpu_scalars: bool| {
+        facts
+            .tensor_arguments
+            .iter()
+            .find_map(|a| match args.get(a.index) {
+                Some(IValue::Tensor(t))
+                    if matches!(
+                        a.kind,
+                        TensorArgumentKind::Tensor | TensorArgumentKind::OptionalTensor
+                    ) && !(skip_cpu_scalars && t.is_cpu() && t.dim() == 0) =>
+                {
+                    Some(t.device())
+                }
+                _ => None,
+            })
+    };
+    // A 0-dim CPU tensor (a wrapped scalar, `bitwise_and.Scalar_Tensor`'s `self`) goes with
+    // tensors of any device, as in TensorIterator: it does not pick the device. (PyTorch's
+    // `cpu_fallback` takes the first tensor argument's device, and would put such a result
+    // on the CPU.)
     from_device_arg
-        .or_else(|| {
-            facts
-                .tensor_arguments
-                .iter()
-                .find_map(|a| match args.get(a.index) {
-                    Some(IValue::Tensor(t))
-                        if matches!(
-                            a.kind,
-                            TensorArgumentKind::Tensor | TensorArgumentKind::OptionalTensor
-                        ) =>
-                    {
-                        Some(t.device())
-                    }
-                    _ => None,
-                })
-        })
+        .or_else(|| first_tensor(true))
+        .or_else(|| first_tensor(false))
         .or_else(|| {
             facts
                 .tensor_arguments

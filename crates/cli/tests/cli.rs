@@ -160,8 +160,9 @@ fn ops_lists_how_a_backend_serves_each_operator() {
         "{:?}",
         line("aten::matmul")
     );
-    // Every operator runs on Meta tensors except masked_select, whose result size depends on
-    // the mask's values (PyTorch has no Meta kernel for it either).
+    // Every operator runs on Meta tensors except masked_select and nonzero, whose result
+    // sizes depend on the values (PyTorch has no Meta kernel for them either; `where(c)` and
+    // `nonzero_numpy` are composites over nonzero).
     let missing: Vec<&str> = text
         .lines()
         .filter(|l| l.trim_end().ends_with("missing"))
@@ -169,7 +170,12 @@ fn ops_lists_how_a_backend_serves_each_operator() {
         .collect();
     assert_eq!(
         missing,
-        ["aten::masked_select", "aten::masked_select.out"],
+        [
+            "aten::masked_select",
+            "aten::masked_select.out",
+            "aten::nonzero",
+            "aten::nonzero.out",
+        ],
         "operators without a Meta kernel"
     );
 }

@@ -145,12 +145,19 @@ fn factory_tuple_and_list_out_variants_are_generated() {
     assert!(reg.contains(
         "K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?"
     ));
-    // max.dim_max copies both results and returns both out tensors.
-    assert!(reg.contains("copy_to_out(max, &functional_result0)?;"));
-    assert!(reg.contains("copy_to_out(max_values, &functional_result1)?;"));
+    // max.dim_max checks both out tensors before writing either, copies both results and
+    // returns both out tensors.
+    let checks = reg
+        .find("check_backend_out(max, &functional_result0)?;\n    switchyard_ops::runtime::check_backend_out(max_values, &functional_result1)?;")
+        .unwrap();
+    let first_copy = reg
+        .find("copy_to_backend_out(max, &functional_result0)?;")
+        .unwrap();
+    assert!(checks < first_copy);
+    assert!(reg.contains("copy_to_backend_out(max_values, &functional_result1)?;"));
     assert!(reg.contains("Ok((max.clone(), max_values.clone()))"));
     // unbind_copy.int_out returns nothing and copies element-wise.
-    assert!(reg.contains("copy_list_to_out(out, &functional_result)?;\n    Ok(())"));
+    assert!(reg.contains("copy_list_to_backend_out(out, &functional_result)?;\n    Ok(())"));
 }
 
 #[test]
@@ -164,11 +171,16 @@ fn wrapper_bodies_call_the_functional_kernel_then_copy() {
     };
     let inplace = body("wrapper_XLA_abs_");
     assert!(inplace.contains("let functional_result = K::abs(self_)?;"));
-    assert!(inplace.contains("op::copy_::call(self_, &functional_result, false)?;"));
+    assert!(
+        inplace
+            .contains("switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;")
+    );
     assert!(inplace.contains("Ok(self_.clone())"));
     let out = body("wrapper_XLA_abs_out");
     assert!(out.contains("let functional_result = K::abs(self_)?;"));
-    assert!(out.contains("switchyard_ops::runtime::copy_to_out(out, &functional_result)?;"));
+    assert!(
+        out.contains("switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;")
+    );
     assert!(out.contains("Ok(out.clone())"));
     let functional = body("wrapper_XLA_abs");
     assert!(functional.contains("K::abs(self_)"));

@@ -7,11 +7,13 @@
 //! * [`Storage`] and [`Tensor`]: refcounted storage and the tensor handle, with views sharing
 //!   storage and version counters and safe concurrent access ([`storage`] explains how);
 //! * [`IValue`] and [`Stack`]: boxed values for calls by name;
-//! * [`Error`] and [`Result`]: PyTorch's error kinds and messages.
+//! * [`Error`] and [`Result`]: PyTorch's error kinds and messages;
+//! * [`alloc`]: fallible host allocation (PyTorch's out-of-memory error, never an abort).
 //!
 //! Nothing here runs an operator: operators and kernels live in the crates above this one.
 
 pub mod access;
+pub mod alloc;
 pub mod device;
 pub mod element;
 pub mod error;

@@ -78,42 +78,55 @@ impl Scalar {
         T::from_scalar_checked(self)
     }
 
-    /// Whether converting to `dtype` would overflow, per PyTorch's `overflows<To, From>`.
+    /// Whether converting to `dtype` would overflow, per PyTorch's `overflows<To, From>`
+    /// (c10's `overflows.h`):
     ///
     /// * bools never overflow, and converting to bool never overflows;
-    /// * integer → unsigned also accepts negatives down to `-max` (two's-complement wrap);
-    /// * float → integral fails for NaN, infinities and values outside `[lowest, max]`;
+    /// * integer → integer compares exactly; integer → unsigned also accepts negatives down
+    ///   to `-max` (two's-complement wrap: `-1` into `uint8` is 255);
+    /// * float → integral fails for NaN, infinities and values outside
+    ///   `[lowest, 2^digits)`: the upper bound is `max + 1`, exactly representable, so a
+    ///   value that truncates to `max` fits (`127.5` into `int8`) and `2^63` does not fit
+    ///   `int64` (comparing with `max` as a double, which rounds up to `2^63`, let it
+    ///   through);
     /// * float → float accepts infinities and NaN and checks the finite range.
     pub fn overflows(self, dtype: ScalarType) -> bool {
         if dtype == ScalarType::Bool {
             return false;
         }
-        let (lowest, max) = dtype_range(dtype);
         match self {
             Scalar::Bool(_) => false,
-            Scalar::Int(i) => {
-                if dtype.is_floating_point() {
+            Scalar::Int(i) => match integral_range(dtype) {
+                Some((lowest, max)) => {
+                    let i = i128::from(i);
+                    if lowest == 0 {
+                        // Unsigned: negatives wrap while |i| <= max.
+                        i > max || i < -max
+                    } else {
+                        i < lowest || i > max
+                    }
+                }
+                None => {
+                    let (lowest, max) = float_range(dtype);
                     let v = i as f64;
                     v < lowest || v > max
-                } else if !dtype.is_signed() {
-                    // i < 0 wraps: allowed while |i| <= max.
-                    let max = max as i128;
-                    let i = i128::from(i);
-                    i > max || i < -max
-                } else {
-                    let i = i as f64;
-                    i < lowest || i > max
                 }
-            }
-            Scalar::Float(f) => {
-                if dtype.is_floating_point() && f.is_infinite() {
-                    return false;
+            },
+            Scalar::Float(f) => match integral_range(dtype) {
+                Some((lowest, max)) => {
+                    // NaN fails both comparisons below, so it is checked first; infinities
+                    // are out of range. Both bounds are exact doubles (0 or -2^k, 2^k).
+                    let upper = (max + 1) as f64;
+                    f.is_nan() || f < lowest as f64 || f >= upper
                 }
-                if f.is_nan() {
-                    return !dtype.is_floating_point();
+                None => {
+                    if f.is_infinite() || f.is_nan() {
+                        return false;
+                    }
+                    let (lowest, max) = float_range(dtype);
+                    f < lowest || f > max
                 }
-                f < lowest || f > max
-            }
+            },
         }
     }
 
@@ -140,20 +153,32 @@ impl Scalar {
     }
 }
 
-/// `[lowest, max]` of a dtype as `f64` (exact for every dtype except int64's max, which rounds
-/// up to 2^63, the same comparison C++ makes after converting to double).
-fn dtype_range(dtype: ScalarType) -> (f64, f64) {
+/// `[lowest, max]` of an integral dtype (other than `Bool`), exactly; `None` for floating
+/// dtypes.
+fn integral_range(dtype: ScalarType) -> Option<(i128, i128)> {
+    let (lowest, max): (i128, i128) = match dtype {
+        ScalarType::Byte => (0, u8::MAX.into()),
+        ScalarType::Char => (i8::MIN.into(), i8::MAX.into()),
+        ScalarType::Short => (i16::MIN.into(), i16::MAX.into()),
+        ScalarType::Int => (i32::MIN.into(), i32::MAX.into()),
+        ScalarType::Long => (i64::MIN.into(), i64::MAX.into()),
+        ScalarType::Bool => (0, 1),
+        ScalarType::Half | ScalarType::BFloat16 | ScalarType::Float | ScalarType::Double => {
+            return None;
+        }
+    };
+    Some((lowest, max))
+}
+
+/// `[lowest, max]` of a floating dtype as `f64` (exact); `(0, 1)` for integral dtypes, which
+/// [`integral_range`] serves instead.
+fn float_range(dtype: ScalarType) -> (f64, f64) {
     match dtype {
-        ScalarType::Bool => (0.0, 1.0),
-        ScalarType::Byte => (0.0, f64::from(u8::MAX)),
-        ScalarType::Char => (f64::from(i8::MIN), f64::from(i8::MAX)),
-        ScalarType::Short => (f64::from(i16::MIN), f64::from(i16::MAX)),
-        ScalarType::Int => (f64::from(i32::MIN), f64::from(i32::MAX)),
-        ScalarType::Long => (i64::MIN as f64, i64::MAX as f64),
         ScalarType::Half => (f64::from(f16::MIN), f64::from(f16::MAX)),
         ScalarType::BFloat16 => (f64::from(bf16::MIN), f64::from(bf16::MAX)),
         ScalarType::Float => (f64::from(f32::MIN), f64::from(f32::MAX)),
         ScalarType::Double => (f64::MIN, f64::MAX),
+        _ => (0.0, 1.0),
     }
 }
 
@@ -226,6 +251,49 @@ mod tests {
         assert_eq!(
             Scalar::Int(128).to::<i8>().unwrap_err().message(),
             "value cannot be converted to type int8_t without overflow"
+        );
+    }
+
+    /// The bounds of float → integral conversions: `[lowest, max + 1)`, so a value that
+    /// truncates to `max` fits and `max + 1` (`2^63` for `int64`, which `i64::MAX as f64`
+    /// rounds up to) does not (c10's `overflows` compares with `2^digits`).
+    #[test]
+    fn float_to_integral_bounds_are_exact() {
+        let two63 = 9_223_372_036_854_775_808.0;
+        assert!(Scalar::Float(two63).overflows(ScalarType::Long));
+        assert_eq!(
+            Scalar::Float(two63).to::<i64>().unwrap_err().message(),
+            "value cannot be converted to type int64_t without overflow"
+        );
+        assert!(Scalar::Float(-two63 * 1.0000001).overflows(ScalarType::Long));
+        assert!(!Scalar::Float(-two63).overflows(ScalarType::Long));
+        assert_eq!(Scalar::Float(-two63).to::<i64>().unwrap(), i64::MIN);
+        // The largest double below 2^63 fits.
+        let below = f64::from_bits(two63.to_bits() - 1);
+        assert_eq!(Scalar::Float(below).to::<i64>().unwrap(), below as i64);
+        assert!(Scalar::Float(2_147_483_648.0).overflows(ScalarType::Int));
+        assert!(!Scalar::Float(2_147_483_647.5).overflows(ScalarType::Int));
+        assert!(!Scalar::Float(127.5).overflows(ScalarType::Char));
+        assert_eq!(Scalar::Float(127.5).to::<i8>().unwrap(), 127);
+        assert!(Scalar::Float(128.0).overflows(ScalarType::Char));
+        assert!(Scalar::Float(-128.5).overflows(ScalarType::Char));
+        assert!(!Scalar::Float(255.9).overflows(ScalarType::Byte));
+        assert!(Scalar::Float(256.0).overflows(ScalarType::Byte));
+        assert!(Scalar::Float(f64::NEG_INFINITY).overflows(ScalarType::Short));
+        assert!(Scalar::Float(f64::INFINITY).overflows(ScalarType::Long));
+        // Integers compare exactly, at both ends of int64.
+        assert!(!Scalar::Int(i64::MAX).overflows(ScalarType::Long));
+        assert!(!Scalar::Int(i64::MIN).overflows(ScalarType::Long));
+        assert!(Scalar::Int(i64::MIN).overflows(ScalarType::Int));
+        assert!(Scalar::Int(300).overflows(ScalarType::Char));
+        assert!(Scalar::Int(65_505).overflows(ScalarType::Half));
+        assert!(!Scalar::Int(65_504).overflows(ScalarType::Half));
+        assert_eq!(
+            Scalar::Float(1e300)
+                .to::<half::f16>()
+                .unwrap_err()
+                .message(),
+            "value cannot be converted to type c10::Half without overflow"
         );
     }
 

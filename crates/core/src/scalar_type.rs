@@ -102,7 +102,8 @@ impl ScalarType {
         }
     }
 
-    /// The C++ type name PyTorch uses in conversion messages (`int64_t`, `float`, `at::Half`).
+    /// The C++ type name PyTorch uses in conversion messages (`int64_t`, `float`,
+    /// `c10::Half`): "value cannot be converted to type c10::Half without overflow".
     pub const fn cpp_type_name(self) -> &'static str {
         match self {
             Byte => "uint8_t",
@@ -110,11 +111,11 @@ impl ScalarType {
             Short => "int16_t",
             Int => "int",
             Long => "int64_t",
-            Half => "at::Half",
+            Half => "c10::Half",
             Float => "float",
             Double => "double",
             Bool => "bool",
-            BFloat16 => "at::BFloat16",
+            BFloat16 => "c10::BFloat16",
         }
     }
 

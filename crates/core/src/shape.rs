@@ -99,20 +99,77 @@ pub fn check_nonnegative(sizes: &[i64]) -> Result<()> {
     Ok(())
 }
 
-/// The number of elements of a shape, checking for negative sizes and overflow.
+/// The product of `sizes` as c10's `safe_multiplies_u64` computes it (in `u64`, flagging an
+/// overflow at any step, even one a later zero size would cancel), `None` on overflow or
+/// when the product exceeds `i64::MAX`. The sizes must be non-negative.
+fn checked_product(sizes: &[i64]) -> Option<u64> {
+    let mut product: u64 = 1;
+    let mut overflowed = false;
+    for &s in sizes {
+        let (p, o) = product.overflowing_mul(s as u64);
+        product = p;
+        overflowed |= o;
+    }
+    (!overflowed && product <= STORAGE_MAX).then_some(product)
+}
+
+/// The largest storage size in bytes (PyTorch's `storage_max()`: sizes must fit both
+/// `int64_t` and `size_t`).
+pub const STORAGE_MAX: u64 = i64::MAX as u64;
+
+/// The number of elements of a shape, checking for negative sizes ("Trying to create tensor
+/// with negative dimension -1: [-1, 2]") and overflow ("numel: integer multiplication
+/// overflow", c10's `safe_compute_numel`).
 pub fn numel(sizes: &[i64]) -> Result<i64> {
     check_nonnegative(sizes)?;
-    sizes.iter().try_fold(1i64, |acc, s| {
-        acc.checked_mul(*s).ok_or_else(|| {
+    match checked_product(sizes) {
+        Some(n) => Ok(n as i64),
+        None => bail!(RuntimeError, "numel: integer multiplication overflow"),
+    }
+}
+
+/// The bytes a contiguous tensor of `sizes` needs (PyTorch's
+/// `computeStorageNbytesContiguous`): "Storage size calculation overflowed with sizes=[...]"
+/// when the element count or the byte count overflows or exceeds [`STORAGE_MAX`]. The sizes
+/// must be non-negative ([`check_nonnegative`]).
+pub fn storage_nbytes_contiguous(sizes: &[i64], itemsize: usize) -> Result<usize> {
+    checked_product(sizes)
+        .and_then(|n| n.checked_mul(itemsize as u64))
+        .filter(|n| *n <= STORAGE_MAX)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| {
             Error::runtime(format!(
                 "Storage size calculation overflowed with sizes={}",
                 fmt_dims(sizes)
             ))
         })
-    })
 }
 
-/// Row-major strides for `sizes` (dimensions of size 0 count as 1, as PyTorch does).
+/// Row-major strides for `sizes` (dimensions of size 0 count as 1, as PyTorch does), with
+/// c10's check: "Stride calculation overflowed". Only shapes with a zero size can get here
+/// with an overflow: otherwise every stride is at most the element count.
+pub fn checked_contiguous_strides(sizes: &[i64]) -> Result<DimVec> {
+    let mut strides = DimVec::from_elem(1, sizes.len());
+    let mut acc: i64 = 1;
+    let mut overflowed = false;
+    for i in (0..sizes.len()).rev() {
+        strides[i] = acc;
+        // The last product is not a stride: it may overflow freely.
+        if i > 0 {
+            let (p, o) = acc.overflowing_mul(sizes[i].max(1));
+            acc = p;
+            overflowed |= o;
+        }
+    }
+    if overflowed {
+        bail!(RuntimeError, "Stride calculation overflowed");
+    }
+    Ok(strides)
+}
+
+/// Row-major strides for `sizes` (dimensions of size 0 count as 1, as PyTorch does),
+/// saturating instead of overflowing: for shapes already checked (an existing tensor's, or
+/// through [`checked_contiguous_strides`]).
 pub fn contiguous_strides(sizes: &[i64]) -> DimVec {
     let mut strides = DimVec::from_elem(1, sizes.len());
     let mut acc: i64 = 1;
@@ -202,7 +259,9 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 }
 
 /// The number of storage elements a view needs: `offset + Σ (size-1)·stride + 1`, or 0 for
-/// an empty view. Errors on negative strides or offsets and on overflow.
+/// an empty view. Errors on negative strides or offsets and on overflow (PyTorch's
+/// `computeStorageNbytes`: "Storage size calculation overflowed with sizes=[..] and
+/// strides=[..]").
 pub fn required_storage_elements(sizes: &[i64], strides: &[i64], offset: i64) -> Result<i64> {
     if sizes.len() != strides.len() {
         bail!(
@@ -229,8 +288,9 @@ pub fn required_storage_elements(sizes: &[i64], strides: &[i64], offset: i64) ->
     }
     let overflow = || {
         Error::runtime(format!(
-            "Storage size calculation overflowed with sizes={}",
-            fmt_dims(sizes)
+            "Storage size calculation overflowed with sizes={} and strides={}",
+            fmt_dims(sizes),
+            fmt_dims(strides)
         ))
     };
     let mut last: i64 = offset;
@@ -286,6 +346,53 @@ mod tests {
         assert!(is_channels_last_contiguous(&[2, 3, 4, 5], &[60, 1, 15, 3]));
     }
 
+    /// c10's overflow rules: products in `u64` flag an overflow at any step (even when a later
+    /// zero cancels it), results above `i64::MAX` overflow, and contiguous strides of an empty
+    /// shape can overflow although its element count is zero.
+    #[test]
+    fn size_products_and_strides_overflow_like_c10() {
+        let storage = |sizes: &[i64], item| storage_nbytes_contiguous(sizes, item);
+        assert_eq!(storage(&[2, 3], 4).unwrap(), 24);
+        assert_eq!(storage(&[], 8).unwrap(), 8);
+        // 2^62 * 4 overflows u64 before the zero: an error, as in PyTorch.
+        assert_eq!(
+            storage(&[1 << 62, 4, 0], 4).unwrap_err().message(),
+            "Storage size calculation overflowed with sizes=[4611686018427387904, 4, 0]"
+        );
+        // 2^62 * 2 = 2^63 fits u64, and the zero makes it 0: fine.
+        assert_eq!(storage(&[1 << 62, 2, 0], 4).unwrap(), 0);
+        // Elements fit, bytes exceed i64::MAX.
+        assert!(storage(&[1 << 61], 4).is_err());
+        assert_eq!(storage(&[(1 << 61) - 1], 4).unwrap(), (1usize << 63) - 4);
+        assert_eq!(numel(&[1 << 62, 2, 0]).unwrap(), 0);
+        assert_eq!(numel(&[i64::MAX]).unwrap(), i64::MAX);
+        assert!(numel(&[1 << 62, 2]).is_err());
+        assert_eq!(
+            checked_contiguous_strides(&[0, 1 << 62, 4])
+                .unwrap_err()
+                .message(),
+            "Stride calculation overflowed"
+        );
+        assert_eq!(
+            checked_contiguous_strides(&[1 << 62, 4, 0])
+                .unwrap()
+                .as_slice(),
+            &[4, 1, 1]
+        );
+        assert_eq!(
+            checked_contiguous_strides(&[i64::MAX, 1])
+                .unwrap()
+                .as_slice(),
+            &[1, 1]
+        );
+        assert_eq!(
+            required_storage_elements(&[2, 2], &[1 << 62, 1 << 62], 0)
+                .unwrap_err()
+                .message(),
+            "Storage size calculation overflowed with sizes=[2, 2] and strides=[4611686018427387904, 4611686018427387904]"
+        );
+    }
+
     #[test]
     fn dims_and_sizes() {
         assert_eq!(wrap_dim(-1, 3).unwrap(), 2);
@@ -301,7 +408,10 @@ mod tests {
             numel(&[-1, 2]).unwrap_err().message(),
             "Trying to create tensor with negative dimension -1: [-1, 2]"
         );
-        assert!(numel(&[1 << 40, 1 << 40]).is_err());
+        assert_eq!(
+            numel(&[1 << 40, 1 << 40]).unwrap_err().message(),
+            "numel: integer multiplication overflow"
+        );
         assert_eq!(required_storage_elements(&[2, 3], &[3, 1], 2).unwrap(), 8);
         assert_eq!(required_storage_elements(&[2, 0], &[3, 1], 2).unwrap(), 0);
         assert_eq!(fmt_tuple(&[0]), "(0,)");

@@ -225,11 +225,7 @@ impl HostBuffer {
 
     /// The result of an allocation of `len` bytes, or PyTorch's out-of-memory error.
     fn allocated(raw: *mut u8, len: usize) -> Result<NonNull<u8>> {
-        NonNull::new(raw).ok_or_else(|| {
-            Error::runtime(format!(
-                "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
-            ))
-        })
+        NonNull::new(raw).ok_or_else(|| crate::alloc::out_of_memory(len))
     }
 
     /// A buffer of `count` elements of `T` written by `init` instead of zeroed, for kernels that
@@ -249,7 +245,7 @@ impl HostBuffer {
         const { assert!(std::mem::align_of::<T>() <= SMALL_HOST_ALIGNMENT) };
         let len = count
             .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| Error::runtime("DefaultCPUAllocator: allocation size overflow"))?;
+            .ok_or_else(|| crate::alloc::out_of_memory(usize::MAX))?;
         if len <= INLINE_HOST_BYTES {
             // Small enough to live inline: start from zeroed (hence initialised) bytes.
             let mut buffer = Self::inline(len);
@@ -315,8 +311,8 @@ impl HostBuffer {
         } else {
             HOST_ALIGNMENT
         };
-        Layout::from_size_align(len, align)
-            .map_err(|_| Error::runtime(format!("DefaultCPUAllocator: can't allocate {len} bytes")))
+        // Only sizes beyond `isize::MAX` are refused here; storage sizes stop at `i64::MAX`.
+        Layout::from_size_align(len, align).map_err(|_| crate::alloc::out_of_memory(len))
     }
 
     /// Size in bytes.
@@ -774,6 +770,27 @@ mod tests {
             s.read().unwrap().data().host_bytes().unwrap(),
             &[9, 8, 7, 0]
         );
+    }
+
+    /// A host allocation the system refuses is PyTorch's error, for new buffers and for a
+    /// storage grown by `resize` (which then keeps its old size and bytes).
+    #[test]
+    fn refused_allocations_are_errors() {
+        let oom = |n: usize| {
+            format!(
+                "DefaultCPUAllocator: can't allocate memory: you tried to allocate {n} bytes. Error code 12 (Cannot allocate memory)"
+            )
+        };
+        // 2^62 bytes: more than any machine's address space.
+        let huge = 1usize << 62;
+        let e = HostBuffer::zeroed(huge).map(|b| b.len()).unwrap_err();
+        assert_eq!(e.message(), oom(huge));
+        let e = HostBuffer::init_with::<u64>(huge / 8, |_| Err(Error::runtime("not called")));
+        assert_eq!(e.map(|b| b.len()).unwrap_err().message(), oom(huge));
+        let s = Storage::from_host_bytes(&[1, 2, 3]).unwrap();
+        assert_eq!(s.resize(huge).unwrap_err().message(), oom(huge));
+        assert_eq!(s.nbytes(), 3);
+        assert_eq!(s.read().unwrap().data().host_bytes().unwrap(), &[1, 2, 3]);
     }
 
     #[test]

@@ -228,8 +228,8 @@ impl Tensor {
     pub fn allocate(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
         // Every operator's functional output comes through here: compute the size once and
         // build the contiguous geometry directly (it fits the new storage by construction).
-        let numel = shape::numel(sizes)?;
-        let storage = Storage::new(nbytes_for(numel, dtype, sizes)?, device)?;
+        let (numel, nbytes) = contiguous_sizes(sizes, dtype)?;
+        let storage = Storage::new(nbytes, device)?;
         Ok(Self::build(
             TensorParts::dense(dtype, device, storage),
             NewGeometry::Contiguous { sizes, numel },
@@ -244,16 +244,13 @@ impl Tensor {
         sizes: &[i64],
         init: impl for<'a> FnOnce(&'a mut [MaybeUninit<T::Repr>]) -> Result<&'a mut [T::Repr]>,
     ) -> Result<Tensor> {
-        let numel = usize::try_from(shape::numel(sizes)?)
-            .map_err(|_| Error::runtime("internal error: negative numel"))?;
-        nbytes_for(numel as i64, T::DTYPE, sizes)?;
-        let storage = Storage::new_host_with::<T::Repr>(numel, init)?;
+        let (numel, _) = contiguous_sizes(sizes, T::DTYPE)?;
+        let count =
+            usize::try_from(numel).map_err(|_| Error::runtime("internal error: negative numel"))?;
+        let storage = Storage::new_host_with::<T::Repr>(count, init)?;
         Ok(Self::build(
             TensorParts::dense(T::DTYPE, Device::CPU, storage),
-            NewGeometry::Contiguous {
-                sizes,
-                numel: numel as i64,
-            },
+            NewGeometry::Contiguous { sizes, numel },
         ))
     }
 
@@ -264,8 +261,7 @@ impl Tensor {
         dtype: ScalarType,
         device: Device,
     ) -> Result<Tensor> {
-        let elements = shape::required_storage_elements(sizes, strides, 0)?;
-        let nbytes = nbytes_for(elements, dtype, sizes)?;
+        let nbytes = storage_nbytes(sizes, strides, 0, dtype)?;
         let storage = Storage::new(nbytes, device)?;
         Self::from_storage(storage, sizes, strides, 0, dtype)
     }
@@ -308,7 +304,7 @@ impl Tensor {
                 data.len()
             );
         }
-        let repr: Vec<T::Repr> = data.into_iter().map(Element::to_repr).collect();
+        let repr: Vec<T::Repr> = crate::alloc::try_collect(data.into_iter().map(Element::to_repr))?;
         let storage = Storage::from_host_bytes(bytemuck::cast_slice(&repr))?;
         Self::from_storage(
             storage,
@@ -679,8 +675,13 @@ impl Tensor {
 
     /// Makes the tensor contiguous with `sizes` (the metadata half of `resize_`), growing the storage if needed
     /// (the storage must be resizable). Returns whether the sizes changed.
+    ///
+    /// Checks as c10's `set_sizes_contiguous` and `computeStorageNbytesContiguous` do, in
+    /// their order: negative sizes, "numel: integer multiplication overflow", "Stride
+    /// calculation overflowed", then the storage size; nothing changes on an error.
     pub fn resize_contiguous(&self, sizes: &[i64]) -> Result<bool> {
-        self.resize_with_strides(sizes, &shape::contiguous_strides(sizes))
+        shape::numel(sizes)?;
+        self.resize_with_strides(sizes, &shape::checked_contiguous_strides(sizes)?)
     }
 
     /// Resizes to `sizes` with explicit `strides`, growing the storage if needed. Returns
@@ -711,17 +712,20 @@ impl Tensor {
         );
         with_tensors(&[(self, Access::Read)], |data| {
             let bytes = data.bytes(0)?;
-            data.geometry(0)
-                .offsets()
-                .map(|off| read_element::<T>(bytes, off as usize).ok_or_else(out_of_bounds))
-                .collect()
+            let g = data.geometry(0);
+            // Sized by the tensor: allocated fallibly (PyTorch's out-of-memory error).
+            let mut v = crate::alloc::try_with_capacity(usize::try_from(g.numel()).unwrap_or(0))?;
+            for off in g.offsets() {
+                v.push(read_element::<T>(bytes, off as usize).ok_or_else(out_of_bounds)?);
+            }
+            Ok(v)
         })
     }
 
     /// The elements converted to `f64`, whatever the dtype (for tests and printing).
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         crate::dispatch_dtype!(self.dtype(), T => {
-            Ok(self.to_vec::<T>()?.into_iter().map(Element::to_f64).collect())
+            crate::alloc::try_collect(self.to_vec::<T>()?.into_iter().map(Element::to_f64))
         })
     }
 
@@ -749,10 +753,46 @@ fn out_of_bounds() -> Error {
     Error::runtime("internal error: tensor element outside its storage")
 }
 
+/// The element count and byte size of a new contiguous tensor of `sizes`, checked as
+/// PyTorch's `empty_generic` does: negative sizes, then the storage size
+/// (`computeStorageNbytesContiguous`), then, for an empty shape (whose strides are not bounded
+/// by its element count), "Stride calculation overflowed".
+#[inline]
+fn contiguous_sizes(sizes: &[i64], dtype: ScalarType) -> Result<(i64, usize)> {
+    shape::check_nonnegative(sizes)?;
+    let nbytes = shape::storage_nbytes_contiguous(sizes, dtype.element_size())?;
+    // Exact: the byte count is the element count times the (non-zero) element size, and at
+    // most `i64::MAX`.
+    let numel = (nbytes / dtype.element_size()) as i64;
+    if numel == 0 {
+        shape::checked_contiguous_strides(sizes)?;
+    }
+    Ok((numel, nbytes))
+}
+
+/// The bytes a view of `(sizes, strides)` at `offset` reaches (PyTorch's
+/// `computeStorageNbytes`, with its error).
+fn storage_nbytes(sizes: &[i64], strides: &[i64], offset: i64, dtype: ScalarType) -> Result<usize> {
+    let elements = shape::required_storage_elements(sizes, strides, offset)?;
+    usize::try_from(elements)
+        .ok()
+        .and_then(|e| e.checked_mul(dtype.element_size()))
+        .filter(|n| *n as u64 <= shape::STORAGE_MAX)
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={} and strides={}",
+                fmt_dims(sizes),
+                fmt_dims(strides)
+            ))
+        })
+}
+
+/// The bytes `elements` elements of `dtype` take, at most [`shape::STORAGE_MAX`].
 fn nbytes_for(elements: i64, dtype: ScalarType, sizes: &[i64]) -> Result<usize> {
     usize::try_from(elements)
         .ok()
         .and_then(|e| e.checked_mul(dtype.element_size()))
+        .filter(|n| *n as u64 <= shape::STORAGE_MAX)
         .ok_or_else(|| {
             Error::runtime(format!(
                 "Storage size calculation overflowed with sizes={}",
@@ -769,8 +809,7 @@ fn check_in_bounds(
     offset: i64,
     dtype: ScalarType,
 ) -> Result<()> {
-    let elements = shape::required_storage_elements(sizes, strides, offset)?;
-    let needed = nbytes_for(elements, dtype, sizes)?;
+    let needed = storage_nbytes(sizes, strides, offset, dtype)?;
     let available = storage.nbytes();
     if needed > available {
         bail!(

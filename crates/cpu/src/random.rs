@@ -182,7 +182,7 @@ fn normal_fill_contiguous<T: Element>(
     s: &mut GeneratorState,
     mean: f64,
     std: f64,
-) {
+) -> Result<()> {
     let n = data.len();
     if T::DTYPE == switchyard_core::ScalarType::Double {
         let mut buf = [0f64; 16];
@@ -211,7 +211,7 @@ fn normal_fill_contiguous<T: Element>(
         if n % 16 != 0 {
             block(data, n - 16, s, true);
         }
-        return;
+        return Ok(());
     }
     let (mean, std) = (mean as f32, std as f32);
     let mut buf = [0f32; 16];
@@ -226,7 +226,8 @@ fn normal_fill_contiguous<T: Element>(
     };
     if T::DTYPE == switchyard_core::ScalarType::Float {
         // f32 draws every uniform up front (into the output), then transforms.
-        let mut uniforms: Vec<f32> = (0..n).map(|_| u01_f32(s)).collect();
+        let mut uniforms: Vec<f32> =
+            switchyard_core::alloc::try_collect((0..n).map(|_| u01_f32(s)))?;
         let mut i = 0;
         while i + 16 <= n {
             normal_fill16_f32(&mut uniforms[i..i + 16], mean, std);
@@ -238,7 +239,7 @@ fn normal_fill_contiguous<T: Element>(
         if n % 16 != 0 {
             block(data, n - 16, s);
         }
-        return;
+        return Ok(());
     }
     // 16-bit floats draw and transform block by block in an f32 buffer.
     let mut i = 0;
@@ -249,6 +250,7 @@ fn normal_fill_contiguous<T: Element>(
     if n % 16 != 0 {
         block(data, n - 16, s);
     }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -395,8 +397,7 @@ pub(crate) fn normal<T: Element>(
         return with_tensors(&[(t, Access::Write)], |data| {
             let dst = crate::loops::typed_mut::<T>(data.bytes_mut(0)?)?;
             let run = dst.get_mut(offset..offset + n).ok_or_else(out_of_range)?;
-            normal_fill_contiguous::<T>(run, s, mean, std);
-            Ok(())
+            normal_fill_contiguous::<T>(run, s, mean, std)
         });
     }
     fill_in_order(t, || Ok(T::from_f64_lossy(normal_f64(s, mean, std))))

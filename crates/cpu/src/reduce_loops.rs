@@ -1136,7 +1136,7 @@ fn run_plan<S: Elem, C: RNum, R: Reducer<C>>(
     op: &R,
 ) -> Result<Vec<R::Acc>> {
     let id = op.identity();
-    let mut accs = vec![id; plan.n_out];
+    let mut accs = switchyard_core::alloc::try_vec(plan.n_out, id)?;
     if plan.n_out == 0 || plan.n_red == 0 {
         return Ok(accs);
     }
@@ -1153,7 +1153,7 @@ fn run_plan<S: Elem, C: RNum, R: Reducer<C>>(
         let partials = parts
             .par_iter()
             .map(|p| {
-                let mut a = vec![id; plan.n_out];
+                let mut a = switchyard_core::alloc::try_vec(plan.n_out, id)?;
                 run_outputs(p, src, op, 0, &mut a).map(|()| a)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -1545,8 +1545,8 @@ pub(crate) fn softmax<F: SoftFloat>(
         return Ok(());
     }
     let cols = outer * inner;
-    let mut maxs = vec![F::ZERO; cols];
-    let mut sums = vec![F::ZERO; cols];
+    let mut maxs = switchyard_core::alloc::try_vec(cols, F::ZERO)?;
+    let mut sums = switchyard_core::alloc::try_vec(cols, F::ZERO)?;
     let col_chunk = 256usize;
     let rows = outer * dim;
     let row_chunk = rows_per_task(inner);
@@ -1653,15 +1653,23 @@ pub(crate) struct RowParams<F> {
 impl<F: SoftFloat> RowParams<F> {
     /// Parameters for rows of `cols`; `None` when a given parameter does not hold `cols`
     /// values.
-    pub(crate) fn new(gamma: Option<Vec<F>>, beta: Option<Vec<F>>, cols: usize) -> Option<Self> {
-        let take = |p: Option<Vec<F>>, identity: F| match p {
-            Some(p) => (p.len() == cols).then_some(p),
-            None => Some(vec![identity; cols]),
+    pub(crate) fn new(
+        gamma: Option<Vec<F>>,
+        beta: Option<Vec<F>>,
+        cols: usize,
+    ) -> Result<Option<Self>> {
+        let take = |p: Option<Vec<F>>, identity: F| -> Result<Option<Vec<F>>> {
+            Ok(match p {
+                Some(p) => (p.len() == cols).then_some(p),
+                None => Some(switchyard_core::alloc::try_vec(cols, identity)?),
+            })
         };
-        Some(RowParams {
-            gamma: take(gamma, F::ONE)?,
-            beta: take(beta, F::from_f64_lossy(-0.0))?,
-        })
+        let (Some(gamma), Some(beta)) =
+            (take(gamma, F::ONE)?, take(beta, F::from_f64_lossy(-0.0))?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(RowParams { gamma, beta }))
     }
 
     /// The row length.
@@ -1932,7 +1940,9 @@ mod tests {
         let eps = 1e-5;
         let mut slots = vec![MaybeUninit::uninit(); y.len()];
         let ys = &mut slots[..];
-        let p = &RowParams::new(g.map(<[f32]>::to_vec), b.map(<[f32]>::to_vec), cols).unwrap();
+        let p = &RowParams::new(g.map(<[f32]>::to_vec), b.map(<[f32]>::to_vec), cols)
+            .unwrap()
+            .unwrap();
         match level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `variants` asks for level 1 only when the CPU has AVX2 and FMA.

@@ -116,6 +116,22 @@ fn meta_tensors_give_pytorchs_shapes_and_dtypes() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Every error case fails on Meta tensors with the CPU's (PyTorch's) error: Meta kernels make
+/// the checks of their CPU twins (`support::cpu_only_error` lists what only a computing kernel
+/// can refuse).
+#[test]
+fn meta_tensors_fail_as_the_cpu_does() {
+    let cases = cases();
+    let (checked, failures) = support::meta_error_parity(&cases, |c| call(c, true));
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 150, "{checked} error cases");
+}
+
 fn ramp(n: usize, dtype: ScalarType) -> Tensor {
     let v: Vec<f64> = (0..n)
         .map(|i| ((i * 37 + 11) % 101) as f64 / 8.0 - 6.0)

@@ -491,3 +491,134 @@ fn functional_masked_fill_and_index_put_equal_clone_plus_inplace() {
         .collect();
     assert_eq!(values(&acc), expected);
 }
+
+/// `nonzero` and `where(condition)` (PyTorch's `condition.nonzero(as_tuple=True)`), against
+/// PyTorch 2.15's answers (recorded by hand from `/tmp/torchref`).
+#[test]
+fn nonzero_and_where_condition_match_pytorch() {
+    use switchyard_core::half::{bf16, f16};
+    let c = Tensor::from_data([[0i64, 1, 2], [3, 0, 0]]).unwrap();
+    // The schemas, character for character.
+    assert_eq!(op::r#where::SCHEMA, "where(Tensor condition) -> Tensor[]");
+    assert_eq!(op::nonzero::SCHEMA, "nonzero(Tensor self) -> Tensor");
+    assert_eq!(
+        op::nonzero_out::SCHEMA,
+        "nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"
+    );
+    assert_eq!(
+        op::nonzero_numpy::SCHEMA,
+        "nonzero_numpy(Tensor self) -> Tensor[]"
+    );
+    // [nnz, ndim] coordinates in row-major order, laid out column by column.
+    let n = op::nonzero::call(&c).unwrap();
+    assert_eq!(n.dtype(), ScalarType::Long);
+    assert_eq!(n.sizes().as_slice(), [3, 2]);
+    assert_eq!(n.strides().as_slice(), [1, 3]);
+    assert_eq!(n.to_vec::<i64>().unwrap(), [0, 1, 0, 2, 1, 0]);
+    let t = op::t::call(&c).unwrap();
+    assert_eq!(
+        op::nonzero::call(&t).unwrap().to_vec::<i64>().unwrap(),
+        [0, 1, 1, 0, 2, 0]
+    );
+    // where(c): one Long tensor per dimension, each a contiguous column of nonzero's result.
+    let w = op::r#where::call(&c).unwrap();
+    assert_eq!(w.len(), 2);
+    assert_eq!(w[0].to_vec::<i64>().unwrap(), [0, 0, 1]);
+    assert_eq!(w[1].to_vec::<i64>().unwrap(), [1, 2, 0]);
+    assert!(w.iter().all(|x| x.strides().as_slice() == [1]));
+    assert!(w[0].is_alias_of(&w[1]));
+    assert_eq!(
+        switchyard_ops::nonzero_numpy(&c).unwrap()[1]
+            .to_vec::<i64>()
+            .unwrap(),
+        [1, 2, 0]
+    );
+    // A 0-dim condition counts as 1-d in where (NumPy's rule); nonzero gives [n, 0].
+    let five = Tensor::from_data(5i64).unwrap();
+    let zero = Tensor::from_data(0i64).unwrap();
+    let w = op::r#where::call(&five).unwrap();
+    assert_eq!((w.len(), w[0].to_vec::<i64>().unwrap()), (1, vec![0]));
+    let w = op::r#where::call(&zero).unwrap();
+    assert_eq!((w.len(), w[0].numel()), (1, 0));
+    let n = op::nonzero::call(&five).unwrap();
+    assert_eq!(
+        (n.sizes().to_vec(), n.strides().to_vec()),
+        (vec![1, 0], vec![1, 1])
+    );
+    let n = op::nonzero::call(&zero).unwrap();
+    assert_eq!(
+        (n.sizes().to_vec(), n.strides().to_vec()),
+        (vec![0, 0], vec![1, 0])
+    );
+    let e = Tensor::allocate(&[0, 3], ScalarType::Float, Device::CPU).unwrap();
+    assert_eq!(op::nonzero::call(&e).unwrap().sizes().as_slice(), [0, 2]);
+    assert!(
+        op::r#where::call(&e)
+            .unwrap()
+            .iter()
+            .all(|x| x.numel() == 0)
+    );
+    // NaN is non-zero, -0.0 is zero; every dtype.
+    let f = Tensor::from_slice(&[f64::NAN, 0.0, -0.0]).unwrap();
+    assert_eq!(op::nonzero::call(&f).unwrap().to_vec::<i64>().unwrap(), [0]);
+    let want = [1i64, 3];
+    let of = |t: Tensor| op::nonzero::call(&t).unwrap().to_vec::<i64>().unwrap();
+    assert_eq!(
+        of(Tensor::from_slice(&[false, true, false, true]).unwrap()),
+        want
+    );
+    assert_eq!(of(Tensor::from_slice(&[0u8, 1, 0, 2]).unwrap()), want);
+    assert_eq!(of(Tensor::from_slice(&[0i8, 1, 0, -2]).unwrap()), want);
+    let h = [0.0f32, 1.0, 0.0, 2.0];
+    assert_eq!(of(Tensor::from_slice(&h.map(f16::from_f32)).unwrap()), want);
+    assert_eq!(
+        of(Tensor::from_slice(&h.map(bf16::from_f32)).unwrap()),
+        want
+    );
+    // A float condition for where.
+    let w = op::r#where::call(&Tensor::from_slice(&[0.5f32, 0.0]).unwrap()).unwrap();
+    assert_eq!(w[0].to_vec::<i64>().unwrap(), [0]);
+    // nonzero.out: resize_output's rules, column-major when resized, kept when not; one
+    // version bump.
+    let out = Tensor::from_vec(vec![9i64; 5], &[5]).unwrap();
+    let r = op::nonzero_out::call(&c, &out).unwrap();
+    assert!(r.is_same(&out));
+    assert_eq!(out.strides().as_slice(), [1, 3]);
+    assert_eq!(out.to_vec::<i64>().unwrap(), [0, 1, 0, 2, 1, 0]);
+    assert_eq!(out.version(), 1);
+    let out = Tensor::from_vec(vec![9i64; 6], &[3, 2]).unwrap();
+    op::nonzero_out::call(&c, &out).unwrap();
+    assert_eq!(out.strides().as_slice(), [2, 1]);
+    assert_eq!(out.to_vec::<i64>().unwrap(), [0, 1, 0, 2, 1, 0]);
+    let e = op::nonzero_out::call(
+        &c,
+        &Tensor::allocate(&[0], ScalarType::Float, Device::CPU).unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message(),
+        "nonzero: Expected out tensor to have scalar type Long but got scalar typeFloat"
+    );
+    let expanded = op::expand::call(&Tensor::from_slice(&[0i64]).unwrap(), &[6], false).unwrap();
+    let e = op::nonzero_out::call(&c, &expanded).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
+    );
+    let a = Tensor::from_vec(vec![0i64; 6], &[2, 3]).unwrap();
+    let e = op::nonzero_out::call(&a, &a).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation."
+    );
+    // The result's size depends on the values: no Meta kernel (as in PyTorch).
+    let m = Tensor::allocate(&[2, 3], ScalarType::Float, Device::META).unwrap();
+    assert_eq!(
+        op::nonzero::call(&m).unwrap_err().kind(),
+        ErrorKind::NotImplementedError
+    );
+    assert_eq!(
+        op::r#where::call(&m).unwrap_err().kind(),
+        ErrorKind::NotImplementedError
+    );
+}

@@ -98,6 +98,63 @@ fn run(case: &Value) -> Result<Vec<Tensor>> {
     }
 }
 
+/// Runs a case through the dispatcher by its schema name, every tensor a Meta tensor of the
+/// same geometry: what the Meta kernels (or composites over them) do with it.
+fn run_on_meta(case: &Value) -> Result<Vec<Tensor>> {
+    use switchyard_core::{Device, IValue};
+    let op = case["op"].as_str().unwrap();
+    let name = match case["variant"].as_str().unwrap() {
+        "out" => format!("aten::{op}.out"),
+        "inplace" => format!("aten::{op}_"),
+        _ => format!("aten::{op}"),
+    };
+    let meta = |v: &Value| {
+        let t = tensor(v);
+        IValue::Tensor(
+            Tensor::allocate_strided(&t.sizes(), &t.strides(), t.dtype(), Device::META).unwrap(),
+        )
+    };
+    let mut stack: Vec<IValue> = case["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            if is_tensor(a) {
+                meta(a)
+            } else if a.get("none").is_some() {
+                IValue::None
+            } else {
+                match scalar(a) {
+                    Scalar::Int(i) => IValue::Int(i),
+                    Scalar::Float(f) => IValue::Double(f),
+                    Scalar::Bool(b) => IValue::Bool(b),
+                }
+            }
+        })
+        .collect();
+    if let Some(o) = case.get("out") {
+        stack.push(meta(o));
+    }
+    let handle = switchyard_dispatch::Dispatcher::singleton().find_schema_or_error(&name)?;
+    handle.call_boxed(&mut stack)?;
+    Ok(vec![stack.remove(0).into_tensor()?])
+}
+
+/// Every error case fails on Meta tensors with the CPU's (PyTorch's) error, except those only
+/// a computing kernel can raise (`support::cpu_only_error`).
+#[test]
+fn linalg_errors_on_meta_are_the_cpu_errors() {
+    let fixture = support::fixture("linalg.json");
+    let (checked, failures) = support::meta_error_parity(support::cases(&fixture), run_on_meta);
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 40, "{checked} error cases");
+}
+
 #[test]
 fn linalg_matches_pytorch() {
     let fixture = support::fixture("linalg.json");

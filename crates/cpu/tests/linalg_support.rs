@@ -251,6 +251,80 @@ pub fn check_all(cases: &[Value], strides: bool, run: impl Fn(&Value) -> Result<
     );
 }
 
+/// Errors only a kernel that computes can raise, which Meta kernels do not (PyTorch's do not
+/// either): the coverage of a kernel's dtype dispatch (`"round_cpu" not implemented for
+/// 'Long'`) and checks of element values (a target out of range, an integer division by
+/// zero, a negative integer exponent held in a tensor).
+pub fn cpu_only_error(message: &str) -> bool {
+    const VALUE_CHECKS: &[&str] = &[
+        "ZeroDivisionError",
+        "Integers to negative integer powers are not allowed.",
+        "Target ",
+        "index out of range",
+        "bernoulli_ expects p to be in",
+        // Memory overlap: Meta tensors have no memory to overlap (PyTorch skips these checks
+        // on Meta tensors too).
+        "unsupported operation: more than one element of the written-to tensor refers to a single memory location.",
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location.",
+        // A limit of the CPU kernels (CUDA's support it), not a property of the arguments.
+        "softmax with half to float conversion is not supported on CPU",
+    ];
+    message.contains("\" not implemented for '")
+        || VALUE_CHECKS.iter().any(|m| message.starts_with(m))
+}
+
+/// `message` with the legacy type strings of Meta tensors (`MetaFloatType`, which `expand`
+/// prints) spelled as those of CPU tensors (`torch.FloatTensor`), as PyTorch prints each.
+fn as_on_cpu(message: &str) -> String {
+    let mut out = message.to_owned();
+    for dtype in switchyard_core::ScalarType::ALL {
+        out = out.replace(
+            &format!("Meta{}Type", dtype.name()),
+            &format!("torch.{}Tensor", dtype.name()),
+        );
+    }
+    out
+}
+
+/// Every error case of `cases` run again through `run_meta` (the same call on Meta tensors)
+/// must fail with the CPU's (PyTorch's) error, except the [`cpu_only_error`]s: Meta kernels
+/// make the checks of their CPU twins. Returns the number of cases checked and the
+/// differences.
+pub fn meta_error_parity(
+    cases: &[Value],
+    run_meta: impl Fn(&Value) -> Result<Vec<Tensor>>,
+) -> (usize, Vec<String>) {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for case in cases {
+        let Some(err) = case["expect"].get("error") else {
+            continue;
+        };
+        let message = err
+            .get("message")
+            .or_else(|| err.get("msg"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if cpu_only_error(message) {
+            continue;
+        }
+        checked += 1;
+        let name = case["name"].as_str().unwrap_or("?");
+        match run_meta(case) {
+            Err(e) => {
+                let e = Error::new(e.kind(), as_on_cpu(e.message()));
+                if let Err(d) = check_error(&e, err) {
+                    failures.push(format!("{name}: on Meta {d}"));
+                }
+            }
+            Ok(_) => failures.push(format!(
+                "{name}: Meta accepts what the CPU refuses: {message}"
+            )),
+        }
+    }
+    (checked, failures)
+}
+
 /// Copies `src` into `dst` element by element (same shape and dtype); stands in for the
 /// `copy_` the generated wrappers use when a proxy output was needed.
 pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {

@@ -11,7 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // Linked for its kernel registrations.
-use switchyard_core::{Device, Result, Scalar, ScalarType, Tensor};
+use switchyard_core::{Device, ErrorKind, Result, Scalar, ScalarType, Tensor};
 use switchyard_cpu as _;
 use switchyard_ops::op;
 
@@ -697,4 +697,364 @@ fn linalg_and_random_on_meta_match_cpu() {
         }),
     ];
     check(cases, 9, 7);
+}
+
+/// What a call must give on both devices: an error (kind and message), or a result of these
+/// sizes and dtype.
+enum Expect {
+    Error(ErrorKind, &'static str),
+    Ok(&'static [i64], ScalarType),
+}
+
+type Case = fn(Device) -> Result<Tensor>;
+
+/// Runs every case on CPU and on Meta tensors and checks both against PyTorch's outcome,
+/// recorded from PyTorch 2.15's CPU kernels (`/tmp/torchref`): the Meta kernels make the
+/// checks of their CPU twins, with the same messages. (PyTorch's own Meta kernels skip some of
+/// these, `fill_meta_`, `gelu`'s meta and the Python references among them; here shape
+/// inference refuses what execution refuses.)
+fn check_on_both(cases: &[(&str, Case, Expect)]) {
+    let mut failures = Vec::new();
+    for (name, f, expect) in cases {
+        for d in [Device::CPU, Device::META] {
+            match (f(d), expect) {
+                (Err(e), Expect::Error(kind, msg)) if e.kind() == *kind && e.message() == *msg => {}
+                (Ok(t), Expect::Ok(sizes, dtype))
+                    if t.sizes().as_slice() == *sizes && t.dtype() == *dtype && t.device() == d => {
+                }
+                (Ok(t), _) => {
+                    failures.push(format!("{name} on {d}: Ok({:?} {})", t.sizes(), t.dtype()))
+                }
+                (Err(e), _) => failures.push(format!("{name} on {d}: {:?} {e}", e.kind())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn zeros(d: Device, dtype: ScalarType, sizes: &[i64]) -> Tensor {
+    op::zeros::call(sizes, Some(dtype), None, Some(d), None).unwrap()
+}
+
+/// Checks that CPU kernels made in their own bodies (after the meta function) and that the
+/// Meta kernels skipped: argument values, unsafe casts into out=, in-place outputs that would
+/// need resizing, scalars that do not fit the dtype, loss shapes.
+#[test]
+fn checks_of_cpu_kernels_are_made_on_meta_too() {
+    use ErrorKind::{IndexError, RuntimeError, ValueError};
+    use ScalarType::{Bool, Char, Double, Float, Long};
+    const CAST_BOOL: &str = "result type Float can't be cast to the desired output type Bool";
+    const CAST_LONG: &str = "result type Float can't be cast to the desired output type Long";
+    const NO_RESIZE: &str = "output with shape [3] doesn't match the broadcast shape [2, 3]";
+    const INT8: &str = "value cannot be converted to type int8_t without overflow";
+    const INT64: &str = "value cannot be converted to type int64_t without overflow";
+    const GELU: &str = "approximate argument must be either none or tanh.";
+    let cases: &[(&str, Case, Expect)] = &[
+        // gelu's approximate argument (checked by PyTorch's kernel, after the iterator).
+        (
+            "gelu bad approximate",
+            |d| op::gelu::call(&float(d, &[2, 3]), "bogus"),
+            Expect::Error(RuntimeError, GELU),
+        ),
+        (
+            "gelu_ bad approximate",
+            |d| op::gelu_::call(&float(d, &[2, 3]), "bogus"),
+            Expect::Error(RuntimeError, GELU),
+        ),
+        (
+            "gelu.out bad approximate",
+            |d| op::gelu_out::call(&float(d, &[3]), "Tanh", &empty(d, Float)),
+            Expect::Error(RuntimeError, GELU),
+        ),
+        (
+            "gelu tanh",
+            |d| op::gelu::call(&float(d, &[2, 3]), "tanh"),
+            Expect::Ok(&[2, 3], Float),
+        ),
+        // pow.Scalar_out: a base other than 1 runs pow.Tensor_Tensor_out, whose iterator
+        // refuses an unsafe cast; a base of 1 fills ones into any dtype.
+        (
+            "pow.Scalar_out into long",
+            |d| op::pow_Scalar_out::call(Scalar::Float(2.5), &float(d, &[2, 3]), &empty(d, Long)),
+            Expect::Error(RuntimeError, CAST_LONG),
+        ),
+        (
+            "pow.Scalar_out bool base into long",
+            |d| op::pow_Scalar_out::call(Scalar::Bool(true), &float(d, &[3]), &empty(d, Long)),
+            Expect::Error(RuntimeError, CAST_LONG),
+        ),
+        (
+            "pow.Scalar_out base 1 into long",
+            |d| op::pow_Scalar_out::call(Scalar::Int(1), &float(d, &[2, 3]), &empty(d, Long)),
+            Expect::Ok(&[2, 3], Long),
+        ),
+        // mean.out divides the sum in place: a bool or integer out cannot hold the quotient.
+        (
+            "mean.out into bool",
+            |d| op::mean_out::call(&float(d, &[2, 3]), None, false, None, &empty(d, Bool)),
+            Expect::Error(RuntimeError, CAST_BOOL),
+        ),
+        (
+            "mean.out into long",
+            |d| op::mean_out::call(&float(d, &[2, 3]), Some(&[0]), false, None, &empty(d, Long)),
+            Expect::Error(RuntimeError, CAST_LONG),
+        ),
+        (
+            "mean.out dtype float into long",
+            |d| {
+                op::mean_out::call(
+                    &float(d, &[2, 3]),
+                    Some(&[0]),
+                    false,
+                    Some(Float),
+                    &empty(d, Long),
+                )
+            },
+            Expect::Error(
+                RuntimeError,
+                "Expected out tensor to have dtype float, but got long int instead",
+            ),
+        ),
+        (
+            "mean.out into double",
+            |d| {
+                op::mean_out::call(
+                    &float(d, &[2, 3]),
+                    Some(&[0]),
+                    false,
+                    None,
+                    &empty(d, Double),
+                )
+            },
+            Expect::Ok(&[3], Double),
+        ),
+        (
+            "mean.dtype_out into long",
+            |d| op::mean_dtype_out::call(&float(d, &[2, 3]), None, &empty(d, Long)),
+            Expect::Error(
+                RuntimeError,
+                "mean.dtype_out(): input types can't be cast to the desired output type Long",
+            ),
+        ),
+        // clamp's integral bounds (PyTorch's prepare_clamp_bound).
+        (
+            "clamp int8 min 1000",
+            |d| op::clamp::call(&zeros(d, Char, &[3]), Some(Scalar::Int(1000)), None),
+            Expect::Error(
+                RuntimeError,
+                "Clamp min value 1000 is outside the representable range of Char",
+            ),
+        ),
+        (
+            "clamp_max int8 -1000",
+            |d| op::clamp_max::call(&zeros(d, Char, &[3]), Scalar::Int(-1000)),
+            Expect::Error(
+                RuntimeError,
+                "Clamp max value -1000 is outside the representable range of Char",
+            ),
+        ),
+        (
+            "clamp int8 max 1000 (no-op bound)",
+            |d| op::clamp::call(&zeros(d, Char, &[3]), None, Some(Scalar::Int(1000))),
+            Expect::Ok(&[3], Char),
+        ),
+        // In-place outputs (and out= tensors that are inputs) are never resized.
+        (
+            "logical_and_ broadcasting self",
+            |d| op::logical_and_::call(&zeros(d, Bool, &[3]), &zeros(d, Bool, &[2, 3])),
+            Expect::Error(RuntimeError, NO_RESIZE),
+        ),
+        (
+            "logical_or_ broadcasting self",
+            |d| op::logical_or_::call(&zeros(d, Bool, &[3]), &zeros(d, Float, &[2, 3])),
+            Expect::Error(RuntimeError, NO_RESIZE),
+        ),
+        (
+            "logical_xor_ broadcasting self",
+            |d| op::logical_xor_::call(&zeros(d, Long, &[3]), &zeros(d, Bool, &[2, 3])),
+            Expect::Error(RuntimeError, NO_RESIZE),
+        ),
+        (
+            "logical_and_ same shape",
+            |d| op::logical_and_::call(&zeros(d, Long, &[2, 3]), &zeros(d, Bool, &[3])),
+            Expect::Ok(&[2, 3], Long),
+        ),
+        (
+            "add.out into an input",
+            |d| {
+                let a = float(d, &[3]);
+                op::add_out::call(&a, &float(d, &[2, 3]), Scalar::Int(1), &a)
+            },
+            Expect::Error(RuntimeError, NO_RESIZE),
+        ),
+        (
+            "logical_and.out into an input",
+            |d| {
+                let a = zeros(d, Bool, &[3]);
+                op::logical_and_out::call(&zeros(d, Bool, &[2, 3]), &a, &a)
+            },
+            Expect::Error(RuntimeError, NO_RESIZE),
+        ),
+        (
+            "where.self_out into an input",
+            |d| {
+                let x = float(d, &[3]);
+                op::where_self_out::call(&mask(d, &[2, 3]), &x, &float(d, &[3]), &x)
+            },
+            Expect::Error(RuntimeError, NO_RESIZE),
+        ),
+        (
+            "add.out into a fresh out",
+            |d| {
+                op::add_out::call(
+                    &float(d, &[3]),
+                    &float(d, &[2, 3]),
+                    Scalar::Int(1),
+                    &empty(d, Float),
+                )
+            },
+            Expect::Ok(&[2, 3], Float),
+        ),
+        // Scalars converted into a tensor of a dtype they do not fit.
+        (
+            "where.ScalarOther 300 into int8",
+            |d| {
+                op::where_ScalarOther::call(&mask(d, &[3]), &zeros(d, Char, &[3]), Scalar::Int(300))
+            },
+            Expect::Error(RuntimeError, INT8),
+        ),
+        (
+            "where.ScalarSelf 300 into int8",
+            |d| op::where_ScalarSelf::call(&mask(d, &[3]), Scalar::Int(300), &zeros(d, Char, &[3])),
+            Expect::Error(RuntimeError, INT8),
+        ),
+        (
+            "where.ScalarOther 2.5 promotes int8",
+            |d| {
+                op::where_ScalarOther::call(
+                    &mask(d, &[3]),
+                    &zeros(d, Char, &[3]),
+                    Scalar::Float(2.5),
+                )
+            },
+            Expect::Ok(&[3], Float),
+        ),
+        (
+            "where.Scalar int and float",
+            |d| op::where_Scalar::call(&mask(d, &[3]), Scalar::Int(1), Scalar::Float(2.5)),
+            Expect::Ok(&[3], Float),
+        ),
+        (
+            "fill_ int64 with 2^63",
+            |d| {
+                op::fill__Scalar::call(
+                    &zeros(d, Long, &[3]),
+                    Scalar::Float(9_223_372_036_854_775_808.0),
+                )
+            },
+            Expect::Error(RuntimeError, INT64),
+        ),
+        (
+            "fill_ int8 with 127.5",
+            |d| op::fill__Scalar::call(&zeros(d, Char, &[3]), Scalar::Float(127.5)),
+            Expect::Ok(&[3], Char),
+        ),
+        (
+            "full int64 2^63",
+            |d| {
+                op::full::call(
+                    &[2],
+                    Scalar::Float(9_223_372_036_854_775_808.0),
+                    Some(Long),
+                    None,
+                    Some(d),
+                    None,
+                )
+            },
+            Expect::Error(RuntimeError, INT64),
+        ),
+        (
+            "masked_fill_ int8 with 300",
+            |d| {
+                op::masked_fill__Scalar::call(
+                    &zeros(d, Char, &[3]),
+                    &mask(d, &[3]),
+                    Scalar::Int(300),
+                )
+            },
+            Expect::Error(RuntimeError, INT8),
+        ),
+        // Loss shapes (LossNLL.cpp): a 0-dim target never matches a batch.
+        (
+            "nll_loss 0-dim target, 2-d input",
+            |d| op::nll_loss::call(&float(d, &[1, 3]), &zeros(d, Long, &[]), None, 1, -100),
+            Expect::Error(
+                IndexError,
+                "Dimension specified as 0 but tensor has no dimensions",
+            ),
+        ),
+        (
+            "nll_loss_nd 0-dim target, 2-d input",
+            |d| op::nll_loss_nd::call(&float(d, &[1, 3]), &zeros(d, Long, &[]), None, 1, -100),
+            Expect::Error(
+                ValueError,
+                "Expected input batch_size (1) to match target batch_size (0).",
+            ),
+        ),
+        (
+            "cross_entropy_loss 0-dim target, 2-d input",
+            |d| {
+                op::cross_entropy_loss::call(
+                    &float(d, &[1, 3]),
+                    &zeros(d, Long, &[]),
+                    None,
+                    1,
+                    -100,
+                    0.0,
+                )
+            },
+            Expect::Error(
+                ValueError,
+                "Expected input batch_size (1) to match target batch_size (0).",
+            ),
+        ),
+        (
+            "cross_entropy_loss smoothed, 0-dim target",
+            |d| {
+                op::cross_entropy_loss::call(
+                    &float(d, &[1, 3]),
+                    &zeros(d, Long, &[]),
+                    None,
+                    1,
+                    -100,
+                    0.1,
+                )
+            },
+            Expect::Error(
+                ValueError,
+                "Expected input batch_size (1) to match target batch_size (0).",
+            ),
+        ),
+        (
+            "nll_loss 0-dim target, 1-d input",
+            |d| op::nll_loss::call(&float(d, &[3]), &zeros(d, Long, &[]), None, 1, -100),
+            Expect::Ok(&[], Float),
+        ),
+        (
+            "nll_loss_forward weight of another dtype",
+            |d| {
+                let w = ramp(d, Double, &[3], 2);
+                op::nll_loss_forward::call(
+                    &float(d, &[2, 3]),
+                    &zeros(d, Long, &[2]),
+                    Some(&w),
+                    1,
+                    -100,
+                )
+                .map(|(l, _)| l)
+            },
+            Expect::Error(RuntimeError, "expected scalar type Float but found Double"),
+        ),
+    ];
+    check_on_both(cases);
 }

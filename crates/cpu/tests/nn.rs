@@ -18,10 +18,24 @@ use switchyard_ops::{meta, op};
 /// Runs a kernel case of the fixture; `None` for the composite operators tested through the
 /// dispatcher.
 fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
+    run_on(case, false)
+}
+
+/// Runs a kernel case on CPU tensors (meta function + CPU impl) or on Meta tensors (the meta
+/// function alone: the Meta kernel the generator builds from it; `native_layer_norm` through
+/// the dispatcher).
+fn run_on(case: &Value, on_meta: bool) -> Option<Result<Vec<Tensor>>> {
     let op = case["op"].as_str().unwrap();
     let variant = Variant::parse(case["variant"].as_str().unwrap());
-    let a: Vec<Arg> = support::args(case);
-    let outs = support::outs(case);
+    let place = |t: &Tensor| if on_meta { to_meta(t) } else { t.clone() };
+    let a: Vec<Arg> = support::args(case)
+        .into_iter()
+        .map(|x| match x {
+            Arg::Tensor(t) => Arg::Tensor(place(&t)),
+            other => other,
+        })
+        .collect();
+    let outs: Vec<Tensor> = support::outs(case).iter().map(place).collect();
     let targets: Vec<&Tensor> = outs.iter().collect();
     Some(match op {
         "mse_loss" => {
@@ -30,7 +44,7 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
                 variant,
                 &targets,
                 |o| meta::mse_loss(x, t, r, o),
-                |m, o| native::mse_loss_out(m, x, t, r, o[0]),
+                |m, o| on_meta_or(on_meta, || native::mse_loss_out(m, x, t, r, o[0])),
             )
         }
         "nll_loss_forward" => {
@@ -45,7 +59,11 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
                 variant,
                 &targets,
                 |o| meta::nll_loss_forward(x, t, w, r, ig, o),
-                |m, o| native::nll_loss_forward_out_cpu(m, x, t, w, r, ig, o[0], o[1]),
+                |m, o| {
+                    on_meta_or(on_meta, || {
+                        native::nll_loss_forward_out_cpu(m, x, t, w, r, ig, o[0], o[1])
+                    })
+                },
             )
         }
         "avg_pool2d" => {
@@ -62,7 +80,11 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
                 variant,
                 &targets,
                 |o| meta::avg_pool2d(x, k, s, p, ceil, cip, div, o),
-                |m, o| native::avg_pool2d_out_cpu(m, x, k, s, p, ceil, cip, div, o[0]),
+                |m, o| {
+                    on_meta_or(on_meta, || {
+                        native::avg_pool2d_out_cpu(m, x, k, s, p, ceil, cip, div, o[0])
+                    })
+                },
             )
         }
         "max_pool2d_with_indices" => {
@@ -78,9 +100,21 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
                 variant,
                 &targets,
                 |o| meta::max_pool2d_with_indices(x, k, s, p, d, ceil, o),
-                |m, o| native::max_pool2d_with_indices_out_cpu(m, x, k, s, p, d, ceil, o[0], o[1]),
+                |m, o| {
+                    on_meta_or(on_meta, || {
+                        native::max_pool2d_with_indices_out_cpu(m, x, k, s, p, d, ceil, o[0], o[1])
+                    })
+                },
             )
         }
+        "native_layer_norm" if on_meta => op::native_layer_norm::call(
+            a[0].tensor(),
+            a[1].ints(),
+            a[2].opt_tensor(),
+            a[3].opt_tensor(),
+            a[4].float(),
+        )
+        .map(|(y, m, r)| vec![y, m, r]),
         "native_layer_norm" => native::layer_norm_cpu(
             a[0].tensor(),
             a[1].ints(),
@@ -91,6 +125,26 @@ fn run(case: &Value) -> Option<Result<Vec<Tensor>>> {
         .map(|(y, m, r)| vec![y, m, r]),
         _ => return None,
     })
+}
+
+/// The impl of a structured kernel case: nothing on Meta (a Meta kernel is its meta function).
+fn on_meta_or(on_meta: bool, imp: impl FnOnce() -> Result<()>) -> Result<()> {
+    if on_meta { Ok(()) } else { imp() }
+}
+
+/// The kernels' errors on Meta tensors are the CPU's (PyTorch's), except those only a
+/// computing kernel can raise (`support::cpu_only_error`).
+#[test]
+fn nn_kernels_fail_on_meta_as_on_cpu() {
+    let fixture = support::fixture("nn.json");
+    let cases: Vec<Value> = support::cases(&fixture)
+        .iter()
+        .filter(|c| run(c).is_some())
+        .cloned()
+        .collect();
+    let (checked, failures) = support::meta_error_parity(&cases, |c| run_on(c, true).unwrap());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 60, "{checked} error cases");
 }
 
 #[test]
@@ -245,7 +299,19 @@ fn nn_composites_on_meta() {
                 }
             }
             (Err(e), Some(_)) => panic!("{name}: unexpected error on Meta: {e}"),
-            (_, None) => {}
+            (got, None) => {
+                // The CPU's error, unless only a computing kernel can raise it.
+                let err = &case["expect"]["error"];
+                let message = err["message"].as_str().unwrap_or_default();
+                if support::cpu_only_error(message) {
+                    continue;
+                }
+                match got {
+                    Err(e) => support::check_error(&e, err)
+                        .unwrap_or_else(|d| panic!("{name}: on Meta {d}")),
+                    Ok(_) => panic!("{name}: Meta accepts what the CPU refuses: {message}"),
+                }
+            }
         }
     }
 }

@@ -307,6 +307,25 @@ fn reduce_warnings_match_pytorch() {
     assert!(checked >= 8, "{checked} warning cases");
 }
 
+/// On Meta tensors every error case fails with the CPU's (PyTorch's) error, except those only
+/// a computing kernel can raise (`support::cpu_only_error`).
+#[test]
+fn reduce_errors_on_meta_are_the_cpu_errors() {
+    let fixture = support::fixture("reduce.json");
+    let (checked, failures) = support::meta_error_parity(support::cases(&fixture), |case| {
+        let a = meta_args(&parse_args(case));
+        let o: Vec<Tensor> = support::outs(case).iter().map(to_meta).collect();
+        call(case["op"].as_str().unwrap(), &a, &o)
+    });
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 40, "{checked} error cases");
+}
+
 /// On Meta tensors, every operator with a Meta kernel gives PyTorch's shapes and dtypes (and
 /// its errors, except the value-dependent ones).
 #[test]

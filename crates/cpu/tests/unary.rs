@@ -425,6 +425,29 @@ fn operators_work_on_meta_tensors() {
     );
 }
 
+/// Every error case fails on Meta tensors with the CPU's (PyTorch's) error: Meta kernels make
+/// the checks of their CPU twins (`support::cpu_only_error` lists what only a computing kernel
+/// can refuse: here the dtype coverage of the kernels, `"round_cpu" not implemented for
+/// 'Long'`).
+#[test]
+fn errors_on_meta_tensors_are_the_cpu_errors() {
+    let fixture = support::fixture("unary.json");
+    let cases: Vec<Value> = support::cases(&fixture)
+        .iter()
+        .filter(|c| ON_META.contains(&base_name(c["op"].as_str().unwrap())))
+        .cloned()
+        .collect();
+    let (checked, failures) =
+        support::meta_error_parity(&cases, |c| call(c, Device::META).0.map(|t| vec![t]));
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 300, "{checked} error cases");
+}
+
 /// Values from a seeded linear congruential generator in `[-8, 8)`.
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed;

@@ -285,18 +285,24 @@ impl<'a> IterConfig<'a> {
                 Ok::<(), Error>(())
             })?;
         }
-        if let Outs::Inplace(out) = self.outs {
-            out.with_sizes(|out_sizes| {
-                torch_check!(
-                    same_dims(out_sizes, shape),
-                    "output with shape {} doesn't match the broadcast shape {}",
-                    fmt_dims(out_sizes),
-                    fmt_dims(shape)
-                );
-                Ok(())
-            })?;
+        if let Some(out) = self.read_write_output() {
+            check_read_write_shape(out, shape)?;
         }
         Ok(same_shape)
+    }
+
+    /// The output when it is also read (PyTorch's `is_read_write`): `self` of an in-place
+    /// call, or an out= tensor that is one of the inputs (`logical_and.out(a, b, out=a)`,
+    /// which is what `logical_and_` runs). Such an output is never resized.
+    fn read_write_output(&self) -> Option<&'a Tensor> {
+        match self.outs {
+            Outs::Inplace(out) => Some(out),
+            Outs::Out(outs) => outs
+                .first()
+                .copied()
+                .filter(|o| self.inputs.iter().any(|i| i.is_same(o))),
+            Outs::Functional => None,
+        }
     }
 
     fn compute_device(&self, dims: &[usize]) -> Result<Device> {
@@ -368,6 +374,21 @@ impl<'a> IterConfig<'a> {
     }
 }
 
+/// TensorIterator's rule for an output that is also read (in place, or out= one of the
+/// inputs): it must already have the broadcast shape, it is never resized ("output with shape
+/// [3] doesn't match the broadcast shape [2, 3]").
+fn check_read_write_shape(out: &Tensor, shape: &[i64]) -> Result<()> {
+    out.with_sizes(|out_sizes| {
+        torch_check!(
+            same_dims(out_sizes, shape),
+            "output with shape {} doesn't match the broadcast shape {}",
+            fmt_dims(out_sizes),
+            fmt_dims(shape)
+        );
+        Ok(())
+    })
+}
+
 /// An unstructured out= kernel's iterator: `config` built (shape, dtypes, overlap checks),
 /// then `out` checked against the output it describes and resized to it, as PyTorch's
 /// `TensorIterator` does for `abs.out`, `nan_to_num.out`, `logical_not.out`. Shared by the
@@ -402,6 +423,9 @@ pub fn prepare_elementwise_out(out: &Tensor, inputs: &[&Tensor], shape: &[i64]) 
     config.check_mem_overlaps()?;
     if out.with_sizes(|sizes| same_dims(sizes, shape)) {
         return Ok(());
+    }
+    if config.read_write_output().is_some() {
+        check_read_write_shape(out, shape)?;
     }
     let same_shape = inputs
         .iter()

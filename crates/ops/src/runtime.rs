@@ -2,7 +2,8 @@
 
 use crate::op;
 use std::sync::OnceLock;
-use switchyard_core::{Error, MemoryFormat, Result, Tensor, torch_check};
+use switchyard_core::shape::{fmt_dims, same_dims};
+use switchyard_core::{Error, MemoryFormat, Result, Tensor, can_cast, torch_check};
 use switchyard_dispatch::{Dispatcher, OpSignature, TypedOperatorHandle};
 
 /// The typed handle of operator `name`, looked up in the process-wide dispatcher once and
@@ -55,6 +56,83 @@ pub fn copy_list_to_out(outs: &[Tensor], results: &[Tensor]) -> Result<()> {
     outs.iter()
         .zip(results)
         .try_for_each(|(o, r)| copy_to_out(o, r))
+}
+
+/// Checks an out= argument of a generated external-backend wrapper against the functional
+/// kernel's result, as the CPU's out= kernels check theirs before touching them: the result's
+/// dtype can be cast to `out`'s (PyTorch's `canCast`: "result type Float can't be cast to the
+/// desired output type Long"; a safe cast, `float32` into `float64`, is fine) and `out` is on
+/// the result's device.
+pub fn check_backend_out(out: &Tensor, result: &Tensor) -> Result<()> {
+    torch_check!(
+        can_cast(result.dtype(), out.dtype()),
+        "result type {} can't be cast to the desired output type {}",
+        result.dtype(),
+        out.dtype()
+    );
+    torch_check!(
+        out.device() == result.device(),
+        "Expected out tensor to have device {}, but got {} instead",
+        result.device(),
+        out.device()
+    );
+    Ok(())
+}
+
+/// The out= copy of generated external-backend wrappers: [`check_backend_out`] first, so that
+/// a refused call leaves `out` untouched, then `out` resized as `resize_output` resizes (with
+/// its warning for a non-empty `out`) and the result copied in, converted to `out`'s dtype.
+pub fn copy_to_backend_out(out: &Tensor, result: &Tensor) -> Result<()> {
+    check_backend_out(out, result)?;
+    crate::structured::resize_output(out, &result.sizes())?;
+    op::copy_::call(out, result, false).map(|_| ())
+}
+
+/// [`copy_to_backend_out`] for tensor-list outputs: every pair is checked before any `out` is
+/// changed.
+pub fn copy_list_to_backend_out(outs: &[Tensor], results: &[Tensor]) -> Result<()> {
+    if outs.len() != results.len() {
+        return Err(Error::runtime(format!(
+            "Expected {} output tensors but got {}",
+            results.len(),
+            outs.len()
+        )));
+    }
+    for (o, r) in outs.iter().zip(results) {
+        check_backend_out(o, r)?;
+    }
+    outs.iter()
+        .zip(results)
+        .try_for_each(|(o, r)| copy_to_backend_out(o, r))
+}
+
+/// Checks the `self` of a generated external-backend in-place wrapper against the functional
+/// kernel's result, as the CPU's in-place kernels check theirs: an in-place output is never
+/// resized ("output with shape [3] doesn't match the broadcast shape [2, 3]") and the result
+/// must be castable to its dtype ("result type Float can't be cast to the desired output type
+/// Long").
+pub fn check_backend_self(self_: &Tensor, result: &Tensor) -> Result<()> {
+    let (sizes, wanted) = (self_.sizes(), result.sizes());
+    torch_check!(
+        same_dims(&sizes, &wanted),
+        "output with shape {} doesn't match the broadcast shape {}",
+        fmt_dims(&sizes),
+        fmt_dims(&wanted)
+    );
+    torch_check!(
+        can_cast(result.dtype(), self_.dtype()),
+        "result type {} can't be cast to the desired output type {}",
+        result.dtype(),
+        self_.dtype()
+    );
+    Ok(())
+}
+
+/// The in-place copy of generated external-backend wrappers: [`check_backend_self`], then
+/// the result copied into `self_`.
+pub fn copy_to_backend_self(self_: &Tensor, result: &Tensor) -> Result<()> {
+    check_backend_self(self_, result)?;
+    op::copy_::call(self_, result, false).map(|_| ())
 }
 
 /// A copy of an argument a generated functional kernel mutates.

@@ -69,7 +69,7 @@ fn wrapper_PrivateUse1_empty_strided<K: SidecarNativeFunctions>(_ks: DispatchKey
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_strided_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::empty_strided(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -81,7 +81,7 @@ fn wrapper_PrivateUse1_mm<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mm_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mm(self_, mat2)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -103,14 +103,14 @@ fn wrapper_PrivateUse1_add_Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -122,14 +122,14 @@ fn wrapper_PrivateUse1_mul_Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -141,7 +141,7 @@ fn wrapper_PrivateUse1_empty_memory_format<K: SidecarNativeFunctions>(_ks: Dispa
 /// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -153,14 +153,14 @@ fn wrapper_PrivateUse1_relu<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_relu_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::relu(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_relu_<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::relu(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 

@@ -3091,6 +3091,48 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
     Ok(result)
 }
 
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_nonzero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
+        return Err(out_requires_grad_error("nonzero"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::nonzero_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
+}
+
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_nonzero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::nonzero_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
+/// `nonzero(Tensor self) -> Tensor`
+pub(crate) fn autograd_nonzero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = Vec::new();
+        next_edges.push(edge(self_)?);
+        Some(NotImplemented::new("aten::nonzero", next_edges))
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::nonzero::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history(&result, &node, 0u32)?;
+    }
+    Ok(result)
+}
+
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_gather_out(ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     if is_grad_enabled() && (rg(self_) || rg(index) || rg(out)) {

@@ -123,6 +123,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("index_select", Kernel::typed::<op::index_select>(autograd_index_select).debug("autograd_index_select"))?;
     lib.impl_("masked_select.out", Kernel::typed::<op::masked_select_out>(autograd_masked_select_out).debug("autograd_masked_select_out"))?;
     lib.impl_("masked_select", Kernel::typed::<op::masked_select>(autograd_masked_select).debug("autograd_masked_select"))?;
+    lib.impl_("nonzero.out", Kernel::typed::<op::nonzero_out>(autograd_nonzero_out).debug("autograd_nonzero_out"))?;
+    lib.impl_("nonzero", Kernel::typed::<op::nonzero>(autograd_nonzero).debug("autograd_nonzero"))?;
     lib.impl_("gather.out", Kernel::typed::<op::gather_out>(autograd_gather_out).debug("autograd_gather_out"))?;
     lib.impl_("gather", Kernel::typed::<op::gather>(autograd_gather).debug("autograd_gather"))?;
     lib.impl_("topk.values", Kernel::typed::<op::topk_values>(autograd_topk_values).debug("autograd_topk_values"))?;
@@ -627,6 +629,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("tril.out", Kernel::typed::<op::tril_out>(inplace_or_view_tril_out).debug("inplace_or_view_tril_out"))?;
     lib.impl_("index_select.out", Kernel::typed::<op::index_select_out>(inplace_or_view_index_select_out).debug("inplace_or_view_index_select_out"))?;
     lib.impl_("masked_select.out", Kernel::typed::<op::masked_select_out>(inplace_or_view_masked_select_out).debug("inplace_or_view_masked_select_out"))?;
+    lib.impl_("nonzero.out", Kernel::typed::<op::nonzero_out>(inplace_or_view_nonzero_out).debug("inplace_or_view_nonzero_out"))?;
     lib.impl_("gather.out", Kernel::typed::<op::gather_out>(inplace_or_view_gather_out).debug("inplace_or_view_gather_out"))?;
     lib.impl_("topk.values", Kernel::typed::<op::topk_values>(inplace_or_view_topk_values).debug("inplace_or_view_topk_values"))?;
     lib.impl_("all.all_out", Kernel::typed::<op::all_all_out>(inplace_or_view_all_all_out).debug("inplace_or_view_all_all_out"))?;

@@ -11,7 +11,7 @@
 
 use super::input::{GenFunction, GenInput};
 use super::rust::{
-    UnsupportedType, arg_name, arg_type, default_expr, fn_name, output_type, unambiguous_name,
+    UnsupportedType, arg_name, arg_type, default_expr, fn_name, op_type_name, output_type,
 };
 use super::writer::{header, lines};
 use std::collections::BTreeMap;
@@ -129,7 +129,7 @@ fn build(
         params,
         call: format!(
             "op::{}::call({})",
-            unambiguous_name(&f.schema),
+            op_type_name(&f.schema),
             values.join(", ")
         ),
         output: output_type(&f.schema)?,

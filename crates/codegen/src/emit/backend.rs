@@ -17,9 +17,13 @@
 //!   trait, every kernel at the backend key (or at `Autograd<backend>` for `autograd` entries),
 //!   each through a typed wrapper `wrapper_<Key>_<op>::<K>`; plus a generated in-place or out=
 //!   wrapper for every group member the backend does not implement whose functional member it
-//!   does (§4.5): it calls the backend's functional kernel, then copies the result into `self`
-//!   (with the `copy_` operator) or resizes and copies it into the out arguments
-//!   (`switchyard_ops::runtime::copy_to_out`), and returns the mutated argument(s). Kernels
+//!   does (§4.5): it calls the backend's functional kernel, checks the result against the
+//!   mutated arguments as the CPU's kernels check theirs (an in-place `self` keeps its shape
+//!   and an out= tensor may receive only a safe cast, every one checked before any is
+//!   changed), then copies the result into `self` (`switchyard_ops::runtime::copy_to_backend_self`)
+//!   or resizes and copies it into the out arguments (`copy_to_backend_out`), and returns the
+//!   mutated argument(s). The copies run inside the call's ADInplaceOrView kernel, below
+//!   its key, so the call bumps the version counter once, as PyTorch's does. Kernels
 //!   the backend gives are used as they are; ungrouped operators (every view) get no wrapper;
 //!   `use_out_as_primary: true` turns the wrappers off; mutable (`foo.mutable`) members never
 //!   get one.
@@ -28,10 +32,11 @@
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
 use super::registration::{
-    copy_into_outs_body, functional_args, wrapper_fn, wrapper_name as registration_wrapper_name,
+    functional_args, outs_names, wrapper_fn, wrapper_name as registration_wrapper_name,
 };
 use super::rust::{
-    UnsupportedType, arg_name, arg_type, fn_name, output_type, tuple, unambiguous_name,
+    UnsupportedType, arg_name, arg_type, fn_name, op_type_name, output_type, tuple,
+    unambiguous_name,
 };
 use super::writer::lines;
 use crate::backend::{BackendKey, BackendYaml};
@@ -274,15 +279,19 @@ fn generated_body(
         return Ok(if selfs.len() == 1 {
             let s = &selfs[0];
             format!(
-                "    let functional_result = {call};\n    op::copy_::call({s}, &functional_result, false)?;\n    Ok({s}.clone())\n"
+                "    let functional_result = {call};\n    {rt}::copy_to_backend_self({s}, &functional_result)?;\n    Ok({s}.clone())\n"
             )
         } else {
             let results: Vec<String> = (0..selfs.len())
                 .map(|i| format!("functional_result{i}"))
                 .collect();
             let mut b = format!("    let {} = {call};\n", tuple(&results));
+            // Every argument is checked before any is written.
             for (s, r) in selfs.iter().zip(&results) {
-                b.push_str(&format!("    op::copy_::call({s}, &{r}, false)?;\n"));
+                b.push_str(&format!("    {rt}::check_backend_self({s}, &{r})?;\n"));
+            }
+            for (s, r) in selfs.iter().zip(&results) {
+                b.push_str(&format!("    {rt}::copy_to_backend_self({s}, &{r})?;\n"));
             }
             b.push_str(&format!(
                 "    Ok({})\n",
@@ -296,7 +305,55 @@ fn generated_body(
             b
         });
     }
-    Ok(copy_into_outs_body(f, &call, rt))
+    Ok(copy_into_backend_outs_body(f, &call, rt))
+}
+
+/// The body of a generated out= wrapper: the functional call, every out argument checked
+/// against its result, then each resized and written.
+fn copy_into_backend_outs_body(f: &GenFunction, call: &str, rt: &str) -> String {
+    let outs = outs_names(f);
+    let list_out = f
+        .schema
+        .arguments
+        .iter()
+        .any(|a| a.is_out && a.ty.is_tensor_list());
+    let returns_nothing = f.schema.returns.is_empty();
+    if outs.len() == 1 {
+        let o = &outs[0];
+        let copy = if list_out {
+            "copy_list_to_backend_out"
+        } else {
+            "copy_to_backend_out"
+        };
+        let ret = if list_out || returns_nothing {
+            "()".to_string()
+        } else {
+            format!("{o}.clone()")
+        };
+        return format!(
+            "    let functional_result = {call};\n    {rt}::{copy}({o}, &functional_result)?;\n    Ok({ret})\n"
+        );
+    }
+    let results: Vec<String> = (0..outs.len())
+        .map(|i| format!("functional_result{i}"))
+        .collect();
+    let mut b = format!("    let {} = {call};\n", tuple(&results));
+    for (o, r) in outs.iter().zip(&results) {
+        b.push_str(&format!("    {rt}::check_backend_out({o}, &{r})?;\n"));
+    }
+    for (o, r) in outs.iter().zip(&results) {
+        b.push_str(&format!("    {rt}::copy_to_backend_out({o}, &{r})?;\n"));
+    }
+    b.push_str(&format!(
+        "    Ok({})\n",
+        tuple(
+            &outs
+                .iter()
+                .map(|o| format!("{o}.clone()"))
+                .collect::<Vec<_>>()
+        )
+    ));
+    b
 }
 
 fn register_file(
@@ -349,7 +406,7 @@ fn register_file(
         calls.push(format!(
             "    lib.impl_({:?}, Kernel::typed::<op::{}>({name}::<K>).debug({:?}).for_key(DispatchKey::{}))?;\n",
             r.operator,
-            unambiguous_name(&f.schema),
+            op_type_name(&f.schema),
             name,
             r.key.name()
         ));

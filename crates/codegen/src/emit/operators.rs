@@ -3,7 +3,8 @@
 
 use super::input::{GenFunction, GenInput};
 use super::rust::{
-    UnsupportedType, arg_name, arg_type, args_tuple_type, output_type, tuple, unambiguous_name,
+    UnsupportedType, arg_name, arg_type, args_tuple_type, op_type_name, output_type, tuple,
+    unambiguous_name,
 };
 use super::writer::{header, lines};
 use std::collections::HashSet;
@@ -36,7 +37,7 @@ fn param_name(name: &str, structs: &HashSet<String>) -> String {
 }
 
 fn one(f: &GenFunction, structs: &HashSet<String>) -> Result<String, UnsupportedType> {
-    let name = unambiguous_name(&f.schema);
+    let name = op_type_name(&f.schema);
     let args = args_tuple_type(&f.schema, "'a")?;
     let output = output_type(&f.schema)?;
     let params: Vec<String> = f

@@ -9,7 +9,8 @@
 use super::input::{GenFunction, GenGroup, GenInput};
 use super::operators::schema_text;
 use super::rust::{
-    UnsupportedType, arg_name, args_tuple_type, fn_name, output_type, tuple, unambiguous_name,
+    UnsupportedType, arg_name, args_tuple_type, fn_name, op_type_name, output_type, tuple,
+    unambiguous_name,
 };
 use super::writer::{header, lines};
 use switchyard_core::DispatchKey;
@@ -63,7 +64,7 @@ impl Wrapper {
         Wrapper {
             key,
             operator: f.schema.name.unqualified(),
-            op_type: unambiguous_name(&f.schema),
+            op_type: op_type_name(&f.schema),
             name,
             code,
         }
@@ -352,7 +353,7 @@ fn generated_out_body(
     let call = format!(
         "{}::{}::call({})?",
         paths.op,
-        unambiguous_name(&functional.schema),
+        op_type_name(&functional.schema),
         args.join(", ")
     );
     Ok(copy_into_outs_body(f, &call, paths.runtime))
@@ -431,7 +432,7 @@ fn generated_functional_body(
     let call = format!(
         "{}::{}::call({})?",
         paths.op,
-        unambiguous_name(&target.schema),
+        op_type_name(&target.schema),
         args.join(", ")
     );
     let kept: Vec<String> = target
@@ -489,7 +490,7 @@ fn view_copy_body(
     let call = format!(
         "{}::{}::call({})",
         paths.op,
-        unambiguous_name(&view.schema),
+        op_type_name(&view.schema),
         args.join(", ")
     );
     let returns_list = view
@@ -599,7 +600,7 @@ fn backend_select_wrapper(f: &GenFunction, paths: Paths) -> Result<Wrapper, Unsu
         arg("layout"),
         arg("device"),
         paths.op,
-        unambiguous_name(&f.schema),
+        op_type_name(&f.schema),
         args.join(", ")
     );
     Ok(Wrapper::new(

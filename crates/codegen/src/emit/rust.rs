@@ -222,8 +222,14 @@ fn default_for(ty: &Type, d: &str) -> String {
     }
 }
 
-/// PyTorch's unambiguous name (`add_Tensor`, `add__Tensor`, `add_out`, `mm`): the Rust name
-/// of the operator's marker type in `op::`.
+/// The Rust path segment of an operator's marker type in `op::`: its unambiguous name, a
+/// raw identifier when that is a keyword (`where` → `r#where`).
+pub fn op_type_name(schema: &FunctionSchema) -> String {
+    fn_name(&unambiguous_name(schema))
+}
+
+/// PyTorch's unambiguous name (`add_Tensor`, `add__Tensor`, `add_out`, `mm`): the name of the
+/// operator's marker type in `op::` ([`op_type_name`] spells it in Rust).
 pub fn unambiguous_name(schema: &FunctionSchema) -> String {
     let base = schema.name.name.to_string();
     if schema.name.overload_name.is_empty() {
@@ -265,6 +271,12 @@ mod tests {
         assert_eq!(defaults[12].as_deref(), Some("MemoryFormat::Contiguous"));
         assert_eq!(arg_name("self"), "self_");
         assert_eq!(fn_name("where"), "r#where");
+        let op = |s: &str| op_type_name(&FunctionSchema::parse(s).unwrap());
+        assert_eq!(op("where(Tensor condition) -> Tensor[]"), "r#where");
+        assert_eq!(
+            op("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"),
+            "where_self"
+        );
     }
 
     #[test]

@@ -86,7 +86,7 @@ fn wrapper_PrivateUse1_unbind_copy_int<K: FixtureNativeFunctions>(_ks: DispatchK
 /// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unbind_copy_int_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
     let functional_result = K::unbind_copy_int(self_, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_list_to_backend_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -98,7 +98,7 @@ fn wrapper_PrivateUse1_add_Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -115,14 +115,14 @@ fn wrapper_PrivateUse1_add_Scalar<K: FixtureNativeFunctions>(_ks: DispatchKeySet
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_Scalar_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Scalar<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Scalar(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -134,14 +134,14 @@ fn wrapper_PrivateUse1_mul_Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -153,7 +153,7 @@ fn wrapper_PrivateUse1_empty_memory_format<K: FixtureNativeFunctions>(_ks: Dispa
 /// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -165,8 +165,10 @@ fn wrapper_PrivateUse1_max_dim<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_dim_max<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::max_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(max, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(max_values, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(max, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(max_values, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(max, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(max_values, &functional_result1)?;
     Ok((max.clone(), max_values.clone()))
 }
 
@@ -178,14 +180,14 @@ fn wrapper_PrivateUse1_abs<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_abs_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::abs(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `abs_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_abs_<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::abs(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -202,14 +204,14 @@ fn wrapper_AutogradPrivateUse1_sub_Tensor<K: FixtureNativeFunctions>(_ks: Dispat
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_AutogradPrivateUse1_sub_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_AutogradPrivateUse1_sub__Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 

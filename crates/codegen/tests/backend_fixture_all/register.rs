@@ -589,7 +589,7 @@ fn wrapper_PrivateUse1_all_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_all_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::all_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -601,7 +601,7 @@ fn wrapper_PrivateUse1_all_dims<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_all_dims_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::all_dims(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -613,7 +613,7 @@ fn wrapper_PrivateUse1_any_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_any_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::any_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -625,7 +625,7 @@ fn wrapper_PrivateUse1_any_dims<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_any_dims_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::any_dims(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -637,7 +637,7 @@ fn wrapper_PrivateUse1_argmax<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_argmax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::argmax(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -649,7 +649,7 @@ fn wrapper_PrivateUse1_argmin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_argmin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::argmin(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -666,14 +666,14 @@ fn wrapper_PrivateUse1_baddbmm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_baddbmm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_baddbmm_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -685,7 +685,7 @@ fn wrapper_PrivateUse1_bmm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, m
 /// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bmm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bmm(self_, mat2)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -697,7 +697,7 @@ fn wrapper_PrivateUse1_cat<K: AllNativeFunctions>(_ks: DispatchKeySet, (tensors,
 /// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cat_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::cat(tensors, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -719,14 +719,14 @@ fn wrapper_PrivateUse1_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::copy(self_, src, non_blocking)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_copy_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
     let functional_result = K::copy(self_, src, non_blocking)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -748,14 +748,14 @@ fn wrapper_PrivateUse1_cumprod<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cumprod_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::cumprod(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cumprod_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let functional_result = K::cumprod(self_, dim, dtype)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -767,14 +767,14 @@ fn wrapper_PrivateUse1_cumsum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cumsum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::cumsum(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cumsum_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let functional_result = K::cumsum(self_, dim, dtype)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -791,7 +791,7 @@ fn wrapper_PrivateUse1_empty_strided<K: AllNativeFunctions>(_ks: DispatchKeySet,
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_strided_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::empty_strided(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -818,14 +818,14 @@ fn wrapper_PrivateUse1_fill_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fill_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fill_Scalar(self_, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fill__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::fill_Scalar(self_, value)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -837,14 +837,14 @@ fn wrapper_PrivateUse1_fill_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fill_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fill_Tensor(self_, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fill__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fill_Tensor(self_, value)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -856,7 +856,7 @@ fn wrapper_PrivateUse1_index_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_index_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
     let functional_result = K::index_Tensor(self_, indices)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -868,7 +868,7 @@ fn wrapper_PrivateUse1__log_softmax<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `_log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__log_softmax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::_log_softmax(self_, dim, half_to_float)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -880,7 +880,7 @@ fn wrapper_PrivateUse1_amax<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_amax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::amax(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -892,7 +892,7 @@ fn wrapper_PrivateUse1_amin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_amin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::amin(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -904,7 +904,7 @@ fn wrapper_PrivateUse1_mm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, ma
 /// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mm(self_, mat2)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -961,7 +961,7 @@ fn wrapper_PrivateUse1_slice_scatter<K: AllNativeFunctions>(_ks: DispatchKeySet,
 /// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_slice_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::slice_scatter(self_, src, dim, start, end, step)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -973,7 +973,7 @@ fn wrapper_PrivateUse1_select_scatter<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_select_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::select_scatter(self_, src, dim, index)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -985,7 +985,7 @@ fn wrapper_PrivateUse1_diagonal_scatter<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_diagonal_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::diagonal_scatter(self_, src, offset, dim1, dim2)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -997,7 +997,7 @@ fn wrapper_PrivateUse1_as_strided_scatter<K: AllNativeFunctions>(_ks: DispatchKe
 /// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_as_strided_scatter_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::as_strided_scatter(self_, src, size, stride, storage_offset)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1009,7 +1009,7 @@ fn wrapper_PrivateUse1__softmax<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__softmax_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::_softmax(self_, dim, half_to_float)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1051,7 +1051,7 @@ fn wrapper_PrivateUse1_prod<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_prod_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::prod(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1063,7 +1063,7 @@ fn wrapper_PrivateUse1_prod_dim_int<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_prod_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::prod_dim_int(self_, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1085,7 +1085,7 @@ fn wrapper_PrivateUse1_flip<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_flip_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::flip(self_, dims)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1097,7 +1097,7 @@ fn wrapper_PrivateUse1_roll<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_roll_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::roll(self_, shifts, dims)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1109,7 +1109,7 @@ fn wrapper_PrivateUse1__unsafe_view<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__unsafe_view_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::_unsafe_view(self_, size)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1131,7 +1131,7 @@ fn wrapper_PrivateUse1_clone<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clone_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clone(self_, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1143,14 +1143,14 @@ fn wrapper_PrivateUse1_addmm<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_addmm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::addmm(self_, mat1, mat2, beta, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_addmm_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::addmm(self_, mat1, mat2, beta, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1172,7 +1172,7 @@ fn wrapper_PrivateUse1__to_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1__to_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::_to_copy(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, non_blocking, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1214,14 +1214,14 @@ fn wrapper_PrivateUse1_scatter_src<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_src_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_src(self_, dim, index, src)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__src<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_src(self_, dim, index, src)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1233,14 +1233,14 @@ fn wrapper_PrivateUse1_scatter_value<K: AllNativeFunctions>(_ks: DispatchKeySet,
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_value_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_value(self_, dim, index, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__value<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::scatter_value(self_, dim, index, value)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1252,14 +1252,14 @@ fn wrapper_PrivateUse1_scatter_reduce<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_reduce_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_reduce(self_, dim, index, src, reduce)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__reduce<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
     let functional_result = K::scatter_reduce(self_, dim, index, src, reduce)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1271,14 +1271,14 @@ fn wrapper_PrivateUse1_scatter_value_reduce<K: AllNativeFunctions>(_ks: Dispatch
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_value_reduce_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter__value_reduce<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
     let functional_result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1290,14 +1290,14 @@ fn wrapper_PrivateUse1_scatter_add<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_scatter_add_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_add(self_, dim, index, src)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_scatter_add_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::scatter_add(self_, dim, index, src)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1309,14 +1309,14 @@ fn wrapper_PrivateUse1_tril<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tril_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::tril(self_, diagonal)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tril_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let functional_result = K::tril(self_, diagonal)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1328,14 +1328,14 @@ fn wrapper_PrivateUse1_triu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_triu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::triu(self_, diagonal)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_triu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let functional_result = K::triu(self_, diagonal)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1347,7 +1347,7 @@ fn wrapper_PrivateUse1_index_select<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_index_select_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::index_select(self_, dim, index)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1359,7 +1359,7 @@ fn wrapper_PrivateUse1_masked_select<K: AllNativeFunctions>(_ks: DispatchKeySet,
 /// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_masked_select_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::masked_select(self_, mask)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1371,7 +1371,7 @@ fn wrapper_PrivateUse1_gather<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gather_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gather(self_, dim, index, sparse_grad)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1383,8 +1383,10 @@ fn wrapper_PrivateUse1_topk<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_topk_values<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::topk(self_, k, dim, largest, sorted)?;
-    switchyard_ops::runtime::copy_to_out(values, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(values, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(values, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(indices, &functional_result1)?;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -1396,7 +1398,7 @@ fn wrapper_PrivateUse1_all<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_all_all_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::all(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1408,7 +1410,7 @@ fn wrapper_PrivateUse1_any<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_any_all_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::any(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1430,7 +1432,7 @@ fn wrapper_PrivateUse1_mse_loss<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mse_loss_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mse_loss(self_, target, reduction)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1442,8 +1444,10 @@ fn wrapper_PrivateUse1_nll_loss_forward<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nll_loss_forward_output<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::nll_loss_forward(self_, target, weight, reduction, ignore_index)?;
-    switchyard_ops::runtime::copy_to_out(output, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(total_weight, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(output, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(total_weight, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(output, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(total_weight, &functional_result1)?;
     Ok((output.clone(), total_weight.clone()))
 }
 
@@ -1455,7 +1459,7 @@ fn wrapper_PrivateUse1_avg_pool2d<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_avg_pool2d_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1467,8 +1471,10 @@ fn wrapper_PrivateUse1_max_pool2d_with_indices<K: AllNativeFunctions>(_ks: Dispa
 /// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_pool2d_with_indices_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(indices, &functional_result1)?;
     Ok((out.clone(), indices.clone()))
 }
 
@@ -1480,7 +1486,7 @@ fn wrapper_PrivateUse1_linalg_vector_norm<K: AllNativeFunctions>(_ks: DispatchKe
 /// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_linalg_vector_norm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::linalg_vector_norm(self_, ord, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1492,7 +1498,7 @@ fn wrapper_PrivateUse1_as_strided_copy<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_as_strided_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::as_strided_copy(self_, size, stride, storage_offset)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1504,7 +1510,7 @@ fn wrapper_PrivateUse1_diagonal_copy<K: AllNativeFunctions>(_ks: DispatchKeySet,
 /// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_diagonal_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::diagonal_copy(self_, offset, dim1, dim2)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1516,7 +1522,7 @@ fn wrapper_PrivateUse1_expand_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_expand_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::expand_copy(self_, size, implicit)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1528,7 +1534,7 @@ fn wrapper_PrivateUse1_permute_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_permute_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::permute_copy(self_, dims)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1540,7 +1546,7 @@ fn wrapper_PrivateUse1_select_copy_int<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_select_copy_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::select_copy_int(self_, dim, index)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1552,7 +1558,7 @@ fn wrapper_PrivateUse1_detach_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_detach_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::detach_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1564,7 +1570,7 @@ fn wrapper_PrivateUse1_slice_copy_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 /// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_slice_copy_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::slice_copy_Tensor(self_, dim, start, end, step)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1576,7 +1582,7 @@ fn wrapper_PrivateUse1_split_copy_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 /// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_split_copy_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
     let functional_result = K::split_copy_Tensor(self_, split_size, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_list_to_backend_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -1588,7 +1594,7 @@ fn wrapper_PrivateUse1_split_with_sizes_copy<K: AllNativeFunctions>(_ks: Dispatc
 /// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_split_with_sizes_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
     let functional_result = K::split_with_sizes_copy(self_, split_sizes, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_list_to_backend_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -1600,7 +1606,7 @@ fn wrapper_PrivateUse1_squeeze_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_squeeze_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::squeeze_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1612,7 +1618,7 @@ fn wrapper_PrivateUse1_squeeze_copy_dim<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_squeeze_copy_dim_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::squeeze_copy_dim(self_, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1624,7 +1630,7 @@ fn wrapper_PrivateUse1_squeeze_copy_dims<K: AllNativeFunctions>(_ks: DispatchKey
 /// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_squeeze_copy_dims_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::squeeze_copy_dims(self_, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1636,7 +1642,7 @@ fn wrapper_PrivateUse1_t_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_t_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::t_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1648,7 +1654,7 @@ fn wrapper_PrivateUse1_transpose_copy_int<K: AllNativeFunctions>(_ks: DispatchKe
 /// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_transpose_copy_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::transpose_copy_int(self_, dim0, dim1)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1660,7 +1666,7 @@ fn wrapper_PrivateUse1_unsqueeze_copy<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unsqueeze_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::unsqueeze_copy(self_, dim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1672,7 +1678,7 @@ fn wrapper_PrivateUse1_unbind_copy_int<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unbind_copy_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
     let functional_result = K::unbind_copy_int(self_, dim)?;
-    switchyard_ops::runtime::copy_list_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_list_to_backend_out(out, &functional_result)?;
     Ok(())
 }
 
@@ -1684,7 +1690,7 @@ fn wrapper_PrivateUse1_view_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_view_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::view_copy(self_, size)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1696,7 +1702,7 @@ fn wrapper_PrivateUse1_view_copy_dtype<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_view_copy_dtype_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
     let functional_result = K::view_copy_dtype(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1708,7 +1714,7 @@ fn wrapper_PrivateUse1_unfold_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_unfold_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::unfold_copy(self_, dimension, size, step)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1720,7 +1726,7 @@ fn wrapper_PrivateUse1_alias_copy<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_alias_copy_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::alias_copy(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1732,7 +1738,7 @@ fn wrapper_PrivateUse1_dot<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, t
 /// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_dot_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::dot(self_, tensor)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1744,7 +1750,7 @@ fn wrapper_PrivateUse1_linear<K: AllNativeFunctions>(_ks: DispatchKeySet, (input
 /// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_linear_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::linear(input, weight, bias)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1756,7 +1762,7 @@ fn wrapper_PrivateUse1_matmul<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_matmul_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::matmul(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1768,9 +1774,12 @@ fn wrapper_PrivateUse1_native_layer_norm<K: AllNativeFunctions>(_ks: DispatchKey
 /// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_native_layer_norm_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
     let (functional_result0, functional_result1, functional_result2) = K::native_layer_norm(input, normalized_shape, weight, bias, eps)?;
-    switchyard_ops::runtime::copy_to_out(out0, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(out1, &functional_result1)?;
-    switchyard_ops::runtime::copy_to_out(out2, &functional_result2)?;
+    switchyard_ops::runtime::check_backend_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(out2, &functional_result2)?;
+    switchyard_ops::runtime::copy_to_backend_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(out2, &functional_result2)?;
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
@@ -1792,7 +1801,7 @@ fn wrapper_PrivateUse1_nll_loss<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nll_loss_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::nll_loss(self_, target, weight, reduction, ignore_index)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1809,8 +1818,10 @@ fn wrapper_PrivateUse1_native_dropout<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_native_dropout_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::native_dropout(input, p, train)?;
-    switchyard_ops::runtime::copy_to_out(out0, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -1827,7 +1838,7 @@ fn wrapper_PrivateUse1_convolution<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_convolution_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -1844,14 +1855,14 @@ fn wrapper_PrivateUse1_add_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1863,14 +1874,14 @@ fn wrapper_PrivateUse1_add_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Scalar(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1882,14 +1893,14 @@ fn wrapper_PrivateUse1_div_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1901,14 +1912,14 @@ fn wrapper_PrivateUse1_div_Tensor_mode<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_out_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Tensor_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
     let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1920,14 +1931,14 @@ fn wrapper_PrivateUse1_div_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::div_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1939,14 +1950,14 @@ fn wrapper_PrivateUse1_div_Scalar_mode<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_Scalar_mode_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Scalar_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Scalar_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     let functional_result = K::div_Scalar_mode(self_, other, rounding_mode)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1958,14 +1969,14 @@ fn wrapper_PrivateUse1_mul_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1977,14 +1988,14 @@ fn wrapper_PrivateUse1_mul_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::mul_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -1996,14 +2007,14 @@ fn wrapper_PrivateUse1_sub_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sub_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sub__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2015,14 +2026,14 @@ fn wrapper_PrivateUse1_sub_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sub_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sub_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sub__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::sub_Scalar(self_, other, alpha)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2034,14 +2045,14 @@ fn wrapper_PrivateUse1_logical_xor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_xor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_xor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_xor_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_xor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2053,14 +2064,14 @@ fn wrapper_PrivateUse1_logical_and<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_and_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_and(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_and_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_and(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2072,14 +2083,14 @@ fn wrapper_PrivateUse1_logical_or<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_or_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_or(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_or_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_or(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2091,14 +2102,14 @@ fn wrapper_PrivateUse1_clamp<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let functional_result = K::clamp(self_, min, max)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2110,14 +2121,14 @@ fn wrapper_PrivateUse1_clamp_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_Tensor(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
     let functional_result = K::clamp_Tensor(self_, min, max)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2129,14 +2140,14 @@ fn wrapper_PrivateUse1_clamp_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_max_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_max(self_, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_max_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::clamp_max(self_, max)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2148,14 +2159,14 @@ fn wrapper_PrivateUse1_clamp_max_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_max_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_max_Tensor(self_, max)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_max__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_max_Tensor(self_, max)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2167,14 +2178,14 @@ fn wrapper_PrivateUse1_clamp_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_min_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_min(self_, min)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_min_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::clamp_min(self_, min)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2186,14 +2197,14 @@ fn wrapper_PrivateUse1_clamp_min_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_min_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_min_Tensor(self_, min)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_min__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_min_Tensor(self_, min)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2205,14 +2216,14 @@ fn wrapper_PrivateUse1_eq_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eq_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eq_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_eq__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::eq_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2224,14 +2235,14 @@ fn wrapper_PrivateUse1_eq_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eq_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eq_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_eq__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eq_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2243,14 +2254,14 @@ fn wrapper_PrivateUse1_bitwise_and_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_and__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2262,14 +2273,14 @@ fn wrapper_PrivateUse1_bitwise_and_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_and__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2281,7 +2292,7 @@ fn wrapper_PrivateUse1_bitwise_and_Scalar_Tensor<K: AllNativeFunctions>(_ks: Dis
 /// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2293,14 +2304,14 @@ fn wrapper_PrivateUse1_bitwise_or_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_or__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2312,14 +2323,14 @@ fn wrapper_PrivateUse1_bitwise_or_Scalar<K: AllNativeFunctions>(_ks: DispatchKey
 /// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_or__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2331,7 +2342,7 @@ fn wrapper_PrivateUse1_bitwise_or_Scalar_Tensor<K: AllNativeFunctions>(_ks: Disp
 /// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2343,14 +2354,14 @@ fn wrapper_PrivateUse1_bitwise_xor_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_xor__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2362,14 +2373,14 @@ fn wrapper_PrivateUse1_bitwise_xor_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_xor__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2381,7 +2392,7 @@ fn wrapper_PrivateUse1_bitwise_xor_Scalar_Tensor<K: AllNativeFunctions>(_ks: Dis
 /// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2393,14 +2404,14 @@ fn wrapper_PrivateUse1_ne_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ne_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ne_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ne__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::ne_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2412,14 +2423,14 @@ fn wrapper_PrivateUse1_ne_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ne_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ne_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ne__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ne_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2431,14 +2442,14 @@ fn wrapper_PrivateUse1_ge_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ge_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ge_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ge__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::ge_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2450,14 +2461,14 @@ fn wrapper_PrivateUse1_ge_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ge_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ge_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ge__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ge_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2469,14 +2480,14 @@ fn wrapper_PrivateUse1_le_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_le_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::le_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_le__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::le_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2488,14 +2499,14 @@ fn wrapper_PrivateUse1_le_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_le_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::le_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_le__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::le_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2507,14 +2518,14 @@ fn wrapper_PrivateUse1_gt_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gt_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gt_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_gt__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::gt_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2526,14 +2537,14 @@ fn wrapper_PrivateUse1_gt_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gt_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gt_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_gt__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gt_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2545,14 +2556,14 @@ fn wrapper_PrivateUse1_lt_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_lt_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::lt_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_lt__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::lt_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2564,14 +2575,14 @@ fn wrapper_PrivateUse1_lt_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_lt_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::lt_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_lt__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::lt_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2583,14 +2594,14 @@ fn wrapper_PrivateUse1_atan2<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_atan2_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::atan2(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_atan2_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::atan2(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2602,14 +2613,14 @@ fn wrapper_PrivateUse1_fmod_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fmod_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fmod_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fmod__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::fmod_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2621,14 +2632,14 @@ fn wrapper_PrivateUse1_fmod_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fmod_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fmod_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fmod__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fmod_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2640,14 +2651,14 @@ fn wrapper_PrivateUse1_remainder_Scalar<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_remainder__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::remainder_Scalar(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2659,14 +2670,14 @@ fn wrapper_PrivateUse1_remainder_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_remainder__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Tensor(self_, other)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2678,7 +2689,7 @@ fn wrapper_PrivateUse1_remainder_Scalar_Tensor<K: AllNativeFunctions>(_ks: Dispa
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Scalar_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Scalar_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2690,7 +2701,7 @@ fn wrapper_PrivateUse1_maximum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_maximum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::maximum(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2702,7 +2713,7 @@ fn wrapper_PrivateUse1_minimum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_minimum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::minimum(self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2714,14 +2725,14 @@ fn wrapper_PrivateUse1_pow_Tensor_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Tensor_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_pow__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2733,7 +2744,7 @@ fn wrapper_PrivateUse1_pow_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2745,14 +2756,14 @@ fn wrapper_PrivateUse1_pow_Tensor_Scalar<K: AllNativeFunctions>(_ks: DispatchKey
 /// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Tensor_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_pow__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Scalar(self_, exponent)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2764,7 +2775,7 @@ fn wrapper_PrivateUse1_where_self<K: AllNativeFunctions>(_ks: DispatchKeySet, (c
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_where_self_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::where_self(condition, self_, other)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2791,7 +2802,7 @@ fn wrapper_PrivateUse1_arange<K: AllNativeFunctions>(_ks: DispatchKeySet, (end, 
 /// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_arange_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::arange(end, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2808,7 +2819,7 @@ fn wrapper_PrivateUse1_arange_start_step<K: AllNativeFunctions>(_ks: DispatchKey
 /// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_arange_start_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::arange_start_step(start, end, step, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2820,7 +2831,7 @@ fn wrapper_PrivateUse1_empty_memory_format<K: AllNativeFunctions>(_ks: DispatchK
 /// `empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, memory_format, out): (&[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2832,7 +2843,7 @@ fn wrapper_PrivateUse1_empty_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_empty_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::empty_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2844,7 +2855,7 @@ fn wrapper_PrivateUse1_eye<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, dtype
 /// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eye_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eye(n, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2856,7 +2867,7 @@ fn wrapper_PrivateUse1_eye_m<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, m, 
 /// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eye_m_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eye_m(n, m, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2868,7 +2879,7 @@ fn wrapper_PrivateUse1_full<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, f
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_full_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::full(size, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2880,7 +2891,7 @@ fn wrapper_PrivateUse1_full_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_full_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::full_like(self_, fill_value, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2892,7 +2903,7 @@ fn wrapper_PrivateUse1_linspace<K: AllNativeFunctions>(_ks: DispatchKeySet, (sta
 /// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_linspace_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::linspace(start, end, steps, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2904,7 +2915,7 @@ fn wrapper_PrivateUse1_ones<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, d
 /// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ones_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::ones(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2916,7 +2927,7 @@ fn wrapper_PrivateUse1_ones_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ones_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ones_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2928,7 +2939,7 @@ fn wrapper_PrivateUse1_zeros<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, 
 /// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_zeros_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::zeros(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2940,7 +2951,7 @@ fn wrapper_PrivateUse1_zeros_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_zeros_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::zeros_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2952,7 +2963,7 @@ fn wrapper_PrivateUse1_bernoulli<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bernoulli_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bernoulli(self_, generator)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2964,14 +2975,14 @@ fn wrapper_PrivateUse1_bernoulli_p<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bernoulli_float_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bernoulli_p(self_, p, generator)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bernoulli__float<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
     let functional_result = K::bernoulli_p(self_, p, generator)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -2983,7 +2994,7 @@ fn wrapper_PrivateUse1_rand<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, d
 /// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::rand(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -2995,7 +3006,7 @@ fn wrapper_PrivateUse1_rand_generator<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `rand.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::rand_generator(size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3007,7 +3018,7 @@ fn wrapper_PrivateUse1_rand_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::rand_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3019,7 +3030,7 @@ fn wrapper_PrivateUse1_rand_like_generator<K: AllNativeFunctions>(_ks: DispatchK
 /// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rand_like_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::rand_like_generator(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3031,7 +3042,7 @@ fn wrapper_PrivateUse1_randint<K: AllNativeFunctions>(_ks: DispatchKeySet, (high
 /// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::randint(high, size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3043,7 +3054,7 @@ fn wrapper_PrivateUse1_randint_generator<K: AllNativeFunctions>(_ks: DispatchKey
 /// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::randint_generator(high, size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3055,7 +3066,7 @@ fn wrapper_PrivateUse1_randint_low<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_low_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::randint_low(low, high, size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3067,7 +3078,7 @@ fn wrapper_PrivateUse1_randint_low_generator<K: AllNativeFunctions>(_ks: Dispatc
 /// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randint_low_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::randint_low_generator(low, high, size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3079,7 +3090,7 @@ fn wrapper_PrivateUse1_randn<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, 
 /// `randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = K::randn(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3091,7 +3102,7 @@ fn wrapper_PrivateUse1_randn_generator<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `randn.generator_out(SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (size, generator, out): (&[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::randn_generator(size, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3103,7 +3114,7 @@ fn wrapper_PrivateUse1_randn_like<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_like_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::randn_like(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3115,7 +3126,7 @@ fn wrapper_PrivateUse1_randn_like_generator<K: AllNativeFunctions>(_ks: Dispatch
 /// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_randn_like_generator_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::randn_like_generator(self_, generator, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3127,14 +3138,14 @@ fn wrapper_PrivateUse1_normal_functional<K: AllNativeFunctions>(_ks: DispatchKey
 /// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_normal_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::normal_functional(self_, mean, std, generator)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_normal_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let functional_result = K::normal_functional(self_, mean, std, generator)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3146,14 +3157,14 @@ fn wrapper_PrivateUse1_index_put<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_index_put_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::index_put(self_, indices, values, accumulate)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_index_put_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
     let functional_result = K::index_put(self_, indices, values, accumulate)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3165,14 +3176,14 @@ fn wrapper_PrivateUse1_masked_fill_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_masked_fill_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::masked_fill_Scalar(self_, mask, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_masked_fill__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::masked_fill_Scalar(self_, mask, value)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3184,14 +3195,14 @@ fn wrapper_PrivateUse1_masked_fill_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_masked_fill_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::masked_fill_Tensor(self_, mask, value)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_masked_fill__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::masked_fill_Tensor(self_, mask, value)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3203,7 +3214,7 @@ fn wrapper_PrivateUse1_log_softmax_int<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log_softmax_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log_softmax_int(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3215,8 +3226,10 @@ fn wrapper_PrivateUse1_max_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_dim_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::max_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(max, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(max_values, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(max, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(max_values, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(max, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(max_values, &functional_result1)?;
     Ok((max.clone(), max_values.clone()))
 }
 
@@ -3228,7 +3241,7 @@ fn wrapper_PrivateUse1_mean<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mean_dtype_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mean(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3240,7 +3253,7 @@ fn wrapper_PrivateUse1_mean_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mean_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mean_dim(self_, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3252,8 +3265,10 @@ fn wrapper_PrivateUse1_min_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_min_dim_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::min_dim(self_, dim, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(min, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(min_indices, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(min, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(min_indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(min, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(min_indices, &functional_result1)?;
     Ok((min.clone(), min_indices.clone()))
 }
 
@@ -3265,7 +3280,7 @@ fn wrapper_PrivateUse1_softmax_int<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_softmax_int_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::softmax_int(self_, dim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3277,7 +3292,7 @@ fn wrapper_PrivateUse1_sum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, d
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sum(self_, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3289,7 +3304,7 @@ fn wrapper_PrivateUse1_sum_dim_IntList<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sum_IntList_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sum_dim_IntList(self_, dim, keepdim, dtype)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3306,7 +3321,7 @@ fn wrapper_PrivateUse1_std_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `std.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_std_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::std_dim(self_, dim, unbiased, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3318,7 +3333,7 @@ fn wrapper_PrivateUse1_std_correction<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_std_correction_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::std_correction(self_, dim, correction, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3335,7 +3350,7 @@ fn wrapper_PrivateUse1_var_dim<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_var_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, unbiased, keepdim, out): (&Tensor, Option<&[i64]>, bool, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::var_dim(self_, dim, unbiased, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3347,7 +3362,7 @@ fn wrapper_PrivateUse1_var_correction<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_var_correction_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = K::var_correction(self_, dim, correction, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3369,8 +3384,10 @@ fn wrapper_PrivateUse1_var_mean_correction<K: AllNativeFunctions>(_ks: DispatchK
 /// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_var_mean_correction_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = K::var_mean_correction(self_, dim, correction, keepdim)?;
-    switchyard_ops::runtime::copy_to_out(out0, &functional_result0)?;
-    switchyard_ops::runtime::copy_to_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(out1, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(out0, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(out1, &functional_result1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -3382,7 +3399,7 @@ fn wrapper_PrivateUse1_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_min_unary_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::min(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3394,7 +3411,7 @@ fn wrapper_PrivateUse1_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_max_unary_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::max(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3406,14 +3423,14 @@ fn wrapper_PrivateUse1_abs<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_abs_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::abs(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `abs_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_abs_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::abs(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3425,14 +3442,14 @@ fn wrapper_PrivateUse1_bitwise_not<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_not_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_not(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_not_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::bitwise_not(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3444,14 +3461,14 @@ fn wrapper_PrivateUse1_logical_not<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_not_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_not(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `logical_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_not_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::logical_not(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3463,14 +3480,14 @@ fn wrapper_PrivateUse1_ceil<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ceil_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ceil(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `ceil_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ceil_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::ceil(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3482,14 +3499,14 @@ fn wrapper_PrivateUse1_cos<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cos_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::cos(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `cos_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cos_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::cos(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3501,14 +3518,14 @@ fn wrapper_PrivateUse1_erf<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_erf_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::erf(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `erf_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_erf_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::erf(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3520,14 +3537,14 @@ fn wrapper_PrivateUse1_exp<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_exp_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::exp(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `exp_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_exp_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::exp(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3539,14 +3556,14 @@ fn wrapper_PrivateUse1_expm1<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_expm1_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::expm1(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `expm1_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_expm1_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::expm1(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3558,14 +3575,14 @@ fn wrapper_PrivateUse1_floor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_floor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::floor(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `floor_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_floor_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::floor(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3577,7 +3594,7 @@ fn wrapper_PrivateUse1_isnan<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_isnan_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::isnan(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
@@ -3589,14 +3606,14 @@ fn wrapper_PrivateUse1_nan_to_num<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nan_to_num_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_nan_to_num_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3608,14 +3625,14 @@ fn wrapper_PrivateUse1_log<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `log_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3627,14 +3644,14 @@ fn wrapper_PrivateUse1_log1p<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log1p_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log1p(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `log1p_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log1p_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log1p(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3646,14 +3663,14 @@ fn wrapper_PrivateUse1_log2<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log2_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log2(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `log2_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log2_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log2(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3665,14 +3682,14 @@ fn wrapper_PrivateUse1_reciprocal<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_reciprocal_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::reciprocal(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_reciprocal_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::reciprocal(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3684,14 +3701,14 @@ fn wrapper_PrivateUse1_neg<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_neg_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::neg(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_neg_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::neg(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3703,14 +3720,14 @@ fn wrapper_PrivateUse1_round<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_round_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::round(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `round_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_round_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::round(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3722,14 +3739,14 @@ fn wrapper_PrivateUse1_round_decimals<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_round_decimals_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::round_decimals(self_, decimals)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_round__decimals<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
     let functional_result = K::round_decimals(self_, decimals)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3741,14 +3758,14 @@ fn wrapper_PrivateUse1_relu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_relu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::relu(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_relu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::relu(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3760,14 +3777,14 @@ fn wrapper_PrivateUse1_gelu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gelu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gelu(self_, approximate)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_gelu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
     let functional_result = K::gelu(self_, approximate)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3779,14 +3796,14 @@ fn wrapper_PrivateUse1_rsqrt<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rsqrt_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::rsqrt(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_rsqrt_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::rsqrt(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3798,14 +3815,14 @@ fn wrapper_PrivateUse1_silu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_silu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::silu(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `silu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_silu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::silu(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3817,14 +3834,14 @@ fn wrapper_PrivateUse1_sigmoid<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sigmoid_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sigmoid(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sigmoid_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sigmoid(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3836,14 +3853,14 @@ fn wrapper_PrivateUse1_sin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sin(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sin_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sin_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sin(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3855,14 +3872,14 @@ fn wrapper_PrivateUse1_sqrt<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sqrt_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sqrt(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sqrt_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sqrt(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3874,14 +3891,14 @@ fn wrapper_PrivateUse1_tan<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tan_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::tan(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `tan_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tan_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::tan(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3893,14 +3910,14 @@ fn wrapper_PrivateUse1_tanh<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tanh_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::tanh(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `tanh_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tanh_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::tanh(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3912,14 +3929,14 @@ fn wrapper_PrivateUse1_trunc<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_trunc_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::trunc(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `trunc_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_trunc_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::trunc(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3931,14 +3948,14 @@ fn wrapper_PrivateUse1_sign<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sign_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sign(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sign_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sign_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sign(self_)?;
-    op::copy_::call(self_, &functional_result, false)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
 
@@ -3955,7 +3972,7 @@ fn wrapper_PrivateUse1_isinf<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_isinf_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::isinf(self_)?;
-    switchyard_ops::runtime::copy_to_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 

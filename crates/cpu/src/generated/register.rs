@@ -92,6 +92,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("index_select", Kernel::typed::<op::index_select>(wrapper_CPU_index_select).debug("wrapper_CPU_index_select"))?;
     lib.impl_("masked_select.out", Kernel::typed::<op::masked_select_out>(wrapper_CPU_masked_select_out).debug("wrapper_CPU_masked_select_out"))?;
     lib.impl_("masked_select", Kernel::typed::<op::masked_select>(wrapper_CPU_masked_select).debug("wrapper_CPU_masked_select"))?;
+    lib.impl_("nonzero.out", Kernel::typed::<op::nonzero_out>(wrapper_CPU_nonzero_out).debug("wrapper_CPU_nonzero_out"))?;
+    lib.impl_("nonzero", Kernel::typed::<op::nonzero>(wrapper_CPU_nonzero).debug("wrapper_CPU_nonzero"))?;
     lib.impl_("gather.out", Kernel::typed::<op::gather_out>(wrapper_CPU_gather_out).debug("wrapper_CPU_gather_out"))?;
     lib.impl_("gather", Kernel::typed::<op::gather>(wrapper_CPU_gather).debug("wrapper_CPU_gather"))?;
     lib.impl_("topk.values", Kernel::typed::<op::topk_values>(wrapper_CPU_topk_values).debug("wrapper_CPU_topk_values"))?;
@@ -1124,6 +1126,16 @@ fn wrapper_CPU_masked_select_out(_ks: DispatchKeySet, (self_, mask, out): (&Tens
 /// `masked_select(Tensor self, Tensor mask) -> Tensor`
 fn wrapper_CPU_masked_select(_ks: DispatchKeySet, (self_, mask): (&Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::masked_select_cpu(self_, mask)
+}
+
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_nonzero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::nonzero_out_cpu(self_, out)
+}
+
+/// `nonzero(Tensor self) -> Tensor`
+fn wrapper_CPU_nonzero(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::nonzero_cpu(self_)
 }
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`

@@ -17,7 +17,7 @@ use switchyard_core::{
 use switchyard_ops::meta::factory_support::{
     arange_acc_dtype, arange_resize_warning, arange_size, check_bernoulli_p, check_empty_strided,
     check_eye, check_linspace, check_normal_dtype, check_normal_std, check_options, check_uniform,
-    default_dtype, empty_strides, not_implemented_for,
+    default_dtype, empty_tensor, not_implemented_for,
 };
 use switchyard_ops::meta::index_support::{assert_no_internal_overlap, broadcast_strides};
 
@@ -42,8 +42,7 @@ pub fn empty_cpu(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     check_options(layout, pin_memory, Device::CPU)?;
-    let strides = empty_strides(size, memory_format)?;
-    Tensor::allocate_strided(size, &strides, default_dtype(dtype), Device::CPU)
+    empty_tensor(size, default_dtype(dtype), Device::CPU, memory_format)
 }
 
 /// `empty_strided` on CPU.
@@ -350,9 +349,9 @@ pub fn eye_out_cpu_m_out(n: i64, m: i64, out: &Tensor) -> Result<Tensor> {
         out.resize_contiguous(&[n, m])?;
     }
     let (strides, offset) = (out.strides(), out.storage_offset());
-    let offsets: Vec<i64> = out.geometry().offsets().collect();
+    let offsets: Vec<i64> = switchyard_core::alloc::try_collect(out.geometry().offsets())?;
     let diagonal = (0..n.min(m)).map(|i| offset + i * (strides[0] + strides[1]));
-    let diagonal: Vec<i64> = diagonal.collect();
+    let diagonal: Vec<i64> = switchyard_core::alloc::try_collect(diagonal)?;
     dispatch_dtype!(out.dtype(), T => {
         let (zero, one) = (T::from_i64_lossy(0), T::from_i64_lossy(1));
         with_tensors(&[(out, Access::Write)], |data| {

@@ -1010,7 +1010,7 @@ pub fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Res
         try_runs(&plan, 0, plan.numel, |offs, len| {
             for j in 0..len as i64 {
                 if *mb.get(at(offs[1] + j * ms)?).ok_or_else(out_of_range)? != 0 {
-                    offsets.push(offs[0] + j * ss);
+                    switchyard_core::alloc::try_push(&mut offsets, offs[0] + j * ss)?;
                 }
             }
             Ok(())
@@ -1045,6 +1045,78 @@ pub fn masked_select_out_cpu(self_: &Tensor, mask: &Tensor, out: &Tensor) -> Res
 pub fn masked_select_cpu(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let out = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
     masked_select_out_cpu(self_, mask, &out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// nonzero
+// ---------------------------------------------------------------------------------------------
+
+/// The row-major coordinates of the non-zero elements of `self_` (NaN counts as non-zero,
+/// `-0.0` as zero), flattened: `ndim` values per element, and the number of such elements
+/// (a 0-dim tensor has one element and no coordinates).
+fn nonzero_coordinates(self_: &Tensor) -> Result<(Vec<i64>, i64)> {
+    let sizes = self_.sizes();
+    let mut coords = Vec::new();
+    let mut count = 0i64;
+    dispatch_dtype!(self_.dtype(), T => {
+        let mut index = DimVec::from_elem(0, sizes.len());
+        for v in self_.to_vec::<T>()? {
+            // `v != 0` as C++ compares it (exact in f64 for every dtype's zero test): NaN
+            // differs from zero, -0.0 does not.
+            if v.to_f64() != 0.0 {
+                count += 1;
+                for c in &index {
+                    switchyard_core::alloc::try_push(&mut coords, *c)?;
+                }
+            }
+            for d in (0..sizes.len()).rev() {
+                index[d] += 1;
+                if index[d] < sizes[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    });
+    Ok((coords, count))
+}
+
+/// `nonzero.out` on CPU: the `[nnz, ndim]` `Long` coordinates of the non-zero elements in
+/// row-major order. `out` is resized as `resize_output` does and, when resized, laid out
+/// column-major (strides `[1, nnz]`, PyTorch's choice so that each column is contiguous).
+pub fn nonzero_out_cpu(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    torch_check!(
+        out.dtype() == ScalarType::Long,
+        "nonzero: Expected out tensor to have scalar type Long but got scalar type{}",
+        out.dtype()
+    );
+    assert_no_internal_overlap(out)?;
+    assert_no_overlap(out, self_)?;
+    let ndim = self_.dim() as i64;
+    let (coords, nnz) = nonzero_coordinates(self_)?;
+    if resize_output(out, &[nnz, ndim])? {
+        out.set_geometry(&[nnz, ndim], &[1, nnz], out.storage_offset())?;
+    }
+    if coords.is_empty() {
+        return Ok(out.clone());
+    }
+    let (strides, offset) = (out.strides(), out.storage_offset());
+    with_tensors(&[(out, Access::Write)], |data| {
+        let dst = words_mut::<i64>(data.bytes_mut(0)?)?;
+        for (k, c) in coords.iter().enumerate() {
+            let (i, d) = (k as i64 / ndim, k as i64 % ndim);
+            *dst.get_mut(at(offset + i * strides[0] + d * strides[1])?)
+                .ok_or_else(out_of_range)? = *c;
+        }
+        Ok(())
+    })?;
+    Ok(out.clone())
+}
+
+/// `nonzero` on CPU.
+pub fn nonzero_cpu(self_: &Tensor) -> Result<Tensor> {
+    let out = Tensor::allocate(&[0], ScalarType::Long, self_.device())?;
+    nonzero_out_cpu(self_, &out)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1283,7 +1355,8 @@ fn for_each_row<T: Element>(
             let vals = crate::loops::typed_mut::<T>(vb[0])?;
             let idxs = words_mut::<i64>(ib[0])?;
             let src = crate::loops::typed::<T>(input_bytes)?;
-            let mut row: Vec<(T, i64)> = Vec::with_capacity(n as usize);
+            let mut row: Vec<(T, i64)> =
+                switchyard_core::alloc::try_with_capacity(usize::try_from(n).unwrap_or(0))?;
             let strides: Vec<i64> = (0..3).map(|q| plan.inner_stride(q)).collect();
             try_runs(&plan, 0, plan.numel, |offs, len| {
                 for r in 0..len as i64 {

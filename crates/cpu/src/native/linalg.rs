@@ -52,8 +52,8 @@ pub fn addmm_out_cpu(
     alpha: Scalar,
     out: &Tensor,
 ) -> Result<()> {
+    // `self`'s expansion to the result's shape is checked by the meta function.
     let _ = meta;
-    switchyard_ops::meta::check_expand_size(self_, &[mat1.size(0)?, mat2.size(1)?])?;
     product(&Product {
         out,
         add: Some(self_),
@@ -586,7 +586,7 @@ where
         let r = Mats::new(&gb, b.len())?;
         let [batch, m, k] = l.sizes;
         let n = r.sizes[2];
-        let mut acc = vec![T::zero(); batch * m * n];
+        let mut acc = switchyard_core::alloc::try_vec(batch * m * n, T::zero())?;
         let row_product = |(row, dst): (usize, &mut [T])| {
             let (bi, i) = (row / m, row % m);
             let (lo, ro) = (l.matrix(bi), r.matrix(bi));

@@ -123,15 +123,9 @@ pub fn nll_loss_forward_out_cpu(
 ) -> Result<()> {
     let _ = meta;
     let dtype = self_.dtype();
+    // The weight's dtype is checked by the meta function (PyTorch checks it here, after the
+    // dtype dispatch; the meta function checks floating inputs only, which keeps the order).
     dispatch_float!(dtype, "nll_loss_out_frame", S => {
-        if let Some(w) = weight {
-            torch_check!(
-                w.dtype() == dtype,
-                "expected scalar type {} but found {}",
-                dtype,
-                w.dtype()
-            );
-        }
         let input = self_.to_vec::<S>()?;
         let targets = target_values(target)?;
         let weights = weight.map(|w| w.to_vec::<S>()).transpose()?;
@@ -313,7 +307,7 @@ fn avg_pool2d_frame<S: Element>(
     let planes = (p.batch * p.channels) as usize;
     let is_int = !S::DTYPE.is_floating_point();
     let is_double = S::DTYPE == ScalarType::Double;
-    let mut y = vec![S::from_f64_lossy(0.0); planes * plane_out];
+    let mut y = switchyard_core::alloc::try_vec(planes * plane_out, S::from_f64_lossy(0.0))?;
     let frame = |(plane, dst): (usize, &mut [S])| {
         let src = &x[plane * plane_in..(plane + 1) * plane_in];
         for oy in 0..oh {
@@ -409,8 +403,8 @@ fn max_pool2d_frame<S: Element, C: Num>(
     let plane_out = (oh * ow) as usize;
     let planes = (p.batch * p.channels) as usize;
     let lowest = lowest_value::<C>();
-    let mut y = vec![S::from_f64_lossy(0.0); planes * plane_out];
-    let mut idx = vec![0i64; planes * plane_out];
+    let mut y = switchyard_core::alloc::try_vec(planes * plane_out, S::from_f64_lossy(0.0))?;
+    let mut idx = switchyard_core::alloc::try_vec(planes * plane_out, 0i64)?;
     let frame = |(plane, (dst, dst_idx)): (usize, (&mut [S], &mut [i64]))| {
         let src = &x[plane * plane_in..(plane + 1) * plane_in];
         for oy in 0..oh {
@@ -508,9 +502,7 @@ pub fn layer_norm_cpu(
         if param_dtype != dtype {
             return job.run::<S, f32, f32>();
         }
-        for p in [weight, bias].into_iter().flatten() {
-            torch_check!(p.dtype() == dtype, "expected scalar type {} but found {}", dtype, p.dtype());
-        }
+        switchyard_ops::meta::check_layer_norm_param_dtypes(input, weight, bias, param_dtype)?;
         if dtype == ScalarType::Double {
             job.run::<S, S, f64>()
         } else {
@@ -585,7 +577,8 @@ impl LayerNorm<'_> {
     fn params<P: Element, A: Copy>(&self, conv: impl Fn(P) -> A) -> Result<Params<A>> {
         let get = |t: Option<&Tensor>| -> Result<Option<Vec<A>>> {
             let Some(t) = t else { return Ok(None) };
-            let v: Vec<A> = t.to_vec::<P>()?.into_iter().map(&conv).collect();
+            let v: Vec<A> =
+                switchyard_core::alloc::try_collect(t.to_vec::<P>()?.into_iter().map(&conv))?;
             if v.len() != self.cols {
                 return Err(Error::runtime("internal error: layer_norm parameter size"));
             }
@@ -654,7 +647,7 @@ impl LayerNorm<'_> {
         let (mean, rstd) = self.stat_tensors::<F>()?;
         let (gamma, beta) = self.params::<F, F>(|v| v)?;
         let (rows, cols) = (self.rows, self.cols);
-        let params = RowParams::new(gamma, beta, cols)
+        let params = RowParams::new(gamma, beta, cols)?
             .ok_or_else(|| Error::runtime("internal error: layer_norm parameter size"))?;
         let eps = F::from_f64_lossy(self.eps);
         let y = Tensor::new_with::<F>(&self.input.sizes(), |ys| {
@@ -875,9 +868,10 @@ fn bernoulli_mask(numel: i64, keep: f64, sizes: &[i64]) -> Result<Tensor> {
     let generator = switchyard_core::generator::default_generator(switchyard_core::Device::CPU)?;
     let values: Vec<bool> = {
         let mut state = generator.lock();
-        (0..numel)
-            .map(|_| ((state.random64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < keep)
-            .collect()
+        switchyard_core::alloc::try_collect(
+            (0..numel)
+                .map(|_| ((state.random64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) < keep),
+        )?
     };
     Tensor::from_vec(values, sizes)
 }

@@ -454,27 +454,12 @@ fn clamp_bound<C: Element>(
     if !dtype.is_integral(false) {
         return scalar_as::<C>(s, dtype).map(Some);
     }
-    let (lowest, highest): (i64, i64) = match dtype {
-        ScalarType::Byte => (0, u8::MAX.into()),
-        ScalarType::Char => (i8::MIN.into(), i8::MAX.into()),
-        ScalarType::Short => (i16::MIN.into(), i16::MAX.into()),
-        ScalarType::Int => (i32::MIN.into(), i32::MAX.into()),
-        _ => (i64::MIN, i64::MAX),
-    };
-    let v = s.to_i64_lossy();
-    let (beyond_own_side, beyond_other_side) = if is_min {
-        (v < lowest, v > highest)
-    } else {
-        (v > highest, v < lowest)
-    };
-    torch_check!(
-        !beyond_other_side,
-        "Clamp {} value {} is outside the representable range of {}",
-        if is_min { "min" } else { "max" },
-        s,
-        dtype
-    );
-    Ok((!beyond_own_side).then(|| C::from_i64_lossy(v)))
+    // The range check is the meta function's (shared with every backend); repeated here for
+    // callers of the impl alone.
+    if !switchyard_ops::meta::clamp_bound_applies(s, dtype, is_min)? {
+        return Ok(None);
+    }
+    Ok(Some(C::from_i64_lossy(s.to_i64_lossy())))
 }
 
 /// `clamp_min.out` (structured impl).

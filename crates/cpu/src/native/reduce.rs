@@ -539,7 +539,7 @@ fn moments(self_: &Tensor, mask: u64, dtype: ScalarType) -> Result<Vec<Moments>>
 
 fn fill_nan(t: &Tensor) -> Result<()> {
     let n = usize::try_from(t.numel()).unwrap_or(0);
-    store(t, &vec![f64::NAN; n], |v| *v)
+    store(t, &switchyard_core::alloc::try_vec(n, f64::NAN)?, |v| *v)
 }
 
 /// `var` / `std` into `result` (already of the result dtype).

@@ -1145,6 +1145,24 @@ pub fn masked_select(self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
     op::masked_select::call(self_, mask)
 }
 
+/// `aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn nonzero_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::nonzero_out::call(self_, out)
+}
+
+/// `aten::nonzero(Tensor self) -> Tensor`
+#[inline]
+pub fn nonzero(self_: &Tensor) -> Result<Tensor> {
+    op::nonzero::call(self_)
+}
+
+/// `aten::nonzero_numpy(Tensor self) -> Tensor[]`
+#[inline]
+pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
+    op::nonzero_numpy::call(self_)
+}
+
 /// `aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -2515,14 +2533,20 @@ pub fn pow_tensor_scalar(self_: &Tensor, exponent: impl Into<Scalar>) -> Result<
 
 /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
 #[inline]
-pub fn r#where(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+pub fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     op::where_self::call(condition, self_, other)
 }
 
 /// `aten::where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
-pub fn where_out(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn where_self_out(condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::where_self_out::call(condition, self_, other, out)
+}
+
+/// `aten::where(Tensor condition) -> Tensor[]`
+#[inline]
+pub fn r#where(condition: &Tensor) -> Result<Vec<Tensor>> {
+    op::r#where::call(condition)
 }
 
 /// `aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`

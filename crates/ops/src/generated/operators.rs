@@ -5477,6 +5477,130 @@ impl masked_select {
     }
 }
 
+/// `aten::nonzero.out`: `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct nonzero_out;
+
+impl OpSignature for nonzero_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for nonzero_out {
+    const QUALIFIED_NAME: &'static str = "aten::nonzero.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl nonzero_out {
+    /// `aten::nonzero.out`.
+    pub const NAME: &'static str = "aten::nonzero.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nonzero_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::nonzero`: `nonzero(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct nonzero;
+
+impl OpSignature for nonzero {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl Operator for nonzero {
+    const QUALIFIED_NAME: &'static str = "aten::nonzero";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl nonzero {
+    /// `aten::nonzero`.
+    pub const NAME: &'static str = "aten::nonzero";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nonzero(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nonzero>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::nonzero_numpy`: `nonzero_numpy(Tensor self) -> Tensor[]`
+#[allow(non_camel_case_types)]
+pub struct nonzero_numpy;
+
+impl OpSignature for nonzero_numpy {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Vec<Tensor>;
+}
+
+impl Operator for nonzero_numpy {
+    const QUALIFIED_NAME: &'static str = "aten::nonzero_numpy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl nonzero_numpy {
+    /// `aten::nonzero_numpy`.
+    pub const NAME: &'static str = "aten::nonzero_numpy";
+    /// The schema.
+    pub const SCHEMA: &'static str = "nonzero_numpy(Tensor self) -> Tensor[]";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<nonzero_numpy>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Vec<Tensor>> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Vec<Tensor>> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
 /// `aten::gather.out`: `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct gather_out;
@@ -13734,6 +13858,47 @@ impl where_self_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, condition: &Tensor, self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (condition, self_, other, out))
+    }
+}
+
+/// `aten::where`: `where(Tensor condition) -> Tensor[]`
+#[allow(non_camel_case_types)]
+pub struct r#where;
+
+impl OpSignature for r#where {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Vec<Tensor>;
+}
+
+impl Operator for r#where {
+    const QUALIFIED_NAME: &'static str = "aten::where";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl r#where {
+    /// `aten::where`.
+    pub const NAME: &'static str = "aten::where";
+    /// The schema.
+    pub const SCHEMA: &'static str = "where(Tensor condition) -> Tensor[]";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<r#where>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(condition: &Tensor) -> Result<Vec<Tensor>> {
+        Self::handle()?.call((condition,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, condition: &Tensor) -> Result<Vec<Tensor>> {
+        Self::handle()?.redispatch(ks, (condition,))
     }
 }
 

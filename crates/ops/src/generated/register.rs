@@ -149,6 +149,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("index_select(Tensor self, int dim, Tensor index) -> Tensor")?;
     defs.def("masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("masked_select(Tensor self, Tensor mask) -> Tensor")?;
+    defs.def("nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("nonzero(Tensor self) -> Tensor")?;
+    defs.def("nonzero_numpy(Tensor self) -> Tensor[]")?;
     defs.def("gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")?;
     defs.def("topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)")?;
@@ -348,6 +351,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")?;
     defs.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor")?;
     defs.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("where(Tensor condition) -> Tensor[]")?;
     defs.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor")?;
     defs.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor")?;
     defs.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor")?;
@@ -985,6 +989,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("to.device", Kernel::typed::<op::to_device>(wrapper_CompositeImplicitAutograd_to_device).debug("wrapper_CompositeImplicitAutograd_to_device"))?;
     lib.impl_("to.dtype", Kernel::typed::<op::to_dtype>(wrapper_CompositeImplicitAutograd_to_dtype).debug("wrapper_CompositeImplicitAutograd_to_dtype"))?;
     lib.impl_("to.other", Kernel::typed::<op::to_other>(wrapper_CompositeImplicitAutograd_to_other).debug("wrapper_CompositeImplicitAutograd_to_other"))?;
+    lib.impl_("nonzero_numpy", Kernel::typed::<op::nonzero_numpy>(wrapper_CompositeImplicitAutograd_nonzero_numpy).debug("wrapper_CompositeImplicitAutograd_nonzero_numpy"))?;
     lib.impl_("linear", Kernel::typed::<op::linear>(wrapper_CompositeImplicitAutograd_linear).debug("wrapper_CompositeImplicitAutograd_linear"))?;
     lib.impl_("matmul", Kernel::typed::<op::matmul>(wrapper_CompositeImplicitAutograd_matmul).debug("wrapper_CompositeImplicitAutograd_matmul"))?;
     lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_CompositeImplicitAutograd_matmul_out).debug("wrapper_CompositeImplicitAutograd_matmul_out"))?;
@@ -996,6 +1001,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dropout", Kernel::typed::<op::dropout>(wrapper_CompositeImplicitAutograd_dropout).debug("wrapper_CompositeImplicitAutograd_dropout"))?;
     lib.impl_("dropout_", Kernel::typed::<op::dropout_>(wrapper_CompositeImplicitAutograd_dropout_).debug("wrapper_CompositeImplicitAutograd_dropout_"))?;
     lib.impl_("conv2d", Kernel::typed::<op::conv2d>(wrapper_CompositeImplicitAutograd_conv2d).debug("wrapper_CompositeImplicitAutograd_conv2d"))?;
+    lib.impl_("where", Kernel::typed::<op::r#where>(wrapper_CompositeImplicitAutograd_where).debug("wrapper_CompositeImplicitAutograd_where"))?;
     lib.impl_("where.ScalarSelf", Kernel::typed::<op::where_ScalarSelf>(wrapper_CompositeImplicitAutograd_where_ScalarSelf).debug("wrapper_CompositeImplicitAutograd_where_ScalarSelf"))?;
     lib.impl_("where.ScalarOther", Kernel::typed::<op::where_ScalarOther>(wrapper_CompositeImplicitAutograd_where_ScalarOther).debug("wrapper_CompositeImplicitAutograd_where_ScalarOther"))?;
     lib.impl_("where.Scalar", Kernel::typed::<op::where_Scalar>(wrapper_CompositeImplicitAutograd_where_Scalar).debug("wrapper_CompositeImplicitAutograd_where_Scalar"))?;
@@ -2182,6 +2188,11 @@ fn wrapper_Meta_index_select_out(_ks: DispatchKeySet, (self_, dim, index, out): 
 /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
 fn wrapper_Meta_index_select(_ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     crate::native::index_select_meta(self_, dim, index)
+}
+
+/// `nonzero_numpy(Tensor self) -> Tensor[]`
+fn wrapper_CompositeImplicitAutograd_nonzero_numpy(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Vec<Tensor>> {
+    crate::native::nonzero_numpy(self_)
 }
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
@@ -3655,6 +3666,11 @@ fn wrapper_Meta_where_self(_ks: DispatchKeySet, (condition, self_, other): (&Ten
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_Meta_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     crate::native::where_self_out_meta(condition, self_, other, out)
+}
+
+/// `where(Tensor condition) -> Tensor[]`
+fn wrapper_CompositeImplicitAutograd_where(_ks: DispatchKeySet, (condition,): (&Tensor,)) -> Result<Vec<Tensor>> {
+    crate::native::r#where(condition)
 }
 
 /// `where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor`

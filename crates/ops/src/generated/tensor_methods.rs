@@ -285,6 +285,10 @@ pub trait TensorOps {
     fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor>;
     /// `aten::masked_select(Tensor self, Tensor mask) -> Tensor`
     fn masked_select(&self, mask: &Tensor) -> Result<Tensor>;
+    /// `aten::nonzero(Tensor self) -> Tensor`
+    fn nonzero(&self) -> Result<Tensor>;
+    /// `aten::nonzero_numpy(Tensor self) -> Tensor[]`
+    fn nonzero_numpy(&self) -> Result<Vec<Tensor>>;
     /// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
     fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor>;
     /// `aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
@@ -510,7 +514,7 @@ pub trait TensorOps {
     /// `aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
     fn pow_(&self, exponent: &Tensor) -> Result<Tensor>;
     /// `aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
-    fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
+    fn where_self(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
     /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
     fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor>;
     /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
@@ -1293,6 +1297,14 @@ impl TensorOps for Tensor {
         op::masked_select::call(self, mask)
     }
     #[inline]
+    fn nonzero(&self) -> Result<Tensor> {
+        op::nonzero::call(self)
+    }
+    #[inline]
+    fn nonzero_numpy(&self) -> Result<Vec<Tensor>> {
+        op::nonzero_numpy::call(self)
+    }
+    #[inline]
     fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         op::gather::call(self, dim, index, false)
     }
@@ -1741,7 +1753,7 @@ impl TensorOps for Tensor {
         op::pow__Tensor::call(self, exponent)
     }
     #[inline]
-    fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
+    fn where_self(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
         op::where_self::call(condition, self, other)
     }
     #[inline]

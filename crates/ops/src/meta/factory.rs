@@ -82,6 +82,29 @@ pub mod factory_support {
         }
     }
 
+    /// A new tensor of `size` in `memory_format` on `device`, checked in the order of
+    /// PyTorch's `empty_generic`: negative sizes, the memory format, the storage size
+    /// ("Storage size calculation overflowed with sizes=[..]"), the allocation (PyTorch's
+    /// out-of-memory error), the contiguous strides ("Stride calculation overflowed"), then
+    /// the restride to a channels-last format. Shared by the CPU and Meta `empty` kernels.
+    pub fn empty_tensor(
+        size: &[i64],
+        dtype: ScalarType,
+        device: Device,
+        memory_format: Option<MemoryFormat>,
+    ) -> Result<Tensor> {
+        check_nonnegative(size)?;
+        let format = memory_format.unwrap_or(MemoryFormat::Contiguous);
+        if format == MemoryFormat::Preserve {
+            bail!(RuntimeError, "unsupported memory format Preserve");
+        }
+        let t = Tensor::allocate(size, dtype, device)?;
+        if format != MemoryFormat::Contiguous {
+            t.set_geometry(size, &strides_for_memory_format(size, format)?, 0)?;
+        }
+        Ok(t)
+    }
+
     /// Checks the arguments of `empty_strided`.
     pub fn check_empty_strided(size: &[i64], stride: &[i64]) -> Result<()> {
         torch_check!(
@@ -340,7 +363,7 @@ pub mod factory_support {
             ScalarType::Long | ScalarType::Double | ScalarType::Float | ScalarType::BFloat16
         ) && range >= 1u64 << 32;
         let mut state = generator.lock();
-        let offsets = ordered_offsets(&sizes, &strides, t.storage_offset(), &order);
+        let offsets = ordered_offsets(&sizes, &strides, t.storage_offset(), &order)?;
         switchyard_core::dispatch_dtype!(t.dtype(), T => {
             with_tensors(&[(t, Access::Write)], |data| {
                 let bytes = data.bytes_mut(0)?;
@@ -356,10 +379,15 @@ pub mod factory_support {
     }
 
     /// Storage offsets of every element, visiting dimensions in `order` (fastest first).
-    fn ordered_offsets(sizes: &[i64], strides: &[i64], offset: i64, order: &[usize]) -> Vec<i64> {
+    fn ordered_offsets(
+        sizes: &[i64],
+        strides: &[i64],
+        offset: i64,
+        order: &[usize],
+    ) -> Result<Vec<i64>> {
         let dims: Vec<usize> = order.iter().rev().copied().collect();
         let n: i64 = sizes.iter().product();
-        let mut out = Vec::with_capacity(n.max(0) as usize);
+        let mut out = switchyard_core::alloc::try_with_capacity(usize::try_from(n).unwrap_or(0))?;
         let mut index = vec![0i64; dims.len()];
         let mut current = offset;
         for _ in 0..n {
@@ -375,7 +403,7 @@ pub mod factory_support {
                 index[k] = 0;
             }
         }
-        out
+        Ok(out)
     }
 
     fn float_digits(dtype: ScalarType) -> u32 {

@@ -653,7 +653,13 @@ pub fn cat(tensors: &[Tensor], dim: i64, outs: Outs<'_>) -> Result<Meta<CatInfo>
                         s[k]
                     );
                 }
-                at_dim += s[d];
+                // Checked: sizes of expanded inputs can sum past i64::MAX (which would wrap
+                // in C++ and panic in a debug build here).
+                at_dim = at_dim.checked_add(s[d]).ok_or_else(|| {
+                    switchyard_core::Error::runtime(format!(
+                        "cat: the size of the result in dimension {d} overflows int64"
+                    ))
+                })?;
             }
             let mut sizes = ref_sizes.clone();
             sizes[d] = at_dim;

@@ -68,7 +68,6 @@ pub fn addmm(
     alpha: switchyard_core::Scalar,
     outs: Outs<'_>,
 ) -> Result<Meta> {
-    let _ = (beta, alpha, outs);
     torch_check!(
         self_.dtype() == mat2.dtype(),
         "self and mat2 must have the same dtype, but got {} and {}",
@@ -86,6 +85,13 @@ pub fn addmm(
     check_matrix("addmm", mat2, "mat2")?;
     let (a, b) = (mat1.sizes(), mat2.sizes());
     check_mm_shapes("addmm", &a, &b)?;
+    // PyTorch's kernel expands `self` to the result's shape, then reads beta and alpha as the
+    // element type; both are checked here, for every backend. (In place, `self` is the
+    // output, whose size the in-place check compares with the result's first.)
+    if !outs.is_inplace() {
+        check_expand_size(self_, &[a[0], b[1]])?;
+    }
+    check_product_scalars(mat1.dtype(), beta, alpha)?;
     Ok(Meta::new(
         [OutputSpec::contiguous(
             &[a[0], b[1]],
@@ -146,7 +152,6 @@ pub fn baddbmm(
     alpha: switchyard_core::Scalar,
     outs: Outs<'_>,
 ) -> Result<Meta> {
-    let _ = (beta, alpha);
     let target = [batch1.size(0)?, batch1.size(1)?, batch2.size(2)?];
     check_expand_size(self_, &target)?;
     torch_check!(
@@ -157,7 +162,22 @@ pub fn baddbmm(
         batch2.dtype().type_meta_name()
     );
     let spec = common_checks_baddbmm_bmm(batch1, batch2, outs)?;
+    check_product_scalars(spec.dtype, beta, alpha)?;
     Ok(Meta::new([spec], ()))
+}
+
+/// The kernels of `addmm` / `baddbmm` read `beta` (when it is not 0: `self` is then ignored)
+/// and `alpha` as the element type, with `Scalar::to<T>()`'s overflow check ("value cannot
+/// be converted to type int8_t without overflow").
+fn check_product_scalars(
+    dtype: switchyard_core::ScalarType,
+    beta: switchyard_core::Scalar,
+    alpha: switchyard_core::Scalar,
+) -> Result<()> {
+    if beta.to_f64() != 0.0 {
+        beta.check_fits(dtype)?;
+    }
+    alpha.check_fits(dtype)
 }
 
 /// PyTorch's legacy type string of a tensor (`torch.FloatTensor`, `MetaFloatType`), as

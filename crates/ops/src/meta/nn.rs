@@ -4,7 +4,9 @@
 use crate::iter_meta::{IterConfig, IterInfo};
 use crate::structured::{Meta, OutputSpec, Outs};
 use switchyard_core::shape::{DimVec, channels_last_strides, fmt_dims};
-use switchyard_core::{Error, Result, ScalarType, Tensor, torch_check, torch_check_value};
+use switchyard_core::{
+    Error, Result, ScalarType, Tensor, torch_check, torch_check_index, torch_check_value,
+};
 
 /// `Reduction::None`.
 const REDUCTION_NONE: i64 = 0;
@@ -68,6 +70,12 @@ pub fn nll_loss_forward(
             target.size(0)?
         );
     } else if !(self_.dim() == 1 && target.dim() == 0) {
+        // c10's `size(0)` does not wrap a scalar's dimension (unlike `Tensor::size`): a 0-dim
+        // target with a batched input is an IndexError, not a batch of one.
+        torch_check_index!(
+            target.dim() > 0,
+            "Dimension specified as 0 but tensor has no dimensions"
+        );
         torch_check!(
             self_.size(0)? == target.size(0)?,
             "size mismatch (got input: {}, target: {})",
@@ -81,6 +89,15 @@ pub fn nll_loss_forward(
             w.dim() == 1 && w.numel() == n_classes,
             "weight tensor should be defined either for all {n_classes} classes or no classes but got weight tensor of shape: {}",
             fmt_dims(&w.sizes())
+        );
+        // The kernel reads the weight as the input's element type. PyTorch checks this inside
+        // its floating-point dispatch (a non-floating input fails there first, in the kernel),
+        // so only floating inputs are checked here, for every backend.
+        torch_check!(
+            !self_.dtype().is_floating_point() || w.dtype() == self_.dtype(),
+            "expected scalar type {} but found {}",
+            self_.dtype(),
+            w.dtype()
         );
     }
     let output: &[i64] = if reduction == REDUCTION_NONE && self_.dim() == 2 {
@@ -440,6 +457,31 @@ pub fn layer_norm_param_dtype(
         }
         _ => Ok(input.dtype()),
     }
+}
+
+/// The kernel's check that parameters of an input whose statistics keep its dtype have that
+/// dtype too ("expected scalar type Half but found BFloat16"). PyTorch makes it inside its
+/// floating-point dispatch, after the input's dtype coverage (a non-floating input fails there
+/// first, in the kernel); here it is shared by the CPU and Meta kernels.
+pub fn check_layer_norm_param_dtypes(
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    param_dtype: ScalarType,
+) -> Result<()> {
+    let dtype = input.dtype();
+    if !dtype.is_floating_point() || param_dtype != dtype {
+        return Ok(());
+    }
+    for p in [weight, bias].into_iter().flatten() {
+        torch_check!(
+            p.dtype() == dtype,
+            "expected scalar type {} but found {}",
+            dtype,
+            p.dtype()
+        );
+    }
+    Ok(())
 }
 
 /// PyTorch's `_check_layer_norm_inputs`: returns `(M, N)`, the number of normalized rows

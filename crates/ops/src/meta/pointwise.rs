@@ -25,6 +25,17 @@ pub fn alpha_check(dtype: ScalarType, alpha: Scalar) -> Result<()> {
     Ok(())
 }
 
+/// The kernel of `add` / `sub` reads `alpha` (`-alpha` for `sub`) as the computation type
+/// (`float` for the 16-bit floats, PyTorch's `opmath_t`) with `Scalar::to<T>()`'s overflow
+/// check: checked here, so that every backend refuses what the CPU kernel refuses.
+fn check_alpha_fits(common: ScalarType, alpha: Scalar) -> Result<()> {
+    let compute = match common {
+        ScalarType::Half | ScalarType::BFloat16 => ScalarType::Float,
+        other => other,
+    };
+    alpha.check_fits(compute)
+}
+
 /// PyTorch's `sub_check`: `-` is not defined on bool tensors.
 fn sub_check(self_: &Tensor, other: &Tensor) -> Result<()> {
     let (a, b) = (
@@ -50,7 +61,11 @@ fn binary_alpha(
     alpha: Scalar,
     outs: Outs<'_>,
 ) -> Result<Meta<IterInfo>> {
-    IterConfig::binary(self_, other, outs).alpha(alpha).build()
+    let meta = IterConfig::binary(self_, other, outs)
+        .alpha(alpha)
+        .build()?;
+    check_alpha_fits(meta.extra.common_dtype, alpha)?;
+    Ok(meta)
 }
 
 /// `add.Tensor`: `self + alpha * other`.
@@ -71,7 +86,12 @@ pub fn sub_tensor(
     outs: Outs<'_>,
 ) -> Result<Meta<IterInfo>> {
     sub_check(self_, other)?;
-    binary_alpha(self_, other, alpha, outs)
+    let meta = IterConfig::binary(self_, other, outs)
+        .alpha(alpha)
+        .build()?;
+    // The kernel adds `-alpha` (PyTorch: `add_stub(..., -alpha)`).
+    check_alpha_fits(meta.extra.common_dtype, alpha.checked_neg()?)?;
+    Ok(meta)
 }
 
 /// `mul.Tensor`.
@@ -190,6 +210,13 @@ pub fn pow_tensor_scalar(
     state.update_tensor(self_);
     state.update_tensor(&exp);
     let dtype = state.result().unwrap_or(self_.dtype());
+    // The kernel fills ones for an exponent of 0, copies for 1, and otherwise reads the
+    // exponent as the element type with `Scalar::to<T>()`'s overflow check (bool tensors
+    // have no such kernel: the CPU's dtype error).
+    let trivial = exponent.is_boolean() || exponent.to_f64() == 0.0 || exponent.to_f64() == 1.0;
+    if !trivial && dtype != ScalarType::Bool {
+        exponent.check_fits(dtype)?;
+    }
     // `build_output_borrowing_argument_owning_unary_op`: the result is cast to a given
     // output that can hold it.
     if let Some(out) = outs.get(0) {
@@ -232,6 +259,13 @@ pub fn pow_scalar(self_: Scalar, exponent: &Tensor, outs: Outs<'_>) -> Result<Me
     state.update_tensor(exponent);
     let common = state.result().unwrap_or(ScalarType::Float);
     let dtype = outs.get(0).map_or(common, Tensor::dtype);
+    // The kernel fills a base of 1 with ones (any output dtype holds 1), anything else runs
+    // `pow.Tensor_Tensor_out`, whose iterator refuses an output the result cannot be cast to.
+    let base_is_one = !self_.is_boolean() && self_.to_f64() == 1.0;
+    torch_check!(
+        base_is_one || can_cast(common, dtype),
+        "result type {common} can't be cast to the desired output type {dtype}"
+    );
     Ok(Meta::new(
         [OutputSpec::contiguous(
             &exponent.sizes(),
@@ -284,6 +318,60 @@ fn clamp_scalar_meta(self_: &Tensor, bounds: &[Scalar], outs: Outs<'_>) -> Resul
     unary_as(self_, dtype, outs)
 }
 
+/// Checks the scalar bounds of a clamp against its computation dtype (see
+/// [`clamp_bound_applies`]); PyTorch makes this check in the kernel, here the meta function
+/// makes it for every backend.
+fn check_clamp_bounds(
+    meta: Meta<IterInfo>,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<Meta<IterInfo>> {
+    let dtype = meta.extra.common_dtype;
+    if let Some(m) = min {
+        clamp_bound_applies(m, dtype, true)?;
+    }
+    if let Some(m) = max {
+        clamp_bound_applies(m, dtype, false)?;
+    }
+    Ok(meta)
+}
+
+/// Whether a scalar bound of `clamp` on an integral `dtype` applies (PyTorch's
+/// `prepare_clamp_bound`): a bound beyond the dtype's range on its own side (a minimum below
+/// the lowest value) clamps nothing and is dropped (`false`); one beyond the other side would
+/// force every element out of range: "Clamp min value 1000 is outside the representable range
+/// of Char". Floating dtypes keep every bound. Integer bounds compare exactly, float bounds as
+/// doubles.
+pub fn clamp_bound_applies(bound: Scalar, dtype: ScalarType, is_min: bool) -> Result<bool> {
+    let (lowest, highest): (i64, i64) = match dtype {
+        ScalarType::Byte => (0, u8::MAX.into()),
+        ScalarType::Char => (i8::MIN.into(), i8::MAX.into()),
+        ScalarType::Short => (i16::MIN.into(), i16::MAX.into()),
+        ScalarType::Int => (i32::MIN.into(), i32::MAX.into()),
+        ScalarType::Long => (i64::MIN, i64::MAX),
+        _ => return Ok(true),
+    };
+    let (below, above) = match bound {
+        Scalar::Float(v) => (v < lowest as f64, v > highest as f64),
+        _ => {
+            let v = bound.to_i64_lossy();
+            (v < lowest, v > highest)
+        }
+    };
+    if !below && !above {
+        return Ok(true);
+    }
+    let is_noop = if is_min { below } else { above };
+    torch_check!(
+        is_noop,
+        "Clamp {} value {} is outside the representable range of {}",
+        if is_min { "min" } else { "max" },
+        bound,
+        dtype
+    );
+    Ok(false)
+}
+
 /// `clamp`: at least one bound.
 pub fn clamp(
     self_: &Tensor,
@@ -296,17 +384,17 @@ pub fn clamp(
         "torch.clamp: At least one of 'min' or 'max' must not be None"
     );
     let bounds: Vec<Scalar> = min.into_iter().chain(max).collect();
-    clamp_scalar_meta(self_, &bounds, outs)
+    check_clamp_bounds(clamp_scalar_meta(self_, &bounds, outs)?, min, max)
 }
 
 /// `clamp_min`.
 pub fn clamp_min(self_: &Tensor, min: Scalar, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
-    clamp_scalar_meta(self_, &[min], outs)
+    check_clamp_bounds(clamp_scalar_meta(self_, &[min], outs)?, Some(min), None)
 }
 
 /// `clamp_max`.
 pub fn clamp_max(self_: &Tensor, max: Scalar, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
-    clamp_scalar_meta(self_, &[max], outs)
+    check_clamp_bounds(clamp_scalar_meta(self_, &[max], outs)?, None, Some(max))
 }
 
 /// `clamp.Tensor`: `self` and the given bounds promoted together.

@@ -223,6 +223,11 @@ pub fn mean_dim(
         );
     }
     let out_dtype = infer_dtype_from_optional(self_, dtype, outs);
+    if dtype.is_none() && outs.get(0).is_some() {
+        // PyTorch sums into `out`, then divides it in place by the count (a wrapped integer):
+        // a bool or integer `out` cannot hold the Float quotient.
+        check_result_cast(ScalarType::Float, out_dtype)?;
+    }
     reduction_meta(self_, dim, keepdim, out_dtype, false)
 }
 

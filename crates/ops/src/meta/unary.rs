@@ -74,10 +74,13 @@ pub fn gelu_approximation(approximate: &str) -> Result<GeluApproximation> {
     }
 }
 
-/// Meta of `gelu`: the output has the input's dtype; `approximate` is checked by the kernel
-/// (as in PyTorch, whose meta function does not look at it).
-pub fn gelu(self_: &Tensor, _approximate: &str, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
-    IterConfig::unary(self_, outs).build()
+/// Meta of `gelu`: the output has the input's dtype. `approximate` is checked here, so that
+/// every backend (Meta included) refuses what the CPU kernel refuses; PyTorch checks it in
+/// the kernel only, after the iterator's checks (the order kept here).
+pub fn gelu(self_: &Tensor, approximate: &str, outs: Outs<'_>) -> Result<Meta<IterInfo>> {
+    let meta = IterConfig::unary(self_, outs).build()?;
+    gelu_approximation(approximate)?;
+    Ok(meta)
 }
 
 /// `nan_to_num.out`'s dtype check: `out` has `self`'s dtype.

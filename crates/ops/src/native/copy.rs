@@ -11,7 +11,7 @@
 use super::views::{self, strides_for_format};
 use switchyard_core::shape::{self, DimVec, fmt_dims};
 use switchyard_core::{
-    Device, DeviceType, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor, bail,
+    Device, DeviceType, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor,
     dispatch_dtype, torch_check, torch_check_not_implemented,
 };
 
@@ -587,25 +587,10 @@ pub fn _to_cpu(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
 // fill, zero
 // ---------------------------------------------------------------------------------------------
 
-/// The C++ type PyTorch names in its overflow message (`c10::Half`, `int8_t`).
-fn c10_type_name(dtype: ScalarType) -> &'static str {
-    match dtype {
-        ScalarType::Half => "c10::Half",
-        ScalarType::BFloat16 => "c10::BFloat16",
-        other => other.cpp_type_name(),
-    }
-}
-
-/// `Scalar::to<T>()` for a fill value: PyTorch's overflow check and message.
+/// `Scalar::to<T>()` for a fill value: PyTorch's overflow check and message ("value cannot be
+/// converted to type int8_t without overflow"), shared by the CPU and Meta kernels.
 pub fn fill_value_check(value: Scalar, dtype: ScalarType) -> Result<()> {
-    if value.overflows(dtype) {
-        bail!(
-            RuntimeError,
-            "value cannot be converted to type {} without overflow",
-            c10_type_name(dtype)
-        );
-    }
-    Ok(())
+    value.check_fits(dtype)
 }
 
 /// `fill_.Tensor`'s check on the value.
@@ -618,10 +603,11 @@ pub fn fill_value_tensor_check(value: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// `fill_.Scalar` (Meta): nothing to write.
+/// `fill_.Scalar` (Meta): nothing to write, but the value is checked as the CPU kernel checks
+/// it (PyTorch's `fill_meta_` accepts any value; here both devices give the same answer).
 #[allow(non_snake_case)] // the kernel name ops.yaml gives
 pub fn fill_meta__scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
-    let _ = value;
+    fill_value_check(value, self_.dtype())?;
     Ok(self_.clone())
 }
 

@@ -7,7 +7,7 @@
 use crate::meta::factory_support::{
     arange_dtype, arange_resize_warning, arange_size, check_empty_strided, check_eye,
     check_linspace, check_normal_dtype, check_normal_std, check_options, check_uniform,
-    default_dtype, empty_strides, full_dtype, random_fill, random_from_to,
+    default_dtype, empty_tensor, full_dtype, random_fill, random_from_to,
 };
 use crate::meta::index_support::{infer_dense_strides, is_non_overlapping_and_dense};
 use switchyard_core::{
@@ -37,8 +37,7 @@ pub fn empty_meta(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     check_options(layout, pin_memory, Device::META)?;
-    let strides = empty_strides(size, memory_format)?;
-    meta_tensor(size, &strides, default_dtype(dtype))
+    empty_tensor(size, default_dtype(dtype), Device::META, memory_format)
 }
 
 /// `empty_strided` on the meta device.

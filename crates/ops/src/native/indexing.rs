@@ -99,8 +99,10 @@ pub fn _index_put_impl_meta_(
 }
 
 /// `masked_fill_.Scalar` on Meta.
-pub fn masked_fill_scalar_meta_(self_: &Tensor, mask: &Tensor, _value: Scalar) -> Result<Tensor> {
+pub fn masked_fill_scalar_meta_(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     meta::check_masked_fill(self_, mask)?;
+    // The CPU kernel converts the value with `Scalar::to<T>()` and its overflow check.
+    value.check_fits(self_.dtype())?;
     Ok(self_.clone())
 }
 
@@ -121,4 +123,21 @@ pub fn flip_meta(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
 pub fn roll_meta(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     meta::check_roll(self_, shifts, dims)?;
     Tensor::allocate(&self_.sizes(), self_.dtype(), self_.device())
+}
+
+/// `nonzero_numpy` (PyTorch's composite): the columns of `nonzero`, one `Long` tensor per
+/// dimension; a 0-dim `self` counts as 1-d, as NumPy's `nonzero` does.
+pub fn nonzero_numpy(self_: &Tensor) -> Result<Vec<Tensor>> {
+    let indices = if self_.dim() == 0 {
+        crate::op::nonzero::call(&crate::op::unsqueeze::call(self_, 0)?)?
+    } else {
+        crate::op::nonzero::call(self_)?
+    };
+    crate::op::unbind_int::call(&indices, 1)
+}
+
+/// `where(condition)` (PyTorch's composite): `condition.nonzero_numpy()`, the coordinates of
+/// the non-zero elements as one `Long` tensor per dimension (`torch.nonzero(as_tuple=True)`).
+pub fn r#where(condition: &Tensor) -> Result<Vec<Tensor>> {
+    crate::op::nonzero_numpy::call(condition)
 }

@@ -38,6 +38,7 @@ pub fn math_native_layer_norm(
     if input.is_meta() {
         let param_dtype = layer_norm_param_dtype(input, weight, bias)?;
         check_layer_norm_inputs(input, normalized_shape, weight, bias)?;
+        crate::meta::check_layer_norm_param_dtypes(input, weight, bias, param_dtype)?;
         let stat_shape = layer_norm_stat_shape(input, normalized_shape);
         return Ok((
             Tensor::allocate(&input.sizes(), input.dtype(), device)?,
@@ -119,7 +120,10 @@ pub fn nll_loss_nd(
     let sizes = self_.sizes();
     let target_sizes = target.sizes();
     if dim != 1 {
-        let target_batch = target_sizes.first().copied().unwrap_or(1);
+        // PyTorch reads `target.sym_sizes()[0]`; for a 0-dim target that is the first slot
+        // of c10's `SizesAndStrides`, which holds 0: "Expected input batch_size (1) to match
+        // target batch_size (0)." (a 0-dim target never matches a batch).
+        let target_batch = target_sizes.first().copied().unwrap_or(0);
         torch_check_value!(
             sizes[0] == target_batch,
             "Expected input batch_size ({}) to match target batch_size ({target_batch}).",

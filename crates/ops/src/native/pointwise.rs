@@ -10,6 +10,7 @@
 use crate::iter_meta::{IterConfig, prepare_any_dtype_out, prepare_elementwise_out};
 use crate::op;
 use crate::structured::Outs;
+use switchyard_core::promotion::ResultTypeState;
 use switchyard_core::{Result, Scalar, ScalarType, Tensor};
 
 /// A scalar as a wrapped-number tensor (PyTorch's `wrapped_scalar_tensor`).
@@ -140,19 +141,51 @@ pub fn bitwise_xor_scalar_tensor(self_: Scalar, other: &Tensor) -> Result<Tensor
     op::bitwise_xor_Tensor::call(&wrap(self_)?, other)
 }
 
-/// `where.ScalarSelf`: the scalar becomes a wrapped number, as in PyTorch.
+/// A 0-dim tensor of `dtype` on `device` holding `s` (PyTorch's `at::scalar_tensor`, which
+/// fills with `fill_`: a value out of `dtype`'s range is "value cannot be converted to type
+/// int8_t without overflow", never wrapped).
+fn scalar_tensor(s: Scalar, dtype: ScalarType, device: switchyard_core::Device) -> Result<Tensor> {
+    op::full::call(&[], s, Some(dtype), None, Some(device), None)
+}
+
+/// `t` converted to `dtype` (itself when it has it already).
+fn to_dtype(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    op::to_dtype::call(t, dtype, false, false, None)
+}
+
+/// `where.ScalarSelf` (PyTorch's composite): `self` becomes a 0-dim tensor of
+/// `result_type(other, self)`, converted with the overflow check.
 pub fn where_scalarself(condition: &Tensor, self_: Scalar, other: &Tensor) -> Result<Tensor> {
-    op::where_self::call(condition, &wrap(self_)?, other)
+    let dtype = result_type_with_scalar(other, self_);
+    let self_t = scalar_tensor(self_, dtype, other.device())?;
+    op::where_self::call(condition, &self_t, &to_dtype(other, dtype)?)
 }
 
-/// `where.ScalarOther`.
+/// `where.ScalarOther`: as `where.ScalarSelf`, for `other`.
 pub fn where_scalarother(condition: &Tensor, self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    op::where_self::call(condition, self_, &wrap(other)?)
+    let dtype = result_type_with_scalar(self_, other);
+    let other_t = scalar_tensor(other, dtype, self_.device())?;
+    op::where_self::call(condition, &to_dtype(self_, dtype)?, &other_t)
 }
 
-/// `where.Scalar`: two wrapped numbers promote among themselves (`where(c, 1, 2.5)` is float).
+/// `where.Scalar`: the two scalars promote among themselves (`where(c, 1, 2.5)` is float)
+/// and become 0-dim tensors on the condition's device.
 pub fn where_scalar(condition: &Tensor, self_: Scalar, other: Scalar) -> Result<Tensor> {
-    op::where_self::call(condition, &wrap(self_)?, &wrap(other)?)
+    let mut state = ResultTypeState::new();
+    state.update_scalar(self_);
+    state.update_scalar(other);
+    let dtype = state.result().unwrap_or(ScalarType::Float);
+    let other_t = scalar_tensor(other, dtype, condition.device())?;
+    let self_t = scalar_tensor(self_, dtype, condition.device())?;
+    op::where_self::call(condition, &self_t, &other_t)
+}
+
+/// `result_type(t, s)` of a tensor and a scalar.
+fn result_type_with_scalar(t: &Tensor, s: Scalar) -> ScalarType {
+    let mut state = ResultTypeState::new();
+    state.update_tensor(t);
+    state.update_scalar(s);
+    state.result().unwrap_or(t.dtype())
 }
 
 // ---------------------------------------------------------------------------------------------

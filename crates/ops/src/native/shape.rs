@@ -152,7 +152,8 @@ pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Ten
         let d = i as i64;
         if before < 0 {
             let len = c_input.size(d)? + before;
-            c_input = op::narrow::call(&c_input, d, -before, len)?;
+            // i64::MIN has no negation; the length is negative then, which narrow refuses.
+            c_input = op::narrow::call(&c_input, d, before.saturating_neg(), len)?;
         } else if before != 0 {
             all_pads_non_positive = false;
         }
@@ -170,7 +171,11 @@ pub fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Ten
     for i in l_diff..ndim {
         let (before, after) = pads_of(pad, ndim, i);
         let size = sizes.get(i).copied().unwrap_or(0);
-        let new_dim = size + before + after;
+        // A size past i64::MAX wraps negative in PyTorch's arithmetic, and gets this error.
+        let new_dim = size
+            .checked_add(before)
+            .and_then(|s| s.checked_add(after))
+            .unwrap_or(-1);
         torch_check!(
             new_dim >= 0,
             "The input size {size}, plus negative padding {before} and {after} resulted in a negative output size, which is invalid. Check dimension {i} of your input."

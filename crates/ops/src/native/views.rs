@@ -779,7 +779,9 @@ pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Te
     out.strides.push(if ndim == 0 { 1 } else { g.strides[d] });
     if d < ndim {
         out.sizes[d] = (g.sizes[d] - size) / step + 1;
-        out.strides[d] = g.strides[d] * step;
+        // Wrapping, as C++'s multiplication does in PyTorch: a huge step gives a dimension of
+        // size 1, whose stride is never used (or a negative stride, refused by the view).
+        out.strides[d] = g.strides[d].wrapping_mul(step);
     }
     out.view(self_)
 }
@@ -858,7 +860,14 @@ pub fn split_tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Ten
 
 /// `narrow`'s geometry without its argument checks (callers guarantee the range).
 fn narrow_geometry(g: &ViewGeometry, d: usize, start: i64, length: i64) -> Result<ViewGeometry> {
-    slice_geometry(g, d as i64, Some(start), Some(start + length), 1)
+    // Saturating: the slice clamps its end to the dimension's size anyway.
+    slice_geometry(
+        g,
+        d as i64,
+        Some(start),
+        Some(start.saturating_add(length)),
+        1,
+    )
 }
 
 /// `split_with_sizes`: consecutive pieces of the given sizes along `dim`.
@@ -869,7 +878,7 @@ pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result
         "split expects at least a 1-dimensional tensor"
     );
     let (d, dim_size) = size_at(&g, dim)?;
-    let mut start: i64 = 0;
+    let mut start: Option<i64> = Some(0);
     let mut pieces = Vec::with_capacity(split_sizes.len());
     for &length in split_sizes {
         torch_check!(
@@ -877,11 +886,13 @@ pub fn split_with_sizes(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result
             "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={}",
             fmt_dims(split_sizes)
         );
-        pieces.push(narrow_geometry(&g, d, start, length)?.view(self_)?);
-        start = start.saturating_add(length);
+        let from = start.unwrap_or(i64::MAX);
+        pieces.push(narrow_geometry(&g, d, from, length)?.view(self_)?);
+        // A sum past i64::MAX cannot be the dimension's size.
+        start = start.and_then(|s| s.checked_add(length));
     }
     torch_check!(
-        start == dim_size,
+        start == Some(dim_size),
         "split_with_sizes expects split_sizes to sum exactly to {dim_size} (input tensor's size at dimension {d}), but got split_sizes={}",
         fmt_dims(split_sizes)
     );
