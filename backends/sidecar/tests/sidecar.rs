@@ -10,6 +10,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use switchyard::args::parse_call_args;
+use switchyard_autograd as _;
 use switchyard_core::{Device, ErrorKind, IValue, Scalar, ScalarType, Stack, Tensor};
 use switchyard_dispatch::{Dispatcher, OperatorHandle};
 use switchyard_ops::{TensorOps, op};
@@ -790,6 +791,11 @@ const BUMPS_OTHER_THAN_ONE: &[(&str, u32, &str)] = &[
         "a CompositeImplicitAutograd composite: resize_, then normal_, each bumping",
     ),
     ("aten::randn.generator_out", 2, "as randn.out"),
+    (
+        "aten::detach_",
+        0,
+        "changes autograd state, not data (PyTorch's manual ADInplaceOrView kernel does not bump)",
+    ),
     (
         "aten::rand.generator_out",
         2,

@@ -56,6 +56,31 @@ impl SavedVariable {
         })
     }
 
+    /// Saves output `output_nr` of the node that saves it, made before the output's history
+    /// is set: a floating output is about to get this node as its `grad_fn`, so it is saved
+    /// without its autograd state (holding it would hold the node that holds it), and gets the
+    /// node back when unpacked.
+    pub fn output(t: &Tensor, output_nr: u32) -> Result<SavedVariable> {
+        if t.is_inference() {
+            return SavedVariable::new(t, true);
+        }
+        let gets_history = t.dtype().is_floating_point();
+        Ok(SavedVariable {
+            saved_version: t.version(),
+            is_output: true,
+            output_nr,
+            is_leaf: !gets_history,
+            requires_grad: gets_history,
+            state: Mutex::new(Some(Saved {
+                data: if gets_history {
+                    t.shallow_copy()
+                } else {
+                    t.clone()
+                },
+            })),
+        })
+    }
+
     /// A slot nothing was saved in: the formula that would read it is never evaluated (its
     /// input did not require grad when the node was made).
     pub fn empty() -> SavedVariable {

@@ -82,7 +82,7 @@ fn training(out: &mut dyn Write) -> Outcome<()> {
             (new > 0).then(|| (op.clone(), new))
         })
         .collect();
-    fell_back.sort_by(|a, b| b.1.cmp(&a.1));
+    fell_back.sort_by_key(|f| std::cmp::Reverse(f.1));
     let list: Vec<String> = fell_back
         .iter()
         .take(8)

@@ -297,6 +297,7 @@ fn draw(
         .configure_mesh()
         .x_desc("step")
         .y_desc("cross-entropy loss")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .label_style(("sans-serif", 14))
         .draw()?;
     chart
@@ -317,7 +318,7 @@ fn draw(
                 .epochs
                 .iter()
                 .enumerate()
-                .map(|(e, s)| ((e as f64 + 1.0) * per_epoch, s.loss)),
+                .map(|(e, s)| ((e as f64 + 0.5) * per_epoch, s.loss)),
             BLUE.stroke_width(3),
         ))?
         .label("mean loss per epoch")

@@ -11,6 +11,7 @@ mod indexing_support;
 
 use indexing_support::*;
 use serde_json::Value;
+use switchyard_autograd as _;
 use switchyard_core::{Device, ErrorKind, Result, Scalar, ScalarType, Tensor};
 use switchyard_cpu::native as cpu;
 use switchyard_ops::meta;

@@ -8,7 +8,6 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use switchyard_autograd::AutogradTensor;
-use switchyard_core::Tensor;
 use switchyard_nn::functional::{Reduction, cross_entropy};
 use switchyard_nn::optim::{Optimizer, Sgd, SgdOptions};
 use switchyard_nn::{Linear, Module, ReLU, Sequential};

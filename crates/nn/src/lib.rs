@@ -11,7 +11,7 @@
 //! use switchyard_cpu as _;
 //!
 //! let model = Linear::new(2, 1, true)?;
-//! let mut opt = Sgd::new(model.parameters(), 0.1, SgdOptions::default())?;
+//! let mut opt = Sgd::new(model.parameters(), 0.02, SgdOptions::default())?;
 //! let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
 //! let y = Tensor::from_vec(vec![1.0f32, 2.0], &[2, 1])?;
 //! let mut losses = Vec::new();

@@ -516,7 +516,7 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -547,7 +547,7 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -1003,7 +1003,7 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1052,7 +1052,7 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1101,7 +1101,7 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1419,7 +1419,7 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1760,7 +1760,7 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -1790,7 +1790,7 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -3113,23 +3113,10 @@ pub(crate) fn inplace_or_view_nonzero_out(ks: DispatchKeySet, (self_, out): (&Te
 
 /// `nonzero(Tensor self) -> Tensor`
 pub(crate) fn autograd_nonzero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
-        next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::nonzero", next_edges))
-    } else {
-        None
-    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::nonzero::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
-        node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
-    }
     Ok(result)
 }
 
@@ -3223,7 +3210,7 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.indices = SavedVariable::new(&result1, true)?;
+        node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -3453,7 +3440,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.total_weight = SavedVariable::new(&result1, true)?;
+        node.total_weight = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -3552,7 +3539,7 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.result1 = SavedVariable::new(&result1, true)?;
+        node.result1 = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -3582,7 +3569,7 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -4262,8 +4249,8 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.result1 = SavedVariable::new(&result1, true)?;
-        node.result2 = SavedVariable::new(&result2, true)?;
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -4291,7 +4278,7 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.result1 = SavedVariable::new(&result1, true)?;
+        node.result1 = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -7435,7 +7422,7 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -7482,7 +7469,7 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -7596,7 +7583,7 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -8808,7 +8795,7 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.indices = SavedVariable::new(&result1, true)?;
+        node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -8953,7 +8940,7 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.indices = SavedVariable::new(&result1, true)?;
+        node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -9097,7 +9084,7 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9222,7 +9209,7 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9269,7 +9256,7 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9739,7 +9726,7 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9766,7 +9753,7 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -9823,7 +9810,7 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -9850,7 +9837,7 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10324,7 +10311,7 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10351,7 +10338,7 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10648,7 +10635,7 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10675,7 +10662,7 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10796,7 +10783,7 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10823,7 +10810,7 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -10962,7 +10949,7 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -10989,7 +10976,7 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11128,7 +11115,7 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11155,7 +11142,7 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11212,7 +11199,7 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11239,7 +11226,7 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11296,7 +11283,7 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }
@@ -11323,7 +11310,7 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(self_);
-        node.result = SavedVariable::new(&self_, true)?;
+        node.result = SavedVariable::output(&self_, 0u32)?;
         let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
@@ -11720,7 +11707,7 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.indices = SavedVariable::new(&result1, true)?;
+        node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -11748,7 +11735,7 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result0);
-        node.indices = SavedVariable::new(&result1, true)?;
+        node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
     }
@@ -11777,7 +11764,7 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
-        node.result = SavedVariable::new(&result, true)?;
+        node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
         set_output_history(&result, &node, 0u32)?;
     }

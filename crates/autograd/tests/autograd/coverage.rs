@@ -2,7 +2,9 @@
 
 use switchyard_codegen::derivatives::differentiable_type;
 use switchyard_codegen::emit::autograd::MANUAL_AUTOGRAD;
-use switchyard_codegen::emit::workspace::{parse_derivatives_yaml, parse_ops_yaml, workspace_root};
+use switchyard_codegen::emit::workspace::{
+    find_workspace_root, parse_derivatives_yaml, parse_ops_yaml,
+};
 use switchyard_schema::SchemaKind;
 
 /// The functional operators of ops.yaml that take a tensor and are not
@@ -10,7 +12,7 @@ use switchyard_schema::SchemaKind;
 /// handled by a hand-written Autograd kernel, and that have no derivatives.yaml entry (their
 /// own, or, for a `<view>_copy`, their view's).
 fn missing_entries() -> Vec<String> {
-    let root = workspace_root();
+    let root = find_workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
     let nf = parse_ops_yaml(&root).unwrap();
     let d = parse_derivatives_yaml(&root, &nf).unwrap();
     nf.functions

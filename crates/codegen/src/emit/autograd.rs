@@ -279,10 +279,19 @@ fn value_field_type(ty: &Type) -> Result<String, UnsupportedType> {
 }
 
 /// The expression saving `s` in the kernel. `local` is the kernel's name for the source value;
-/// `is_output` for saved outputs; `clone_self` for `self` of an in-place operator (saved as
-/// its value before the call).
-fn save_expr(s: &SavedAttr, local: &str, is_output: bool, clone_self: bool) -> String {
-    let out = if is_output { "true" } else { "false" };
+/// `output_nr` (an expression) for saved outputs; `clone_self` for `self` of an in-place
+/// operator (saved as its value before the call).
+fn save_expr(s: &SavedAttr, local: &str, output_nr: Option<&str>, clone_self: bool) -> String {
+    if let (Some(nr), SavedKind::Value(ty)) = (output_nr, &s.kind) {
+        return if is_list(ty) {
+            format!(
+                "{local}.iter().enumerate().map(|(i, t)| SavedVariable::output(t, {nr} + i as u32)).collect::<Result<_>>()?"
+            )
+        } else {
+            format!("SavedVariable::output(&{local}, {nr})?")
+        };
+    }
+    let out = "false";
     match &s.kind {
         SavedKind::Sizes => format!("{local}.sizes()"),
         SavedKind::Strides => format!("{local}.strides()"),
@@ -842,7 +851,7 @@ fn with_node(
     for s in &info.all_saved_inputs {
         let local = arg_name(&s.source);
         let clone_self = inplace && s.source == "self";
-        let expr = save_expr(s, &local, false, clone_self);
+        let expr = save_expr(s, &local, None, clone_self);
         // A tensor used by one single-input formula is saved only if that input needs a
         // gradient (torchgen's `guard_for`).
         let users: Vec<_> = info
@@ -896,7 +905,25 @@ fn with_node(
                 .map(|(l, _, _)| l.clone())
                 .unwrap_or_else(|| "result".into())
         };
-        let expr = save_expr(s, &local, true, false);
+        // The output's number among the node's inputs (where its gradient arrives).
+        // An output that gets no history (not differentiable) is saved like an input.
+        let mut nr = Some(String::from("0u32"));
+        for (l, ty, name) in outs {
+            if *name == s.source {
+                break;
+            }
+            nr = nr.map(|nr| {
+                if is_list(ty) {
+                    format!("{nr} + {l}.len() as u32")
+                } else {
+                    format!("{nr} + 1")
+                }
+            });
+        }
+        if !outs.iter().any(|(_, _, name)| *name == s.source) {
+            nr = None;
+        }
+        let expr = save_expr(s, &local, nr.as_deref(), false);
         body.push_str(&format!("        node.{} = {expr};\n", s.name));
     }
     body.push_str("        let node: NodeRef = Arc::new(node);\n");
