@@ -174,7 +174,7 @@ pub fn retain_grad(t: &Tensor) -> Result<()> {
     let Some(f) = meta::grad_fn(t)? else {
         return Ok(());
     };
-    let m = meta::get_or_create(t)?;
+    let m = meta::get_or_create_shared(t)?;
     {
         let mut st = m.lock();
         if st.retains_grad {

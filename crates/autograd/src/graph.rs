@@ -139,9 +139,13 @@ pub type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Syn
 /// A hook run on a leaf after its `.grad` was accumulated.
 pub type PostAccumulateGradHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
 
+/// A node's edges to the nodes of its forward inputs; inline for up to two inputs, the
+/// common case, so that recording a node allocates only the node.
+pub type EdgeList = SmallVec<[Edge; 2]>;
+
 /// The fields every [`Node`] has.
 pub struct NodeCore {
-    next_edges: SmallVec<[Edge; 2]>,
+    next_edges: EdgeList,
     input_metadata: SmallVec<[InputMetadata; 1]>,
     sequence_nr: u64,
     hooks: Mutex<NodeHooks>,
@@ -178,6 +182,17 @@ impl NodeCore {
         input_metadata: impl IntoIterator<Item = InputMetadata>,
     ) -> NodeCore {
         NodeCore::with_sequence_nr(next_edges, input_metadata, next_sequence_nr())
+    }
+
+    /// A core with the given edges; the metadata of the forward outputs is added after the
+    /// forward call ([`NodeCore::add_input_metadata`]). The generated kernels' constructor.
+    pub fn with_edges(next_edges: EdgeList) -> NodeCore {
+        NodeCore {
+            next_edges,
+            input_metadata: SmallVec::new(),
+            sequence_nr: next_sequence_nr(),
+            hooks: Mutex::new(NodeHooks::default()),
+        }
     }
 
     /// A core with an explicit sequence number (`AccumulateGrad` runs as early as possible).

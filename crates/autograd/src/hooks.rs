@@ -76,7 +76,7 @@ pub fn register_hook(
             })
         }
         None => {
-            let m = meta::get_or_create(t)?;
+            let m = meta::get_or_create_shared(t)?;
             let id = next_hook_id();
             m.lock().leaf_hooks.push((id, hook));
             Ok(HookHandle {
@@ -104,7 +104,7 @@ pub fn register_post_accumulate_grad_hook(
         ));
     }
     let hook: PostAccumulateGradHook = Arc::new(hook);
-    let m = meta::get_or_create(t)?;
+    let m = meta::get_or_create_shared(t)?;
     let id = next_hook_id();
     m.lock().post_accumulate_hooks.push((id, hook));
     Ok(HookHandle {

@@ -46,7 +46,7 @@ mod generated;
 pub use accumulate::AccumulateGrad;
 pub use api::{AutogradTensor, backward, grad, retain_grad};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
-pub use graph::{Edge, Grad, InputMetadata, Node, NodeCore, NodeRef, node_id};
+pub use graph::{Edge, EdgeList, Grad, InputMetadata, Node, NodeCore, NodeRef, node_id};
 pub use hooks::{HookHandle, register_hook, register_post_accumulate_grad_hook};
 pub use manual_kernels::CopyBackwards;
 pub use meta::{grad_fn, gradient_edge, is_leaf};

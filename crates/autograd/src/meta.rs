@@ -72,16 +72,35 @@ impl AutogradMeta {
     }
 }
 
-/// The autograd metadata of `t`, if it has any.
-pub(crate) fn get(t: &Tensor) -> Option<Arc<AutogradMeta>> {
-    t.autograd_meta()?.downcast::<AutogradMeta>().ok()
+/// The autograd metadata of `t`, if it has any (borrowed: no reference count is touched).
+#[inline]
+pub(crate) fn get(t: &Tensor) -> Option<&AutogradMeta> {
+    t.autograd_meta()?.downcast_ref::<AutogradMeta>()
+}
+
+/// The autograd metadata of `t` as a shared handle, for holders that outlive the borrow
+/// (weak references from nodes).
+pub(crate) fn get_shared(t: &Tensor) -> Option<Arc<AutogradMeta>> {
+    t.autograd_meta()?.clone().downcast::<AutogradMeta>().ok()
 }
 
 /// The autograd metadata of `t`, created (as a leaf's) if it has none.
-pub(crate) fn get_or_create(t: &Tensor) -> Result<Arc<AutogradMeta>> {
+#[inline]
+pub(crate) fn get_or_create(t: &Tensor) -> Result<&AutogradMeta> {
     t.autograd_meta_or_init(|| Arc::new(AutogradMeta::new(None)))
-        .downcast::<AutogradMeta>()
-        .map_err(|_| Error::runtime("internal error: a tensor's autograd slot holds foreign data"))
+        .downcast_ref::<AutogradMeta>()
+        .ok_or_else(foreign_data)
+}
+
+/// [`get_or_create`] as a shared handle.
+pub(crate) fn get_or_create_shared(t: &Tensor) -> Result<Arc<AutogradMeta>> {
+    get_or_create(t)?;
+    get_shared(t).ok_or_else(foreign_data)
+}
+
+#[cold]
+fn foreign_data() -> Error {
+    Error::runtime("internal error: a tensor's autograd slot holds foreign data")
 }
 
 /// The node that produced `t` (`t.grad_fn`), `None` for leaves. A view whose base was
@@ -120,12 +139,17 @@ pub fn grad_accumulator(t: &Tensor) -> Result<Option<NodeRef>> {
     if st.grad_fn.is_some() {
         return Ok(None);
     }
+    Ok(Some(leaf_accumulator(t, &mut st)))
+}
+
+/// The accumulator of leaf `t` whose state is locked in `st`, made if the graph holds none.
+fn leaf_accumulator(t: &Tensor, st: &mut MetaState) -> NodeRef {
     if let Some(existing) = st.grad_accumulator.as_ref().and_then(Weak::upgrade) {
-        return Ok(Some(existing));
+        return existing;
     }
     let acc = Arc::new(AccumulateGrad::new(t.clone()));
     st.grad_accumulator = Some(Arc::downgrade(&acc));
-    Ok(Some(acc))
+    acc
 }
 
 /// A leaf's gradient accumulator if one exists now (a leaf no graph uses has none).
@@ -139,9 +163,31 @@ pub(crate) fn existing_grad_accumulator(t: &Tensor) -> Option<NodeRef> {
 /// Where gradients for `t` go: its `grad_fn` (and output number), the accumulator of a leaf
 /// that requires grad, or nowhere.
 pub fn gradient_edge(t: &Tensor) -> Result<Edge> {
-    if let Some(f) = grad_fn(t)? {
-        return Ok(Edge::new(f, output_nr(t)));
+    // The hot path of every Autograd kernel: one borrow of the metadata, one lock.
+    let meta = match get(t) {
+        Some(meta) if meta.view.is_some() => {
+            // A view's history may need rebuilding first.
+            return Ok(match crate::view::view_grad_fn(t, meta)? {
+                Some(f) => Edge::new(f, meta.lock().output_nr),
+                None => leaf_edge(t)?,
+            });
+        }
+        Some(meta) => meta,
+        None => return leaf_edge(t),
+    };
+    let mut st = meta.lock();
+    if let Some(f) = &st.grad_fn {
+        return Ok(Edge::new(f.clone(), st.output_nr));
     }
+    Ok(if t.requires_grad() {
+        Edge::new(leaf_accumulator(t, &mut st), 0)
+    } else {
+        Edge::default()
+    })
+}
+
+/// The edge of a tensor without history: its accumulator if it requires grad.
+fn leaf_edge(t: &Tensor) -> Result<Edge> {
     Ok(match grad_accumulator(t)? {
         Some(acc) => Edge::new(acc, 0),
         None => Edge::default(),
@@ -164,8 +210,22 @@ pub fn collect_next_edges<'a>(
 
 /// Makes `t` output `output_nr` of `grad_fn`: it now requires grad and is not a leaf.
 pub fn set_history(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
-    let meta = get_or_create(t)?;
-    {
+    // A fresh output (the common case) gets its metadata made with the history in it, so
+    // nothing is locked; a tensor that already has metadata is updated under its lock.
+    let mut pending = Some(grad_fn);
+    let ext = t.autograd_meta_or_init(|| {
+        let mut meta = AutogradMeta::new(None);
+        {
+            let st = meta.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            st.grad_fn = pending.take();
+            st.output_nr = output_nr;
+        }
+        Arc::new(meta)
+    });
+    let meta = ext
+        .downcast_ref::<AutogradMeta>()
+        .ok_or_else(foreign_data)?;
+    if let Some(grad_fn) = pending {
         let mut st = meta.lock();
         st.grad_fn = Some(grad_fn);
         st.output_nr = output_nr;

@@ -9,7 +9,7 @@ use switchyard_core::{Error, Result, Tensor};
 
 pub use switchyard_core::local_dispatch::is_grad_enabled;
 
-use crate::graph::{Edge, Grad, Node, NodeCore, NodeRef};
+use crate::graph::{Edge, EdgeList, Grad, Node, NodeCore, NodeRef};
 use crate::meta;
 use crate::view::requires_grad;
 
@@ -154,9 +154,9 @@ pub struct NotImplemented {
 
 impl NotImplemented {
     /// A node for `operator` with the given edges.
-    pub fn new(operator: impl Into<String>, next_edges: Vec<Edge>) -> NotImplemented {
+    pub fn new(operator: impl Into<String>, next_edges: impl Into<EdgeList>) -> NotImplemented {
         NotImplemented {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges.into()),
             operator: operator.into(),
         }
     }

@@ -129,7 +129,7 @@ pub fn as_view(
         creation_meta: Mutex::new(creation_meta),
         attr_version: AtomicU32::new(output.version()),
     };
-    output.set_autograd_meta(Some(Arc::new(AutogradMeta::new(Some(info)))));
+    output.set_autograd_meta(Arc::new(AutogradMeta::new(Some(info))))?;
     if root_requires_grad && output.dtype().is_floating_point() {
         output.set_requires_grad(true)?;
     }
@@ -290,7 +290,7 @@ fn move_retains_grad(old: &Option<NodeRef>, old_output_nr: u32, new: &NodeRef) {
 
 /// A view's `grad_fn`, rebuilt when the base or another view changed in place since it was
 /// set (PyTorch's `VariableHooks::grad_fn` for views).
-pub(crate) fn view_grad_fn(t: &Tensor, m: &Arc<AutogradMeta>) -> Result<Option<NodeRef>> {
+pub(crate) fn view_grad_fn(t: &Tensor, m: &AutogradMeta) -> Result<Option<NodeRef>> {
     let Some(info) = &m.view else {
         return Ok(m.lock().grad_fn.clone());
     };
@@ -310,7 +310,7 @@ pub(crate) fn view_grad_fn(t: &Tensor, m: &Arc<AutogradMeta>) -> Result<Option<N
 /// Makes a view's history an `as_strided` of its base's current history.
 fn regenerate_view_grad_fn(
     t: &Tensor,
-    m: &Arc<AutogradMeta>,
+    m: &AutogradMeta,
     info: &ViewInfo,
     old_fn: Option<NodeRef>,
 ) -> Result<NodeRef> {

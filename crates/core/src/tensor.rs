@@ -29,7 +29,7 @@ use std::any::Any;
 use std::mem::MaybeUninit;
 use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock};
 
 /// A counter bumped by every in-place mutation, shared by a tensor and all its views; autograd
 /// uses it to reject a backward pass through data modified after it was saved.
@@ -85,10 +85,9 @@ pub struct TensorImpl {
     version: VersionCounter,
     requires_grad: AtomicBool,
     wrapped_number: AtomicBool,
-    autograd_meta: RwLock<Option<Extension>>,
-    /// Whether `autograd_meta` holds anything: read without the lock by the autograd layer's
-    /// hot path, which only looks further when it is set.
-    has_autograd_meta: AtomicBool,
+    /// Set at most once (a tensor's autograd identity never changes), so the autograd layer's
+    /// hot path reads it without a lock and borrows it without touching a reference count.
+    autograd_meta: OnceLock<Extension>,
     payload: Option<Extension>,
 }
 
@@ -177,7 +176,6 @@ impl Tensor {
                 requires_grad: _,
                 wrapped_number: _,
                 autograd_meta: _,
-                has_autograd_meta: _,
                 payload: _,
             } = t;
         };
@@ -195,8 +193,7 @@ impl Tensor {
                 addr_of_mut!((*p).version).write(version);
                 addr_of_mut!((*p).requires_grad).write(AtomicBool::new(false));
                 addr_of_mut!((*p).wrapped_number).write(AtomicBool::new(false));
-                addr_of_mut!((*p).autograd_meta).write(RwLock::new(None));
-                addr_of_mut!((*p).has_autograd_meta).write(AtomicBool::new(false));
+                addr_of_mut!((*p).autograd_meta).write(OnceLock::new());
                 addr_of_mut!((*p).payload).write(payload);
             }
         };
@@ -532,51 +529,33 @@ impl Tensor {
             .has_any(sets::AUTOGRAD_WITH_AD_INPLACE_OR_VIEW)
     }
 
-    /// The autograd metadata set by the autograd layer, if any.
-    pub fn autograd_meta(&self) -> Option<Extension> {
-        if !self.has_autograd_meta() {
-            return None;
-        }
-        self.0
-            .autograd_meta
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// The autograd metadata set by the autograd layer, if any (a lock-free read).
+    #[inline]
+    pub fn autograd_meta(&self) -> Option<&Extension> {
+        self.0.autograd_meta.get()
     }
 
     /// The autograd metadata, installing `init()` first if there is none (atomically: two
     /// threads racing get the same value).
-    pub fn autograd_meta_or_init(&self, init: impl FnOnce() -> Extension) -> Extension {
-        if let Some(meta) = self.autograd_meta() {
-            return meta;
-        }
-        let mut slot = self
-            .0
-            .autograd_meta
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let meta = slot.get_or_insert_with(init).clone();
-        self.0.has_autograd_meta.store(true, Ordering::Release);
-        meta
+    #[inline]
+    pub fn autograd_meta_or_init(&self, init: impl FnOnce() -> Extension) -> &Extension {
+        self.0.autograd_meta.get_or_init(init)
     }
 
     /// Whether the tensor has autograd metadata (a lock-free check).
     #[inline]
     pub fn has_autograd_meta(&self) -> bool {
-        self.0.has_autograd_meta.load(Ordering::Acquire)
+        self.0.autograd_meta.get().is_some()
     }
 
-    /// Replaces the autograd metadata.
-    pub fn set_autograd_meta(&self, meta: Option<Extension>) {
-        let mut slot = self
-            .0
-            .autograd_meta
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+    /// Installs the autograd metadata of a tensor that has none; fails (leaving the tensor
+    /// unchanged) if it already has some: metadata is set once, when the autograd layer first
+    /// needs it, and never replaced.
+    pub fn set_autograd_meta(&self, meta: Extension) -> Result<()> {
         self.0
-            .has_autograd_meta
-            .store(meta.is_some(), Ordering::Release);
-        *slot = meta;
+            .autograd_meta
+            .set(meta)
+            .map_err(|_| Error::runtime("internal error: the tensor already has autograd metadata"))
     }
 
     /// The payload of a non-strided tensor.

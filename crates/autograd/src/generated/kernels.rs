@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use super::nodes::*;
-use crate::graph::{InputMetadata, NodeCore, NodeRef};
+use crate::graph::{EdgeList, InputMetadata, NodeCore, NodeRef};
 use crate::manual::*;
 use crate::saved::SavedVariable;
 use crate::support::*;
@@ -195,14 +195,14 @@ pub(crate) fn inplace_or_view_argmin_out(ks: DispatchKeySet, (self_, dim, keepdi
 pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AsStridedBackward0 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -233,14 +233,14 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AsStridedBackward1 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -272,7 +272,7 @@ pub(crate) fn inplace_or_view_as_strided_(ks: DispatchKeySet, (self_, size, stri
 pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(batch1) || rg(batch2));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
@@ -281,7 +281,7 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
             alpha: alpha,
             batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
             beta: beta,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -303,7 +303,7 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(batch1) || rg(batch2));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
@@ -312,7 +312,7 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
             alpha: alpha,
             batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
             beta: beta,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -364,13 +364,13 @@ pub(crate) fn inplace_or_view_baddbmm_out(ks: DispatchKeySet, (self_, batch1, ba
 pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat2));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
         Some(BmmBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -411,14 +411,14 @@ pub(crate) fn inplace_or_view_bmm_out(ks: DispatchKeySet, (self_, mat2, out): (&
 pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg_list(tensors));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.extend(edges_list(tensors)?);
         Some(CatBackward0 {
             tensors_args_sizes: tensors.iter().map(|t| t.sizes()).collect(),
             tensors_args_scalartypes: tensors.iter().map(|t| t.dtype()).collect(),
             dim: dim,
             tensors_size_: tensors.len(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -459,13 +459,13 @@ pub(crate) fn inplace_or_view_cat_out(ks: DispatchKeySet, (tensors, dim, out): (
 pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(CopyBackward0 {
             src_scalar_type: src.dtype(),
             src_device: src.device(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -497,7 +497,7 @@ pub(crate) fn inplace_or_view_copy_(ks: DispatchKeySet, (self_, src, non_blockin
 pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CumprodBackward0 {
             self_scalar_type: self_.dtype(),
@@ -505,7 +505,7 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: dim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -528,7 +528,7 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CumprodBackward0 {
             self_scalar_type: self_.dtype(),
@@ -536,7 +536,7 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             dim: dim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -589,13 +589,13 @@ pub(crate) fn inplace_or_view_cumprod_out(ks: DispatchKeySet, (self_, dim, dtype
 pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CumsumBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -617,13 +617,13 @@ pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CumsumBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -675,14 +675,14 @@ pub(crate) fn inplace_or_view_cumsum_out(ks: DispatchKeySet, (self_, dim, dtype,
 pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(DiagonalBackward0 {
             self_sizes: self_.sizes(),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -723,7 +723,7 @@ pub(crate) fn inplace_or_view_resize_(ks: DispatchKeySet, (self_, size, memory_f
 pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, layout, device, pin_memory): (&[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::empty_strided", next_edges))
     } else {
         None
@@ -744,11 +744,11 @@ pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, l
 pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ExpandBackward0 {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -778,10 +778,10 @@ pub(crate) fn inplace_or_view_expand(ks: DispatchKeySet, (self_, size, implicit)
 pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FillBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -802,11 +802,11 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
 pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
         Some(FillBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -828,10 +828,10 @@ pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FillBackward2 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -864,11 +864,11 @@ pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
         Some(FillBackward3 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -900,12 +900,12 @@ pub(crate) fn inplace_or_view_fill__Tensor(ks: DispatchKeySet, (self_, value): (
 pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(IndexBackward0 {
             self_geometry: TensorGeometry::of(self_),
             indices: if next_edges[0].is_valid() { indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()? } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -947,14 +947,14 @@ pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, val
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
         Some(IndexPutImplBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -986,13 +986,13 @@ pub(crate) fn inplace_or_view__index_put_impl_(ks: DispatchKeySet, (self_, indic
 pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LogSoftmaxBackward0 {
             self_scalar_type: self_.dtype(),
             dim: dim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1034,14 +1034,14 @@ pub(crate) fn inplace_or_view__log_softmax_out(ks: DispatchKeySet, (self_, dim, 
 pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AmaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1083,14 +1083,14 @@ pub(crate) fn inplace_or_view_amax_out(ks: DispatchKeySet, (self_, dim, keepdim,
 pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AminBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1132,13 +1132,13 @@ pub(crate) fn inplace_or_view_amin_out(ks: DispatchKeySet, (self_, dim, keepdim,
 pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat2));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
         Some(MmBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1179,11 +1179,11 @@ pub(crate) fn inplace_or_view_mm_out(ks: DispatchKeySet, (self_, mat2, out): (&T
 pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(PermuteBackward0 {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1213,13 +1213,13 @@ pub(crate) fn inplace_or_view_permute(ks: DispatchKeySet, (self_, dims): (&Tenso
 pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: index,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1249,7 +1249,7 @@ pub(crate) fn inplace_or_view_select_int(ks: DispatchKeySet, (self_, dim, index)
 pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end, step): (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SliceBackward0 {
             self_geometry: TensorGeometry::of(self_),
@@ -1257,7 +1257,7 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
             start: if next_edges[0].is_valid() { start } else { None },
             end: if next_edges[0].is_valid() { end } else { None },
             step: step,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1287,7 +1287,7 @@ pub(crate) fn inplace_or_view_slice_Tensor(ks: DispatchKeySet, (self_, dim, star
 pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start, end, step): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(SliceScatterBackward0 {
@@ -1296,7 +1296,7 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
             start: start,
             end: end,
             step: step,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1317,14 +1317,14 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
 pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, index): (&Tensor, &Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(SelectScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             dim: dim,
             index: index,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1345,7 +1345,7 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
 pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset, dim1, dim2): (&Tensor, &Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(DiagonalScatterBackward0 {
@@ -1353,7 +1353,7 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
             offset: offset,
             dim1: dim1,
             dim2: dim2,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1374,14 +1374,14 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
 pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size, stride, storage_offset): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(AsStridedScatterBackward0 {
             size: size.to_vec(),
             stride: stride.to_vec(),
             storage_offset: storage_offset,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1402,13 +1402,13 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
 pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SoftmaxBackward0 {
             self_scalar_type: self_.dtype(),
             dim: dim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1450,13 +1450,13 @@ pub(crate) fn inplace_or_view__softmax_out(ks: DispatchKeySet, (self_, dim, half
 pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SplitBackward0 {
             self_geometry: TensorGeometry::of(self_),
             split_size: split_size,
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1488,13 +1488,13 @@ pub(crate) fn inplace_or_view_split_Tensor(ks: DispatchKeySet, (self_, split_siz
 pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes, dim): (&Tensor, &[i64], i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SplitWithSizesBackward0 {
             self_geometry: TensorGeometry::of(self_),
             split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1526,11 +1526,11 @@ pub(crate) fn inplace_or_view_split_with_sizes(ks: DispatchKeySet, (self_, split
 pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward0 {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1560,12 +1560,12 @@ pub(crate) fn inplace_or_view_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) 
 pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward1 {
             self_sizes: self_.sizes(),
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1595,12 +1595,12 @@ pub(crate) fn inplace_or_view_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Te
 pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward2 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1631,11 +1631,11 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward3 {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1668,12 +1668,12 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward4 {
             self_sizes: self_.sizes(),
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1706,12 +1706,12 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward5 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1743,13 +1743,13 @@ pub(crate) fn inplace_or_view_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&
 pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ProdBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dtype: if next_edges[0].is_valid() { dtype } else { None },
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1771,7 +1771,7 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
 pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ProdBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
@@ -1779,7 +1779,7 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
             keepdim: keepdim,
             dtype: if next_edges[0].is_valid() { dtype } else { None },
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1821,10 +1821,10 @@ pub(crate) fn inplace_or_view_prod_int_out(ks: DispatchKeySet, (self_, dim, keep
 pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1855,10 +1855,10 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1890,12 +1890,12 @@ pub(crate) fn inplace_or_view_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TransposeBackward0 {
             dim0: dim0,
             dim1: dim1,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1926,12 +1926,12 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TransposeBackward1 {
             dim0: dim0,
             dim1: dim1,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1963,11 +1963,11 @@ pub(crate) fn inplace_or_view_transpose_(ks: DispatchKeySet, (self_, dim0, dim1)
 pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FlipBackward0 {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -1988,12 +1988,12 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
 pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor, &[i64], &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RollBackward0 {
             shifts: if next_edges[0].is_valid() { shifts.to_vec() } else { Vec::new() },
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2014,11 +2014,11 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
 pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnsafeViewBackward0 {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2039,11 +2039,11 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
 pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnsqueezeBackward0 {
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2074,11 +2074,11 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnsqueezeBackward1 {
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2110,10 +2110,10 @@ pub(crate) fn inplace_or_view_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Ten
 pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tensor, Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CloneBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2135,10 +2135,10 @@ pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ZeroBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2190,7 +2190,7 @@ pub(crate) fn inplace_or_view_addmm_out(ks: DispatchKeySet, (self_, mat1, mat2, 
 pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat1) || rg(mat2));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
@@ -2199,7 +2199,7 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
             alpha: alpha,
             mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
             beta: beta,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2221,7 +2221,7 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat1) || rg(mat2));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
@@ -2230,7 +2230,7 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
             alpha: alpha,
             mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
             beta: beta,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2262,11 +2262,11 @@ pub(crate) fn inplace_or_view_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, bet
 pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnbindBackward0 {
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2298,12 +2298,12 @@ pub(crate) fn inplace_or_view_unbind_int(ks: DispatchKeySet, (self_, dim): (&Ten
 pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, non_blocking, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, bool, Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ToCopyBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2324,11 +2324,11 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
 pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ViewBackward0 {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2376,13 +2376,13 @@ pub(crate) fn inplace_or_view_view_dtype(ks: DispatchKeySet, (self_, dtype): (&T
 pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(ScatterBackward0 {
             dim: dim,
             index: SavedVariable::new(&index, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2404,13 +2404,13 @@ pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src)
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(ScatterBackward0 {
             dim: dim,
             index: SavedVariable::new(&index, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2462,12 +2462,12 @@ pub(crate) fn inplace_or_view_scatter_src_out(ks: DispatchKeySet, (self_, dim, i
 pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ScatterBackward1 {
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2489,12 +2489,12 @@ pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, va
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ScatterBackward1 {
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2546,14 +2546,14 @@ pub(crate) fn inplace_or_view_scatter_value_out(ks: DispatchKeySet, (self_, dim,
 pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(ScatterBackward2 {
             reduce: reduce.to_string(),
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2575,14 +2575,14 @@ pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, s
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(ScatterBackward2 {
             reduce: reduce.to_string(),
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2634,11 +2634,11 @@ pub(crate) fn inplace_or_view_scatter_reduce_out(ks: DispatchKeySet, (self_, dim
 pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ScatterBackward3 {
             reduce: reduce.to_string(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2660,11 +2660,11 @@ pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, in
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ScatterBackward3 {
             reduce: reduce.to_string(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2716,13 +2716,13 @@ pub(crate) fn inplace_or_view_scatter_value_reduce_out(ks: DispatchKeySet, (self
 pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(ScatterAddBackward0 {
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2744,13 +2744,13 @@ pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src)
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
         Some(ScatterAddBackward0 {
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2803,11 +2803,11 @@ pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TrilBackward0 {
             diagonal: diagonal,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2840,11 +2840,11 @@ pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TriuBackward0 {
             diagonal: diagonal,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2877,10 +2877,10 @@ pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator)
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UniformBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2932,11 +2932,11 @@ pub(crate) fn inplace_or_view_triu_out(ks: DispatchKeySet, (self_, diagonal, out
 pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TriuBackward0 {
             diagonal: diagonal,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -2977,11 +2977,11 @@ pub(crate) fn inplace_or_view_tril_out(ks: DispatchKeySet, (self_, diagonal, out
 pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TrilBackward0 {
             diagonal: diagonal,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3022,13 +3022,13 @@ pub(crate) fn inplace_or_view_index_select_out(ks: DispatchKeySet, (self_, dim, 
 pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(IndexSelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3069,12 +3069,12 @@ pub(crate) fn inplace_or_view_masked_select_out(ks: DispatchKeySet, (self_, mask
 pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MaskedSelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3144,13 +3144,13 @@ pub(crate) fn inplace_or_view_gather_out(ks: DispatchKeySet, (self_, dim, index,
 pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(GatherBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3193,13 +3193,13 @@ pub(crate) fn inplace_or_view_topk_values(ks: DispatchKeySet, (self_, k, dim, la
 pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted): (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TopkBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3279,14 +3279,14 @@ pub(crate) fn inplace_or_view_any_all_out(ks: DispatchKeySet, (self_, out): (&Te
 pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnfoldBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dimension: dimension,
             size: size,
             step: step,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3316,10 +3316,10 @@ pub(crate) fn inplace_or_view_unfold(ks: DispatchKeySet, (self_, dimension, size
 pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AliasBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3369,14 +3369,14 @@ pub(crate) fn inplace_or_view_mse_loss_out(ks: DispatchKeySet, (self_, target, r
 pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(target));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(target)?);
         Some(MseLossBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             target: SavedVariable::new(&target, false)?,
             reduction: reduction,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3419,7 +3419,7 @@ pub(crate) fn inplace_or_view_nll_loss_forward_output(ks: DispatchKeySet, (self_
 pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(weight));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(weight)?);
         Some(NllLossBackward0 {
@@ -3429,7 +3429,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
             reduction: reduction,
             ignore_index: ignore_index,
             total_weight: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3471,7 +3471,7 @@ pub(crate) fn inplace_or_view_avg_pool2d_out(ks: DispatchKeySet, (self_, kernel_
 pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AvgPool2DBackward0 {
             self_geometry: TensorGeometry::of(self_),
@@ -3480,7 +3480,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
             padding: if next_edges[0].is_valid() { padding.to_vec() } else { Vec::new() },
             count_include_pad: count_include_pad,
             divisor_override: if next_edges[0].is_valid() { divisor_override } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3523,12 +3523,12 @@ pub(crate) fn inplace_or_view_max_pool2d_with_indices_out(ks: DispatchKeySet, (s
 pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MaxPool2DWithIndicesBackward0 {
             self_geometry: TensorGeometry::of(self_),
             result1: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3550,7 +3550,7 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
 pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LinalgVectorNormBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
@@ -3558,7 +3558,7 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3600,14 +3600,14 @@ pub(crate) fn inplace_or_view_linalg_vector_norm_out(ks: DispatchKeySet, (self_,
 pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AsStridedBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3628,14 +3628,14 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
 pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, dim2): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(DiagonalBackward0_copy {
             self_sizes: self_.sizes(),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3656,11 +3656,11 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
 pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ExpandBackward0_copy {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3681,11 +3681,11 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
 pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(PermuteBackward0_copy {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3706,13 +3706,13 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
 pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SelectBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: index,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3742,7 +3742,7 @@ pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
 pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start, end, step): (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SliceBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
@@ -3750,7 +3750,7 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
             start: if next_edges[0].is_valid() { start } else { None },
             end: if next_edges[0].is_valid() { end } else { None },
             step: step,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3771,13 +3771,13 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
 pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SplitBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             split_size: split_size,
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3800,13 +3800,13 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
 pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_sizes, dim): (&Tensor, &[i64], i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SplitWithSizesBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3829,11 +3829,11 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
 pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward0_copy {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3854,12 +3854,12 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
 pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward1_copy {
             self_sizes: self_.sizes(),
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3880,12 +3880,12 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
 pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqueezeBackward2_copy {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3906,10 +3906,10 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
 pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TBackward0_copy {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3930,12 +3930,12 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
 pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TransposeBackward0_copy {
             dim0: dim0,
             dim1: dim1,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3956,11 +3956,11 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
 pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnsqueezeBackward0_copy {
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -3981,11 +3981,11 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
 pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnbindBackward0_copy {
             dim: dim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4074,11 +4074,11 @@ pub(crate) fn inplace_or_view_split_with_sizes_copy_out(ks: DispatchKeySet, (sel
 pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ViewBackward0_copy {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4108,14 +4108,14 @@ pub(crate) fn autograd_view_copy_dtype(ks: DispatchKeySet, (self_, dtype): (&Ten
 pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnfoldBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             dimension: dimension,
             size: size,
             step: step,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4136,10 +4136,10 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
 pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AliasBackward0_copy {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4160,13 +4160,13 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(tensor));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(tensor)?);
         Some(DotBackward0 {
             tensor: if next_edges[0].is_valid() { SavedVariable::new(&tensor, false)? } else { SavedVariable::empty() },
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4227,7 +4227,7 @@ pub(crate) fn inplace_or_view_linear_out(ks: DispatchKeySet, (input, weight, bia
 pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(input)?);
         next_edges.push(edge_opt(weight)?);
         next_edges.push(edge_opt(bias)?);
@@ -4238,7 +4238,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
             eps: eps,
             result1: SavedVariable::empty(),
             result2: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4261,13 +4261,13 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
 pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(input)?);
         Some(NativeDropoutBackward0 {
             p: p,
             train: if next_edges[0].is_valid() { train } else { None },
             result1: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4289,7 +4289,7 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
 pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg(weight) || rg_opt(bias));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(input)?);
         next_edges.push(edge(weight)?);
         next_edges.push(edge_opt(bias)?);
@@ -4301,7 +4301,7 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
             dilation: dilation.to_vec(),
             transposed: transposed,
             groups: groups,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4322,12 +4322,12 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
 pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(AddBackward0 {
             alpha: alpha,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4349,12 +4349,12 @@ pub(crate) fn autograd_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(AddBackward0 {
             alpha: alpha,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4406,10 +4406,10 @@ pub(crate) fn inplace_or_view_add_out(ks: DispatchKeySet, (self_, other, alpha, 
 pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AddBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4431,10 +4431,10 @@ pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AddBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4466,13 +4466,13 @@ pub(crate) fn inplace_or_view_add__Scalar(ks: DispatchKeySet, (self_, other, alp
 pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(DivBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4494,13 +4494,13 @@ pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(DivBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4552,14 +4552,14 @@ pub(crate) fn inplace_or_view_div_out(ks: DispatchKeySet, (self_, other, out): (
 pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(DivBackward2 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             rounding_mode: rounding_mode.map(str::to_string),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4581,14 +4581,14 @@ pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, round
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(DivBackward2 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             rounding_mode: rounding_mode.map(str::to_string),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4640,11 +4640,11 @@ pub(crate) fn inplace_or_view_div_out_mode(ks: DispatchKeySet, (self_, other, ro
 pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(DivBackward1 {
             other: other,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4666,11 +4666,11 @@ pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(DivBackward1 {
             other: other,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4702,12 +4702,12 @@ pub(crate) fn inplace_or_view_div__Scalar(ks: DispatchKeySet, (self_, other): (&
 pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(DivBackward3 {
             other: other,
             rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4729,12 +4729,12 @@ pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, round
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(DivBackward3 {
             other: other,
             rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4766,13 +4766,13 @@ pub(crate) fn inplace_or_view_div__Scalar_mode(ks: DispatchKeySet, (self_, other
 pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(MulBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4794,13 +4794,13 @@ pub(crate) fn autograd_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(MulBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4852,11 +4852,11 @@ pub(crate) fn inplace_or_view_mul_out(ks: DispatchKeySet, (self_, other, out): (
 pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MulBackward1 {
             other: other,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4878,11 +4878,11 @@ pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MulBackward1 {
             other: other,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4934,12 +4934,12 @@ pub(crate) fn inplace_or_view_sub_out(ks: DispatchKeySet, (self_, other, alpha, 
 pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(SubBackward0 {
             alpha: alpha,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4961,12 +4961,12 @@ pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(SubBackward0 {
             alpha: alpha,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -4998,10 +4998,10 @@ pub(crate) fn inplace_or_view_sub__Tensor(ks: DispatchKeySet, (self_, other, alp
 pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SubBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5023,10 +5023,10 @@ pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SubBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5205,13 +5205,13 @@ pub(crate) fn inplace_or_view_logical_or_out(ks: DispatchKeySet, (self_, other, 
 pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ClampBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             min: if next_edges[0].is_valid() { min } else { None },
             max: if next_edges[0].is_valid() { max } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5232,7 +5232,7 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
 pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(min) || rg_opt(max));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
@@ -5240,7 +5240,7 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
             self_: SavedVariable::new(&self_, false)?,
             min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
             max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5262,13 +5262,13 @@ pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, O
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ClampBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             min: if next_edges[0].is_valid() { min } else { None },
             max: if next_edges[0].is_valid() { max } else { None },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5301,7 +5301,7 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
     let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(min) || rg_opt(max));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
@@ -5309,7 +5309,7 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
             max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5381,12 +5381,12 @@ pub(crate) fn inplace_or_view_clamp_Tensor_out(ks: DispatchKeySet, (self_, min, 
 pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ClampMaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             max: max,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5407,13 +5407,13 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
 pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(max));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
         Some(ClampMaxBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             max: SavedVariable::new(&max, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5435,12 +5435,12 @@ pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Sc
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ClampMaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             max: max,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5473,13 +5473,13 @@ pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Ten
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(max));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
         Some(ClampMaxBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             max: SavedVariable::new(&max, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5551,12 +5551,12 @@ pub(crate) fn inplace_or_view_clamp_max_Tensor_out(ks: DispatchKeySet, (self_, m
 pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ClampMinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             min: min,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5577,13 +5577,13 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
 pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(min));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
         Some(ClampMinBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             min: SavedVariable::new(&min, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5605,12 +5605,12 @@ pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Sc
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ClampMinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             min: min,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5643,13 +5643,13 @@ pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Ten
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(min));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
         Some(ClampMinBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             min: SavedVariable::new(&min, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5722,11 +5722,11 @@ pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(EqBackward0 {
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -5759,13 +5759,13 @@ pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(EqBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6177,11 +6177,11 @@ pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NeBackward0 {
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6214,13 +6214,13 @@ pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(NeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6369,11 +6369,11 @@ pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(GeBackward0 {
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6406,13 +6406,13 @@ pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(GeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6503,11 +6503,11 @@ pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LeBackward0 {
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6540,13 +6540,13 @@ pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(LeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6637,11 +6637,11 @@ pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(GtBackward0 {
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6674,13 +6674,13 @@ pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(GtBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6771,11 +6771,11 @@ pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LtBackward0 {
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6808,13 +6808,13 @@ pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(LtBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6867,13 +6867,13 @@ pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(Atan2Backward0 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             other: SavedVariable::new(&other, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6905,13 +6905,13 @@ pub(crate) fn inplace_or_view_atan2_(ks: DispatchKeySet, (self_, other): (&Tenso
 pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(Atan2Backward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6952,10 +6952,10 @@ pub(crate) fn inplace_or_view_fmod_Scalar_out(ks: DispatchKeySet, (self_, other,
 pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FmodBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -6977,10 +6977,10 @@ pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FmodBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7032,13 +7032,13 @@ pub(crate) fn inplace_or_view_fmod_Tensor_out(ks: DispatchKeySet, (self_, other,
 pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(FmodBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7060,13 +7060,13 @@ pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(FmodBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7118,10 +7118,10 @@ pub(crate) fn inplace_or_view_remainder_Scalar_out(ks: DispatchKeySet, (self_, o
 pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RemainderBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7143,10 +7143,10 @@ pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&T
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RemainderBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7198,13 +7198,13 @@ pub(crate) fn inplace_or_view_remainder_Tensor_out(ks: DispatchKeySet, (self_, o
 pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(RemainderBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7226,13 +7226,13 @@ pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&T
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(RemainderBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7264,12 +7264,12 @@ pub(crate) fn inplace_or_view_remainder__Tensor(ks: DispatchKeySet, (self_, othe
 pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(other)?);
         Some(RemainderBackward2 {
             self_: self_,
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7290,13 +7290,13 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
 pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(MaximumBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7337,13 +7337,13 @@ pub(crate) fn inplace_or_view_maximum_out(ks: DispatchKeySet, (self_, other, out
 pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(MinimumBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7404,14 +7404,14 @@ pub(crate) fn inplace_or_view_pow_Tensor_Tensor_out(ks: DispatchKeySet, (self_, 
 pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(exponent));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
         Some(PowBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             exponent: SavedVariable::new(&exponent, false)?,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7453,12 +7453,12 @@ pub(crate) fn inplace_or_view_pow_Scalar_out(ks: DispatchKeySet, (self_, exponen
 pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(exponent));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(exponent)?);
         Some(PowBackward2 {
             self_: self_,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7500,12 +7500,12 @@ pub(crate) fn inplace_or_view_pow_Tensor_Scalar_out(ks: DispatchKeySet, (self_, 
 pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(PowBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             exponent: exponent,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7527,12 +7527,12 @@ pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tens
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(PowBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             exponent: exponent,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7565,14 +7565,14 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(exponent));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
         Some(PowBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             exponent: SavedVariable::new(&exponent, false)?,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7605,12 +7605,12 @@ pub(crate) fn inplace_or_view_pow__Tensor(ks: DispatchKeySet, (self_, exponent):
 pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
         Some(WhereBackward0 {
             condition: SavedVariable::new(&condition, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -7651,7 +7651,7 @@ pub(crate) fn inplace_or_view_where_self_out(ks: DispatchKeySet, (condition, sel
 pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, pin_memory): (Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::arange", next_edges))
     } else {
         None
@@ -7672,7 +7672,7 @@ pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, p
 pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layout, device, pin_memory): (Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::arange.start", next_edges))
     } else {
         None
@@ -7693,7 +7693,7 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
 pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, dtype, layout, device, pin_memory): (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::arange.start_step", next_edges))
     } else {
         None
@@ -7754,7 +7754,7 @@ pub(crate) fn inplace_or_view_arange_start_out(ks: DispatchKeySet, (start, end, 
 pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory, memory_format): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::empty.memory_format", next_edges))
     } else {
         None
@@ -7784,7 +7784,7 @@ pub(crate) fn autograd_empty_like(ks: DispatchKeySet, (self_, dtype, layout, dev
 pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_memory): (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::eye", next_edges))
     } else {
         None
@@ -7805,7 +7805,7 @@ pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_me
 pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, pin_memory): (i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::eye.m", next_edges))
     } else {
         None
@@ -7866,7 +7866,7 @@ pub(crate) fn inplace_or_view_eye_m_out(ks: DispatchKeySet, (n, m, out): (i64, i
 pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout, device, pin_memory): (&[i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::full", next_edges))
     } else {
         None
@@ -7916,7 +7916,7 @@ pub(crate) fn autograd_full_like(ks: DispatchKeySet, (self_, fill_value, dtype, 
 pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, layout, device, pin_memory): (Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::linspace", next_edges))
     } else {
         None
@@ -7957,7 +7957,7 @@ pub(crate) fn inplace_or_view_linspace_out(ks: DispatchKeySet, (start, end, step
 pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::ones", next_edges))
     } else {
         None
@@ -8007,7 +8007,7 @@ pub(crate) fn autograd_ones_like(ks: DispatchKeySet, (self_, dtype, layout, devi
 pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::zeros", next_edges))
     } else {
         None
@@ -8057,10 +8057,10 @@ pub(crate) fn autograd_zeros_like(ks: DispatchKeySet, (self_, dtype, layout, dev
 pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tensor, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(BernoulliBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8102,12 +8102,12 @@ pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generato
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(p));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
         Some(BernoulliBackward1 {
             p_geometry: TensorGeometry::of(p),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8140,10 +8140,10 @@ pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(BernoulliBackward2 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8175,10 +8175,10 @@ pub(crate) fn inplace_or_view_bernoulli__float(ks: DispatchKeySet, (self_, p, ge
 pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(BernoulliBackward3 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8199,7 +8199,7 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
 pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::rand", next_edges))
     } else {
         None
@@ -8220,7 +8220,7 @@ pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pi
 pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::rand.generator", next_edges))
     } else {
         None
@@ -8279,7 +8279,7 @@ pub(crate) fn autograd_rand_like_generator(ks: DispatchKeySet, (self_, generator
 pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, device, pin_memory): (i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
@@ -8300,7 +8300,7 @@ pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, d
 pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, generator, dtype, layout, device, pin_memory): (i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::randint.generator", next_edges))
     } else {
         None
@@ -8321,7 +8321,7 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
 pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::randint.low", next_edges))
     } else {
         None
@@ -8342,7 +8342,7 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
 pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, size, generator, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::randint.low_generator", next_edges))
     } else {
         None
@@ -8443,7 +8443,7 @@ pub(crate) fn inplace_or_view_randint_low_generator_out(ks: DispatchKeySet, (low
 pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::randn", next_edges))
     } else {
         None
@@ -8464,7 +8464,7 @@ pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, p
 pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         Some(NotImplemented::new("aten::randn.generator", next_edges))
     } else {
         None
@@ -8504,10 +8504,10 @@ pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator)
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NormalBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8539,10 +8539,10 @@ pub(crate) fn inplace_or_view_normal_(ks: DispatchKeySet, (self_, mean, std, gen
 pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NormalFunctionalBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8564,14 +8564,14 @@ pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, a
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
         Some(IndexPutBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8603,14 +8603,14 @@ pub(crate) fn inplace_or_view_index_put_(ks: DispatchKeySet, (self_, indices, va
 pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
         Some(IndexPutBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8632,11 +8632,11 @@ pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, val
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MaskedFillBackward0 {
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8668,11 +8668,11 @@ pub(crate) fn inplace_or_view_masked_fill__Scalar(ks: DispatchKeySet, (self_, ma
 pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MaskedFillBackward0 {
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8694,12 +8694,12 @@ pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, val
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
         Some(MaskedFillBackward1 {
             mask: SavedVariable::new(&mask, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8731,12 +8731,12 @@ pub(crate) fn inplace_or_view_masked_fill__Tensor(ks: DispatchKeySet, (self_, ma
 pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
         Some(MaskedFillBackward1 {
             mask: SavedVariable::new(&mask, false)?,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8777,14 +8777,14 @@ pub(crate) fn inplace_or_view_log_softmax_int_out(ks: DispatchKeySet, (self_, di
 pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MaxBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             keepdim: keepdim,
             indices: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8828,12 +8828,12 @@ pub(crate) fn inplace_or_view_max_dim_max(ks: DispatchKeySet, (self_, dim, keepd
 pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MeanBackward0 {
             self_sizes: self_.sizes(),
             self_numel: self_.numel(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8874,14 +8874,14 @@ pub(crate) fn inplace_or_view_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, 
 pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MeanBackward1 {
             self_sizes: self_.sizes(),
             self_numel: self_.numel(),
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8922,14 +8922,14 @@ pub(crate) fn inplace_or_view_mean_out(ks: DispatchKeySet, (self_, dim, keepdim,
 pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MinBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             keepdim: keepdim,
             indices: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -8993,11 +8993,11 @@ pub(crate) fn inplace_or_view_softmax_int_out(ks: DispatchKeySet, (self_, dim, d
 pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SumBackward0 {
             self_sizes: self_.sizes(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9018,13 +9018,13 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
 pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SumBackward1 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9065,7 +9065,7 @@ pub(crate) fn inplace_or_view_sum_IntList_out(ks: DispatchKeySet, (self_, dim, k
 pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(StdBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
@@ -9073,7 +9073,7 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9115,14 +9115,14 @@ pub(crate) fn inplace_or_view_std_correction_out(ks: DispatchKeySet, (self_, dim
 pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(VarBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9163,14 +9163,14 @@ pub(crate) fn inplace_or_view_var_correction_out(ks: DispatchKeySet, (self_, dim
 pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(VarMeanBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9193,12 +9193,12 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
 pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MinBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9240,12 +9240,12 @@ pub(crate) fn inplace_or_view_min_unary_out(ks: DispatchKeySet, (self_, out): (&
 pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(MaxBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9287,11 +9287,11 @@ pub(crate) fn inplace_or_view_max_unary_out(ks: DispatchKeySet, (self_, out): (&
 pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AbsBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9313,11 +9313,11 @@ pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(AbsBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9467,10 +9467,10 @@ pub(crate) fn inplace_or_view_logical_not_out(ks: DispatchKeySet, (self_, out): 
 pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CeilBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9492,10 +9492,10 @@ pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CeilBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9547,11 +9547,11 @@ pub(crate) fn inplace_or_view_ceil_out(ks: DispatchKeySet, (self_, out): (&Tenso
 pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CosBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9573,11 +9573,11 @@ pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(CosBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9629,11 +9629,11 @@ pub(crate) fn inplace_or_view_cos_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ErfBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9655,11 +9655,11 @@ pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ErfBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9711,11 +9711,11 @@ pub(crate) fn inplace_or_view_erf_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ExpBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9738,11 +9738,11 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ExpBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9795,11 +9795,11 @@ pub(crate) fn inplace_or_view_exp_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(Expm1Backward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9822,11 +9822,11 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(Expm1Backward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9879,10 +9879,10 @@ pub(crate) fn inplace_or_view_expm1_out(ks: DispatchKeySet, (self_, out): (&Tens
 pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FloorBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9904,10 +9904,10 @@ pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(FloorBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9968,11 +9968,11 @@ pub(crate) fn autograd_isnan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NanToNumBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -9994,11 +9994,11 @@ pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, negi
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NanToNumBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10050,11 +10050,11 @@ pub(crate) fn inplace_or_view_nan_to_num_out(ks: DispatchKeySet, (self_, nan, po
 pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LogBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10076,11 +10076,11 @@ pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LogBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10132,11 +10132,11 @@ pub(crate) fn inplace_or_view_log_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(Log1PBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10158,11 +10158,11 @@ pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(Log1PBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10214,11 +10214,11 @@ pub(crate) fn inplace_or_view_log1p_out(ks: DispatchKeySet, (self_, out): (&Tens
 pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(Log2Backward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10240,11 +10240,11 @@ pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(Log2Backward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10296,11 +10296,11 @@ pub(crate) fn inplace_or_view_log2_out(ks: DispatchKeySet, (self_, out): (&Tenso
 pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ReciprocalBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10323,11 +10323,11 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ReciprocalBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10380,10 +10380,10 @@ pub(crate) fn inplace_or_view_reciprocal_out(ks: DispatchKeySet, (self_, out): (
 pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NegBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10405,10 +10405,10 @@ pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(NegBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10460,10 +10460,10 @@ pub(crate) fn inplace_or_view_neg_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RoundBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10485,10 +10485,10 @@ pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RoundBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10540,10 +10540,10 @@ pub(crate) fn inplace_or_view_round_out(ks: DispatchKeySet, (self_, out): (&Tens
 pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RoundBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10565,10 +10565,10 @@ pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RoundBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10620,11 +10620,11 @@ pub(crate) fn inplace_or_view_round_decimals_out(ks: DispatchKeySet, (self_, dec
 pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ReluBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10647,11 +10647,11 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ReluBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10705,12 +10705,12 @@ pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor,
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(GeluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             approximate: approximate.to_string(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10742,12 +10742,12 @@ pub(crate) fn inplace_or_view_gelu_(ks: DispatchKeySet, (self_, approximate): (&
 pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(GeluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             approximate: approximate.to_string(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10768,11 +10768,11 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
 pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RsqrtBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10795,11 +10795,11 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RsqrtBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10852,11 +10852,11 @@ pub(crate) fn inplace_or_view_rsqrt_out(ks: DispatchKeySet, (self_, out): (&Tens
 pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SiluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10878,11 +10878,11 @@ pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SiluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10934,11 +10934,11 @@ pub(crate) fn inplace_or_view_silu_out(ks: DispatchKeySet, (self_, out): (&Tenso
 pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SigmoidBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -10961,11 +10961,11 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SigmoidBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11018,11 +11018,11 @@ pub(crate) fn inplace_or_view_sigmoid_out(ks: DispatchKeySet, (self_, out): (&Te
 pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11044,11 +11044,11 @@ pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11100,11 +11100,11 @@ pub(crate) fn inplace_or_view_sin_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqrtBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11127,11 +11127,11 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SqrtBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11184,11 +11184,11 @@ pub(crate) fn inplace_or_view_sqrt_out(ks: DispatchKeySet, (self_, out): (&Tenso
 pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TanBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11211,11 +11211,11 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TanBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11268,11 +11268,11 @@ pub(crate) fn inplace_or_view_tan_out(ks: DispatchKeySet, (self_, out): (&Tensor
 pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TanhBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11295,11 +11295,11 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TanhBackward0 {
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11352,10 +11352,10 @@ pub(crate) fn inplace_or_view_tanh_out(ks: DispatchKeySet, (self_, out): (&Tenso
 pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TruncBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11377,10 +11377,10 @@ pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(TruncBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11432,10 +11432,10 @@ pub(crate) fn inplace_or_view_trunc_out(ks: DispatchKeySet, (self_, out): (&Tens
 pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SignBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11457,10 +11457,10 @@ pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SignBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11521,12 +11521,12 @@ pub(crate) fn autograd_isinf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg_list(tensors));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.extend(edges_list(tensors)?);
         Some(StackBackward0 {
             dim: dim,
             tensors_size_: tensors.len(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11567,12 +11567,12 @@ pub(crate) fn inplace_or_view_stack_out(ks: DispatchKeySet, (tensors, dim, out):
 pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(RepeatBackward0 {
             self_sizes: self_.sizes(),
             repeats: if next_edges[0].is_valid() { repeats.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11593,11 +11593,11 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
 pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): (&Tensor, &[i64], Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ConstantPadNdBackward0 {
             pad: if next_edges[0].is_valid() { pad.to_vec() } else { Vec::new() },
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11618,14 +11618,14 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
 pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse): (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(weight));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(weight)?);
         Some(EmbeddingBackward0 {
             weight_geometry: TensorGeometry::of(weight),
             indices: if next_edges[0].is_valid() { SavedVariable::new(&indices, false)? } else { SavedVariable::empty() },
             padding_idx: padding_idx,
             scale_grad_by_freq: scale_grad_by_freq,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11690,13 +11690,13 @@ pub(crate) fn inplace_or_view_sort_values_stable(ks: DispatchKeySet, (self_, sta
 pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SortBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11718,13 +11718,13 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
 pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(SortBackward1 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11746,14 +11746,14 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
 pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(LogsumexpBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11835,10 +11835,10 @@ pub(crate) fn inplace_or_view_resize_out(ks: DispatchKeySet, (self_, size, memor
 pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ResizeBackward0 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -11939,14 +11939,14 @@ pub(crate) fn inplace_or_view__index_put_impl_out(ks: DispatchKeySet, (self_, in
 pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
         Some(IndexPutImplBackward1 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -12167,10 +12167,10 @@ pub(crate) fn inplace_or_view_zero_out(ks: DispatchKeySet, (self_, out): (&Tenso
 pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(ZeroBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -12231,10 +12231,10 @@ pub(crate) fn inplace_or_view_uniform_out(ks: DispatchKeySet, (self_, from, to, 
 pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UniformBackward1 {
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None
@@ -12941,12 +12941,12 @@ pub(crate) fn inplace_or_view_bernoulli_Tensor_out(ks: DispatchKeySet, (self_, p
 pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(p));
     let mut grad_fn = if requires_grad {
-        let mut next_edges = Vec::new();
+        let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
         Some(BernoulliBackward4 {
             p_geometry: TensorGeometry::of(p),
-            core: NodeCore::new(next_edges, []),
+            core: NodeCore::with_edges(next_edges),
         })
     } else {
         None

@@ -190,7 +190,7 @@ use switchyard_ops::op;\n";
 const KERNELS_PRELUDE: &str = "#![allow(non_snake_case, unused_variables, unused_mut, clippy::all)]\n\n\
 use std::sync::Arc;\n\
 use super::nodes::*;\n\
-use crate::graph::{InputMetadata, NodeCore, NodeRef};\n\
+use crate::graph::{EdgeList, InputMetadata, NodeCore, NodeRef};\n\
 use crate::manual::*;\n\
 use crate::saved::SavedVariable;\n\
 use crate::support::*;\n\
@@ -777,7 +777,7 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             if inplace {
                 body.push_str("    check_inplace(self_, requires_grad)?;\n");
             }
-            body.push_str("    let mut grad_fn = if requires_grad {\n        let mut next_edges = Vec::new();\n");
+            body.push_str("    let mut grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n");
             for (n, t) in &tensors {
                 body.push_str(&format!("        {}\n", edges_expr(n, t)));
             }
@@ -832,7 +832,7 @@ fn with_node(
     }
     let has_list = inputs.iter().any(|(_, t)| is_list(t));
     body.push_str(
-        "    let mut grad_fn = if requires_grad {\n        let mut next_edges = Vec::new();\n",
+        "    let mut grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n",
     );
     for (n, t) in &inputs {
         body.push_str(&format!("        {}\n", edges_expr(n, t)));
@@ -888,7 +888,7 @@ fn with_node(
             }
         }
     }
-    body.push_str("            core: NodeCore::new(next_edges, []),\n        })\n    } else {\n        None\n    };\n");
+    body.push_str("            core: NodeCore::with_edges(next_edges),\n        })\n    } else {\n        None\n    };\n");
     body.push_str(call);
     let (meta, hist) = history(outs, inplace);
     body.push_str("    if let Some(mut node) = grad_fn.take() {\n");
