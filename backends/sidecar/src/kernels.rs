@@ -5,13 +5,14 @@
 //!
 //! The compute kernels (add, mul, relu, mm) handle contiguous `float32` tensors of equal
 //! shapes on the sidecar, which is what a simple accelerator would offer; everything else
-//! they hand to the fallback.
+//! they hand to the fallback. `relu` is listed under `autograd:` in `backend.yaml`: its kernel
+//! is an autograd kernel (see [`crate::autograd`]), which gets the call's key set.
 
 use std::sync::atomic::Ordering;
 
 use switchyard_backend::{
-    Access, Device, DeviceType, Error, Layout, MemoryFormat, Result, Scalar, ScalarType,
-    StorageData, Tensor, call_fallback, with_tensors,
+    Access, Device, DeviceType, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar,
+    ScalarType, StorageData, Tensor, call_fallback, with_tensors,
 };
 use switchyard_ops::op;
 
@@ -127,7 +128,7 @@ fn is_sidecar(t: &Tensor) -> bool {
 
 /// Whether the sidecar's own compute kernels take these operands: `float32`, contiguous, on
 /// the sidecar, all of one shape.
-fn native_f32(tensors: &[&Tensor]) -> bool {
+pub(crate) fn native_f32(tensors: &[&Tensor]) -> bool {
     let Some(first) = tensors.first() else {
         return false;
     };
@@ -159,6 +160,21 @@ fn elementwise(a: &Tensor, b: &Tensor, f: impl Fn(f32, f32) -> f32) -> Result<Te
     new_f32(&a.sizes(), &values)
 }
 
+/// `relu` of a tensor [`native_f32`] takes, on the device (NaN stays NaN, as PyTorch's).
+pub(crate) fn relu_f32(t: &Tensor) -> Result<Tensor> {
+    let values: Vec<f32> = read_f32(t)?
+        .into_iter()
+        .map(|x| if x > 0.0 || x.is_nan() { x } else { 0.0 })
+        .collect();
+    new_f32(&t.sizes(), &values)
+}
+
+/// `relu`'s gradient from its output, on the device: `grad` where `result > 0`, else 0
+/// (PyTorch's `threshold_backward(grad, result, 0)`), for operands [`native_f32`] takes.
+pub(crate) fn threshold_backward_f32(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    elementwise(grad, result, |g, r| if r > 0.0 { g } else { 0.0 })
+}
+
 /// The sidecar's kernels.
 pub(crate) struct Sidecar;
 
@@ -182,16 +198,11 @@ impl SidecarNativeFunctions for Sidecar {
         call_fallback::<op::mul_Tensor>(crate::fallback, (self_, other))
     }
 
-    /// `float32` on the sidecar (NaN stays NaN, as PyTorch's); anything else falls back.
-    fn relu(self_: &Tensor) -> Result<Tensor> {
-        if native_f32(&[self_]) {
-            let values: Vec<f32> = read_f32(self_)?
-                .into_iter()
-                .map(|x| if x > 0.0 || x.is_nan() { x } else { 0.0 })
-                .collect();
-            return new_f32(&self_.sizes(), &values);
-        }
-        call_fallback::<op::relu>(crate::fallback, (self_,))
+    /// The sidecar's autograd kernel (registered at `AutogradPrivateUse1`): records a
+    /// [`SidecarReluBackward`](crate::autograd::SidecarReluBackward) node, computes `float32`
+    /// on the device and redispatches anything else below the autograd keys with `ks`.
+    fn relu(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        crate::autograd::relu(ks, self_)
     }
 
     /// Contiguous `float32` matrices on the sidecar; anything else (and every error message)

@@ -5,9 +5,12 @@
 //! The sidecar is a device whose memory is separate from host memory: its storages hold
 //! [`DeviceMemory`](switchyard_backend::DeviceMemory) that host code cannot address, created
 //! by its own allocator, and every transfer between it and the host is counted. It implements
-//! a handful of operators itself (`add.Tensor`, `mul.Tensor`, `mm`, `relu`, the batched
-//! `_to_cpu`, `_copy_from`, the factories and the strided views) and sends every other
-//! operator through the CPU fallback, counting fallback calls per operator.
+//! a handful of operators itself (`add.Tensor`, `mul.Tensor`, `mm`, the batched `_to_cpu`,
+//! `_copy_from`, the factories and the strided views), has its own autograd kernel for `relu`
+//! ([`autograd`]: a backward node of its own, registered at `AutogradPrivateUse1`), and sends
+//! every other operator through the CPU fallback, counting fallback calls per operator.
+//! Gradients work through all three: the generated Autograd kernels record the nodes of its
+//! own kernels and of fallback operators, and the backward pass runs on the device.
 //!
 //! ```
 //! use switchyard_ops::TensorOps;
@@ -15,7 +18,7 @@
 //! switchyard_sidecar::init()?;
 //! let x = switchyard_core::Tensor::from_slice(&[1.0f32, -2.0, 3.0])?;
 //! let on_sidecar = switchyard_sidecar::to_sidecar(&x)?;
-//! let y = on_sidecar.relu()?; // a sidecar kernel
+//! let y = on_sidecar.relu()?; // the sidecar's autograd kernel, computing on the device
 //! let z = y.exp()?; // no sidecar kernel: runs on the CPU through the fallback
 //! assert_eq!(z.device(), switchyard_sidecar::device());
 //! assert!(switchyard_sidecar::fallback_count("aten::exp") >= 1);
@@ -23,6 +26,7 @@
 //! # }
 //! ```
 
+pub mod autograd;
 #[rustfmt::skip]
 mod generated;
 mod kernels;
@@ -106,7 +110,7 @@ pub fn fallback_counts() -> BTreeMap<String, u64> {
         .clone()
 }
 
-/// A snapshot of the sidecar's transfer and allocation counters.
+/// A snapshot of the sidecar's transfer, allocation and autograd counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Allocations made by the sidecar allocator.
@@ -121,6 +125,10 @@ pub struct Counters {
     pub device_to_host_bytes: u64,
     /// Calls of the batched `_to_cpu` (one per fallback call that had tensor arguments).
     pub to_cpu_batches: u64,
+    /// Calls of the sidecar's own autograd kernels (`relu` at `AutogradPrivateUse1`).
+    pub autograd_calls: u64,
+    /// Runs of the sidecar's own backward nodes ([`autograd::SidecarReluBackward`]).
+    pub backward_calls: u64,
 }
 
 /// The counters now. They are process-wide: tests that compare them run one at a time or
@@ -134,6 +142,8 @@ pub fn counters() -> Counters {
         device_to_host: c.device_to_host.load(Ordering::Relaxed),
         device_to_host_bytes: c.device_to_host_bytes.load(Ordering::Relaxed),
         to_cpu_batches: c.to_cpu_batches.load(Ordering::Relaxed),
+        autograd_calls: autograd::AUTOGRAD_CALLS.load(Ordering::Relaxed),
+        backward_calls: autograd::BACKWARD_CALLS.load(Ordering::Relaxed),
     }
 }
 

@@ -1,11 +1,14 @@
 //! The reference backend against the CPU: its own kernels, the CPU fallback for everything
 //! else (values, mutations, lists and optionals, views refused, one batched transfer per
-//! call, counters), the typed fallback helper, and the whole operator set compared with CPU
-//! results in functional, in-place and out= forms.
+//! call, counters), the typed fallback helper, the whole operator set compared with CPU
+//! results in functional, in-place and out= forms, and gradients ([`gradients`]).
 //!
 //! The counters are process-wide, so every test holds [`serial`] while it runs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+/// Gradients: the sidecar's own autograd kernel, fallback operators, a mixed chain.
+mod gradients;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -172,7 +175,8 @@ fn inplace_and_out_calls_bump_the_version_once() {
         let long = place(Tensor::from_slice(&[1i64, 2, 3]).unwrap());
         type Call<'a> = Box<dyn Fn(&Tensor) + 'a>;
         let cases: Vec<(&str, Tensor, Call<'_>)> = vec![
-            // The sidecar's generated in-place wrappers (add_, mul_, relu_).
+            // The sidecar's generated in-place wrappers (add_ and mul_ at PrivateUse1; relu_ at
+            // AutogradPrivateUse1, around its autograd kernel, copying through `copy_`).
             (
                 "add_",
                 place(f32s(&[0.5, 1.5, 2.5], &[3])),

@@ -81,12 +81,9 @@ pub fn check_version_bump(t: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// PyTorch's error for an out= call whose arguments require grad.
-pub fn out_requires_grad_error(name: &str) -> Error {
-    Error::runtime(format!(
-        "{name}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
-    ))
-}
+/// PyTorch's error for an out= call whose arguments require grad (one message with the
+/// out= wrappers generated for external backends' autograd kernels).
+pub use switchyard_ops::runtime::out_requires_grad_error;
 
 /// Whether any of the node's outputs in `range` is needed by the running pass.
 pub fn range_needed(core: &NodeCore, range: &Range<usize>) -> bool {

@@ -248,6 +248,42 @@ fn autograd_entries_register_at_the_autograd_key_with_their_wrappers() {
 }
 
 #[test]
+fn autograd_kernels_take_the_key_set_and_their_wrappers_pass_it_on() {
+    let files =
+        generate("backend: XLA\ncpp_namespace: x\nsupported: [abs]\nautograd: [sub.Tensor]\n");
+    let tr = &files["native_functions.rs"];
+    // The autograd kernel gets the call's key set first; the backend's kernels do not.
+    assert!(tr.contains(
+        "    fn sub_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor>;"
+    ));
+    assert!(tr.contains("op::sub_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, ..)"));
+    assert!(tr.contains("    fn abs(self_: &Tensor) -> Result<Tensor>;"));
+    let reg = &files["register.rs"];
+    let body = |name: &str| {
+        let start = reg.find(&format!("fn {name}<")).unwrap();
+        let end = reg[start..].find("\n}\n").unwrap();
+        reg[start..start + end].to_string()
+    };
+    let functional = body("wrapper_AutogradXLA_sub_Tensor");
+    assert!(functional.contains("(ks: DispatchKeySet, (self_, other, alpha)"));
+    assert!(functional.contains("K::sub_Tensor(ks, self_, other, alpha)"));
+    let inplace = body("wrapper_AutogradXLA_sub__Tensor");
+    assert!(inplace.contains("let functional_result = K::sub_Tensor(ks, self_, other, alpha)?;"));
+    assert!(inplace.contains("copy_to_backend_self(self_, &functional_result)?;"));
+    // The out= wrapper refuses arguments that require grad before anything runs.
+    let out = body("wrapper_AutogradXLA_sub_out");
+    let check = out
+        .find("switchyard_ops::runtime::check_backend_autograd_out(\"sub\", self_.requires_grad() || other.requires_grad() || out.requires_grad())?;")
+        .unwrap();
+    assert!(check < out.find("K::sub_Tensor(ks, self_, other, alpha)?").unwrap());
+    // Wrappers at the backend key neither take nor pass it.
+    let abs_out = body("wrapper_XLA_abs_out");
+    assert!(abs_out.contains("(_ks: DispatchKeySet,"));
+    assert!(abs_out.contains("K::abs(self_)?"));
+    assert!(!abs_out.contains("check_backend_autograd_out"));
+}
+
+#[test]
 fn full_codegen_is_appended_to_supported_and_ir_gen_non_native_are_ignored() {
     let y = parse(
         "backend: XLA\ncpp_namespace: x\nsupported: [abs]\nfull_codegen: [mul.Tensor]\nir_gen: [relu]\nnon_native:\n  - func: foo() -> Tensor\n",
@@ -482,6 +518,7 @@ impl backend_fixture::FixtureNativeFunctions for Failing {
         no()
     }
     fn max_pool2d(
+        ks: DispatchKeySet,
         _: &Tensor,
         _: &[i64],
         _: &[i64],
@@ -489,12 +526,17 @@ impl backend_fixture::FixtureNativeFunctions for Failing {
         _: &[i64],
         _: bool,
     ) -> Result<Tensor> {
+        *AUTOGRAD_KS.lock().unwrap() = Some(ks);
         no()
     }
-    fn sub_Tensor(_: &Tensor, _: &Tensor, _: Scalar) -> Result<Tensor> {
+    fn sub_Tensor(ks: DispatchKeySet, _: &Tensor, _: &Tensor, _: Scalar) -> Result<Tensor> {
+        *AUTOGRAD_KS.lock().unwrap() = Some(ks);
         no()
     }
 }
+
+/// The key set the fixture's last autograd kernel was called with.
+static AUTOGRAD_KS: std::sync::Mutex<Option<DispatchKeySet>> = std::sync::Mutex::new(None);
 
 #[test]
 fn fixture_registers_at_the_dispatcher_with_matching_schemas() {
@@ -528,6 +570,55 @@ fn fixture_registers_at_the_dispatcher_with_matching_schemas() {
         e.to_string().contains("not implemented by the fixture"),
         "{e}"
     );
+    // A call at the autograd key reaches the backend's autograd kernel with the key set it
+    // was called with, directly or through a generated in-place wrapper, so that the kernel
+    // can redispatch below autograd.
+    let autograd = DispatchKeySet::from(DispatchKey::AutogradPrivateUse1)
+        .add(DispatchKey::ADInplaceOrView)
+        .add(DispatchKey::PrivateUse1);
+    let one = Scalar::from(1);
+    let calls: [&dyn Fn() -> Result<()>; 3] = [
+        &|| switchyard_ops::op::sub_Tensor::redispatch(autograd, &t, &t, one).map(drop),
+        &|| switchyard_ops::op::sub__Tensor::redispatch(autograd, &t, &t, one).map(drop),
+        &|| {
+            switchyard_ops::op::max_pool2d::redispatch(autograd, &t, &[1], &[1], &[0], &[1], false)
+                .map(drop)
+        },
+    ];
+    for call in calls {
+        *AUTOGRAD_KS.lock().unwrap() = None;
+        let e = call().unwrap_err();
+        assert!(
+            e.to_string().contains("not implemented by the fixture"),
+            "{e}"
+        );
+        assert_eq!(*AUTOGRAD_KS.lock().unwrap(), Some(autograd));
+    }
+    // The generated out= wrapper at the autograd key refuses arguments that require grad
+    // (before calling anything), as the generated Autograd out= kernels do.
+    let x = Tensor::from_slice(&[1.0f32, -2.0]).unwrap();
+    x.set_requires_grad(true).unwrap();
+    let out = Tensor::from_slice(&[0.0f32, 0.0]).unwrap();
+    *AUTOGRAD_KS.lock().unwrap() = None;
+    let e = switchyard_ops::op::sub_out::redispatch(autograd, &x, &t, one, &out).unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "sub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        *AUTOGRAD_KS.lock().unwrap(),
+        None,
+        "refused before the kernel ran"
+    );
+    // Without grad it reaches the functional autograd kernel.
+    let e = switchyard_ops::op::sub_out::redispatch(autograd, &t, &t, one, &out).unwrap_err();
+    assert!(
+        e.to_string().contains("not implemented by the fixture"),
+        "{e}"
+    );
+    assert_eq!(*AUTOGRAD_KS.lock().unwrap(), Some(autograd));
     // Dropping the library deregisters everything.
     drop(lib);
     assert!(

@@ -106,6 +106,26 @@ pub fn copy_list_to_backend_out(outs: &[Tensor], results: &[Tensor]) -> Result<(
         .try_for_each(|(o, r)| copy_to_backend_out(o, r))
 }
 
+/// PyTorch's error for an out= call whose arguments require grad (`name` is the operator's
+/// base name: `relu` for `relu.out`).
+pub fn out_requires_grad_error(name: &str) -> Error {
+    Error::runtime(format!(
+        "{name}(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+    ))
+}
+
+/// The check of an out= wrapper generated at an external backend's `Autograd<backend>` key
+/// (for a group whose functional kernel the backend lists under `autograd:`): with grad mode
+/// on, arguments that require grad (`requires_grad`, computed by the wrapper over every
+/// tensor argument, `out` included) are refused, as the generated Autograd out= kernels
+/// refuse them, before anything runs.
+pub fn check_backend_autograd_out(name: &str, requires_grad: bool) -> Result<()> {
+    if requires_grad && switchyard_core::local_dispatch::is_grad_enabled() {
+        return Err(out_requires_grad_error(name));
+    }
+    Ok(())
+}
+
 /// Checks the `self` of a generated external-backend in-place wrapper against the functional
 /// kernel's result, as the CPU's in-place kernels check theirs: an in-place output is never
 /// resized ("output with shape [3] doesn't match the broadcast shape [2, 3]") and the result

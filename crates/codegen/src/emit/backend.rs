@@ -9,6 +9,11 @@
 //!   `supported`/`full_codegen`, then per kernel listed under `autograd`. Each has the operator's
 //!   dispatcher signature with the Rust types of the typed handle `op::X` (no defaults, out
 //!   arguments last, `&Tensor` for every tensor, `i64` for `SymInt`) and returns `Result<..>`.
+//!   A kernel of the `autograd` list takes first the key set it was called with
+//!   (`ks: DispatchKeySet`, as PyTorch's `VariableType` kernels take a `c10::DispatchKeySet`):
+//!   it sits at `Autograd<backend>`, above the backend, and continues below the autograd keys
+//!   with `op::X::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`; a kernel at the backend key has
+//!   nothing below it to redispatch to and does not get it.
 //!   Rust has no overloading, so an item is named by the operator's unambiguous name (`abs`,
 //!   `add_Tensor`, `add__Tensor`, `add_out`, `max_dim`), the name of its `op::` marker type,
 //!   rather than by PyTorch's kernel name (`add` for both `add.Tensor` and `add.Scalar`); the
@@ -23,7 +28,13 @@
 //!   changed), then copies the result into `self` (`switchyard_ops::runtime::copy_to_backend_self`)
 //!   or resizes and copies it into the out arguments (`copy_to_backend_out`), and returns the
 //!   mutated argument(s). The copies run inside the call's ADInplaceOrView kernel, below
-//!   its key, so the call bumps the version counter once, as PyTorch's does. Kernels
+//!   its key, so the call bumps the version counter once, as PyTorch's does. At
+//!   `Autograd<backend>` the wrappers pass their key set on to the functional autograd kernel,
+//!   and the copy runs above `ADInplaceOrView` and the autograd keys: `copy_` records the
+//!   in-place change in the graph (`self` gets the history of the result) and bumps the
+//!   version once; an out= wrapper there first refuses arguments that require grad while grad
+//!   mode is on, with the error of the generated Autograd out= kernels ("relu(): functions with
+//!   out=... arguments don't support automatic differentiation, ..."). Kernels
 //!   the backend gives are used as they are; ungrouped operators (every view) get no wrapper;
 //!   `use_out_as_primary: true` turns the wrappers off; mutable (`foo.mutable`) members never
 //!   get one.
@@ -43,7 +54,7 @@ use crate::backend::{BackendKey, BackendYaml};
 use crate::{GroupedItem, NativeFunctions};
 use std::path::PathBuf;
 use switchyard_core::DispatchKey;
-use switchyard_schema::SchemaKind;
+use switchyard_schema::{Argument, SchemaKind};
 
 /// A problem generating a backend's code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,20 +172,27 @@ fn item_name(f: &GenFunction) -> String {
     fn_name(&unambiguous_name(&f.schema))
 }
 
-/// `name: type` parameters of a trait item.
-fn params(f: &GenFunction) -> Result<String, UnsupportedType> {
-    Ok(f.schema
-        .arguments
-        .iter()
-        .map(|a| {
+/// `name: type` parameters of a trait item; an autograd kernel's start with the key set.
+fn params(f: &GenFunction, autograd: bool) -> Result<String, UnsupportedType> {
+    let ks = autograd.then(|| Ok("ks: DispatchKeySet".to_string()));
+    Ok(ks
+        .into_iter()
+        .chain(f.schema.arguments.iter().map(|a| {
             Ok(format!(
                 "{}: {}",
                 arg_name(&a.name),
                 arg_type(&a.ty, "")?.replace("& ", "&")
             ))
-        })
+        }))
         .collect::<Result<Vec<_>, UnsupportedType>>()?
         .join(", "))
+}
+
+/// The arguments of a call of trait item `K::<f>` from a wrapper: the wrapper's key set first
+/// for an autograd kernel, then `args`.
+fn call_args(autograd: bool, args: Vec<String>) -> String {
+    let ks = autograd.then(|| "ks".to_string());
+    ks.into_iter().chain(args).collect::<Vec<_>>().join(", ")
 }
 
 /// The trait's items: the backend index then the autograd index, each in grouped order.
@@ -213,14 +231,16 @@ fn trait_file(
     out.push_str(&format!(
         "//! The kernels the `{}` backend implements, as the trait [`{}`].\n\n\
          #![allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::type_complexity)]\n\n\
-         use switchyard_core::{{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor}};\n\n",
+         use switchyard_core::{{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor}};\n\n",
         yaml.backend, yaml.class_name
     ));
     out.push_str(&format!(
         "/// The kernels of the `{}` backend listed in its yaml, one associated function per operator\n\
          /// with the operator's dispatcher signature (the argument and output types of `op::<name>`).\n\
          /// Items are named by the operator's unambiguous name (`add_Tensor`; Rust has no overloading);\n\
-         /// each doc gives the schema and PyTorch's kernel name. Register an implementation with\n\
+         /// each doc gives the schema and PyTorch's kernel name. A kernel registered at an `Autograd`\n\
+         /// key takes first the key set it was called with, to continue below the autograd keys with\n\
+         /// `op::<name>::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`. Register an implementation with\n\
          /// [`register`](super::register::register).\n",
         yaml.backend
     ));
@@ -239,12 +259,21 @@ fn trait_file(
             out.push('\n');
         }
         first = false;
+        let autograd = Some(key) == yaml.autograd_key;
+        let redispatch = if autograd {
+            format!(
+                "\n    ///\n    /// `ks` is the key set the call reached this kernel with; continue below the autograd\n    /// keys with `op::{}::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`.\n",
+                op_type_name(&f.schema)
+            )
+        } else {
+            "\n".to_string()
+        };
         out.push_str(&format!(
-            "    /// `{}`\n    ///\n    /// Kernel `{kernel}`, registered at `{}`.\n    fn {}({}) -> Result<{}>;\n",
+            "    /// `{}`\n    ///\n    /// Kernel `{kernel}`, registered at `{}`.{redispatch}    fn {}({}) -> Result<{}>;\n",
             schema_text(f),
             key.name(),
             item_name(f),
-            params(f)?,
+            params(f, autograd)?,
             output_type(&f.schema)?
         ));
     }
@@ -256,16 +285,35 @@ fn wrapper_name(key: DispatchKey, f: &GenFunction) -> String {
     registration_wrapper_name(key, f)
 }
 
-/// The body of a generated in-place / out= wrapper (§4.5).
+/// `requires_grad` of one argument, by type (as a Rust expression on core's flag).
+fn requires_grad_expr(a: &Argument) -> Option<String> {
+    let n = arg_name(&a.name);
+    if a.ty.is_tensor() {
+        Some(format!("{n}.requires_grad()"))
+    } else if a.ty.is_optional_tensor() {
+        Some(format!("{n}.is_some_and(Tensor::requires_grad)"))
+    } else if a.ty.is_tensor_list() {
+        Some(format!("{n}.iter().any(Tensor::requires_grad)"))
+    } else if a.ty.is_optional_tensor_list() {
+        Some(format!("{n}.iter().flatten().any(Tensor::requires_grad)"))
+    } else {
+        None
+    }
+}
+
+/// The body of a generated in-place / out= wrapper (§4.5); `autograd` for a wrapper at
+/// `Autograd<backend>`, which passes its key set on and, for out=, first refuses arguments
+/// that require grad.
 fn generated_body(
     f: &GenFunction,
     functional: &GenFunction,
     kind: BackendKernelKind,
+    autograd: bool,
 ) -> Result<String, UnsupportedType> {
     let call = format!(
         "K::{}({})?",
         item_name(functional),
-        functional_args(f, functional)?.join(", ")
+        call_args(autograd, functional_args(f, functional)?)
     );
     let rt = "switchyard_ops::runtime";
     if kind == BackendKernelKind::GeneratedInplace {
@@ -305,7 +353,26 @@ fn generated_body(
             b
         });
     }
-    Ok(copy_into_backend_outs_body(f, &call, rt))
+    let mut body = String::new();
+    if autograd {
+        let checks: Vec<String> = f
+            .schema
+            .arguments
+            .iter()
+            .filter_map(requires_grad_expr)
+            .collect();
+        let requires_grad = if checks.is_empty() {
+            "false".to_string()
+        } else {
+            checks.join(" || ")
+        };
+        body.push_str(&format!(
+            "    {rt}::check_backend_autograd_out({:?}, {requires_grad})?;\n",
+            f.schema.name.name.base,
+        ));
+    }
+    body.push_str(&copy_into_backend_outs_body(f, &call, rt));
+    Ok(body)
 }
 
 /// The body of a generated out= wrapper: the functional call, every out argument checked
@@ -365,27 +432,31 @@ fn register_file(
 ) -> Result<String, BackendGenError> {
     let tr = &yaml.class_name;
     let bound = format!("K: {tr}");
+    let autograd_key = yaml.autograd_key.map(known).transpose()?;
     let mut wrappers = Vec::new();
     let mut calls = Vec::new();
     for r in regs {
         let f = &input.functions[r.function];
         let name = wrapper_name(r.key, f);
+        let autograd = Some(r.key) == autograd_key;
         let body = match r.kind {
             BackendKernelKind::Explicit => format!(
                 "    K::{}({})\n",
                 item_name(f),
-                f.schema
-                    .arguments
-                    .iter()
-                    .map(|a| arg_name(&a.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                call_args(
+                    autograd,
+                    f.schema
+                        .arguments
+                        .iter()
+                        .map(|a| arg_name(&a.name))
+                        .collect()
+                )
             ),
             kind => {
                 let g = nf
                     .group_of(r.function)
                     .ok_or_else(|| BackendGenError(format!("{} has no group", f.schema)))?;
-                generated_body(f, &input.functions[g.functional], kind)?
+                generated_body(f, &input.functions[g.functional], kind, autograd)?
             }
         };
         let what = match r.kind {
@@ -397,7 +468,7 @@ fn register_file(
                 "generated: the functional kernel, then a resize and copy into the out arguments"
             }
         };
-        let code = wrapper_fn(&format!("{name}<{bound}>"), f, false, &body)?.replacen(
+        let code = wrapper_fn(&format!("{name}<{bound}>"), f, autograd, &body)?.replacen(
             "`\nfn ",
             &format!("` ({what})\nfn "),
             1,

@@ -5,12 +5,14 @@
 
 #![allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::type_complexity)]
 
-use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
+use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 
 /// The kernels of the `PrivateUse1` backend listed in its yaml, one associated function per operator
 /// with the operator's dispatcher signature (the argument and output types of `op::<name>`).
 /// Items are named by the operator's unambiguous name (`add_Tensor`; Rust has no overloading);
-/// each doc gives the schema and PyTorch's kernel name. Register an implementation with
+/// each doc gives the schema and PyTorch's kernel name. A kernel registered at an `Autograd`
+/// key takes first the key set it was called with, to continue below the autograd keys with
+/// `op::<name>::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`. Register an implementation with
 /// [`register`](super::register::register).
 pub trait FixtureNativeFunctions {
     /// `mm(Tensor self, Tensor mat2) -> Tensor`
@@ -81,10 +83,16 @@ pub trait FixtureNativeFunctions {
     /// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
     ///
     /// Kernel `max_pool2d`, registered at `AutogradPrivateUse1`.
-    fn max_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor>;
+    ///
+    /// `ks` is the key set the call reached this kernel with; continue below the autograd
+    /// keys with `op::max_pool2d::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`.
+    fn max_pool2d(ks: DispatchKeySet, self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<Tensor>;
 
     /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
     ///
     /// Kernel `sub`, registered at `AutogradPrivateUse1`.
-    fn sub_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor>;
+    ///
+    /// `ks` is the key set the call reached this kernel with; continue below the autograd
+    /// keys with `op::sub_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`.
+    fn sub_Tensor(ks: DispatchKeySet, self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor>;
 }

@@ -192,25 +192,26 @@ fn wrapper_PrivateUse1_abs_<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (sel
 }
 
 /// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor` (the backend's kernel)
-fn wrapper_AutogradPrivateUse1_max_pool2d<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<Tensor> {
-    K::max_pool2d(self_, kernel_size, stride, padding, dilation, ceil_mode)
+fn wrapper_AutogradPrivateUse1_max_pool2d<K: FixtureNativeFunctions>(ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<Tensor> {
+    K::max_pool2d(ks, self_, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (the backend's kernel)
-fn wrapper_AutogradPrivateUse1_sub_Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    K::sub_Tensor(self_, other, alpha)
+fn wrapper_AutogradPrivateUse1_sub_Tensor<K: FixtureNativeFunctions>(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    K::sub_Tensor(ks, self_, other, alpha)
 }
 
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
-fn wrapper_AutogradPrivateUse1_sub_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let functional_result = K::sub_Tensor(self_, other, alpha)?;
+fn wrapper_AutogradPrivateUse1_sub_out<K: FixtureNativeFunctions>(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    switchyard_ops::runtime::check_backend_autograd_out("sub", self_.requires_grad() || other.requires_grad() || out.requires_grad())?;
+    let functional_result = K::sub_Tensor(ks, self_, other, alpha)?;
     switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
-fn wrapper_AutogradPrivateUse1_sub__Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let functional_result = K::sub_Tensor(self_, other, alpha)?;
+fn wrapper_AutogradPrivateUse1_sub__Tensor<K: FixtureNativeFunctions>(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::sub_Tensor(ks, self_, other, alpha)?;
     switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }

@@ -5,12 +5,14 @@
 
 #![allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::type_complexity)]
 
-use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
+use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 
 /// The kernels of the `PrivateUse1` backend listed in its yaml, one associated function per operator
 /// with the operator's dispatcher signature (the argument and output types of `op::<name>`).
 /// Items are named by the operator's unambiguous name (`add_Tensor`; Rust has no overloading);
-/// each doc gives the schema and PyTorch's kernel name. Register an implementation with
+/// each doc gives the schema and PyTorch's kernel name. A kernel registered at an `Autograd`
+/// key takes first the key set it was called with, to continue below the autograd keys with
+/// `op::<name>::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`. Register an implementation with
 /// [`register`](super::register::register).
 pub trait AllNativeFunctions {
     /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
