@@ -9,7 +9,7 @@ use switchyard_core::{Error, MemoryFormat, Result, Tensor};
 use switchyard_ops::native::is_non_overlapping_and_dense;
 use switchyard_ops::op;
 
-use crate::graph::{Grad, InputMetadata, Node, NodeCore};
+use crate::graph::{Grad, Node, NodeCore};
 use crate::meta;
 
 /// Accumulates gradients into a leaf's `.grad`.
@@ -24,11 +24,8 @@ impl AccumulateGrad {
     pub(crate) fn new(variable: Tensor) -> AccumulateGrad {
         // Accumulators run as soon as they are ready (PyTorch gives them the largest
         // sequence number), releasing gradient memory early.
-        let core = NodeCore::with_sequence_nr(
-            std::iter::empty(),
-            [InputMetadata::of(&variable)],
-            u64::MAX,
-        );
+        let mut core = NodeCore::with_sequence_nr(std::iter::empty(), std::iter::empty(), u64::MAX);
+        core.add_input_metadata(&variable);
         AccumulateGrad { core, variable }
     }
 

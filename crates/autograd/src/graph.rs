@@ -131,6 +131,19 @@ impl InputMetadata {
             shape: t.sizes(),
         }
     }
+
+    /// Appends the metadata of `t` to `list`, written in place (a hot path: building the
+    /// value and moving it in costs a copy of its inline shape).
+    fn push_of(list: &mut SmallVec<[InputMetadata; 1]>, t: &Tensor) {
+        list.push(InputMetadata {
+            dtype: t.dtype(),
+            device: t.device(),
+            shape: DimVec::new(),
+        });
+        if let Some(last) = list.last_mut() {
+            t.with_sizes(|s| last.shape.extend_from_slice(s));
+        }
+    }
 }
 
 /// A hook run on a gradient before the node that receives it: it may return a replacement.
@@ -212,7 +225,7 @@ impl NodeCore {
     /// Records the metadata of the next forward output this node receives a gradient for
     /// (outputs are known only after the forward call; the node is shared only after that).
     pub fn add_input_metadata(&mut self, t: &Tensor) {
-        self.input_metadata.push(InputMetadata::of(t));
+        InputMetadata::push_of(&mut self.input_metadata, t);
     }
 
     /// The edges to the nodes of the forward inputs, one per gradient `apply` returns.

@@ -70,6 +70,16 @@ pub fn set_output_history(t: &Tensor, node: &NodeRef, nr: u32) -> Result<()> {
     Ok(())
 }
 
+/// [`set_output_history`] for the last output, which takes the node instead of a new
+/// reference to it.
+#[inline]
+pub fn set_output_history_owned(t: &Tensor, node: NodeRef, nr: u32) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        meta::set_history(t, node, nr)?;
+    }
+    Ok(())
+}
+
 /// Refuses an in-place change of an inference tensor outside inference mode (an inference
 /// tensor has no version counter to bump).
 pub fn check_version_bump(t: &Tensor) -> Result<()> {

@@ -214,7 +214,7 @@ pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, stor
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -293,7 +293,7 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -382,7 +382,7 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -430,7 +430,7 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -477,7 +477,7 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -518,7 +518,7 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -607,7 +607,7 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -694,7 +694,7 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -735,7 +735,7 @@ pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, l
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -760,7 +760,7 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -793,7 +793,7 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -818,7 +818,7 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -917,7 +917,7 @@ pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tens
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1005,7 +1005,7 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1054,7 +1054,7 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1103,7 +1103,7 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1150,7 +1150,7 @@ pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor))
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1195,7 +1195,7 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1231,7 +1231,7 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1269,7 +1269,7 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1308,7 +1308,7 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1336,7 +1336,7 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1365,7 +1365,7 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1393,7 +1393,7 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1421,7 +1421,7 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1542,7 +1542,7 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1577,7 +1577,7 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1612,7 +1612,7 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1762,7 +1762,7 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1792,7 +1792,7 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1836,7 +1836,7 @@ pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Ten
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1907,7 +1907,7 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -1979,7 +1979,7 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2005,7 +2005,7 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2030,7 +2030,7 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2055,7 +2055,7 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2125,7 +2125,7 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2211,7 +2211,7 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2315,7 +2315,7 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2340,7 +2340,7 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2394,7 +2394,7 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2479,7 +2479,7 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2565,7 +2565,7 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2650,7 +2650,7 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2734,7 +2734,7 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2948,7 +2948,7 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -2993,7 +2993,7 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3040,7 +3040,7 @@ pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3086,7 +3086,7 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3162,7 +3162,7 @@ pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_gra
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3212,7 +3212,7 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -3298,7 +3298,7 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3331,7 +3331,7 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3388,7 +3388,7 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3442,7 +3442,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
         node.core.add_input_metadata(&result0);
         node.total_weight = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -3492,7 +3492,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3541,7 +3541,7 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -3571,7 +3571,7 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3619,7 +3619,7 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3647,7 +3647,7 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3672,7 +3672,7 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3697,7 +3697,7 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3724,7 +3724,7 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3762,7 +3762,7 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3845,7 +3845,7 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3871,7 +3871,7 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3897,7 +3897,7 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3921,7 +3921,7 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3947,7 +3947,7 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3972,7 +3972,7 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4090,7 +4090,7 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4127,7 +4127,7 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4151,7 +4151,7 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4178,7 +4178,7 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4252,7 +4252,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
 }
@@ -4280,7 +4280,7 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -4313,7 +4313,7 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4339,7 +4339,7 @@ pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4421,7 +4421,7 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4484,7 +4484,7 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4571,7 +4571,7 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4656,7 +4656,7 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4719,7 +4719,7 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4784,7 +4784,7 @@ pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4868,7 +4868,7 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -4951,7 +4951,7 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5013,7 +5013,7 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5223,7 +5223,7 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5252,7 +5252,7 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5398,7 +5398,7 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5425,7 +5425,7 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5568,7 +5568,7 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -5595,7 +5595,7 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -6923,7 +6923,7 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -6967,7 +6967,7 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7050,7 +7050,7 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7133,7 +7133,7 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7216,7 +7216,7 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7281,7 +7281,7 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7308,7 +7308,7 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7355,7 +7355,7 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7424,7 +7424,7 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7471,7 +7471,7 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7517,7 +7517,7 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7622,7 +7622,7 @@ pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other):
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7663,7 +7663,7 @@ pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, p
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7684,7 +7684,7 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7705,7 +7705,7 @@ pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7766,7 +7766,7 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7796,7 +7796,7 @@ pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_me
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7817,7 +7817,7 @@ pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, p
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7878,7 +7878,7 @@ pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7928,7 +7928,7 @@ pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, l
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -7969,7 +7969,7 @@ pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pi
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8019,7 +8019,7 @@ pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, p
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8072,7 +8072,7 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8190,7 +8190,7 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8211,7 +8211,7 @@ pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pi
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8232,7 +8232,7 @@ pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtyp
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8291,7 +8291,7 @@ pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, d
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8312,7 +8312,7 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8333,7 +8333,7 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8354,7 +8354,7 @@ pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, siz
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8455,7 +8455,7 @@ pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, p
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8476,7 +8476,7 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8554,7 +8554,7 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8622,7 +8622,7 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8684,7 +8684,7 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8748,7 +8748,7 @@ pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, valu
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8797,7 +8797,7 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -8845,7 +8845,7 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8893,7 +8893,7 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -8942,7 +8942,7 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -9009,7 +9009,7 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9036,7 +9036,7 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9086,7 +9086,7 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9134,7 +9134,7 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9184,7 +9184,7 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
         node.core.add_input_metadata(&result1);
         let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
-        set_output_history(&result1, &node, 0u32 + 1)?;
+        set_output_history_owned(&result1, node, 0u32 + 1)?;
     }
     Ok((result0, result1))
 }
@@ -9211,7 +9211,7 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9258,7 +9258,7 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9303,7 +9303,7 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9482,7 +9482,7 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9563,7 +9563,7 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9645,7 +9645,7 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9728,7 +9728,7 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9812,7 +9812,7 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9894,7 +9894,7 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -9984,7 +9984,7 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10066,7 +10066,7 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10148,7 +10148,7 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10230,7 +10230,7 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10313,7 +10313,7 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10395,7 +10395,7 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10475,7 +10475,7 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10555,7 +10555,7 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10637,7 +10637,7 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10759,7 +10759,7 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10785,7 +10785,7 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10868,7 +10868,7 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -10951,7 +10951,7 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11034,7 +11034,7 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11117,7 +11117,7 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11201,7 +11201,7 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11285,7 +11285,7 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11367,7 +11367,7 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11447,7 +11447,7 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11538,7 +11538,7 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11584,7 +11584,7 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11609,7 +11609,7 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11637,7 +11637,7 @@ pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_i
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11709,7 +11709,7 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -11737,7 +11737,7 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
 }
@@ -11766,7 +11766,7 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11850,7 +11850,7 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -11958,7 +11958,7 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12182,7 +12182,7 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12246,7 +12246,7 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -12958,7 +12958,7 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }

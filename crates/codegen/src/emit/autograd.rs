@@ -666,7 +666,8 @@ fn history(outs: &[(String, Type, String)], inplace: bool) -> (String, String) {
         return (meta, hist);
     }
     let mut nr = String::from("0u32");
-    for (local, ty, _) in outs {
+    for (i, (local, ty, _)) in outs.iter().enumerate() {
+        let last = i + 1 == outs.len();
         if is_list(ty) {
             meta.push_str(&format!(
                 "        {local}.iter().for_each(|t| node.core.add_input_metadata(t));\n"
@@ -679,9 +680,12 @@ fn history(outs: &[(String, Type, String)], inplace: bool) -> (String, String) {
             meta.push_str(&format!(
                 "        node.core.add_input_metadata(&{local});\n"
             ));
-            hist.push_str(&format!(
-                "        set_output_history(&{local}, &node, {nr})?;\n"
-            ));
+            // The last output takes the node itself: one reference-count round trip less.
+            hist.push_str(&if last {
+                format!("        set_output_history_owned(&{local}, node, {nr})?;\n")
+            } else {
+                format!("        set_output_history(&{local}, &node, {nr})?;\n")
+            });
             nr = format!("{nr} + 1");
         }
     }

@@ -3,8 +3,9 @@
 //! Every kernel is registered as a typed wrapper `fn(DispatchKeySet, (args..)) -> Result<..>`
 //! named `wrapper_<Key>_<operator>` that calls the hand-written kernel (or, for structured
 //! operators, meta + impl; for generated operators, a generated body). The ops crate's file
-//! defines every schema and registers the Meta, composite, BackendSelect and ADInplaceOrView
-//! kernels; each backend crate's file registers that backend's kernels.
+//! defines every schema and registers the Meta, composite and BackendSelect kernels; each
+//! backend crate's file registers that backend's kernels (the Autograd and ADInplaceOrView
+//! kernels are switchyard-autograd's, written by `emit::autograd`).
 
 use super::input::{GenFunction, GenGroup, GenInput};
 use super::operators::schema_text;
@@ -658,8 +659,8 @@ const OPS_KEYS: [DispatchKey; 4] = [
     DispatchKey::Meta,
 ];
 
-/// `crates/ops/src/generated/register.rs`: schemas and the Meta / composite / BackendSelect /
-/// ADInplaceOrView kernels.
+/// `crates/ops/src/generated/register.rs`: schemas and the Meta / composite / BackendSelect
+/// kernels.
 pub fn generate_ops(input: &GenInput) -> Result<String, UnsupportedType> {
     let paths = OPS_PATHS;
     let mut wrappers = Vec::new();
