@@ -94,6 +94,14 @@ impl Scalar {
         if dtype == ScalarType::Bool {
             return false;
         }
+        // The common case (`alpha=1`, small constants) fits every dtype: an int in int8's
+        // range (uint8 wraps negative ints down to -255), a float in [0, 127] (uint8 refuses
+        // negative floats). NaN fails the comparison.
+        match self {
+            Scalar::Int(i) if (-128..=127).contains(&i) => return false,
+            Scalar::Float(f) if (0.0..=127.0).contains(&f) => return false,
+            _ => {}
+        }
         match self {
             Scalar::Bool(_) => false,
             Scalar::Int(i) => match integral_range(dtype) {
