@@ -1090,6 +1090,32 @@ pub fn slice_backward(
     op::slice_scatter::call(&input.zeros_as(grad)?, grad, dim, start, end, step)
 }
 
+/// `narrow_copy`'s gradient: PyTorch's `slice_backward_wrapper(grad, self.sizes(), dim, start,
+/// start + length, 1)`, with `start` wrapped first as the forward wraps it. (PyTorch passes a
+/// negative `start` as it is, so that `narrow_copy(x, 0, -2, 2)` on a dimension of 3 slices
+/// `[-2:0]`, nothing, and its backward fails; here it gets the gradient the forward implies.)
+pub fn narrow_copy_backward(
+    grad: &Tensor,
+    sizes: &[i64],
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, sizes.len())?;
+    let start = if start < 0 { start + sizes[d] } else { start };
+    let end = start
+        .checked_add(length)
+        .ok_or_else(|| Error::runtime("narrow_copy: start + length overflows int64"))?;
+    op::slice_scatter::call(
+        &zeros_sized(sizes, grad)?,
+        grad,
+        dim,
+        Some(start),
+        Some(end),
+        1,
+    )
+}
+
 /// `as_strided_scatter`'s gradient for `self`: the gradient with the scattered region
 /// zeroed (PyTorch's `as_strided_scatter_backward`).
 pub fn as_strided_scatter_backward(

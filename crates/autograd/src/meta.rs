@@ -110,7 +110,7 @@ pub fn grad_fn(t: &Tensor) -> Result<Option<NodeRef>> {
         return Ok(None);
     };
     if meta.view.is_some() {
-        return crate::view::view_grad_fn(t, &meta);
+        return crate::view::view_grad_fn(t, meta);
     }
     Ok(meta.lock().grad_fn.clone())
 }

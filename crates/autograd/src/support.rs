@@ -179,8 +179,10 @@ impl Node for NotImplemented {
     }
 
     fn apply(self: Arc<Self>, _grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        Err(Error::not_implemented(format!(
-            "the derivative for '{}' is not implemented.",
+        // PyTorch's `NotImplemented` node is an `Error` node: a RuntimeError, worded unlike the
+        // NotImplementedError of a `not_implemented(...)` formula.
+        Err(Error::runtime(format!(
+            "derivative for {} is not implemented",
             self.operator
         )))
     }

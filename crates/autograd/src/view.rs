@@ -232,7 +232,7 @@ pub fn check_inplace(t: &Tensor, result_requires_grad: bool) -> Result<()> {
     if let Some(m) = meta::get(t)
         && let Some(info) = &m.view
     {
-        if let Some(msg) = view_rebase_error(&m, info, false) {
+        if let Some(msg) = view_rebase_error(m, info, false) {
             return Err(Error::runtime(msg));
         }
         if requires_grad(t) && meta::is_leaf(&info.base) && info.base.requires_grad() {
@@ -275,7 +275,7 @@ pub fn rebase_history(t: &Tensor, grad_fn: NodeRef) -> Result<()> {
     }
     // The view's own history is rebuilt from the base's new one.
     let old = m.lock().grad_fn.clone();
-    regenerate_view_grad_fn(t, &m, info, old)?;
+    regenerate_view_grad_fn(t, m, info, old)?;
     Ok(())
 }
 

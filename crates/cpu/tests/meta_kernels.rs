@@ -602,6 +602,258 @@ fn indexing_on_meta_match_cpu() {
     check(cases, 14, 12);
 }
 
+/// The view copies (generated composites, and `narrow_copy`'s hand-written CPU and Meta
+/// kernels) and the scatters, on non-contiguous and expanded inputs, with out= tensors of
+/// every kind; the fixture test (`views.rs`, `view_copies`) checks the values against PyTorch.
+#[test]
+fn view_copies_and_scatters_on_meta_match_cpu() {
+    use ScalarType::{Double, Float, Long};
+    let cases: &[(&str, Call)] = &[
+        ("narrow_copy transposed", |d| {
+            Ok(vec![op::narrow_copy::call(
+                &transposed(d, Float, 3, 4),
+                1,
+                -3,
+                2,
+            )?])
+        }),
+        ("narrow_copy long", |d| {
+            Ok(vec![op::narrow_copy::call(
+                &ramp(d, Long, &[2, 3, 4], 5),
+                2,
+                1,
+                3,
+            )?])
+        }),
+        ("narrow_copy 0-dim", |d| {
+            Ok(vec![op::narrow_copy::call(&float(d, &[]), 0, 0, 1)?])
+        }),
+        ("narrow_copy dim out of range", |d| {
+            Ok(vec![op::narrow_copy::call(&float(d, &[2, 3]), 2, 0, 1)?])
+        }),
+        ("narrow_copy negative dim out of range", |d| {
+            Ok(vec![op::narrow_copy::call(&float(d, &[2, 3]), -3, 0, 1)?])
+        }),
+        ("narrow_copy start out of range", |d| {
+            Ok(vec![op::narrow_copy::call(&float(d, &[2, 3]), 1, -4, 1)?])
+        }),
+        ("narrow_copy negative length", |d| {
+            Ok(vec![op::narrow_copy::call(&float(d, &[2, 3]), 1, 0, -1)?])
+        }),
+        ("narrow_copy extreme length", |d| {
+            Ok(vec![op::narrow_copy::call(
+                &float(d, &[2, 3]),
+                1,
+                3,
+                i64::MIN,
+            )?])
+        }),
+        ("narrow_copy.out", |d| {
+            let out = empty(d, Float);
+            Ok(vec![op::narrow_copy_out::call(
+                &transposed(d, Float, 3, 4),
+                0,
+                1,
+                2,
+                &out,
+            )?])
+        }),
+        ("narrow_copy.out keeps strides", |d| {
+            let out = transposed(d, Float, 2, 2);
+            Ok(vec![op::narrow_copy_out::call(
+                &float(d, &[2, 3]),
+                1,
+                1,
+                2,
+                &out,
+            )?])
+        }),
+        ("narrow_copy.out other size", |d| {
+            let out = float(d, &[7]);
+            Ok(vec![op::narrow_copy_out::call(
+                &float(d, &[2, 3]),
+                1,
+                1,
+                2,
+                &out,
+            )?])
+        }),
+        ("narrow_copy.out other dtype", |d| {
+            let out = empty(d, Double);
+            Ok(vec![op::narrow_copy_out::call(
+                &float(d, &[2, 3]),
+                1,
+                1,
+                2,
+                &out,
+            )?])
+        }),
+        ("permute_copy transposed", |d| {
+            Ok(vec![op::permute_copy::call(
+                &transposed(d, Float, 3, 4),
+                &[1, 0],
+            )?])
+        }),
+        ("expand_copy", |d| {
+            Ok(vec![op::expand_copy::call(
+                &float(d, &[3, 1]),
+                &[2, 3, 4],
+                false,
+            )?])
+        }),
+        ("view_copy of a view that cannot be one", |d| {
+            Ok(vec![op::view_copy::call(
+                &transposed(d, Float, 3, 4),
+                &[12],
+            )?])
+        }),
+        ("view_copy bad size", |d| {
+            Ok(vec![op::view_copy::call(
+                &transposed(d, Float, 3, 4),
+                &[5],
+            )?])
+        }),
+        ("diagonal_copy.out keeps strides", |d| {
+            let out = op::slice_Tensor::call(&float(d, &[6]), 0, None, None, 2)?;
+            Ok(vec![op::diagonal_copy_out::call(
+                &float(d, &[3, 4]),
+                0,
+                0,
+                1,
+                &out,
+            )?])
+        }),
+        ("select_copy.int_out other dtype", |d| {
+            let out = empty(d, Long);
+            Ok(vec![op::select_copy_int_out::call(
+                &float(d, &[3, 4]),
+                1,
+                0,
+                &out,
+            )?])
+        }),
+        ("split_copy", |d| {
+            op::split_copy_Tensor::call(&transposed(d, Float, 5, 3), 2, 0)
+        }),
+        ("unbind_copy", |d| {
+            op::unbind_copy_int::call(&float(d, &[2, 3]), -1)
+        }),
+        ("unfold_copy", |d| {
+            Ok(vec![op::unfold_copy::call(
+                &transposed(d, Float, 5, 3),
+                0,
+                2,
+                1,
+            )?])
+        }),
+        ("slice_scatter transposed", |d| {
+            Ok(vec![op::slice_scatter::call(
+                &transposed(d, Float, 3, 4),
+                &float(d, &[3, 2]),
+                -1,
+                Some(-3),
+                Some(-1),
+                1,
+            )?])
+        }),
+        ("slice_scatter mismatched src", |d| {
+            Ok(vec![op::slice_scatter::call(
+                &float(d, &[3, 4]),
+                &float(d, &[3, 3]),
+                1,
+                Some(0),
+                Some(2),
+                1,
+            )?])
+        }),
+        ("slice_scatter step 0", |d| {
+            Ok(vec![op::slice_scatter::call(
+                &float(d, &[3, 4]),
+                &float(d, &[3, 4]),
+                1,
+                None,
+                None,
+                0,
+            )?])
+        }),
+        ("select_scatter broadcastable src", |d| {
+            Ok(vec![op::select_scatter::call(
+                &float(d, &[3, 4]),
+                &float(d, &[1]),
+                0,
+                1,
+            )?])
+        }),
+        ("select_scatter index out of range", |d| {
+            Ok(vec![op::select_scatter::call(
+                &float(d, &[3, 4]),
+                &float(d, &[3]),
+                1,
+                -5,
+            )?])
+        }),
+        ("diagonal_scatter long", |d| {
+            Ok(vec![op::diagonal_scatter::call(
+                &ramp(d, Long, &[2, 3, 4], 7),
+                &ramp(d, Long, &[3, 1], 7),
+                -1,
+                0,
+                -1,
+            )?])
+        }),
+        ("diagonal_scatter mismatched src", |d| {
+            Ok(vec![op::diagonal_scatter::call(
+                &float(d, &[3, 4]),
+                &float(d, &[4]),
+                0,
+                0,
+                1,
+            )?])
+        }),
+        ("as_strided_scatter transposed", |d| {
+            Ok(vec![op::as_strided_scatter::call(
+                &transposed(d, Float, 3, 4),
+                &float(d, &[3]),
+                &[3],
+                &[1],
+                Some(0),
+            )?])
+        }),
+        ("as_strided_scatter out of bounds", |d| {
+            Ok(vec![op::as_strided_scatter::call(
+                &float(d, &[3, 4]),
+                &float(d, &[3]),
+                &[3],
+                &[5],
+                Some(2),
+            )?])
+        }),
+        ("slice_scatter.out", |d| {
+            let out = transposed(d, Float, 3, 4);
+            Ok(vec![op::slice_scatter_out::call(
+                &float(d, &[3, 4]),
+                &float(d, &[1, 4]),
+                0,
+                Some(2),
+                None,
+                1,
+                &out,
+            )?])
+        }),
+        ("select_scatter.out other dtype", |d| {
+            let out = empty(d, Double);
+            Ok(vec![op::select_scatter_out::call(
+                &float(d, &[3, 4]),
+                &float(d, &[4]),
+                0,
+                0,
+                &out,
+            )?])
+        }),
+    ];
+    check(cases, 16, 16);
+}
+
 #[test]
 fn linalg_and_random_on_meta_match_cpu() {
     use ScalarType::{Double, Float, Long};

@@ -1,10 +1,15 @@
 //! The view operators against PyTorch 2.15 (`tools/oracle/views.py` wrote
 //! `fixtures/views.json`): sizes, strides, storage offsets, storage sharing, version sharing
-//! and error messages, on CPU and meta tensors, through the kernels directly.
+//! and error messages, on CPU and meta tensors, through the kernels directly; and (module
+//! `view_copies`) their `_copy` twins and the scatter family through the dispatcher.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod view_copies;
 mod views_support;
+
+// Its ADInplaceOrView kernels bump the versions of out= arguments.
+use switchyard_autograd as _;
 
 use serde_json::Value;
 use switchyard_core::{Device, MemoryFormat, Result, ScalarType, Tensor};

@@ -32,7 +32,7 @@ fn lookup<S: OpSignature>(
 
 /// Resizes `out` like `result` and copies `result` into it (the body of generated out=
 /// kernels: PyTorch's `resize_out_helper` + `copy_arg`, which resizes first and then refuses
-/// an `out` of another dtype).
+/// an `out` of another dtype or on another device).
 pub fn copy_to_out(out: &Tensor, result: &Tensor) -> Result<()> {
     crate::structured::resize_output(out, &result.sizes())?;
     torch_check!(
@@ -40,6 +40,12 @@ pub fn copy_to_out(out: &Tensor, result: &Tensor) -> Result<()> {
         "Expected out tensor to have dtype {}, but got {} instead",
         result.dtype().type_meta_name(),
         out.dtype().type_meta_name()
+    );
+    torch_check!(
+        out.device() == result.device(),
+        "Expected out tensor to have device {}, but got {} instead",
+        result.device(),
+        out.device()
     );
     op::copy_::call(out, result, false).map(|_| ())
 }

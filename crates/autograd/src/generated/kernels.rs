@@ -1175,6 +1175,54 @@ pub(crate) fn inplace_or_view_mm_out(ks: DispatchKeySet, (self_, mat2, out): (&T
     Ok(result)
 }
 
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, length): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        Some(NarrowCopyBackward0 {
+            self_sizes: self_.sizes(),
+            dim: dim,
+            start: start,
+            length: length,
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::narrow_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, length)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history(&result, &node, 0u32)?;
+    }
+    Ok(result)
+}
+
+/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_narrow_copy_out(ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
+        return Err(out_requires_grad_error("narrow_copy"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::narrow_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, length, out)
+}
+
+/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_narrow_copy_out(ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::narrow_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, start, length, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
 /// `permute(Tensor(a) self, int[] dims) -> Tensor(a)`
 pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
@@ -3731,10 +3779,23 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
 
 /// `detach_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        Some(NotImplemented::new("aten::detach_copy", next_edges))
+    } else {
+        None
+    };
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::detach_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history(&result, &node, 0u32)?;
+    }
     Ok(result)
 }
 

@@ -4980,6 +4980,49 @@ impl Node for SinBackward0 {
     }
 }
 
+/// The backward of `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`.
+pub struct NarrowCopyBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_sizes: DimVec,
+    pub(crate) dim: i64,
+    pub(crate) start: i64,
+    pub(crate) length: i64,
+}
+
+impl Node for NarrowCopyBackward0 {
+    fn name(&self) -> String {
+        "NarrowCopyBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: narrow_copy_backward(grad, self.sizes(), dim, start, length)?
+        if range_needed(&this.core, &self_ix) {
+            let self_sizes: &[i64] = &this.self_sizes;
+            let dim = this.dim;
+            let start = this.start;
+            let length = this.length;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ narrow_copy_backward(grad, self_sizes, dim, start, length)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`.
 pub struct SliceBackward0 {
     pub(crate) core: NodeCore,

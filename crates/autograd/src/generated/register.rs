@@ -59,6 +59,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(autograd_amin_out).debug("autograd_amin_out"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(autograd_mm).debug("autograd_mm"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(autograd_mm_out).debug("autograd_mm_out"))?;
+    lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(autograd_narrow_copy).debug("autograd_narrow_copy"))?;
+    lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(autograd_narrow_copy_out).debug("autograd_narrow_copy_out"))?;
     lib.impl_("permute", Kernel::typed::<op::permute>(autograd_permute).debug("autograd_permute"))?;
     lib.impl_("select.int", Kernel::typed::<op::select_int>(autograd_select_int).debug("autograd_select_int"))?;
     lib.impl_("slice.Tensor", Kernel::typed::<op::slice_Tensor>(autograd_slice_Tensor).debug("autograd_slice_Tensor"))?;
@@ -587,6 +589,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(inplace_or_view_amax_out).debug("inplace_or_view_amax_out"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(inplace_or_view_amin_out).debug("inplace_or_view_amin_out"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(inplace_or_view_mm_out).debug("inplace_or_view_mm_out"))?;
+    lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(inplace_or_view_narrow_copy_out).debug("inplace_or_view_narrow_copy_out"))?;
     lib.impl_("permute", Kernel::typed::<op::permute>(inplace_or_view_permute).debug("inplace_or_view_permute"))?;
     lib.impl_("select.int", Kernel::typed::<op::select_int>(inplace_or_view_select_int).debug("inplace_or_view_select_int"))?;
     lib.impl_("slice.Tensor", Kernel::typed::<op::slice_Tensor>(inplace_or_view_slice_Tensor).debug("inplace_or_view_slice_Tensor"))?;

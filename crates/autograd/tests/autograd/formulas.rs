@@ -1158,6 +1158,230 @@ fn cases() -> Vec<Case> {
         },
     );
 
+    // The scatters on transposed inputs, with negative dimensions and bounds.
+    k.add(
+        "slice_scatter",
+        "transposed, negative dim",
+        "SliceScatterBackward0",
+        vec![nc(&[3, 4], Any, 81), nc(&[3, 2], Any, 82)],
+        true,
+        |x| {
+            one(op::slice_scatter::call(
+                &x[0],
+                &x[1],
+                -1,
+                Some(-3),
+                Some(-1),
+                1,
+            )?)
+        },
+    );
+    k.add(
+        "select_scatter",
+        "transposed, negative dim",
+        "SelectScatterBackward0",
+        vec![nc(&[2, 3, 4], Any, 83), c(&[2, 3], Any, 84)],
+        true,
+        |x| one(op::select_scatter::call(&x[0], &x[1], -1, -4)?),
+    );
+    k.add(
+        "diagonal_scatter",
+        "transposed, negative dims",
+        "DiagonalScatterBackward0",
+        vec![nc(&[2, 3, 4], Any, 85), nc(&[2, 3], Any, 86)],
+        true,
+        |x| one(op::diagonal_scatter::call(&x[0], &x[1], -1, -1, -2)?),
+    );
+
+    // The view copies: the views' formulas, under the views' node names with `_copy`.
+    for (variant, x) in [
+        ("contiguous", c(&[3, 4], Any, 87)),
+        ("transposed", nc(&[3, 4], Any, 88)),
+    ] {
+        k.add(
+            "view_copy",
+            variant,
+            "ViewBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::view_copy::call(&x[0], &[2, -1, 3])?),
+        );
+        k.add(
+            "expand_copy",
+            variant,
+            "ExpandBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::expand_copy::call(&x[0], &[2, -1, 4], false)?),
+        );
+        k.add(
+            "permute_copy",
+            variant,
+            "PermuteBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::permute_copy::call(&x[0], &[-1, 0])?),
+        );
+        k.add(
+            "transpose_copy.int",
+            variant,
+            "TransposeBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::transpose_copy_int::call(&x[0], -1, 0)?),
+        );
+        k.add(
+            "t_copy",
+            variant,
+            "TBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::t_copy::call(&x[0])?),
+        );
+        k.add(
+            "diagonal_copy",
+            variant,
+            "DiagonalBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::diagonal_copy::call(&x[0], -1, 0, 1)?),
+        );
+        k.add(
+            "select_copy.int",
+            variant,
+            "SelectBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::select_copy_int::call(&x[0], -1, -2)?),
+        );
+        k.add(
+            "slice_copy.Tensor",
+            variant,
+            "SliceBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::slice_copy_Tensor::call(&x[0], -1, Some(-3), None, 2)?),
+        );
+        k.add(
+            "narrow_copy",
+            variant,
+            "NarrowCopyBackward0",
+            vec![x.clone()],
+            true,
+            |x| one(op::narrow_copy::call(&x[0], -1, 1, 2)?),
+        );
+        k.add(
+            "unsqueeze_copy",
+            variant,
+            "UnsqueezeBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::unsqueeze_copy::call(&x[0], -2)?),
+        );
+        k.add(
+            "unfold_copy",
+            variant,
+            "UnfoldBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::unfold_copy::call(&x[0], -1, 2, 1)?),
+        );
+        k.add(
+            "as_strided_copy",
+            variant,
+            "AsStridedBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::as_strided_copy::call(&x[0], &[2, 2], &[1, 2], Some(1))?),
+        );
+        k.add(
+            "alias_copy",
+            variant,
+            "AliasBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::alias_copy::call(&x[0])?),
+        );
+        k.add(
+            "split_copy.Tensor",
+            variant,
+            "SplitBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| {
+                let parts = op::split_copy_Tensor::call(&x[0], 3, -1)?;
+                Ok(vec![
+                    parts[1].clone(),
+                    op::mul_Scalar::call(&parts[0], Scalar::Float(2.0))?,
+                ])
+            },
+        );
+        k.add(
+            "split_with_sizes_copy",
+            variant,
+            "SplitWithSizesBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| {
+                let parts = op::split_with_sizes_copy::call(&x[0], &[1, 2], 0)?;
+                Ok(vec![parts[1].clone()])
+            },
+        );
+        k.add(
+            "unbind_copy.int",
+            variant,
+            "UnbindBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| {
+                let parts = op::unbind_copy_int::call(&x[0], -1)?;
+                Ok(vec![parts[0].clone(), parts[3].clone()])
+            },
+        );
+    }
+    // A negative start ending at the dimension's end (PyTorch's formula slices `[-2:0]` here
+    // and fails; see `narrow_copy_backward`).
+    k.add(
+        "narrow_copy",
+        "transposed, negative start",
+        "NarrowCopyBackward0",
+        vec![nc(&[3, 4], Any, 93)],
+        true,
+        |x| one(op::narrow_copy::call(&x[0], 1, -2, 2)?),
+    );
+    k.add(
+        "squeeze_copy",
+        "contiguous",
+        "SqueezeBackward0_copy",
+        vec![c(&[3, 1, 2, 1], Any, 89)],
+        true,
+        |x| one(op::squeeze_copy::call(&x[0])?),
+    );
+    k.add(
+        "squeeze_copy.dim",
+        "contiguous",
+        "SqueezeBackward1_copy",
+        vec![c(&[3, 1, 2], Any, 90)],
+        true,
+        |x| one(op::squeeze_copy_dim::call(&x[0], -2)?),
+    );
+    k.add(
+        "squeeze_copy.dims",
+        "transposed",
+        "SqueezeBackward2_copy",
+        vec![nc(&[1, 3, 2], Any, 91)],
+        true,
+        |x| one(op::squeeze_copy_dims::call(&x[0], &[0, -1, 1])?),
+    );
+    k.add(
+        "expand_copy",
+        "0-dim",
+        "ExpandBackward0_copy",
+        vec![c(&[], Any, 92)],
+        true,
+        |x| one(op::expand_copy::call(&x[0], &[2, 3], false)?),
+    );
+
     // Indexing.
     let idx2 = || long(&[2, 0, 1, 1, 3, 0], &[3, 2]);
     k.add(
@@ -1788,4 +2012,25 @@ fn gradcheck_every_differentiable_operator() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// Every view copy and every scatter with a formula has cases above (`view_copy.dtype` is not
+/// differentiable, `detach_copy` has no formula in PyTorch: `semantics.rs` checks both).
+#[test]
+fn every_view_copy_and_scatter_has_a_case() {
+    use switchyard_codegen::emit::workspace::{find_workspace_root, parse_ops_yaml};
+    use switchyard_schema::SchemaKind;
+    let root = find_workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let nf = parse_ops_yaml(&root).unwrap();
+    let cases = cases();
+    let missing: Vec<String> = nf
+        .functions
+        .iter()
+        .filter(|f| f.kind() == SchemaKind::Functional)
+        .filter(|f| f.has_tag("view_copy") || f.func.name.name.base.ends_with("_scatter"))
+        .map(|f| f.func.name.to_string())
+        .filter(|n| !["view_copy.dtype", "detach_copy"].contains(&n.as_str()))
+        .filter(|n| !cases.iter().any(|c| c.op == n))
+        .collect();
+    assert!(missing.is_empty(), "no gradcheck case: {missing:?}");
 }

@@ -363,11 +363,28 @@ fn integer_and_boolean_outputs_never_require_grad() {
             "view.dtype",
             op::view_dtype::call(&a, ScalarType::Long).unwrap(),
         ),
-        ("detach_copy", op::detach_copy::call(&a).unwrap()),
     ];
     for (label, t) in floats {
         assert!(!t.requires_grad_now(), "{label} requires grad");
     }
+}
+
+/// `detach_copy` has no formula in PyTorch (`detach` is autograd's own kernel, so its copy
+/// inherits none): the result requires grad through a `NotImplemented` node, and a gradient
+/// reaching it is PyTorch's RuntimeError.
+#[test]
+fn detach_copy_records_a_not_implemented_node() {
+    let a = x(&[1.0, 2.0, 3.0], &[3]);
+    let d = op::detach_copy::call(&a).unwrap();
+    assert!(d.requires_grad_now());
+    assert_eq!(d.grad_fn().unwrap().unwrap().name(), "NotImplemented");
+    assert!(!d.is_alias_of(&a));
+    let e = op::sum::call(&d, None).unwrap().backward().unwrap_err();
+    assert_eq!(e.kind().name(), "RuntimeError");
+    assert_eq!(
+        e.message(),
+        "derivative for aten::detach_copy is not implemented"
+    );
 }
 
 /// Gradients at points where the operator is not differentiable, as PyTorch 2.15 returns

@@ -675,7 +675,13 @@ pub fn generate_ops(input: &GenInput) -> Result<String, UnsupportedType> {
         } else {
             for key in OPS_KEYS {
                 if let Some(kernel) = f.kernel(key) {
-                    wrappers.push(if f.generated || f.view_copy_of.is_some() {
+                    // A standard `<view>_copy` gets its body generated at
+                    // CompositeExplicitAutogradNonFunctional only (torchgen's
+                    // `GenCompositeViewCopyKernel`); its kernels at other keys (`narrow_copy`'s
+                    // Meta kernel) are written by hand.
+                    let generated_view_copy = f.view_copy_of.is_some()
+                        && key == DispatchKey::CompositeExplicitAutogradNonFunctional;
+                    wrappers.push(if f.generated || generated_view_copy {
                         generated_wrapper(key, input, i, paths)?
                     } else {
                         native_wrapper(key, f, kernel, paths)?

@@ -54,6 +54,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(wrapper_CPU_amin_out).debug("wrapper_CPU_amin_out"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(wrapper_CPU_mm).debug("wrapper_CPU_mm"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_CPU_mm_out).debug("wrapper_CPU_mm_out"))?;
+    lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_CPU_narrow_copy).debug("wrapper_CPU_narrow_copy"))?;
+    lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(wrapper_CPU_narrow_copy_out).debug("wrapper_CPU_narrow_copy_out"))?;
     lib.impl_("_softmax", Kernel::typed::<op::_softmax>(wrapper_CPU__softmax).debug("wrapper_CPU__softmax"))?;
     lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(wrapper_CPU__softmax_out).debug("wrapper_CPU__softmax_out"))?;
     lib.impl_("prod", Kernel::typed::<op::prod>(wrapper_CPU_prod).debug("wrapper_CPU_prod"))?;
@@ -754,6 +756,16 @@ fn wrapper_CPU_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor
         switchyard_ops::structured::copy_back(out, p)?;
     }
     Ok(out.clone())
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+fn wrapper_CPU_narrow_copy(_ks: DispatchKeySet, (self_, dim, start, length): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    crate::native::narrow_copy_dense_cpu(self_, dim, start, length)
+}
+
+/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CPU_narrow_copy_out(_ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::narrow_copy_dense_cpu_out(self_, dim, start, length, out)
 }
 
 /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`

@@ -431,3 +431,38 @@ pub fn resize_(
 ) -> Result<Tensor> {
     ops_native::resize_(self_, size, memory_format)
 }
+
+/// `narrow_copy` (CPU; PyTorch's `narrow_copy_dense_cpu`): a new contiguous tensor holding
+/// `self.narrow(dim, start, length)`.
+pub fn narrow_copy_dense_cpu(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let out = Tensor::allocate(&[0], self_.dtype(), self_.device())?;
+    narrow_copy_dense_cpu_out(self_, dim, start, length, &out)
+}
+
+/// `narrow_copy.out` (CPU; PyTorch's `narrow_copy_dense_cpu_out`): the checks shared with the
+/// Meta kernel (`switchyard_ops::meta::narrow_copy_checks`), `out` resized as PyTorch's kernel
+/// resizes it, then the narrowed elements copied in. (PyTorch copies blocks of bytes as if `out`
+/// were contiguous, which scrambles an `out` of the right sizes and other strides; here the
+/// elements land where `out`'s strides put them.)
+pub fn narrow_copy_dense_cpu_out(
+    self_: &Tensor,
+    dim: i64,
+    start: i64,
+    length: i64,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let n = switchyard_ops::meta::narrow_copy_checks(self_, dim, start, length, out.dtype())?;
+    switchyard_ops::meta::narrow_copy_resize_out(out, &n.sizes)?;
+    if out.numel() == 0 {
+        return Ok(out.clone());
+    }
+    let g = self_.geometry();
+    let offset = n
+        .start
+        .checked_mul(g.strides()[n.dim])
+        .and_then(|o| o.checked_add(g.storage_offset()))
+        .ok_or_else(|| Error::runtime("narrow_copy: storage offset overflows int64"))?;
+    let narrowed = self_.as_strided_view(&n.sizes, g.strides(), offset)?;
+    ops_native::copy_(out, &narrowed, false)?;
+    Ok(out.clone())
+}

@@ -615,6 +615,18 @@ pub fn mm_out(self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::mm_out::call(self_, mat2, out)
 }
 
+/// `aten::narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+#[inline]
+pub fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    op::narrow_copy::call(self_, dim, start, length)
+}
+
+/// `aten::narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn narrow_copy_out(self_: &Tensor, dim: i64, start: i64, length: i64, out: &Tensor) -> Result<Tensor> {
+    op::narrow_copy_out::call(self_, dim, start, length, out)
+}
+
 /// `aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
 #[inline]
 pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {

@@ -2250,6 +2250,89 @@ impl mm_out {
     }
 }
 
+/// `aten::narrow_copy`: `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct narrow_copy;
+
+impl OpSignature for narrow_copy {
+    type Args<'a> = (&'a Tensor, i64, i64, i64);
+    type Output = Tensor;
+}
+
+impl Operator for narrow_copy {
+    const QUALIFIED_NAME: &'static str = "aten::narrow_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl narrow_copy {
+    /// `aten::narrow_copy`.
+    pub const NAME: &'static str = "aten::narrow_copy";
+    /// The schema.
+    pub const SCHEMA: &'static str = "narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<narrow_copy>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, start, length))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, start, length))
+    }
+}
+
+/// `aten::narrow_copy.out`: `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct narrow_copy_out;
+
+impl OpSignature for narrow_copy_out {
+    type Args<'a> = (&'a Tensor, i64, i64, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for narrow_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::narrow_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl narrow_copy_out {
+    /// `aten::narrow_copy.out`.
+    pub const NAME: &'static str = "aten::narrow_copy.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<narrow_copy_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: i64, start: i64, length: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, dim, start, length, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: i64, start: i64, length: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, dim, start, length, out))
+    }
+}
+
 /// `aten::narrow`: `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
 #[allow(non_camel_case_types)]
 pub struct narrow;

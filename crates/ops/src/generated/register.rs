@@ -71,6 +71,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("mm(Tensor self, Tensor mat2) -> Tensor")?;
     defs.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor")?;
+    defs.def("narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)")?;
     defs.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)")?;
     defs.def("movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")?;
@@ -694,6 +696,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(wrapper_Meta_amin_out).debug("wrapper_Meta_amin_out"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(wrapper_Meta_mm).debug("wrapper_Meta_mm"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_Meta_mm_out).debug("wrapper_Meta_mm_out"))?;
+    lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_Meta_narrow_copy).debug("wrapper_Meta_narrow_copy"))?;
+    lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(wrapper_Meta_narrow_copy_out).debug("wrapper_Meta_narrow_copy_out"))?;
     lib.impl_("_softmax", Kernel::typed::<op::_softmax>(wrapper_Meta__softmax).debug("wrapper_Meta__softmax"))?;
     lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(wrapper_Meta__softmax_out).debug("wrapper_Meta__softmax_out"))?;
     lib.impl_("prod", Kernel::typed::<op::prod>(wrapper_Meta_prod).debug("wrapper_Meta_prod"))?;
@@ -1237,6 +1241,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
     lib.impl_("copy", Kernel::typed::<op::copy>(wrapper_CompositeExplicitAutogradNonFunctional_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_copy"))?;
+    lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_CompositeExplicitAutogradNonFunctional_narrow_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_narrow_copy"))?;
     lib.impl_("slice_scatter", Kernel::typed::<op::slice_scatter>(wrapper_CompositeExplicitAutogradNonFunctional_slice_scatter).debug("wrapper_CompositeExplicitAutogradNonFunctional_slice_scatter"))?;
     lib.impl_("select_scatter", Kernel::typed::<op::select_scatter>(wrapper_CompositeExplicitAutogradNonFunctional_select_scatter).debug("wrapper_CompositeExplicitAutogradNonFunctional_select_scatter"))?;
     lib.impl_("diagonal_scatter", Kernel::typed::<op::diagonal_scatter>(wrapper_CompositeExplicitAutogradNonFunctional_diagonal_scatter).debug("wrapper_CompositeExplicitAutogradNonFunctional_diagonal_scatter"))?;
@@ -1690,6 +1695,21 @@ fn wrapper_Meta_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tenso
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+fn wrapper_CompositeExplicitAutogradNonFunctional_narrow_copy(_ks: DispatchKeySet, (self_, dim, start, length): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    crate::runtime::clone_contiguous(&crate::op::narrow::call(self_, dim, start, length)?)
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+fn wrapper_Meta_narrow_copy(_ks: DispatchKeySet, (self_, dim, start, length): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    crate::native::narrow_copy_meta(self_, dim, start, length)
+}
+
+/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_Meta_narrow_copy_out(_ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    crate::native::narrow_copy_meta_out(self_, dim, start, length, out)
 }
 
 /// `narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`

@@ -115,6 +115,8 @@ pub trait TensorOps {
     fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor>;
     /// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
     fn mm(&self, mat2: &Tensor) -> Result<Tensor>;
+    /// `aten::narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+    fn narrow_copy(&self, dim: i64, start: i64, length: i64) -> Result<Tensor>;
     /// `aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)`
     fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor>;
     /// `aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)`
@@ -955,6 +957,10 @@ impl TensorOps for Tensor {
     #[inline]
     fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         op::mm::call(self, mat2)
+    }
+    #[inline]
+    fn narrow_copy(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        op::narrow_copy::call(self, dim, start, length)
     }
     #[inline]
     fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {

@@ -10,6 +10,7 @@ mod nn;
 mod pointwise;
 mod reduce;
 mod unary;
+mod views;
 
 pub use factory::*;
 pub use indexing::*;
@@ -18,3 +19,4 @@ pub use nn::*;
 pub use pointwise::*;
 pub use reduce::*;
 pub use unary::*;
+pub use views::*;

@@ -1096,6 +1096,25 @@ pub fn narrow(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tenso
     redispatch::slice(self_, d as i64, start, start + length)
 }
 
+/// `narrow_copy` on Meta: the checks of PyTorch's CPU kernel, a contiguous result.
+pub fn narrow_copy_meta(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let n = crate::meta::narrow_copy_checks(self_, dim, start, length, self_.dtype())?;
+    Tensor::allocate(&n.sizes, self_.dtype(), self_.device())
+}
+
+/// `narrow_copy.out` on Meta: the CPU kernel's checks and resize.
+pub fn narrow_copy_meta_out(
+    self_: &Tensor,
+    dim: i64,
+    start: i64,
+    length: i64,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let n = crate::meta::narrow_copy_checks(self_, dim, start, length, out.dtype())?;
+    crate::meta::narrow_copy_resize_out(out, &n.sizes)?;
+    Ok(out.clone())
+}
+
 /// `movedim.intlist`: moves dimensions `source` to positions `destination`, keeping the
 /// others in order (a permute).
 pub fn movedim_intlist(self_: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
