@@ -1198,7 +1198,7 @@ pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, lengt
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
@@ -3794,7 +3794,7 @@ pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
         let node: NodeRef = Arc::new(node);
-        set_output_history(&result, &node, 0u32)?;
+        set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
 }
