@@ -10,7 +10,8 @@ Run it with the PyTorch it should measure, from anywhere in the checkout:
 
 (if that venv's `bin/python` is broken, `PYTHONPATH=/tmp/torchref/lib/python3.11/site-packages
 python3.11 tools/bench/compare.py ...` is the same interpreter.) It first builds the bench
-executables the chosen rows need (`cargo bench --no-run`, honouring CARGO_TARGET_DIR), then
+executables the chosen rows need (`cargo bench --no-run`, honouring CARGO_TARGET_DIR) and
+copies them aside (a target directory shared with other builds cannot swap them mid-run), then
 runs `--rounds` rounds. In every round each row is measured twice, back to back: our side (the
 criterion bench run alone, `--exact` on its id, with short warm-up and measurement times and
 its own CRITERION_HOME; its median is read from `<home>/<id>/new/estimates.json`) and
@@ -53,6 +54,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -150,8 +152,10 @@ def load_average():
 # ---------------------------------------------------------------------------------------------
 
 
-def build_benches(rows):
-    """Builds the bench executables the rows need; returns {(package, bench): path}."""
+def build_benches(rows, snapshot_dir):
+    """Builds the bench executables the rows need and copies them into `snapshot_dir` (so that
+    a build in a shared target directory during the rounds cannot swap them); returns
+    {(package, bench): path of the copy}."""
     wanted = {}
     for r in rows:
         wanted.setdefault(r.package, set()).add(r.bench)
@@ -177,6 +181,10 @@ def build_benches(rows):
         for b in benches:
             if (package, b) not in exes:
                 raise SystemExit(f"cargo built no executable for {package} --bench {b}")
+    for key, path in exes.items():
+        copy = os.path.join(snapshot_dir, f"{key[0]}-{key[1]}")
+        shutil.copy2(path, copy)
+        exes[key] = copy
     return exes
 
 
@@ -335,16 +343,16 @@ def main():
     if not args.rows:
         raise SystemExit("no rows to measure")
 
-    exes = build_benches(args.rows)
-    torch.set_num_threads(args.threads)
-    torch_side = TorchSide(args)
+    with tempfile.TemporaryDirectory(prefix="compare-") as tmp:
+        exes = build_benches(args.rows, tmp)
+        torch.set_num_threads(args.threads)
+        torch_side = TorchSide(args)
 
-    model, ncpu, ext = cpu_description()
-    load_before = load_average()
-    ours = {r.key: [] for r in args.rows}
-    theirs = {r.key: [] for r in args.rows}
-    start = time.time()
-    with tempfile.TemporaryDirectory(prefix="compare-criterion-") as tmp:
+        model, ncpu, ext = cpu_description()
+        load_before = load_average()
+        ours = {r.key: [] for r in args.rows}
+        theirs = {r.key: [] for r in args.rows}
+        start = time.time()
         for rnd in range(args.rounds):
             for i, row in enumerate(args.rows):
                 home = os.path.join(tmp, f"r{rnd}-{i}")
@@ -364,7 +372,7 @@ def main():
                     side()
             print(f"round {rnd + 1}/{args.rounds} done ({time.time() - start:.0f} s)",
                   file=sys.stderr, flush=True)
-    load_after = load_average()
+        load_after = load_average()
 
     print(f"CPU: {model}; {ncpu} logical CPUs; {' '.join(ext) or 'no AVX2'}")
     print(f"threads: {args.threads} (RAYON_NUM_THREADS / torch.set_num_threads; libtorch rows: "
