@@ -11,7 +11,7 @@ Run it with the PyTorch it should measure, from anywhere in the checkout:
 (if that venv's `bin/python` is broken, `PYTHONPATH=/tmp/torchref/lib/python3.11/site-packages
 python3.11 tools/bench/compare.py ...` is the same interpreter.) It first builds the bench
 executables the chosen rows need (`cargo bench --no-run`, honouring CARGO_TARGET_DIR) and
-copies them aside (a target directory shared with other builds cannot swap them mid-run), then
+links them aside (a target directory shared with other builds cannot swap them mid-run), then
 runs `--rounds` rounds. In every round each row is measured twice, back to back: our side (the
 criterion bench run alone, `--exact` on its id, with short warm-up and measurement times and
 its own CRITERION_HOME; its median is read from `<home>/<id>/new/estimates.json`) and
@@ -153,9 +153,9 @@ def load_average():
 
 
 def build_benches(rows, snapshot_dir):
-    """Builds the bench executables the rows need and copies them into `snapshot_dir` (so that
-    a build in a shared target directory during the rounds cannot swap them); returns
-    {(package, bench): path of the copy}."""
+    """Builds the bench executables the rows need and links (or copies) them into
+    `snapshot_dir`, so that a build in a shared target directory during the rounds cannot swap
+    them; returns {(package, bench): path of the snapshot}."""
     wanted = {}
     for r in rows:
         wanted.setdefault(r.package, set()).add(r.bench)
@@ -183,7 +183,12 @@ def build_benches(rows, snapshot_dir):
                 raise SystemExit(f"cargo built no executable for {package} --bench {b}")
     for key, path in exes.items():
         copy = os.path.join(snapshot_dir, f"{key[0]}-{key[1]}")
-        shutil.copy2(path, copy)
+        try:
+            # A hard link costs no space, and the linker replaces (unlinks) an executable it
+            # rebuilds, so the link keeps the file as built here.
+            os.link(path, copy)
+        except OSError:
+            shutil.copy2(path, copy)
         exes[key] = copy
     return exes
 
