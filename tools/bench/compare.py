@@ -18,7 +18,7 @@ its own CRITERION_HOME; its median is read from `<home>/<id>/new/estimates.json`
 PyTorch's (timed in this process the way criterion times: a warm-up, then 20 samples of equal
 iteration counts, the median per-call time), or for the tiny rows libtorch's C++ figure from
 `../shared/bench/libtorch_overhead.cpp`. Which side goes first alternates from round to round,
-so a slow drift of the host's load favours neither. A round of every row takes about 40 s.
+so a slow drift of the host's load favours neither. A round of every row takes about 30 s.
 
 Rows (`--only` takes a comma-separated list of these keys, or of the criterion ids):
 
