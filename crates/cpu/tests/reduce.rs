@@ -396,6 +396,38 @@ fn sum_of_16m_ones_is_exact() {
     assert_eq!(hs.to_f64_vec().unwrap(), vec![4096.0]);
 }
 
+/// The plain `f32` sum and mean of 16M+ values (the benchmark's size, vector leaves, a tail
+/// and an odd last pair, split across threads) stay within 1e-6 of an `f64` reference,
+/// relative to the sum of magnitudes: PyTorch's cascade-sum accuracy. A sequential `f32`
+/// accumulation of the same values is checked to miss that bound, so the bound has teeth.
+#[test]
+fn sum_and_mean_of_16m_floats_match_an_f64_reference() {
+    let n = (1usize << 24) + 3 * 1024 + 7;
+    for (seed, shift) in [(5u64, 0.0f32), (6, 2.0)] {
+        // Values in [shift - 2, shift + 2): mixed signs, then all positive.
+        let data: Vec<f32> = floats(n, seed).iter().map(|x| x + shift).collect();
+        let exact: f64 = data.iter().map(|x| f64::from(*x)).sum();
+        let magnitude: f64 = data.iter().map(|x| f64::from(x.abs())).sum();
+        let tol = 1e-6 * magnitude;
+        let t = Tensor::from_vec(data.clone(), &[n as i64]).unwrap();
+        let s = f64::from(op::sum::call(&t, None).unwrap().to_vec::<f32>().unwrap()[0]);
+        assert!((s - exact).abs() <= tol, "sum {s} vs {exact} (seed {seed})");
+        let m = f64::from(op::mean::call(&t, None).unwrap().to_vec::<f32>().unwrap()[0]);
+        let want = exact / n as f64;
+        assert!(
+            (m - want).abs() <= tol / n as f64 + f64::from(f32::EPSILON) * want.abs(),
+            "mean {m} vs {want} (seed {seed})"
+        );
+        if shift > 0.0 {
+            let naive = data.iter().fold(0.0f32, |a, x| a + x);
+            assert!(
+                (f64::from(naive) - exact).abs() > tol,
+                "sequential sum {naive}"
+            );
+        }
+    }
+}
+
 /// Strided views reduce like their contiguous copies; out= equals functional; the
 /// `unbiased` overloads equal their correction forms.
 #[test]
