@@ -78,24 +78,26 @@ pub(crate) fn get(t: &Tensor) -> Option<&AutogradMeta> {
     t.autograd_meta()?.downcast_ref::<AutogradMeta>()
 }
 
-/// The autograd metadata of `t` as a shared handle, for holders that outlive the borrow
-/// (weak references from nodes).
-pub(crate) fn get_shared(t: &Tensor) -> Option<Arc<AutogradMeta>> {
-    t.autograd_meta()?.clone().downcast::<AutogradMeta>().ok()
+/// `t`'s autograd slot, filled with a leaf's metadata if empty.
+#[inline]
+fn slot_or_leaf(t: &Tensor) -> &switchyard_core::tensor::Extension {
+    t.autograd_meta_or_init(|| Arc::new(AutogradMeta::new(None)))
 }
 
 /// The autograd metadata of `t`, created (as a leaf's) if it has none.
 #[inline]
 pub(crate) fn get_or_create(t: &Tensor) -> Result<&AutogradMeta> {
-    t.autograd_meta_or_init(|| Arc::new(AutogradMeta::new(None)))
+    slot_or_leaf(t)
         .downcast_ref::<AutogradMeta>()
         .ok_or_else(foreign_data)
 }
 
 /// [`get_or_create`] as a shared handle.
 pub(crate) fn get_or_create_shared(t: &Tensor) -> Result<Arc<AutogradMeta>> {
-    get_or_create(t)?;
-    get_shared(t).ok_or_else(foreign_data)
+    slot_or_leaf(t)
+        .clone()
+        .downcast::<AutogradMeta>()
+        .map_err(|_| foreign_data())
 }
 
 #[cold]

@@ -749,35 +749,36 @@ fn contiguous_sizes(sizes: &[i64], dtype: ScalarType) -> Result<(i64, usize)> {
     Ok((numel, nbytes))
 }
 
+/// The bytes `elements` elements of `dtype` take, if that is a storage size (at most
+/// [`shape::STORAGE_MAX`]).
+fn checked_nbytes(elements: i64, dtype: ScalarType) -> Option<usize> {
+    usize::try_from(elements)
+        .ok()
+        .and_then(|e| e.checked_mul(dtype.element_size()))
+        .filter(|n| *n as u64 <= shape::STORAGE_MAX)
+}
+
 /// The bytes a view of `(sizes, strides)` at `offset` reaches (PyTorch's
 /// `computeStorageNbytes`, with its error).
 fn storage_nbytes(sizes: &[i64], strides: &[i64], offset: i64, dtype: ScalarType) -> Result<usize> {
     let elements = shape::required_storage_elements(sizes, strides, offset)?;
-    usize::try_from(elements)
-        .ok()
-        .and_then(|e| e.checked_mul(dtype.element_size()))
-        .filter(|n| *n as u64 <= shape::STORAGE_MAX)
-        .ok_or_else(|| {
-            Error::runtime(format!(
-                "Storage size calculation overflowed with sizes={} and strides={}",
-                fmt_dims(sizes),
-                fmt_dims(strides)
-            ))
-        })
+    checked_nbytes(elements, dtype).ok_or_else(|| {
+        Error::runtime(format!(
+            "Storage size calculation overflowed with sizes={} and strides={}",
+            fmt_dims(sizes),
+            fmt_dims(strides)
+        ))
+    })
 }
 
 /// The bytes `elements` elements of `dtype` take, at most [`shape::STORAGE_MAX`].
 fn nbytes_for(elements: i64, dtype: ScalarType, sizes: &[i64]) -> Result<usize> {
-    usize::try_from(elements)
-        .ok()
-        .and_then(|e| e.checked_mul(dtype.element_size()))
-        .filter(|n| *n as u64 <= shape::STORAGE_MAX)
-        .ok_or_else(|| {
-            Error::runtime(format!(
-                "Storage size calculation overflowed with sizes={}",
-                fmt_dims(sizes)
-            ))
-        })
+    checked_nbytes(elements, dtype).ok_or_else(|| {
+        Error::runtime(format!(
+            "Storage size calculation overflowed with sizes={}",
+            fmt_dims(sizes)
+        ))
+    })
 }
 
 /// Checks that a view fits in `storage` (PyTorch's `checkInBoundsForStorage`).

@@ -43,7 +43,8 @@
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
 use super::registration::{
-    functional_args, outs_names, wrapper_fn, wrapper_name as registration_wrapper_name,
+    OutCopy, copy_into_outs_body, functional_args, wrapper_fn,
+    wrapper_name as registration_wrapper_name,
 };
 use super::rust::{
     UnsupportedType, arg_name, arg_type, fn_name, op_type_name, output_type, tuple,
@@ -371,57 +372,17 @@ fn generated_body(
             f.schema.name.name.base,
         ));
     }
-    body.push_str(&copy_into_backend_outs_body(f, &call, rt));
+    body.push_str(&copy_into_outs_body(f, &call, rt, &BACKEND_OUT_COPY));
     Ok(body)
 }
 
-/// The body of a generated out= wrapper: the functional call, every out argument checked
-/// against its result, then each resized and written.
-fn copy_into_backend_outs_body(f: &GenFunction, call: &str, rt: &str) -> String {
-    let outs = outs_names(f);
-    let list_out = f
-        .schema
-        .arguments
-        .iter()
-        .any(|a| a.is_out && a.ty.is_tensor_list());
-    let returns_nothing = f.schema.returns.is_empty();
-    if outs.len() == 1 {
-        let o = &outs[0];
-        let copy = if list_out {
-            "copy_list_to_backend_out"
-        } else {
-            "copy_to_backend_out"
-        };
-        let ret = if list_out || returns_nothing {
-            "()".to_string()
-        } else {
-            format!("{o}.clone()")
-        };
-        return format!(
-            "    let functional_result = {call};\n    {rt}::{copy}({o}, &functional_result)?;\n    Ok({ret})\n"
-        );
-    }
-    let results: Vec<String> = (0..outs.len())
-        .map(|i| format!("functional_result{i}"))
-        .collect();
-    let mut b = format!("    let {} = {call};\n", tuple(&results));
-    for (o, r) in outs.iter().zip(&results) {
-        b.push_str(&format!("    {rt}::check_backend_out({o}, &{r})?;\n"));
-    }
-    for (o, r) in outs.iter().zip(&results) {
-        b.push_str(&format!("    {rt}::copy_to_backend_out({o}, &{r})?;\n"));
-    }
-    b.push_str(&format!(
-        "    Ok({})\n",
-        tuple(
-            &outs
-                .iter()
-                .map(|o| format!("{o}.clone()"))
-                .collect::<Vec<_>>()
-        )
-    ));
-    b
-}
+/// The helpers of an external backend's out= wrappers: every out argument is checked against
+/// its result before any is resized and written.
+const BACKEND_OUT_COPY: OutCopy = OutCopy {
+    one: "copy_to_backend_out",
+    list: "copy_list_to_backend_out",
+    check: Some("check_backend_out"),
+};
 
 fn register_file(
     yaml: &BackendYaml,

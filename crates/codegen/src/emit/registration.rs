@@ -357,13 +357,31 @@ fn generated_out_body(
         op_type_name(&functional.schema),
         args.join(", ")
     );
-    Ok(copy_into_outs_body(f, &call, paths.runtime))
+    Ok(copy_into_outs_body(f, &call, paths.runtime, &OUT_COPY))
 }
+
+/// The runtime helpers an out= wrapper body calls: the CPU-side ones (`copy_to_out`, ...) or
+/// an external backend's (`copy_to_backend_out`, ..., which check every out before writing any).
+pub(super) struct OutCopy {
+    /// Copies one result into its out tensor (resizing it).
+    pub(super) one: &'static str,
+    /// Copies a list result into its out list.
+    pub(super) list: &'static str,
+    /// Checks one out against its result before anything is written, for several outs.
+    pub(super) check: Option<&'static str>,
+}
+
+/// CPU-side out= wrappers.
+pub(super) const OUT_COPY: OutCopy = OutCopy {
+    one: "copy_to_out",
+    list: "copy_list_to_out",
+    check: None,
+};
 
 /// The body shared by every generated out= wrapper (here and in backend registrations): bind
 /// the functional `call`'s results, copy each into its out argument (resizing it), return the
 /// outs. The results are named `functional_result*` so they cannot shadow an argument.
-pub(super) fn copy_into_outs_body(f: &GenFunction, call: &str, rt: &str) -> String {
+pub(super) fn copy_into_outs_body(f: &GenFunction, call: &str, rt: &str, copy: &OutCopy) -> String {
     let outs = outs_names(f);
     let list_out = f
         .schema
@@ -373,26 +391,27 @@ pub(super) fn copy_into_outs_body(f: &GenFunction, call: &str, rt: &str) -> Stri
     let returns_nothing = f.schema.returns.is_empty();
     if outs.len() == 1 {
         let o = &outs[0];
-        let copy = if list_out {
-            "copy_list_to_out"
-        } else {
-            "copy_to_out"
-        };
+        let one = if list_out { copy.list } else { copy.one };
         let ret = if list_out || returns_nothing {
             "()".to_string()
         } else {
             format!("{o}.clone()")
         };
         return format!(
-            "    let functional_result = {call};\n    {rt}::{copy}({o}, &functional_result)?;\n    Ok({ret})\n"
+            "    let functional_result = {call};\n    {rt}::{one}({o}, &functional_result)?;\n    Ok({ret})\n"
         );
     }
     let results: Vec<String> = (0..outs.len())
         .map(|i| format!("functional_result{i}"))
         .collect();
     let mut b = format!("    let {} = {call};\n", tuple(&results));
+    if let Some(check) = copy.check {
+        for (o, r) in outs.iter().zip(&results) {
+            b.push_str(&format!("    {rt}::{check}({o}, &{r})?;\n"));
+        }
+    }
     for (o, r) in outs.iter().zip(&results) {
-        b.push_str(&format!("    {rt}::copy_to_out({o}, &{r})?;\n"));
+        b.push_str(&format!("    {rt}::{}({o}, &{r})?;\n", copy.one));
     }
     b.push_str(&format!(
         "    Ok({})\n",
