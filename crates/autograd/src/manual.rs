@@ -348,13 +348,43 @@ fn restore_reduced_dims(
 // ---------------------------------------------------------------------------------------------
 // Linear algebra
 
-/// The gradient of `mat1` in `alpha * mat1 @ mat2` (PyTorch's `mm_mat1_backward`).
-pub fn mm_mat1_backward(grad: &Tensor, mat2: &Tensor, alpha: Scalar) -> Result<Tensor> {
+/// Whether a matrix is stored column-major (the layout of `w.t()`): the gradient is then
+/// produced in that layout too, so that the transpose back to the parameter is free and
+/// accumulating it needs no copy.
+fn is_column_major(m: &Tensor) -> bool {
+    let (sizes, strides) = (m.sizes(), m.strides());
+    sizes.len() == 2 && strides[0] == 1 && strides[1] == sizes[0]
+}
+
+/// The gradient of `mat1` in `alpha * mat1 @ mat2` (PyTorch's `mm_mat1_backward`), in
+/// `mat1`'s layout when that is column-major.
+pub fn mm_mat1_backward(
+    grad: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    if is_column_major(mat1) {
+        // (grad @ mat2ᵀ)ᵀ = mat2 @ gradᵀ, computed row-major and viewed back.
+        let product = op::mm::call(mat2, &op::t::call(grad)?)?;
+        return maybe_multiply(&op::t::call(&product)?, alpha);
+    }
     maybe_multiply(&op::mm::call(grad, &op::t::call(mat2)?)?, alpha)
 }
 
-/// The gradient of `mat2` in `alpha * mat1 @ mat2` (PyTorch's `mm_mat2_backward`).
-pub fn mm_mat2_backward(grad: &Tensor, mat1: &Tensor, alpha: Scalar) -> Result<Tensor> {
+/// The gradient of `mat2` in `alpha * mat1 @ mat2` (PyTorch's `mm_mat2_backward`), in
+/// `mat2`'s layout when that is column-major (a `Linear` weight seen through `t()`).
+pub fn mm_mat2_backward(
+    grad: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    if is_column_major(mat2) {
+        // (mat1ᵀ @ grad)ᵀ = gradᵀ @ mat1, computed row-major and viewed back.
+        let product = op::mm::call(&op::t::call(grad)?, mat1)?;
+        return maybe_multiply(&op::t::call(&product)?, alpha);
+    }
     maybe_multiply(&op::mm::call(&op::t::call(mat1)?, grad)?, alpha)
 }
 

@@ -1136,8 +1136,8 @@ pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor))
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
         Some(MmBackward0 {
-            self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
-            mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            self_: SavedVariable::new(&self_, false)?,
+            mat2: SavedVariable::new(&mat2, false)?,
             core: NodeCore::with_edges(next_edges),
         })
     } else {
@@ -2243,9 +2243,9 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
         Some(AddmmBackward0 {
-            mat2: if next_edges[1].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            mat1: SavedVariable::new(&mat1, false)?,
+            mat2: SavedVariable::new(&mat2, false)?,
             alpha: alpha,
-            mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
             beta: beta,
             core: NodeCore::with_edges(next_edges),
         })
@@ -2274,9 +2274,9 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
         Some(AddmmBackward0 {
-            mat2: if next_edges[1].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
+            mat1: SavedVariable::new(&mat1, false)?,
+            mat2: SavedVariable::new(&mat2, false)?,
             alpha: alpha,
-            mat1: if next_edges[2].is_valid() { SavedVariable::new(&mat1, false)? } else { SavedVariable::empty() },
             beta: beta,
             core: NodeCore::with_edges(next_edges),
         })

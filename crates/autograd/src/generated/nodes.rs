@@ -135,9 +135,9 @@ impl Node for AddBackward1 {
 /// The backward of `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`.
 pub struct AddmmBackward0 {
     pub(crate) core: NodeCore,
+    pub(crate) mat1: SavedVariable,
     pub(crate) mat2: SavedVariable,
     pub(crate) alpha: Scalar,
-    pub(crate) mat1: SavedVariable,
     pub(crate) beta: Scalar,
 }
 
@@ -155,8 +155,8 @@ impl Node for AddmmBackward0 {
     }
 
     fn release_variables(&self) {
-        self.mat2.reset();
         self.mat1.reset();
+        self.mat2.reset();
     }
 
     fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
@@ -170,17 +170,19 @@ impl Node for AddmmBackward0 {
         let self_ix = 0..1;
         let mat1_ix = 1..2;
         let mat2_ix = 2..3;
-        // mat1: mm_mat1_backward(grad, mat2, alpha)?
+        // mat1: mm_mat1_backward(grad, mat1, mat2, alpha)?
         if range_needed(&this.core, &mat1_ix) {
+            let mat1_owned = this.mat1.unpack(&node)?; let mat1 = &mat1_owned;
             let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
             let alpha = this.alpha;
-            grad_inputs[mat1_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat2, alpha)? });
+            grad_inputs[mat1_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat1, mat2, alpha)? });
         }
-        // mat2: mm_mat2_backward(grad, mat1, alpha)?
+        // mat2: mm_mat2_backward(grad, mat1, mat2, alpha)?
         if range_needed(&this.core, &mat2_ix) {
             let mat1_owned = this.mat1.unpack(&node)?; let mat1 = &mat1_owned;
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
             let alpha = this.alpha;
-            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, mat1, alpha)? });
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, mat1, mat2, alpha)? });
         }
         // self: maybe_multiply(grad, beta)?
         if range_needed(&this.core, &self_ix) {
@@ -3524,15 +3526,17 @@ impl Node for MmBackward0 {
         };
         let self_ix = 0..1;
         let mat2_ix = 1..2;
-        // mat2: mm_mat2_backward(grad, self, Scalar::Int(1))?
+        // mat2: mm_mat2_backward(grad, self, mat2, Scalar::Int(1))?
         if range_needed(&this.core, &mat2_ix) {
             let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
-            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, self_, Scalar::Int(1))? });
-        }
-        // self: mm_mat1_backward(grad, mat2, Scalar::Int(1))?
-        if range_needed(&this.core, &self_ix) {
             let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, mat2, Scalar::Int(1))? });
+            grad_inputs[mat2_ix.start] = IntoGrad::into_grad({ mm_mat2_backward(grad, self_, mat2, Scalar::Int(1))? });
+        }
+        // self: mm_mat1_backward(grad, self, mat2, Scalar::Int(1))?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let mat2_owned = this.mat2.unpack(&node)?; let mat2 = &mat2_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ mm_mat1_backward(grad, self_, mat2, Scalar::Int(1))? });
         }
         Ok(grad_inputs)
     }
