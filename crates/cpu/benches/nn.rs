@@ -43,6 +43,23 @@ fn bench(c: &mut Criterion) {
         bench.iter(|| black_box(op::matmul::call(&a, &b).unwrap()));
     });
 
+    // The two large products of the MLP training step (784-256-10, batch 64): the forward
+    // `x @ w.t()` and the weight gradient `grad.t() @ x`.
+    let (x, w, g) = (
+        uniform(&[64, 784], 6),
+        uniform(&[256, 784], 7),
+        uniform(&[64, 256], 8),
+    );
+    group.throughput(Throughput::Elements(2 * 64 * 784 * 256));
+    group.bench_function("mm_64x784_by_784x256_f32", |bench| {
+        let wt = op::t::call(&w).unwrap();
+        bench.iter(|| black_box(op::mm::call(&x, &wt).unwrap()));
+    });
+    group.bench_function("mm_256x64_by_64x784_f32", |bench| {
+        let gt = op::t::call(&g).unwrap();
+        bench.iter(|| black_box(op::mm::call(&gt, &x).unwrap()));
+    });
+
     let x = uniform(&[4096, 1024], 3);
     let w = uniform(&[1024], 4);
     let bias = uniform(&[1024], 5);

@@ -11,11 +11,11 @@
 //!    stack buffers, `f` runs on the buffers, results are scattered into `out`. An input that
 //!    shares storage with `out` (in-place operations) is read through `out`'s own bytes before
 //!    each block is written, so aliasing is handled without unsafe code;
-//! 4. above [`GRAIN_SIZE`] elements a contiguous output is split across rayon threads; smaller
+//! 4. above [`GRAIN_SIZE`] elements a contiguous output is split across threads (`parallel`, the caller included); smaller
 //!    work stays on the calling thread.
 
+use crate::parallel;
 use crate::stream::{STREAM_BYTES, Streamer};
-use rayon::prelude::*;
 use smallvec::SmallVec;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::linear::with_linear_operands;
@@ -435,17 +435,14 @@ pub(crate) fn map<C: Element, R: Element, const N: usize>(
         };
         let aliased = ops.inputs.iter().any(Option::is_none);
         let out_dtype = ops.dtypes[0];
-        if plan.numel >= GRAIN_SIZE
-            && !aliased
-            && plan.is_linear(0)
-            && rayon::current_num_threads() > 1
+        if plan.numel >= GRAIN_SIZE && !aliased && plan.is_linear(0) && parallel::num_threads() > 1
         {
             let size = out_dtype.element_size();
             let start = usize::try_from(plan.offsets[0]).map_err(|_| out_of_range())? * size;
             let region = out_bytes
                 .get_mut(start..start + plan.numel * size)
                 .ok_or_else(out_of_range)?;
-            let chunk = (plan.numel / (rayon::current_num_threads() * 4)).max(GRAIN_SIZE / 4);
+            let chunk = (plan.numel / (parallel::num_threads() * 4)).max(GRAIN_SIZE / 4);
             return for_each_chunk_parallel(region, chunk * size, &|i, part| {
                 let first = i * chunk;
                 let count = part.len() / size;
@@ -511,18 +508,15 @@ fn map_small_linear<C: Element, R: Element, const N: usize>(
     })
 }
 
-/// Runs `body(index, chunk)` over `chunk_bytes`-sized chunks of `region` on the thread pool.
-/// Deliberately not generic: every elementwise kernel shares this one instantiation of
-/// rayon's machinery instead of compiling its own (a large part of this crate's build time).
+/// Runs `body(index, chunk)` over `chunk_bytes`-sized chunks of `region` in parallel.
+/// Deliberately not generic: every elementwise kernel shares this one instantiation of the
+/// parallel machinery instead of compiling its own (a large part of this crate's build time).
 fn for_each_chunk_parallel(
     region: &mut [u8],
     chunk_bytes: usize,
     body: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
 ) -> Result<()> {
-    region
-        .par_chunks_mut(chunk_bytes)
-        .enumerate()
-        .try_for_each(|(i, part)| body(i, part))
+    parallel::for_each_chunk_mut(region, chunk_bytes, body)
 }
 
 /// Runs linear indices `[start, end)`; `out_bytes` starts at element `out_base` of the output's

@@ -20,15 +20,15 @@
 //! 4. Inputs whose dtype is not the compute type (or runs that are not unit-stride) are
 //!    converted through a small buffer; matching ones are read in place.
 //! 5. Above [`GRAIN_SIZE`] elements of work the outputs (when there are enough of them) or the
-//!    outermost splittable reduced dimension are divided among rayon threads; partial
+//!    outermost splittable reduced dimension are divided among threads (`parallel`); partial
 //!    accumulators are combined in order, so index reductions keep the first occurrence.
 //!
 //! The hot loops are compiled twice, for the baseline target and with AVX2 + FMA (the
 //! compute-bound row kernels also with AVX-512), and the variant is picked at run time.
 
 use crate::loops::{GRAIN_SIZE, typed, typed_mut};
+use crate::parallel;
 use crate::stream::Streamer;
-use rayon::prelude::*;
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
@@ -1140,23 +1140,23 @@ fn run_plan<S: Elem, C: RNum, R: Reducer<C>>(
     if plan.n_out == 0 || plan.n_red == 0 {
         return Ok(accs);
     }
-    let threads = rayon::current_num_threads();
+    let threads = parallel::num_threads();
     let work = plan.n_out.saturating_mul(plan.n_red);
     if work < GRAIN_SIZE || threads < 2 {
         run_outputs(plan, src, op, 0, &mut accs)?;
     } else if plan.n_out >= 4 * threads {
         let chunk = plan.n_out.div_ceil(4 * threads);
-        accs.par_chunks_mut(chunk)
-            .enumerate()
-            .try_for_each(|(i, part)| run_outputs(plan, src, op, i * chunk, part))?;
+        parallel::for_each_chunk_mut(&mut accs, chunk, &|i, part| {
+            run_outputs(plan, src, op, i * chunk, part)
+        })?;
     } else if let Some(parts) = plan.split_reduction(threads) {
-        let partials = parts
-            .par_iter()
-            .map(|p| {
-                let mut a = switchyard_core::alloc::try_vec(plan.n_out, id)?;
-                run_outputs(p, src, op, 0, &mut a).map(|()| a)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        // One partial per thread: a handful of vectors.
+        let mut partials = Vec::with_capacity(parts.len());
+        for _ in &parts {
+            partials.push(switchyard_core::alloc::try_vec(plan.n_out, id)?);
+        }
+        let items = parts.iter().zip(partials.iter_mut());
+        parallel::for_each_item(items, &|(p, a)| run_outputs(p, src, op, 0, a))?;
         for part in partials {
             accs.iter_mut()
                 .zip(part)
@@ -1220,7 +1220,12 @@ pub(crate) fn store<A: Sync, T: Element>(
                 let o = usize::try_from(g.storage_offset()).map_err(|_| out_of_range())?;
                 let dst = dst.get_mut(o..o + n).ok_or_else(out_of_range)?;
                 if n >= GRAIN_SIZE {
-                    dst.par_iter_mut().zip(values.par_iter()).for_each(|(d, v)| *d = put(v));
+                    let chunk = GRAIN_SIZE / 4;
+                    parallel::for_each_chunk_mut(dst, chunk, &|i, d| {
+                        let v = parallel::chunk_of(values, chunk, i);
+                        d.iter_mut().zip(v).for_each(|(d, v)| *d = put(v));
+                        Ok(())
+                    })?;
                 } else {
                     dst.iter_mut().zip(values).for_each(|(d, v)| *d = put(v));
                 }
@@ -1530,15 +1535,16 @@ pub(crate) fn softmax<F: SoftFloat>(
         (Some(x), Some(o)) => (x, o),
         _ => return Err(out_of_range()),
     };
-    let parallel = n >= GRAIN_SIZE && rayon::current_num_threads() > 1;
+    let split = n >= GRAIN_SIZE && parallel::num_threads() > 1;
     // Whole rows per task, about GRAIN_SIZE / 4 elements each.
     let rows_per_task = |row: usize| (GRAIN_SIZE / 4 / row.max(1)).max(1);
     if inner == 1 {
         let chunk = rows_per_task(dim) * dim;
-        if parallel {
-            out.par_chunks_mut(chunk)
-                .zip(x.par_chunks(chunk))
-                .for_each(|(o, xs)| softmax_rows(xs, o, dim, log));
+        if split {
+            parallel::for_each_chunk_mut(out, chunk, &|i, o| {
+                softmax_rows(parallel::chunk_of(x, chunk, i), o, dim, log);
+                Ok(())
+            })?;
         } else {
             softmax_rows(x, out, dim, log);
         }
@@ -1550,14 +1556,19 @@ pub(crate) fn softmax<F: SoftFloat>(
     let col_chunk = 256usize;
     let rows = outer * dim;
     let row_chunk = rows_per_task(inner);
-    if parallel {
-        maxs.par_chunks_mut(col_chunk)
-            .zip(sums.par_chunks_mut(col_chunk))
-            .enumerate()
-            .for_each(|(i, (m, s))| softmax_stats(x, m, s, i * col_chunk, dim, inner, log));
-        out.par_chunks_mut(row_chunk * inner)
-            .enumerate()
-            .for_each(|(i, o)| softmax_apply(x, o, &maxs, &sums, i * row_chunk, dim, inner, log));
+    if split {
+        let items = maxs
+            .chunks_mut(col_chunk)
+            .zip(sums.chunks_mut(col_chunk))
+            .enumerate();
+        parallel::for_each_item(items, &|(i, (m, s))| {
+            softmax_stats(x, m, s, i * col_chunk, dim, inner, log);
+            Ok(())
+        })?;
+        parallel::for_each_chunk_mut(out, row_chunk * inner, &|i, o| {
+            softmax_apply(x, o, &maxs, &sums, i * row_chunk, dim, inner, log);
+            Ok(())
+        })?;
     } else {
         softmax_stats(x, &mut maxs, &mut sums, 0, dim, inner, log);
         softmax_apply(x, out, &maxs, &sums, 0, dim, inner, log);
@@ -1760,11 +1771,12 @@ pub(crate) fn scan<T: Elem, A: RNum>(
         (Some(x), Some(o)) => (x, o),
         _ => return Err(out_of_range()),
     };
-    if n >= GRAIN_SIZE && outer > 1 && rayon::current_num_threads() > 1 {
+    if n >= GRAIN_SIZE && outer > 1 && parallel::num_threads() > 1 {
         let chunk = (GRAIN_SIZE / 4 / slab).max(1) * slab;
-        out.par_chunks_mut(chunk)
-            .zip(x.par_chunks(chunk))
-            .for_each(|(o, xs)| scan_slabs::<T, A>(xs, o, dim, inner, prod));
+        parallel::for_each_chunk_mut(out, chunk, &|i, o| {
+            scan_slabs::<T, A>(parallel::chunk_of(x, chunk, i), o, dim, inner, prod);
+            Ok(())
+        })?;
     } else {
         scan_slabs::<T, A>(x, out, dim, inner, prod);
     }

@@ -11,7 +11,7 @@
 //! operations that use them are written here with intrinsics, for AVX-512 and AVX, with the
 //! exact operations (and so the exact bits) of their portable versions. A [`Streamer`] owns
 //! the fence they need: streaming stores are weakly ordered and may become visible to other
-//! threads after later ordinary stores, such as the one that tells rayon a task is done, so a
+//! threads after later ordinary stores, such as the one that reports a parallel block done, so a
 //! `Streamer` issues a store fence (`sfence`) when dropped, before the task that owns it can
 //! report completion; every store it made is then visible to whoever synchronises with that
 //! report.

@@ -11,7 +11,7 @@
 //!   call the Meta kernels of `switchyard-ops`.
 
 use crate::loops::{self, GRAIN_SIZE};
-use rayon::prelude::*;
+use crate::parallel;
 use switchyard_core::element::convert;
 use switchyard_core::tensor::Geometry;
 use switchyard_core::{
@@ -187,13 +187,13 @@ fn convert_slices<S: Element, D: Element>(dst: &mut [u8], src: &[u8]) -> Result<
     if src.len() / ses != n {
         return Err(out_of_range());
     }
-    if n < GRAIN_SIZE || rayon::current_num_threads() < 2 {
+    if n < GRAIN_SIZE || parallel::num_threads() < 2 {
         return convert_run::<S, D>(dst, src);
     }
-    let chunk = (n / (rayon::current_num_threads() * 4)).max(GRAIN_SIZE / 4);
-    dst.par_chunks_mut(chunk * des)
-        .zip(src.par_chunks(chunk * ses))
-        .try_for_each(|(d, s)| convert_run::<S, D>(d, s))
+    let chunk = (n / (parallel::num_threads() * 4)).max(GRAIN_SIZE / 4);
+    parallel::for_each_chunk_mut(dst, chunk * des, &|i, d| {
+        convert_run::<S, D>(d, parallel::chunk_of(src, chunk * ses, i))
+    })
 }
 
 /// One run of [`convert_slices`] on element bytes: `half`'s slice conversions for the 16-bit
@@ -248,7 +248,7 @@ fn with_slices<A: bytemuck::Pod, B: bytemuck::Pod>(
 /// `dst.copy_from_slice(src)`, split across threads above [`GRAIN_SIZE`] elements.
 fn parallel_memcpy(dst: &mut [u8], src: &[u8], element_size: usize) {
     let threshold = GRAIN_SIZE * element_size * 8;
-    let threads = rayon::current_num_threads();
+    let threads = parallel::num_threads();
     if dst.len() < threshold || threads < 2 {
         dst.copy_from_slice(src);
         return;
@@ -256,9 +256,11 @@ fn parallel_memcpy(dst: &mut [u8], src: &[u8], element_size: usize) {
     let chunk = (dst.len() / threads)
         .next_multiple_of(4096)
         .max(threshold / 4);
-    dst.par_chunks_mut(chunk)
-        .zip(src.par_chunks(chunk))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    // The body cannot fail.
+    let _ = parallel::for_each_chunk_mut(dst, chunk, &|i, d| {
+        d.copy_from_slice(parallel::chunk_of(src, chunk, i));
+        Ok(())
+    });
 }
 
 /// Tile edge of the transposed copy, in elements (PyTorch's `BLOCK_SZ`).
@@ -352,8 +354,12 @@ fn transpose_into<E: Copy + Send + Sync>(out: &mut [E], input: &[E], rows: usize
         }
     };
     let band_len = TILE * cols;
-    if rows * cols >= GRAIN_SIZE && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(band_len).enumerate().for_each(band);
+    if rows * cols >= GRAIN_SIZE && parallel::num_threads() > 1 {
+        // The body cannot fail.
+        let _ = parallel::for_each_chunk_mut(out, band_len, &|i, rows| {
+            band((i, rows));
+            Ok(())
+        });
     } else {
         out.chunks_mut(band_len).enumerate().for_each(band);
     }
@@ -389,8 +395,11 @@ pub fn zero_(self_: &Tensor) -> Result<Tensor> {
             return Ok(false);
         };
         let bytes = data.bytes_mut(0)?.get_mut(span).ok_or_else(out_of_range)?;
-        if bytes.len() >= GRAIN_SIZE * es * 8 && rayon::current_num_threads() > 1 {
-            bytes.par_chunks_mut(1 << 16).for_each(|c| c.fill(0));
+        if bytes.len() >= GRAIN_SIZE * es * 8 && parallel::num_threads() > 1 {
+            parallel::for_each_chunk_mut(bytes, 1 << 16, &|_, c| {
+                c.fill(0);
+                Ok(())
+            })?;
         } else {
             bytes.fill(0);
         }

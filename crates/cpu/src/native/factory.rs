@@ -4,8 +4,8 @@
 //! see [`crate::random`].
 
 use crate::loops::map;
+use crate::parallel;
 use crate::random;
-use rayon::prelude::*;
 use switchyard_core::element::Element;
 use switchyard_core::generator::default_generator;
 use switchyard_core::half::{bf16, f16};
@@ -87,17 +87,13 @@ fn fill_indexed<T: Element>(
         let run = bytes
             .get_mut(offset * size..(offset + n) * size)
             .ok_or_else(|| Error::runtime("internal error: factory output outside its storage"))?;
-        let tasks = rayon::current_num_threads()
-            .min(n.div_ceil(GRAIN_SIZE))
-            .max(1);
+        let tasks = parallel::num_threads().min(n.div_ceil(GRAIN_SIZE)).max(1);
         let chunk = n.div_ceil(tasks).max(1);
         if tasks > 1 {
-            run.par_chunks_mut(chunk * size)
-                .enumerate()
-                .try_for_each(|(i, part)| {
-                    chunk_fill(crate::loops::typed_mut::<T>(part)?, i * chunk);
-                    Ok(())
-                })
+            parallel::for_each_chunk_mut(run, chunk * size, &|i, part| {
+                chunk_fill(crate::loops::typed_mut::<T>(part)?, i * chunk);
+                Ok(())
+            })
         } else {
             chunk_fill(crate::loops::typed_mut::<T>(run)?, 0);
             Ok(())

@@ -11,8 +11,8 @@
 
 use crate::loops::{GRAIN_SIZE, Plan, map};
 use crate::num::{Num, dispatch_compute};
+use crate::parallel;
 use bytemuck::Pod;
-use rayon::prelude::*;
 use smallvec::SmallVec;
 use std::cmp::Ordering;
 use switchyard_core::element::{Element, convert};
@@ -124,19 +124,16 @@ fn for_output_ranges<W: Pod + Send>(
     f: impl Fn(&mut [W], i64, usize, usize) -> Result<()> + Sync,
 ) -> Result<()> {
     let n = plan.numel;
-    let threads = rayon::current_num_threads();
+    let threads = parallel::num_threads();
     if n >= GRAIN_SIZE && threads > 1 && plan.is_linear(0) {
         let start = at(plan.offsets[0])?;
         let region = out.get_mut(start..start + n).ok_or_else(out_of_range)?;
         let chunk = (n / (threads * 4)).max(GRAIN_SIZE / 4);
-        return region
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .try_for_each(|(i, part)| {
-                let first = i * chunk;
-                let count = part.len();
-                f(part, plan.offsets[0] + first as i64, first, first + count)
-            });
+        return parallel::for_each_chunk_mut(region, chunk, &|i, part| {
+            let first = i * chunk;
+            let count = part.len();
+            f(part, plan.offsets[0] + first as i64, first, first + count)
+        });
     }
     f(out, 0, 0, n)
 }

@@ -16,7 +16,7 @@
 
 use crate::loops::{self, typed, typed_mut};
 use crate::num::{Num, dispatch_compute};
-use rayon::prelude::*;
+use crate::parallel::{self, SendPtr};
 use switchyard_core::element::{Element, convert};
 use switchyard_core::tensor::Geometry;
 use switchyard_core::{
@@ -26,6 +26,15 @@ use switchyard_ops::structured::Meta;
 
 /// Below this many multiply-adds per matrix, a batch is split across threads by matrix.
 const SMALL_PRODUCT: usize = 64 * 64 * 64;
+
+/// Below this many multiply-adds per matrix (and from [`SMALL_PRODUCT`] up), one matrix is
+/// split into bands of output rows or columns, one single-threaded `gemm` call per thread.
+/// `gemm`'s own threading synchronises inside the call and, for these mid-sized products (a
+/// training step's layers), costs more than a second thread saves; above this size it wins.
+const MEDIUM_PRODUCT: usize = 1 << 27;
+
+/// A band of a split product is at least this many rows or columns wide.
+const MIN_BAND: usize = 32;
 
 /// `mm.out` (PyTorch's `mm_out_cpu`).
 pub fn mm_out_cpu(meta: &Meta, self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<()> {
@@ -496,22 +505,28 @@ impl<T: GemmScalar> GemmJob<'_, T> {
         let k = self.l.sizes[2];
         let small = m.saturating_mul(n).saturating_mul(k) < SMALL_PRODUCT;
         let batch_stride = self.d.strides[0].unsigned_abs();
-        if batch > 1 && small && batch_stride >= self.d.extent() && rayon::current_num_threads() > 1
-        {
+        if batch > 1 && small && batch_stride >= self.d.extent() && parallel::num_threads() > 1 {
             // Matrices occupy disjoint runs of `dst`: one task per matrix.
             let region = dst.get_mut(self.d.offset..).ok_or_else(out_of_bounds)?;
-            return region
-                .par_chunks_mut(batch_stride)
-                .take(batch)
-                .enumerate()
-                .try_for_each(|(i, chunk)| self.one(chunk, 0, i, gemm::Parallelism::None));
+            return parallel::for_each_chunk_mut(region, batch_stride, &|i, chunk| {
+                if i >= batch {
+                    return Ok(());
+                }
+                self.one(chunk, 0, i, gemm::Parallelism::None, 1)
+            });
         }
-        let parallelism = if small {
+        let product = m.saturating_mul(n).saturating_mul(k);
+        let parallelism = if small || product < MEDIUM_PRODUCT {
             gemm::Parallelism::None
         } else {
             gemm::Parallelism::Rayon(0)
         };
-        (0..batch).try_for_each(|i| self.one(dst, self.d.matrix(i), i, parallelism))
+        let bands = if small || product >= MEDIUM_PRODUCT {
+            1
+        } else {
+            parallel::num_threads().min(m.max(n) / MIN_BAND).max(1)
+        };
+        (0..batch).try_for_each(|i| self.one(dst, self.d.matrix(i), i, parallelism, bands))
     }
 
     /// Matrix `i` of the batch into `dst[offset..]`.
@@ -521,9 +536,9 @@ impl<T: GemmScalar> GemmJob<'_, T> {
         offset: usize,
         i: usize,
         parallelism: gemm::Parallelism,
+        bands: usize,
     ) -> Result<()> {
         let [_, m, n] = self.d.sizes;
-        let k = self.l.sizes[2];
         let (lo, ro) = (self.l.matrix(i), self.r.matrix(i));
         // Re-check the spans against the (possibly chunked) slices before handing out pointers.
         let fits = |off: usize, mats: &Mats, len: usize| {
@@ -535,30 +550,73 @@ impl<T: GemmScalar> GemmJob<'_, T> {
         {
             return Err(out_of_bounds());
         }
-        let dst_ptr = dst[offset..].as_mut_ptr();
-        let lhs_ptr = self.lhs[lo..].as_ptr();
-        let rhs_ptr = self.rhs[ro..].as_ptr();
-        // SAFETY: every element gemm touches, `dst[offset + i*rs + j*cs]`, `lhs[lo + i*rs +
-        // l*cs]` and `rhs[ro + l*rs + j*cs]` for `i < m, j < n, l < k`, lies within its slice:
-        // all strides are non-negative and `fits` checked that each span ends inside the
-        // slice. `dst` is borrowed mutably, so nothing else accesses it during the call, and
-        // its elements are pairwise distinct (`is_non_overlapping`), so gemm's threads never
-        // write one location twice. `lhs` and `rhs` are shared borrows of other storages.
+        let operands = Operands {
+            dst: SendPtr(dst[offset..].as_mut_ptr()),
+            lhs: SendPtr(self.lhs[lo..].as_ptr().cast_mut()),
+            rhs: SendPtr(self.rhs[ro..].as_ptr().cast_mut()),
+        };
+        if bands <= 1 {
+            // SAFETY: `fits` checked the spans of all three matrices; `dst` is borrowed
+            // mutably for the whole call (see `gemm_band`).
+            unsafe { self.gemm_band(&operands, 0..m, 0..n, parallelism) };
+            return Ok(());
+        }
+        // Bands along the longer side of the output: disjoint sets of output elements.
+        let (rows, long) = if m >= n { (true, m) } else { (false, n) };
+        let width = long.div_ceil(bands);
+        parallel::for_each_block(bands, &|b| {
+            let band = (b * width).min(long)..((b + 1) * width).min(long);
+            if band.is_empty() {
+                return Ok(());
+            }
+            let (r, c) = if rows { (band, 0..n) } else { (0..m, band) };
+            // SAFETY: as above; bands are pairwise disjoint ranges of rows (or columns), so
+            // with `dst`'s elements pairwise distinct no two threads write one location, and
+            // nothing else touches `dst` while it is mutably borrowed by this call.
+            unsafe { self.gemm_band(&operands, r, c, gemm::Parallelism::None) };
+            Ok(())
+        })
+    }
+
+    /// `dst[rows, cols] = scale_dst * dst[rows, cols] + alpha * lhs[rows, :] @ rhs[:, cols]`.
+    ///
+    /// # Safety
+    /// The operands' base pointers address matrices `m × n` (`dst`), `m × k` (`lhs`) and
+    /// `k × n` (`rhs`) with this job's strides, every element of which lies inside a live
+    /// allocation; `rows ⊆ 0..m`, `cols ⊆ 0..n`; no other thread reads or writes
+    /// `dst[rows, cols]` during the call, and `lhs` / `rhs` are not written.
+    unsafe fn gemm_band(
+        &self,
+        operands: &Operands<T>,
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        parallelism: gemm::Parallelism,
+    ) {
+        let k = self.l.sizes[2];
+        let [_, drs, dcs] = self.d.strides;
+        let [_, lrs, lcs] = self.l.strides;
+        let [_, rrs, rcs] = self.r.strides;
+        let (i0, j0) = (rows.start as isize, cols.start as isize);
+        // SAFETY: (for the offsets and the call) the caller's contract: the band's first
+        // elements lie inside the matrices, so the offsets stay in their allocations; every
+        // element gemm touches, `dst[i*drs + j*dcs]`, `lhs[i*lrs + l*lcs]` and
+        // `rhs[l*rrs + j*rcs]` for `i` in `rows`, `j` in `cols`, `l < k`, lies inside them
+        // (strides are non-negative); `dst`'s band is written by this call alone.
         unsafe {
             gemm::gemm(
-                m,
-                n,
+                rows.len(),
+                cols.len(),
                 k,
-                dst_ptr,
-                self.d.strides[2],
-                self.d.strides[1],
+                operands.dst.0.offset(i0 * drs + j0 * dcs),
+                dcs,
+                drs,
                 self.read_dst,
-                lhs_ptr,
-                self.l.strides[2],
-                self.l.strides[1],
-                rhs_ptr,
-                self.r.strides[2],
-                self.r.strides[1],
+                operands.lhs.0.offset(i0 * lrs),
+                lcs,
+                lrs,
+                operands.rhs.0.offset(j0 * rcs),
+                rcs,
+                rrs,
                 self.scale_dst,
                 self.alpha,
                 false,
@@ -567,8 +625,14 @@ impl<T: GemmScalar> GemmJob<'_, T> {
                 parallelism,
             );
         }
-        Ok(())
     }
+}
+
+/// The base pointers of one matrix product (`dst`, `lhs`, `rhs`).
+struct Operands<T> {
+    dst: SendPtr<T>,
+    lhs: SendPtr<T>,
+    rhs: SendPtr<T>,
 }
 
 /// Integer products: `acc = a @ b` in wrapping arithmetic into a contiguous buffer, then
@@ -603,7 +667,10 @@ where
         if batch * m * n * k < SMALL_PRODUCT {
             acc.chunks_mut(n).enumerate().for_each(row_product);
         } else {
-            acc.par_chunks_mut(n).enumerate().for_each(row_product);
+            parallel::for_each_chunk_mut(&mut acc, n, &|i, row| {
+                row_product((i, row));
+                Ok(())
+            })?;
         }
         Ok(acc)
     })?;

@@ -9,9 +9,9 @@
 use super::linalg::not_implemented;
 use crate::loops::{self, typed, typed_mut};
 use crate::num::{Num, dispatch_compute};
+use crate::parallel;
 use crate::reduce_loops::{RowParams, SoftFloat, layer_norm_rows};
 use crate::stream::STREAM_BYTES;
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use switchyard_core::element::{Element, convert};
 use switchyard_core::half::{bf16, f16};
@@ -343,9 +343,10 @@ fn avg_pool2d_frame<S: Element>(
         }
     };
     if planes * plane_out * (kh * kw) as usize >= GRAIN {
-        y.par_chunks_mut(plane_out.max(1))
-            .enumerate()
-            .for_each(frame);
+        parallel::for_each_chunk_mut(&mut y, plane_out.max(1), &|i, plane| {
+            frame((i, plane));
+            Ok(())
+        })?;
     } else {
         y.chunks_mut(plane_out.max(1)).enumerate().for_each(frame);
     }
@@ -445,10 +446,11 @@ fn max_pool2d_frame<S: Element, C: Num>(
     };
     let chunk = plane_out.max(1);
     if planes * plane_out * (kh * kw) as usize >= GRAIN {
-        y.par_chunks_mut(chunk)
-            .zip(idx.par_chunks_mut(chunk))
-            .enumerate()
-            .for_each(frame);
+        let items = y.chunks_mut(chunk).zip(idx.chunks_mut(chunk)).enumerate();
+        parallel::for_each_item(items, &|item| {
+            frame(item);
+            Ok(())
+        })?;
     } else {
         y.chunks_mut(chunk)
             .zip(idx.chunks_mut(chunk))
@@ -655,19 +657,21 @@ impl LayerNorm<'_> {
                 return Err(layer_norm_storage());
             }
             self.with_stats::<F, F>(&x, &mean, &rstd, |xs, means, rstds| {
-                let threads = rayon::current_num_threads();
+                let threads = parallel::num_threads();
                 // Outputs far beyond the caches are written with streaming stores.
                 let stream = rows * cols * std::mem::size_of::<F>() >= STREAM_BYTES;
                 if rows * cols >= GRAIN && threads > 1 {
                     // Tasks of whole rows, four per thread for balance.
                     let per = rows.div_ceil(4 * threads).max(GRAIN / 4 / cols).max(1);
-                    ys.par_chunks_mut(per * cols)
-                        .zip(xs.par_chunks(per * cols))
-                        .zip(means.par_chunks_mut(per))
-                        .zip(rstds.par_chunks_mut(per))
-                        .for_each(|(((y, x), m), r)| {
-                            layer_norm_rows(x, y, m, r, &params, eps, stream)
-                        });
+                    let items = ys
+                        .chunks_mut(per * cols)
+                        .zip(xs.chunks(per * cols))
+                        .zip(means.chunks_mut(per))
+                        .zip(rstds.chunks_mut(per));
+                    parallel::for_each_item(items, &|(((y, x), m), r)| {
+                        layer_norm_rows(x, y, m, r, &params, eps, stream);
+                        Ok(())
+                    })?;
                 } else {
                     layer_norm_rows(xs, &mut *ys, means, rstds, &params, eps, stream);
                 }
@@ -712,13 +716,19 @@ impl LayerNorm<'_> {
                     *mean = P::to_repr(convert::<A, P>(mu));
                     *rstd = P::to_repr(convert::<A, P>(r));
                 };
-                if rows * cols >= GRAIN && rayon::current_num_threads() > 1 {
-                    let min_rows = (GRAIN / 4 / cols).max(1);
-                    xs.par_chunks(cols)
-                        .zip(ys.par_chunks_mut(cols))
-                        .zip(means.par_iter_mut().zip(rstds.par_iter_mut()))
-                        .with_min_len(min_rows)
-                        .for_each(row);
+                if rows * cols >= GRAIN && parallel::num_threads() > 1 {
+                    let per = (GRAIN / 4 / cols).max(1);
+                    let items = xs
+                        .chunks(per * cols)
+                        .zip(ys.chunks_mut(per * cols))
+                        .zip(means.chunks_mut(per).zip(rstds.chunks_mut(per)));
+                    parallel::for_each_item(items, &|((x, y), (m, r))| {
+                        x.chunks(cols)
+                            .zip(y.chunks_mut(cols))
+                            .zip(m.iter_mut().zip(r.iter_mut()))
+                            .for_each(row);
+                        Ok(())
+                    })?;
                 } else {
                     xs.chunks(cols)
                         .zip(ys.chunks_mut(cols))

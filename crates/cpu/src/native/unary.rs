@@ -13,7 +13,7 @@
 use crate::loops::{self, GRAIN_SIZE, typed, typed_mut};
 use crate::math::{self, Float};
 use crate::num::{Arith, Bits, Num, dispatch_compute, dispatch_subset};
-use rayon::prelude::*;
+use crate::parallel;
 use switchyard_core::{
     Access, Element, Error, Result, ScalarType, Tensor, dispatch_dtype, with_tensors,
 };
@@ -63,26 +63,29 @@ where
             .get_mut(oo..oo + n)
             .ok_or_else(bad_geometry)?;
         let g = |r: T::Repr| f(T::from_repr(r)).to_repr();
-        let chunk = (n / (rayon::current_num_threads() * 4)).max(GRAIN_SIZE / 4);
-        let parallel = n >= GRAIN_SIZE && rayon::current_num_threads() > 1;
+        let chunk = (n / (parallel::num_threads() * 4)).max(GRAIN_SIZE / 4);
+        let split = n >= GRAIN_SIZE && parallel::num_threads() > 1;
         match shared.get(1).copied().flatten() {
             Some(bytes) => {
                 let src = typed::<T>(bytes)?
                     .get(io..io + n)
                     .ok_or_else(bad_geometry)?;
-                if parallel {
-                    dst.par_chunks_mut(chunk)
-                        .zip(src.par_chunks(chunk))
-                        .for_each(|(d, s)| math::map1(s, d, &g));
+                if split {
+                    parallel::for_each_chunk_mut(dst, chunk, &|i, d| {
+                        math::map1(parallel::chunk_of(src, chunk, i), d, &g);
+                        Ok(())
+                    })?;
                 } else {
                     math::map1(src, dst, &g);
                 }
             }
             // The input shares the output's storage: only the exact same elements qualify.
             None if io == oo => {
-                if parallel {
-                    dst.par_chunks_mut(chunk)
-                        .for_each(|d| math::map1_inplace(d, &g));
+                if split {
+                    parallel::for_each_chunk_mut(dst, chunk, &|_, d| {
+                        math::map1_inplace(d, &g);
+                        Ok(())
+                    })?;
                 } else {
                     math::map1_inplace(dst, &g);
                 }
