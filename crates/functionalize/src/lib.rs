@@ -12,6 +12,9 @@
 //! * the functions of the data model ([`to_functional`], [`from_functional`], [`sync`],
 //!   [`replace_`], [`commit_update`], [`mark_mutation`], [`apply_updates`],
 //!   [`regenerate_from_base`], [`are_aliased`], ...) follow A.3 of the reference note;
+//! * a boxed fallback at `Functionalize` handles every operator that neither mutates nor
+//!   aliases: it syncs and unwraps functional inputs, runs the operator below the layer and
+//!   wraps the outputs. A mutating or view operator reaching it is an error.
 //!
 //! ```
 //! use switchyard_core::Tensor;
@@ -19,13 +22,14 @@
 //! use switchyard_functionalize::{from_functional, is_functional, sync, to_functional};
 //!
 //! let a = to_functional(&Tensor::from_slice(&[1.0f32, 2.0])?)?;
-//! assert!(is_functional(&a));
-//! sync(&a)?;
-//! assert_eq!(from_functional(&a)?.to_vec::<f32>()?, vec![1.0, 2.0]);
+//! let b = switchyard_ops::add(&a, &a)?; // through the fallback
+//! assert!(is_functional(&b));
+//! sync(&b)?;
+//! assert_eq!(from_functional(&b)?.to_vec::<f32>()?, vec![2.0, 4.0]);
 //! # Ok::<(), switchyard_core::Error>(())
 //! ```
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): the boxed fallback (§3.1), the generated kernels for mutating and
+//! Not yet here (see `docs/functionalization-plan.md`): the generated kernels for mutating and
 //! view operators (§3.2), the view inverses (§3.4), the hand-written kernels (`resize_`, `set_`,
 //! `lift*`, `_to_copy`, ..., §3.5), the `functionalize` transform and the tracer (§5).
 //!
@@ -38,6 +42,7 @@
 //! are applied (those calls run below the layer and cannot re-enter it). Using a group from one
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
+mod fallback;
 mod storage;
 mod tensor;
 mod view_meta;
@@ -54,3 +59,22 @@ pub use tensor::{
 pub use view_meta::{
     ForwardFn, InverseMode, ReapplyViewsGuard, ReverseFn, ViewMeta, reapply_views,
 };
+
+use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
+
+/// Registers the layer's kernels: for now the boxed fallback at `Functionalize`.
+fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
+    fallback::register(d)
+}
+
+#[linkme::distributed_slice(STATIC_REGISTRATIONS)]
+static REGISTER: StaticRegistration = StaticRegistration {
+    name: "switchyard-functionalize",
+    register,
+};
+
+/// Makes sure this crate's kernels are registered (linking the crate is enough; this gives
+/// code that does not otherwise name the crate a way to say it needs it).
+pub fn init() {
+    let _ = Dispatcher::singleton();
+}

@@ -6,6 +6,7 @@ use switchyard_core::Tensor;
 use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
+mod fallback;
 mod threads;
 mod updates;
 mod wrapping;
