@@ -91,6 +91,24 @@ pub struct TensorImpl {
     payload: Option<Extension>,
 }
 
+/// What [`Tensor::from_payload_parts`] builds a payload tensor from (a tensor without storage
+/// whose data another layer keeps in `payload`).
+pub struct PayloadParts<'a> {
+    /// The layer's per-tensor state (downcast with [`Tensor::payload_as`]).
+    pub payload: Extension,
+    /// Sizes, strides and storage offset the tensor reports. Not checked against any
+    /// storage: there is none.
+    pub geometry: &'a Geometry,
+    /// The element type.
+    pub dtype: ScalarType,
+    /// The device.
+    pub device: Device,
+    /// The full set of keys the tensor dispatches on.
+    pub key_set: DispatchKeySet,
+    /// A version counter to share (a view's base's); `None` gives a fresh one.
+    pub version: Option<&'a VersionCounter>,
+}
+
 /// A tensor handle; `Clone` shares the tensor (see the module documentation).
 #[derive(Clone)]
 pub struct Tensor(Shared<TensorImpl>);
@@ -264,7 +282,9 @@ impl Tensor {
     }
 
     /// A tensor with no storage whose data lives in `payload` (functional wrappers, lazy
-    /// tensors). `key_set` is the full set of keys it dispatches on.
+    /// tensors), with contiguous-or-given strides at offset 0 and its own version counter.
+    /// `key_set` is the full set of keys it dispatches on. See [`Tensor::from_payload_parts`]
+    /// for the general form.
     pub fn from_payload(
         payload: Extension,
         sizes: &[i64],
@@ -274,18 +294,41 @@ impl Tensor {
         key_set: DispatchKeySet,
     ) -> Result<Tensor> {
         let geometry = Geometry::new(sizes, strides, 0)?;
-        Ok(Self::build(
+        Ok(Self::from_payload_parts(PayloadParts {
+            payload,
+            geometry: &geometry,
+            dtype,
+            device,
+            key_set,
+            version: None,
+        }))
+    }
+
+    /// A payload tensor (no storage) with any geometry, storage offset included, optionally
+    /// sharing an existing version counter: a functional view wrapper reports its eager
+    /// offset and bumps the same counter as its base wrapper, as a strided view does.
+    pub fn from_payload_parts(parts: PayloadParts<'_>) -> Tensor {
+        let PayloadParts {
+            payload,
+            geometry,
+            dtype,
+            device,
+            key_set,
+            version,
+        } = parts;
+        Self::build(
             TensorParts {
                 dtype,
                 device,
                 layout: Layout::Strided,
                 key_set,
                 storage: None,
-                version: VersionCounter::default(),
+                // `clone` shares the counter (see `VersionCounter::clone`).
+                version: version.cloned().unwrap_or_default(),
                 payload: Some(payload),
             },
-            NewGeometry::Of(&geometry),
-        ))
+            NewGeometry::Of(geometry),
+        )
     }
 
     /// A CPU tensor of shape `shape` holding `data` in row-major order.
@@ -1166,6 +1209,62 @@ mod tests {
         assert!(!t.resize_contiguous(&[2, 2]).unwrap());
         assert!(t.resize_contiguous(&[-1]).is_err());
         assert_eq!(t.sizes().as_slice(), &[2, 2]);
+    }
+
+    #[test]
+    fn payload_parts_keep_offset_and_share_version_counters() {
+        let key_set = dense_key_set(Device::CPU);
+        let base = Tensor::from_payload(
+            Arc::new(1u8),
+            &[2, 3],
+            &[3, 1],
+            ScalarType::Float,
+            Device::CPU,
+            key_set,
+        )
+        .unwrap();
+        assert!(!base.has_storage());
+        assert_eq!((base.storage_offset(), base.version()), (0, 0));
+        assert_eq!(base.payload_as::<u8>(), Some(&1));
+        let geometry = Geometry::new(&[3], &[1], 3).unwrap();
+        let view = Tensor::from_payload_parts(PayloadParts {
+            payload: Arc::new(2u8),
+            geometry: &geometry,
+            dtype: ScalarType::Float,
+            device: Device::CPU,
+            key_set,
+            version: Some(base.version_counter()),
+        });
+        assert_eq!(view.sizes().as_slice(), &[3]);
+        assert_eq!(view.strides().as_slice(), &[1]);
+        assert_eq!((view.storage_offset(), view.numel()), (3, 3));
+        assert_eq!((view.dtype(), view.key_set()), (ScalarType::Float, key_set));
+        assert_eq!(view.payload_as::<u8>(), Some(&2));
+        // A bump through either handle is seen through the other.
+        view.bump_version();
+        base.bump_version();
+        assert_eq!((base.version(), view.version()), (2, 2));
+        assert!(
+            view.version_counter()
+                .is_shared_with(base.version_counter())
+        );
+        // Without a counter to share, the tensor gets its own.
+        let fresh = Tensor::from_payload_parts(PayloadParts {
+            payload: Arc::new(3u8),
+            geometry: &geometry,
+            dtype: ScalarType::Float,
+            device: Device::CPU,
+            key_set,
+            version: None,
+        });
+        assert_eq!(fresh.version(), 0);
+        assert!(
+            !fresh
+                .version_counter()
+                .is_shared_with(base.version_counter())
+        );
+        // No storage, so no data access (an error, not a panic).
+        assert!(fresh.to_vec::<f32>().is_err());
     }
 
     #[test]

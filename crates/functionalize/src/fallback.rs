@@ -1,0 +1,123 @@
+//! The boxed kernel at `Functionalize` for operators that neither mutate nor alias (A.4.1,
+//! PyTorch's `functionalizeFallback`): sync and unwrap the functional inputs, run the operator
+//! below the layer, wrap the outputs.
+//!
+//! Mutating and view operators need kernels of their own (they record updates and views);
+//! one reaching this fallback is an error naming it, worded as PyTorch's.
+
+use crate::tensor::{
+    below, from_functional, from_functional_list, from_functional_optional_list, is_functional,
+    is_functional_list, is_functional_optional_list, sync, sync_list, sync_optional_list,
+    to_functional, to_functional_list, to_functional_optional_list,
+};
+use switchyard_core::{DispatchKey, DispatchKeySet, Error, IValue, Result, Stack};
+use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias};
+
+/// PyTorch's error for an alias-annotated operator reaching the fallback.
+fn alias_annotated_error(op: &OperatorHandle) -> Error {
+    Error::runtime(format!(
+        "Found a custom (non-ATen) operator that either mutates or its inputs: {}. Getting these operators to work with functionalization requires some extra work. For mutable ops you need to register a corresponding out-of-place variant of the op, and you also need to register a Functionalization kernel that performs some boilerplate, telling functionalization to map from the mutable op to the out-of-place op. See a more complete example of how to do this at https://gist.github.com/bdhirsh/7dadbf6296f8f7d1abcf4c482f438aaa. Please file a GitHub issue if you run into any problems.",
+        op.name()
+    ))
+}
+
+/// Syncs and unwraps the functional tensors of one argument in place; returns whether it held
+/// a tensor (an absent `Tensor?` does not count) and whether one was functional.
+fn unwrap_argument(v: &mut IValue) -> Result<(bool, bool)> {
+    match v {
+        IValue::Tensor(t) => {
+            if !is_functional(t) {
+                return Ok((true, false));
+            }
+            sync(t)?;
+            *v = IValue::Tensor(from_functional(t)?);
+            Ok((true, true))
+        }
+        IValue::TensorList(ts) => {
+            if !is_functional_list(ts) {
+                return Ok((true, false));
+            }
+            sync_list(ts)?;
+            *v = IValue::TensorList(from_functional_list(ts));
+            Ok((true, true))
+        }
+        IValue::OptionalTensorList(ts) => {
+            if !is_functional_optional_list(ts) {
+                return Ok((true, false));
+            }
+            sync_optional_list(ts)?;
+            *v = IValue::OptionalTensorList(from_functional_optional_list(ts));
+            Ok((true, true))
+        }
+        _ => Ok((false, false)),
+    }
+}
+
+/// Wraps the tensors of one return in place.
+fn wrap_return(v: &mut IValue) -> Result<()> {
+    match v {
+        IValue::Tensor(t) => *v = IValue::Tensor(to_functional(t)?),
+        IValue::TensorList(ts) => *v = IValue::TensorList(to_functional_list(ts)?),
+        IValue::OptionalTensorList(ts) => {
+            *v = IValue::OptionalTensorList(to_functional_optional_list(ts)?);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The fallback body (A.4.1).
+fn functionalize_fallback(
+    op: &OperatorHandle,
+    _ks: DispatchKeySet,
+    stack: &mut Stack,
+) -> Result<()> {
+    let facts = op.require_schema_facts()?;
+    if facts.tensor_arguments.iter().any(|a| a.is_write)
+        || facts.returns.iter().any(|r| r.alias != ReturnAlias::Fresh)
+    {
+        return Err(alias_annotated_error(op));
+    }
+    let start = stack
+        .len()
+        .checked_sub(facts.num_arguments)
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "{} expects {} arguments on the stack but got {}",
+                op.name(),
+                facts.num_arguments,
+                stack.len()
+            ))
+        })?;
+    let mut any_tensor_input = false;
+    let mut any_functional_input = false;
+    for a in &facts.tensor_arguments {
+        // An absent `Tensor?` is `IValue::None`, which holds no tensor.
+        if let Some(v) = stack.get_mut(start + a.index) {
+            let (tensor, functional) = unwrap_argument(v)?;
+            any_tensor_input |= tensor;
+            any_functional_input |= functional;
+        }
+    }
+    {
+        let _below = below();
+        op.call_boxed(stack)?;
+    }
+    // Factories (no tensor input) are wrapped too: they reach the layer only through the
+    // thread's included key set, inside a functionalized region.
+    if any_functional_input || !any_tensor_input {
+        let returns_start = stack.len().saturating_sub(facts.num_returns);
+        for v in stack.iter_mut().skip(returns_start) {
+            wrap_return(v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Registers the fallback at `Functionalize`.
+pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
+    let mut lib = Library::new_on(d, LibraryKind::Impl, "_", Some(DispatchKey::Functionalize))?;
+    lib.fallback(Kernel::boxed(functionalize_fallback).debug("functionalize_fallback"))?;
+    lib.leak();
+    Ok(())
+}

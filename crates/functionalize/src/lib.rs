@@ -1,0 +1,80 @@
+//! switchyard's functionalization layer (issue 18; PyTorch's `FunctionalTensorWrapper` and
+//! `RegisterFunctionalization`): a dispatch layer at the `Functionalize` key that turns a
+//! program with views and in-place mutation into one a backend without aliasing can run.
+//!
+//! * [`FunctionalTensor`] is the payload of a *functional wrapper*: a tensor without storage
+//!   whose current value (a plain tensor below the layer) is replaced, never mutated in place;
+//! * [`FunctionalStorage`] is the alias group shared by a wrapper and its views: the base they
+//!   are all derived from, a FIFO queue of updates made through its members, and a generation
+//!   counter bumped once per update;
+//! * [`ViewMeta`] records one view: how to replay it from its base (`forward`) and how to push
+//!   a mutated view back into the base (`reverse`, the view inverse);
+//! * the functions of the data model ([`to_functional`], [`from_functional`], [`sync`],
+//!   [`replace_`], [`commit_update`], [`mark_mutation`], [`apply_updates`],
+//!   [`regenerate_from_base`], [`are_aliased`], ...) follow A.3 of the reference note;
+//! * a boxed fallback at `Functionalize` handles every operator that neither mutates nor
+//!   aliases: it syncs and unwraps functional inputs, runs the operator below the layer and
+//!   wraps the outputs. A mutating or view operator reaching it is an error.
+//!
+//! ```
+//! use switchyard_core::Tensor;
+//! use switchyard_cpu as _;
+//! use switchyard_functionalize::{from_functional, is_functional, sync, to_functional};
+//!
+//! let a = to_functional(&Tensor::from_slice(&[1.0f32, 2.0])?)?;
+//! let b = switchyard_ops::add(&a, &a)?; // through the fallback
+//! assert!(is_functional(&b));
+//! sync(&b)?;
+//! assert_eq!(from_functional(&b)?.to_vec::<f32>()?, vec![2.0, 4.0]);
+//! # Ok::<(), switchyard_core::Error>(())
+//! ```
+//!
+//! Not yet here (see `docs/functionalization-plan.md`): the generated kernels for mutating and
+//! view operators (§3.2), the view inverses (§3.4), the hand-written kernels (`resize_`, `set_`,
+//! `lift*`, `_to_copy`, ..., §3.5), the `functionalize` transform and the tracer (§5).
+//!
+//! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
+//! (at wrapping, at [`create_view`] unless the caller passes the eager one, and after
+//! [`mutate_view_meta`]), and the fallback keeps the backend's output geometry.
+//!
+//! Locking: a wrapper's state and its storage's state are never locked together, and the
+//! wrapper lock is never held across an operator call; the storage lock is held while updates
+//! are applied (those calls run below the layer and cannot re-enter it). Using a group from one
+//! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
+
+mod fallback;
+mod storage;
+mod tensor;
+mod view_meta;
+
+pub use storage::{FunctionalStorage, Update};
+pub use tensor::{
+    FunctionalTensor, apply_updates, are_aliased, below, commit_update, create_view, freeze,
+    from_functional, from_functional_list, from_functional_optional_list, functional_payload,
+    has_data_mutation, has_metadata_mutation, is_functional, is_functional_list,
+    is_functional_optional_list, mark_mutation, mutate_view_meta, regenerate_from_base, replace_,
+    sync, sync_list, sync_optional_list, to_functional, to_functional_list,
+    to_functional_optional_list, unsafe_reset_storage,
+};
+pub use view_meta::{
+    ForwardFn, InverseMode, ReapplyViewsGuard, ReverseFn, ViewMeta, reapply_views,
+};
+
+use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
+
+/// Registers the layer's kernels: for now the boxed fallback at `Functionalize`.
+fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
+    fallback::register(d)
+}
+
+#[linkme::distributed_slice(STATIC_REGISTRATIONS)]
+static REGISTER: StaticRegistration = StaticRegistration {
+    name: "switchyard-functionalize",
+    register,
+};
+
+/// Makes sure this crate's kernels are registered (linking the crate is enough; this gives
+/// code that does not otherwise name the crate a way to say it needs it).
+pub fn init() {
+    let _ = Dispatcher::singleton();
+}

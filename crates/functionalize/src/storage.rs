@@ -1,0 +1,219 @@
+//! The alias group of functional tensors ([`FunctionalStorage`], A.2.2): the base every view of
+//! the group is derived from, and the queue of updates made through its members.
+
+use crate::below;
+use crate::view_meta::ViewMeta;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use switchyard_core::{DeviceType, Error, Result, Tensor};
+
+/// A pending mutation of an alias group: the new value of the mutated member and the view chain
+/// that derives that member from the base.
+#[derive(Clone)]
+pub struct Update {
+    /// The member's value after the mutation (below the layer).
+    pub new_value: Tensor,
+    /// The member's view records, from the base (empty when the base itself was mutated).
+    pub view_metas: Arc<[ViewMeta]>,
+}
+
+impl fmt::Debug for Update {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Update")
+            .field("sizes", &self.new_value.sizes())
+            .field("view_metas", &self.view_metas)
+            .finish()
+    }
+}
+
+struct StorageState {
+    base: Tensor,
+    original_base: Tensor,
+    updates: Vec<Update>,
+}
+
+/// The storage shared by a functional tensor and all its views: holds no data itself, only the
+/// (unwrapped) base and a FIFO queue of updates, with a generation counter bumped once per
+/// queued update. Members compare their own generation with it to know whether to regenerate.
+pub struct FunctionalStorage {
+    /// Bumped (under the state lock) once per queued update; read without it.
+    generation: AtomicU64,
+    frozen: AtomicBool,
+    state: Mutex<StorageState>,
+    mutations: AtomicU64,
+    mutations_no_grad_or_inference: AtomicU64,
+}
+
+impl fmt::Debug for FunctionalStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FunctionalStorage")
+            .field("generation", &self.generation())
+            .field("frozen", &self.is_frozen())
+            .field("pending_updates", &self.pending_updates())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FunctionalStorage {
+    /// A new alias group whose base is `base` (a tensor below the layer), at generation 0.
+    pub fn new(base: Tensor) -> Result<Arc<FunctionalStorage>> {
+        if crate::is_functional(&base) {
+            return Err(Error::runtime(
+                "internal error: the base of a functional storage must not be a functional tensor",
+            ));
+        }
+        Ok(Arc::new(FunctionalStorage {
+            generation: AtomicU64::new(0),
+            frozen: AtomicBool::new(false),
+            state: Mutex::new(StorageState {
+                original_base: base.clone(),
+                base,
+                updates: Vec::new(),
+            }),
+            mutations: AtomicU64::new(0),
+            mutations_no_grad_or_inference: AtomicU64::new(0),
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, StorageState> {
+        // The state is consistent between statements (each update is applied whole before it
+        // leaves the queue), so a panic elsewhere does not make it unusable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The number of updates ever queued.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The current base (pending updates not applied).
+    pub fn base(&self) -> Tensor {
+        self.lock().base.clone()
+    }
+
+    /// The base together with the generation it reflects once no update is pending: read under
+    /// one lock so that a concurrent update cannot slip in between.
+    pub(crate) fn base_and_generation(&self) -> (Tensor, u64) {
+        let st = self.lock();
+        (st.base.clone(), self.generation())
+    }
+
+    /// The base the storage was created with.
+    pub fn original_base(&self) -> Tensor {
+        self.lock().original_base.clone()
+    }
+
+    /// How many updates are queued.
+    pub fn pending_updates(&self) -> usize {
+        self.lock().updates.len()
+    }
+
+    /// Whether updates are refused ([`FunctionalStorage::freeze`]).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::Acquire)
+    }
+
+    /// Refuses every later update of the group (`torch._freeze_functional_tensor`); cannot be
+    /// undone.
+    pub fn freeze(&self) {
+        self.frozen.store(true, Ordering::Release);
+    }
+
+    /// Queues an update (PyTorch's `add_update`) and bumps the generation.
+    ///
+    /// Errors: "cannot mutate tensors with frozen storage"; a mutation through a view chain
+    /// longer than one whose later records include an `as_strided` (PyTorch issue #104505),
+    /// except on XLA as in PyTorch.
+    pub fn add_update(&self, new_value: Tensor, view_metas: Arc<[ViewMeta]>) -> Result<()> {
+        if self.is_frozen() {
+            return Err(Error::runtime("cannot mutate tensors with frozen storage"));
+        }
+        // Record 0 may be an `as_strided` (its inverse sees the whole base); a later one may not.
+        if new_value.device().kind() != DeviceType::Xla
+            && let Some(i) = view_metas
+                .iter()
+                .enumerate()
+                .skip(1)
+                .find_map(|(i, m)| m.is_as_strided.then_some(i))
+        {
+            // "today,so" (no space) is PyTorch's text.
+            return Err(Error::runtime(format!(
+                "During torch.compile, encountered a mutation on a view chain of length {}, where view {i} was an as_strided() call. as_strided() is non-compositional, and therefore is not possible to functionalize properly today,so this behavior is banned in compile. As a workaround, you can either remove the mutation from the model code, or you can insert a graph break right before the mutation with torch._dynamo.graph_break(). If you would like this behavior to work properly, please comment on https://github.com/pytorch/pytorch/issues/104505.",
+                view_metas.len()
+            )));
+        }
+        let mut st = self.lock();
+        st.updates.push(Update {
+            new_value,
+            view_metas,
+        });
+        // Bumped under the lock, so that `base_and_generation` never pairs an old base with a
+        // generation counting an update it does not contain.
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Applies the queued updates to the base, in order, with the layer excluded; returns
+    /// whether there were any. An update that fails stays queued (the ones before it are
+    /// applied), so the error comes back on the next sync instead of being lost.
+    pub fn apply_updates(&self) -> Result<bool> {
+        let _below = below();
+        // Held across the replays: the calls below the layer cannot re-enter this storage
+        // (their arguments are plain tensors and `Functionalize` is excluded).
+        let mut st = self.lock();
+        if st.updates.is_empty() {
+            return Ok(false);
+        }
+        while let Some(update) = st.updates.first() {
+            let new_base = apply_update(update, &st.base)?;
+            st.base = new_base;
+            st.updates.remove(0);
+        }
+        Ok(true)
+    }
+
+    /// Counts a data mutation of the group (the no-grad / inference-mode ones separately, as
+    /// AOTAutograd needs).
+    pub(crate) fn mark_mutation(&self, no_grad_or_inference: bool) {
+        self.mutations.fetch_add(1, Ordering::AcqRel);
+        if no_grad_or_inference {
+            self.mutations_no_grad_or_inference
+                .fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Data mutations counted by [`crate::mark_mutation`].
+    pub fn mutation_count(&self) -> u64 {
+        self.mutations.load(Ordering::Acquire)
+    }
+
+    /// Of [`FunctionalStorage::mutation_count`], those made under no-grad or inference mode.
+    pub fn mutation_count_no_grad_or_inference(&self) -> u64 {
+        self.mutations_no_grad_or_inference.load(Ordering::Acquire)
+    }
+}
+
+/// The new base after `update` (A.3 `apply_update`): replays all but the last view record to
+/// get the tensors each record was taken from, then pushes the new value back through the
+/// inverses from the innermost view out.
+fn apply_update(update: &Update, base: &Tensor) -> Result<Tensor> {
+    let metas = &update.view_metas;
+    let Some((_, outer)) = metas.split_last() else {
+        return Ok(update.new_value.clone());
+    };
+    let mut intermediates = Vec::with_capacity(metas.len());
+    intermediates.push(base.clone());
+    for m in outer {
+        let next = match intermediates.last() {
+            Some(t) => m.forward(t)?,
+            None => break,
+        };
+        intermediates.push(next);
+    }
+    let mut t = update.new_value.clone();
+    for (m, taken_from) in metas.iter().zip(&intermediates).rev() {
+        t = m.reverse(taken_from, &t)?;
+    }
+    Ok(t)
+}
