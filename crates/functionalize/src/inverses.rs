@@ -337,7 +337,8 @@ pub fn expand_inverse(
 
 /// Inverse of output `out_index` of `split.Tensor(split_size, dim)`: `slice_scatter` of
 /// `mutated_view` into `base` at `[split_size * out_index, min(that + split_size, size))`
-/// along `dim`. Errors on a non-positive `split_size` or an `out_index` past the last chunk.
+/// along `dim`. Errors on a bad `split_size` (negative, or 0 along a non-empty dimension) or an
+/// `out_index` past the last chunk.
 pub fn split_Tensor_inverse(
     base: &Tensor,
     mutated_view: &Tensor,
@@ -348,9 +349,10 @@ pub fn split_Tensor_inverse(
 ) -> Result<Tensor> {
     let d = wrap_dim(dim, base.dim())?;
     let dim_size = size_at(base, d);
-    if split_size <= 0 {
+    if split_size < 0 || (split_size == 0 && dim_size != 0) {
         return Err(Error::runtime(format!(
-            "split_Tensor_inverse: split_size must be positive, got {split_size}"
+            "split_Tensor_inverse: split_size can only be 0 if the dimension size is 0, and \
+             must be non-negative; got split_size {split_size} for a dimension of size {dim_size}"
         )));
     }
     let outputs = if dim_size == 0 {
