@@ -564,3 +564,45 @@ fn scatter_operators_invert_slice_select_diagonal_as_strided() {
     // A source of the wrong shape is an error.
     assert!(op::select_scatter::call(&base, &negatives(&[4]), 1, 0).is_err());
 }
+
+/// The inverses as the layer uses them: reverse closures of view records, applied when a
+/// mutation of a view reaches its base at the next sync.
+#[test]
+fn inverses_drive_updates_through_view_records() {
+    use crate::{mutate, values, view_of};
+    use switchyard_functionalize::{ViewMeta, to_functional};
+
+    // a = arange(6).view(2, 3); b = a.t(); b[:, :] += 10 through b; then a sees it.
+    let a = to_functional(&arange(&[2, 3])).unwrap();
+    let b = view_of(
+        &a,
+        ViewMeta::new(
+            "t",
+            |base, _| op::t_copy::call(base),
+            |base, mutated, _| inv::t_inverse(base, mutated, NeverView),
+        ),
+    );
+    mutate(&b, |v| switchyard_ops::add_scalar(v, 10.0));
+    assert_eq!(values(&a), [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]);
+
+    // c = a.split(1, 0)[1] (a multi-output record, output 1), then c.unsqueeze(0) mutated.
+    let split = ViewMeta::new(
+        "split.Tensor",
+        |base, i| Ok(op::split_copy_Tensor::call(base, 1, 0)?.remove(i)),
+        |base, mutated, i| inv::split_Tensor_inverse(base, mutated, NeverView, i, 1, 0),
+    )
+    .multi_output(1);
+    let c = view_of(&a, split);
+    let d = view_of(
+        &c,
+        ViewMeta::new(
+            "unsqueeze",
+            |base, _| op::unsqueeze_copy::call(base, 0),
+            |base, mutated, _| inv::unsqueeze_inverse(base, mutated, NeverView, 0),
+        ),
+    );
+    assert_eq!(sizes(&d), [1, 1, 3]);
+    mutate(&d, |v| switchyard_ops::mul_scalar(v, -1.0));
+    assert_eq!(values(&a), [10.0, 11.0, 12.0, -13.0, -14.0, -15.0]);
+    assert_eq!(values(&b), [10.0, -13.0, 11.0, -14.0, 12.0, -15.0]);
+}
