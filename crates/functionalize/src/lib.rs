@@ -14,7 +14,9 @@
 //!   [`regenerate_from_base`], [`are_aliased`], ...) follow A.3 of the reference note;
 //! * a boxed fallback at `Functionalize` handles every operator that neither mutates nor
 //!   aliases: it syncs and unwraps functional inputs, runs the operator below the layer and
-//!   wraps the outputs. A mutating or view operator reaching it is an error.
+//!   wraps the outputs. A mutating or view operator reaching it is an error;
+//! * [`inverses`] holds the hand-written view inverses (§3.4 of the plan): what a base becomes
+//!   when a view of it is replaced by a mutated value.
 //!
 //! ```
 //! use switchyard_core::Tensor;
@@ -30,7 +32,7 @@
 //! ```
 //!
 //! Not yet here (see `docs/functionalization-plan.md`): the generated kernels for mutating and
-//! view operators (§3.2), the view inverses (§3.4), the hand-written kernels (`resize_`, `set_`,
+//! view operators (§3.2), the hand-written kernels (`resize_`, `set_`,
 //! `lift*`, `_to_copy`, ..., §3.5), the `functionalize` transform and the tracer (§5).
 //!
 //! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
@@ -43,6 +45,7 @@
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
 mod fallback;
+pub mod inverses;
 mod storage;
 mod tensor;
 mod view_meta;
