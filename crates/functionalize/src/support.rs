@@ -60,27 +60,36 @@ pub(crate) fn propagate_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
     sync(w)
 }
 
-/// [`propagate_mutation`] for `self` of an in-place operator: the functional result must have
-/// `self`'s sizes (an in-place operator never resizes `self`; eager refuses a broadcast that
-/// would have to).
+/// [`propagate_mutation`] for `self` of an in-place operator, checked first as the eager
+/// in-place kernels check theirs: `self` is never resized ("output with shape [2] doesn't
+/// match the broadcast shape [2, 2]") and the result must be castable to its dtype ("result
+/// type Float can't be cast to the desired output type Long").
 pub(crate) fn propagate_inplace(w: &Tensor, new: &Tensor) -> Result<()> {
-    let (have, want) = (w.sizes(), new.sizes());
-    if have != want {
-        return Err(Error::runtime(format!(
-            "output with shape {have:?} doesn't match the broadcast shape {want:?}"
-        )));
-    }
+    switchyard_ops::runtime::check_backend_self(w, new)?;
     propagate_mutation(w, new)
 }
 
-/// [`propagate_mutation`] of every element of a mutated tensor list.
-pub(crate) fn propagate_mutation_list(ws: &[Tensor], news: &[Tensor]) -> Result<()> {
+/// [`propagate_mutation`] for an out= argument, checked first as the eager out= kernels check
+/// theirs (the result's dtype castable to `out`'s, same device); a size change resizes `out`.
+pub(crate) fn propagate_out(w: &Tensor, new: &Tensor) -> Result<()> {
+    switchyard_ops::runtime::check_backend_out(w, new)?;
+    propagate_mutation(w, new)
+}
+
+/// [`propagate_mutation`] of every element of a mutated tensor list (`out` lists are checked
+/// as [`propagate_out`] checks, all before any is changed).
+pub(crate) fn propagate_mutation_list(ws: &[Tensor], news: &[Tensor], out: bool) -> Result<()> {
     if ws.len() != news.len() {
         return Err(Error::runtime(format!(
-            "internal error: a mutated list of {} tensors got {} new values",
-            ws.len(),
-            news.len()
+            "Expected {} output tensors but got {}",
+            news.len(),
+            ws.len()
         )));
+    }
+    if out {
+        for (w, n) in ws.iter().zip(news) {
+            switchyard_ops::runtime::check_backend_out(w, n)?;
+        }
     }
     ws.iter()
         .zip(news)

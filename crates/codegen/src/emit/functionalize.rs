@@ -6,7 +6,9 @@
 //!   mutated arguments → call the operator below the layer (a functional non-mutated argument
 //!   is then PyTorch's "mutating a non-functional tensor with a functional tensor" error); else
 //!   call the functional variant below, `replace_` + `commit_update` + `sync` each mutated
-//!   argument with its new value, return the mutated arguments. Operators without a functional
+//!   argument with its new value (checked first as eager checks in-place `self` and out=
+//!   arguments: no resize of `self`, a castable result dtype; out= may resize), return the
+//!   mutated arguments. Operators without a functional
 //!   variant are listed in a comment of `register.rs` and keep reaching the fallback, which
 //!   refuses them by name;
 //! * **view operators whose inverse is a `*_scatter` operator** (derived from ops.yaml:
@@ -349,14 +351,23 @@ fn mutation_kernel(m: &GenFunction, func: &GenFunction) -> Result<String, String
             }
             Dest::Aliased(_, a) | Dest::Unreturned(a) => {
                 let n = arg_name(&a.name);
-                let helper = if a.ty.is_tensor_list() {
-                    "propagate_mutation_list"
-                } else if inplace_self && a.name == "self" {
-                    "propagate_inplace"
+                if a.ty.is_tensor_list() {
+                    let _ = writeln!(
+                        b,
+                        "    propagate_mutation_list({n}, &{}, {})?;",
+                        tmp(k),
+                        a.is_out
+                    );
                 } else {
-                    "propagate_mutation"
-                };
-                let _ = writeln!(b, "    {helper}({n}, &{})?;", tmp(k));
+                    let helper = if inplace_self && a.name == "self" {
+                        "propagate_inplace"
+                    } else if a.is_out {
+                        "propagate_out"
+                    } else {
+                        "propagate_mutation"
+                    };
+                    let _ = writeln!(b, "    {helper}({n}, &{})?;", tmp(k));
+                }
                 if let Dest::Aliased(j, _) = d {
                     returns[*j] = if a.ty.is_tensor_list() {
                         format!("{n}.to_vec()")

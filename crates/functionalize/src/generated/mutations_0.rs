@@ -28,7 +28,7 @@ pub(crate) fn functionalize_all_out(_ks: DispatchKeySet, (self_, dim, keepdim, o
         let _below = below();
         op::all_dim::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn functionalize_argmax_out(_ks: DispatchKeySet, (self_, dim, keepdim
         let _below = below();
         op::argmax::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -73,7 +73,7 @@ pub(crate) fn functionalize_bmm_out(_ks: DispatchKeySet, (self_, mat2, out): (&T
         let _below = below();
         op::bmm::call(&self__u, &mat2_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn functionalize_cumprod_out(_ks: DispatchKeySet, (self_, dim, dtype,
         let _below = below();
         op::cumprod::call(&self__u, dim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -139,7 +139,7 @@ pub(crate) fn functionalize_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
         let _below = below();
         op::amax::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -161,7 +161,7 @@ pub(crate) fn functionalize__softmax_out(_ks: DispatchKeySet, (self_, dim, half_
         let _below = below();
         op::_softmax::call(&self__u, dim, half_to_float)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -207,7 +207,7 @@ pub(crate) fn functionalize_scatter_value_out(_ks: DispatchKeySet, (self_, dim, 
         let _below = below();
         op::scatter_value::call(&self__u, dim, &index_u, value)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -230,7 +230,7 @@ pub(crate) fn functionalize_scatter_value_reduce_out(_ks: DispatchKeySet, (self_
         let _below = below();
         op::scatter_value_reduce::call(&self__u, dim, &index_u, value, reduce)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -271,7 +271,7 @@ pub(crate) fn functionalize_index_select_out(_ks: DispatchKeySet, (self_, dim, i
         let _below = below();
         op::index_select::call(&self__u, dim, &index_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -294,8 +294,8 @@ pub(crate) fn functionalize_topk_values(_ks: DispatchKeySet, (self_, k, dim, lar
         let _below = below();
         op::topk::call(&self__u, k, dim, largest, sorted)?
     };
-    propagate_mutation(values, &tmp.0)?;
-    propagate_mutation(indices, &tmp.1)?;
+    propagate_out(values, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -320,8 +320,8 @@ pub(crate) fn functionalize_nll_loss_forward_output(_ks: DispatchKeySet, (self_,
         let _below = below();
         op::nll_loss_forward::call(&self__u, &target_u, weight_u.as_ref(), reduction, ignore_index)?
     };
-    propagate_mutation(output, &tmp.0)?;
-    propagate_mutation(total_weight, &tmp.1)?;
+    propagate_out(output, &tmp.0)?;
+    propagate_out(total_weight, &tmp.1)?;
     Ok((output.clone(), total_weight.clone()))
 }
 
@@ -343,7 +343,7 @@ pub(crate) fn functionalize_unbind_copy_int_out(_ks: DispatchKeySet, (self_, dim
         let _below = below();
         op::unbind_copy_int::call(&self__u, dim)?
     };
-    propagate_mutation_list(out, &tmp)?;
+    propagate_mutation_list(out, &tmp, true)?;
     Ok(())
 }
 
@@ -367,7 +367,7 @@ pub(crate) fn functionalize_linear_out(_ks: DispatchKeySet, (input, weight, bias
         let _below = below();
         op::linear::call(&input_u, &weight_u, bias_u.as_ref())?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -491,7 +491,7 @@ pub(crate) fn functionalize_clamp_out(_ks: DispatchKeySet, (self_, min, max, out
         let _below = below();
         op::clamp::call(&self__u, min, max)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -513,7 +513,7 @@ pub(crate) fn functionalize_clamp_max_out(_ks: DispatchKeySet, (self_, max, out)
         let _below = below();
         op::clamp_max::call(&self__u, max)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -535,7 +535,7 @@ pub(crate) fn functionalize_clamp_min_out(_ks: DispatchKeySet, (self_, min, out)
         let _below = below();
         op::clamp_min::call(&self__u, min)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -558,7 +558,7 @@ pub(crate) fn functionalize_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_and_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -581,7 +581,7 @@ pub(crate) fn functionalize_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, o
         let _below = below();
         op::bitwise_or_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -604,7 +604,7 @@ pub(crate) fn functionalize_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_xor_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -626,7 +626,7 @@ pub(crate) fn functionalize_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ne_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -648,7 +648,7 @@ pub(crate) fn functionalize_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::eq_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -742,7 +742,7 @@ pub(crate) fn functionalize_fmod_Scalar_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::fmod_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -764,7 +764,7 @@ pub(crate) fn functionalize_remainder_Scalar_out(_ks: DispatchKeySet, (self_, ot
         let _below = below();
         op::remainder_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -787,7 +787,7 @@ pub(crate) fn functionalize_maximum_out(_ks: DispatchKeySet, (self_, other, out)
         let _below = below();
         op::maximum::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -809,7 +809,7 @@ pub(crate) fn functionalize_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, e
         let _below = below();
         op::pow_Tensor_Scalar::call(&self__u, exponent)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -827,7 +827,7 @@ pub(crate) fn functionalize_arange_out(_ks: DispatchKeySet, (end, out): (Scalar,
         let _below = below();
         op::arange::call(end, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -845,7 +845,7 @@ pub(crate) fn functionalize_full_out(_ks: DispatchKeySet, (size, fill_value, out
         let _below = below();
         op::full::call(size, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -867,7 +867,7 @@ pub(crate) fn functionalize_bernoulli_out(_ks: DispatchKeySet, (self_, generator
         let _below = below();
         op::bernoulli::call(&self__u, generator)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -885,7 +885,7 @@ pub(crate) fn functionalize_randint_out(_ks: DispatchKeySet, (high, size, out): 
         let _below = below();
         op::randint::call(high, size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -925,7 +925,7 @@ pub(crate) fn functionalize_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim
         let _below = below();
         op::log_softmax_int::call(&self__u, dim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -948,8 +948,8 @@ pub(crate) fn functionalize_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdi
         let _below = below();
         op::min_dim::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(min, &tmp.0)?;
-    propagate_mutation(min_indices, &tmp.1)?;
+    propagate_out(min, &tmp.0)?;
+    propagate_out(min_indices, &tmp.1)?;
     Ok((min.clone(), min_indices.clone()))
 }
 
@@ -971,7 +971,7 @@ pub(crate) fn functionalize_var_correction_out(_ks: DispatchKeySet, (self_, dim,
         let _below = below();
         op::var_correction::call(&self__u, dim, correction, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -993,7 +993,7 @@ pub(crate) fn functionalize_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::abs::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1015,7 +1015,7 @@ pub(crate) fn functionalize_logical_not_out(_ks: DispatchKeySet, (self_, out): (
         let _below = below();
         op::logical_not::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1037,7 +1037,7 @@ pub(crate) fn functionalize_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::cos::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1059,7 +1059,7 @@ pub(crate) fn functionalize_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::exp::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1081,7 +1081,7 @@ pub(crate) fn functionalize_floor_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::floor::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1103,7 +1103,7 @@ pub(crate) fn functionalize_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::log::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1125,7 +1125,7 @@ pub(crate) fn functionalize_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::log2::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1147,7 +1147,7 @@ pub(crate) fn functionalize_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::neg::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1169,7 +1169,7 @@ pub(crate) fn functionalize_round_decimals_out(_ks: DispatchKeySet, (self_, deci
         let _below = below();
         op::round_decimals::call(&self__u, decimals)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1282,8 +1282,8 @@ pub(crate) fn functionalize_sort_values_stable(_ks: DispatchKeySet, (self_, stab
         let _below = below();
         op::sort_stable::call(&self__u, stable, dim, descending)?
     };
-    propagate_mutation(values, &tmp.0)?;
-    propagate_mutation(indices, &tmp.1)?;
+    propagate_out(values, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -1301,7 +1301,7 @@ pub(crate) fn functionalize_empty_strided_out(_ks: DispatchKeySet, (size, stride
         let _below = below();
         op::empty_strided::call(size, stride, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1324,7 +1324,7 @@ pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, 
         let _below = below();
         op::slice_scatter::call(&self__u, &src_u, dim, start, end, step)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1346,7 +1346,7 @@ pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (
         let _below = below();
         op::prod::call(&self__u, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1368,7 +1368,7 @@ pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::zero::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1390,7 +1390,7 @@ pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, i
         let _below = below();
         op::expand_copy::call(&self__u, size, implicit)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1412,7 +1412,7 @@ pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, d
         let _below = below();
         op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1434,7 +1434,7 @@ pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tens
         let _below = below();
         op::t_copy::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1456,7 +1456,7 @@ pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dty
         let _below = below();
         op::view_copy_dtype::call(&self__u, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1479,8 +1479,8 @@ pub(crate) fn functionalize_native_dropout_out(_ks: DispatchKeySet, (input, p, t
         let _below = below();
         op::native_dropout::call(&input_u, p, train)?
     };
-    propagate_mutation(out0, &tmp.0)?;
-    propagate_mutation(out1, &tmp.1)?;
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -1502,7 +1502,7 @@ pub(crate) fn functionalize_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, oth
         let _below = below();
         op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1524,7 +1524,7 @@ pub(crate) fn functionalize_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (s
         let _below = below();
         op::bitwise_or_Scalar_Tensor::call(self_, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1546,7 +1546,7 @@ pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_valu
         let _below = below();
         op::full_like::call(&self__u, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1568,7 +1568,7 @@ pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, 
         let _below = below();
         op::bernoulli_p::call(&self__u, p, generator)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1590,7 +1590,7 @@ pub(crate) fn functionalize_randn_like_generator_out(_ks: DispatchKeySet, (self_
         let _below = below();
         op::randn_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1614,7 +1614,7 @@ pub(crate) fn functionalize_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1636,7 +1636,7 @@ pub(crate) fn functionalize_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::relu::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1659,7 +1659,7 @@ pub(crate) fn functionalize_embedding_out(_ks: DispatchKeySet, (weight, indices,
         let _below = below();
         op::embedding::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 

@@ -28,7 +28,7 @@ pub(crate) fn functionalize_all_dims_out(_ks: DispatchKeySet, (self_, dim, keepd
         let _below = below();
         op::all_dims::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn functionalize_argmin_out(_ks: DispatchKeySet, (self_, dim, keepdim
         let _below = below();
         op::argmin::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -72,7 +72,7 @@ pub(crate) fn functionalize_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&
         let _below = below();
         op::cat::call(&tensors_u, dim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -113,7 +113,7 @@ pub(crate) fn functionalize_index_Tensor_out(_ks: DispatchKeySet, (self_, indice
         let _below = below();
         op::index_Tensor::call(&self__u, &indices_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -135,7 +135,7 @@ pub(crate) fn functionalize_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
         let _below = below();
         op::amin::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -157,7 +157,7 @@ pub(crate) fn functionalize_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepd
         let _below = below();
         op::prod_dim_int::call(&self__u, dim, keepdim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -267,7 +267,7 @@ pub(crate) fn functionalize_masked_select_out(_ks: DispatchKeySet, (self_, mask,
         let _below = below();
         op::masked_select::call(&self__u, &mask_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -289,7 +289,7 @@ pub(crate) fn functionalize_all_all_out(_ks: DispatchKeySet, (self_, out): (&Ten
         let _below = below();
         op::all::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -311,7 +311,7 @@ pub(crate) fn functionalize_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_s
         let _below = below();
         op::avg_pool2d::call(&self__u, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -333,7 +333,7 @@ pub(crate) fn functionalize_split_copy_Tensor_out(_ks: DispatchKeySet, (self_, s
         let _below = below();
         op::split_copy_Tensor::call(&self__u, split_size, dim)?
     };
-    propagate_mutation_list(out, &tmp)?;
+    propagate_mutation_list(out, &tmp, true)?;
     Ok(())
 }
 
@@ -378,7 +378,7 @@ pub(crate) fn functionalize_div_out(_ks: DispatchKeySet, (self_, other, out): (&
         let _below = below();
         op::div_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -419,7 +419,7 @@ pub(crate) fn functionalize_sub_out(_ks: DispatchKeySet, (self_, other, alpha, o
         let _below = below();
         op::sub_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -442,7 +442,7 @@ pub(crate) fn functionalize_logical_xor_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::logical_xor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -465,7 +465,7 @@ pub(crate) fn functionalize_logical_or_out(_ks: DispatchKeySet, (self_, other, o
         let _below = below();
         op::logical_or::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -489,7 +489,7 @@ pub(crate) fn functionalize_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, m
         let _below = below();
         op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -512,7 +512,7 @@ pub(crate) fn functionalize_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, ma
         let _below = below();
         op::clamp_max_Tensor::call(&self__u, &max_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -535,7 +535,7 @@ pub(crate) fn functionalize_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, mi
         let _below = below();
         op::clamp_min_Tensor::call(&self__u, &min_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -557,7 +557,7 @@ pub(crate) fn functionalize_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_and_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -579,7 +579,7 @@ pub(crate) fn functionalize_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, o
         let _below = below();
         op::bitwise_or_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -601,7 +601,7 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_xor_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -624,7 +624,7 @@ pub(crate) fn functionalize_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ne_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -647,7 +647,7 @@ pub(crate) fn functionalize_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::eq_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -794,7 +794,7 @@ pub(crate) fn functionalize_minimum_out(_ks: DispatchKeySet, (self_, other, out)
         let _below = below();
         op::minimum::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -830,7 +830,7 @@ pub(crate) fn functionalize_arange_start_out(_ks: DispatchKeySet, (start, end, s
         let _below = below();
         op::arange_start_step::call(start, end, step, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -848,7 +848,7 @@ pub(crate) fn functionalize_linspace_out(_ks: DispatchKeySet, (start, end, steps
         let _below = below();
         op::linspace::call(start, end, steps, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -888,7 +888,7 @@ pub(crate) fn functionalize_randint_generator_out(_ks: DispatchKeySet, (high, si
         let _below = below();
         op::randint_generator::call(high, size, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -934,8 +934,8 @@ pub(crate) fn functionalize_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdi
         let _below = below();
         op::max_dim::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(max, &tmp.0)?;
-    propagate_mutation(max_values, &tmp.1)?;
+    propagate_out(max, &tmp.0)?;
+    propagate_out(max_values, &tmp.1)?;
     Ok((max.clone(), max_values.clone()))
 }
 
@@ -957,7 +957,7 @@ pub(crate) fn functionalize_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dt
         let _below = below();
         op::softmax_int::call(&self__u, dim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -979,7 +979,7 @@ pub(crate) fn functionalize_min_unary_out(_ks: DispatchKeySet, (self_, out): (&T
         let _below = below();
         op::min::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1163,7 +1163,7 @@ pub(crate) fn functionalize_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::rsqrt::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1185,7 +1185,7 @@ pub(crate) fn functionalize_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Ten
         let _below = below();
         op::sigmoid::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1207,7 +1207,7 @@ pub(crate) fn functionalize_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::sqrt::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1229,7 +1229,7 @@ pub(crate) fn functionalize_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::tanh::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1251,7 +1251,7 @@ pub(crate) fn functionalize_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::sign::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1273,7 +1273,7 @@ pub(crate) fn functionalize_logsumexp_out(_ks: DispatchKeySet, (self_, dim, keep
         let _below = below();
         op::logsumexp::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1295,7 +1295,7 @@ pub(crate) fn functionalize_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, 
         let _below = below();
         op::fill_Scalar::call(&self__u, value)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1318,7 +1318,7 @@ pub(crate) fn functionalize_select_scatter_out(_ks: DispatchKeySet, (self_, src,
         let _below = below();
         op::select_scatter::call(&self__u, &src_u, dim, index)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1340,7 +1340,7 @@ pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&
         let _below = below();
         op::flip::call(&self__u, dims)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1362,7 +1362,7 @@ pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, g
         let _below = below();
         op::uniform::call(&self__u, from, to, generator)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1384,7 +1384,7 @@ pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, 
         let _below = below();
         op::permute_copy::call(&self__u, dims)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1406,7 +1406,7 @@ pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): 
         let _below = below();
         op::squeeze_copy::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1428,7 +1428,7 @@ pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::transpose_copy_int::call(&self__u, dim0, dim1)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1450,7 +1450,7 @@ pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimensi
         let _below = below();
         op::unfold_copy::call(&self__u, dimension, size, step)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1474,7 +1474,7 @@ pub(crate) fn functionalize_convolution_out(_ks: DispatchKeySet, (input, weight,
         let _below = below();
         op::convolution::call(&input_u, &weight_u, bias_u.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1496,7 +1496,7 @@ pub(crate) fn functionalize_mul_Scalar_out(_ks: DispatchKeySet, (self_, other, o
         let _below = below();
         op::mul_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1518,7 +1518,7 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (
         let _below = below();
         op::bitwise_xor_Scalar_Tensor::call(self_, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1540,7 +1540,7 @@ pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_fo
         let _below = below();
         op::ones_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1562,7 +1562,7 @@ pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_fo
         let _below = below();
         op::rand_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1584,7 +1584,7 @@ pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, g
         let _below = below();
         op::normal_functional::call(&self__u, mean, std, generator)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1606,7 +1606,7 @@ pub(crate) fn functionalize_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&
         let _below = below();
         op::sum::call(&self__u, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1628,7 +1628,7 @@ pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::isinf::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 

@@ -28,7 +28,7 @@ pub(crate) fn functionalize_any_out(_ks: DispatchKeySet, (self_, dim, keepdim, o
         let _below = below();
         op::any_dim::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn functionalize_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, 
         let _below = below();
         op::cumsum::call(&self__u, dim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -141,7 +141,7 @@ pub(crate) fn functionalize_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Te
         let _below = below();
         op::mm::call(&self__u, &mat2_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -183,7 +183,7 @@ pub(crate) fn functionalize_scatter_src_out(_ks: DispatchKeySet, (self_, dim, in
         let _below = below();
         op::scatter_src::call(&self__u, dim, &index_u, &src_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -207,7 +207,7 @@ pub(crate) fn functionalize_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim,
         let _below = below();
         op::scatter_reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -231,7 +231,7 @@ pub(crate) fn functionalize_scatter_add_out(_ks: DispatchKeySet, (self_, dim, in
         let _below = below();
         op::scatter_add::call(&self__u, dim, &index_u, &src_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -253,7 +253,7 @@ pub(crate) fn functionalize_triu_out(_ks: DispatchKeySet, (self_, diagonal, out)
         let _below = below();
         op::triu::call(&self__u, diagonal)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -275,7 +275,7 @@ pub(crate) fn functionalize_nonzero_out(_ks: DispatchKeySet, (self_, out): (&Ten
         let _below = below();
         op::nonzero::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -297,7 +297,7 @@ pub(crate) fn functionalize_any_all_out(_ks: DispatchKeySet, (self_, out): (&Ten
         let _below = below();
         op::any::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -320,8 +320,8 @@ pub(crate) fn functionalize_max_pool2d_with_indices_out(_ks: DispatchKeySet, (se
         let _below = below();
         op::max_pool2d_with_indices::call(&self__u, kernel_size, stride, padding, dilation, ceil_mode)?
     };
-    propagate_mutation(out, &tmp.0)?;
-    propagate_mutation(indices, &tmp.1)?;
+    propagate_out(out, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
     Ok((out.clone(), indices.clone()))
 }
 
@@ -343,7 +343,7 @@ pub(crate) fn functionalize_split_with_sizes_copy_out(_ks: DispatchKeySet, (self
         let _below = below();
         op::split_with_sizes_copy::call(&self__u, split_sizes, dim)?
     };
-    propagate_mutation_list(out, &tmp)?;
+    propagate_mutation_list(out, &tmp, true)?;
     Ok(())
 }
 
@@ -366,7 +366,7 @@ pub(crate) fn functionalize_add_out(_ks: DispatchKeySet, (self_, other, alpha, o
         let _below = below();
         op::add_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -620,7 +620,7 @@ pub(crate) fn functionalize_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ge_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -642,7 +642,7 @@ pub(crate) fn functionalize_le_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::le_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -664,7 +664,7 @@ pub(crate) fn functionalize_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::gt_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -686,7 +686,7 @@ pub(crate) fn functionalize_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::lt_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -709,7 +709,7 @@ pub(crate) fn functionalize_atan2_out(_ks: DispatchKeySet, (self_, other, out): 
         let _below = below();
         op::atan2::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -732,7 +732,7 @@ pub(crate) fn functionalize_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::fmod_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -755,7 +755,7 @@ pub(crate) fn functionalize_remainder_Tensor_out(_ks: DispatchKeySet, (self_, ot
         let _below = below();
         op::remainder_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -778,7 +778,7 @@ pub(crate) fn functionalize_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, e
         let _below = below();
         op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -818,7 +818,7 @@ pub(crate) fn functionalize_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor
         let _below = below();
         op::eye::call(n, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -836,7 +836,7 @@ pub(crate) fn functionalize_ones_out(_ks: DispatchKeySet, (size, out): (&[i64], 
         let _below = below();
         op::ones::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -872,7 +872,7 @@ pub(crate) fn functionalize_randint_low_out(_ks: DispatchKeySet, (low, high, siz
         let _below = below();
         op::randint_low::call(low, high, size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -916,7 +916,7 @@ pub(crate) fn functionalize_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, o
         let _below = below();
         op::mean::call(&self__u, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -938,7 +938,7 @@ pub(crate) fn functionalize_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, ke
         let _below = below();
         op::sum_dim_IntList::call(&self__u, dim, keepdim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -960,7 +960,7 @@ pub(crate) fn functionalize_max_unary_out(_ks: DispatchKeySet, (self_, out): (&T
         let _below = below();
         op::max::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -982,7 +982,7 @@ pub(crate) fn functionalize_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (
         let _below = below();
         op::bitwise_not::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1004,7 +1004,7 @@ pub(crate) fn functionalize_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::ceil::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1026,7 +1026,7 @@ pub(crate) fn functionalize_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::erf::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1048,7 +1048,7 @@ pub(crate) fn functionalize_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::expm1::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1070,7 +1070,7 @@ pub(crate) fn functionalize_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, pos
         let _below = below();
         op::nan_to_num::call(&self__u, nan, posinf, neginf)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1092,7 +1092,7 @@ pub(crate) fn functionalize_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::log1p::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1114,7 +1114,7 @@ pub(crate) fn functionalize_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&
         let _below = below();
         op::reciprocal::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1136,7 +1136,7 @@ pub(crate) fn functionalize_round_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::round::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1158,7 +1158,7 @@ pub(crate) fn functionalize_gelu_out(_ks: DispatchKeySet, (self_, approximate, o
         let _below = below();
         op::gelu::call(&self__u, approximate)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1252,7 +1252,7 @@ pub(crate) fn functionalize_stack_out(_ks: DispatchKeySet, (tensors, dim, out): 
         let _below = below();
         op::stack::call(&tensors_u, dim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1275,7 +1275,7 @@ pub(crate) fn functionalize_copy_out(_ks: DispatchKeySet, (self_, src, non_block
         let _below = below();
         op::copy::call(&self__u, &src_u, non_blocking)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1298,7 +1298,7 @@ pub(crate) fn functionalize_fill_Tensor_out(_ks: DispatchKeySet, (self_, value, 
         let _below = below();
         op::fill_Tensor::call(&self__u, &value_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1321,7 +1321,7 @@ pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, sr
         let _below = below();
         op::diagonal_scatter::call(&self__u, &src_u, offset, dim1, dim2)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1343,7 +1343,7 @@ pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, 
         let _below = below();
         op::roll::call(&self__u, shifts, dims)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1365,7 +1365,7 @@ pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, siz
         let _below = below();
         op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1387,7 +1387,7 @@ pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim
         let _below = below();
         op::select_copy_int::call(&self__u, dim, index)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1409,7 +1409,7 @@ pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, di
         let _below = below();
         op::squeeze_copy_dim::call(&self__u, dim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1431,7 +1431,7 @@ pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim,
         let _below = below();
         op::unsqueeze_copy::call(&self__u, dim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1453,7 +1453,7 @@ pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&
         let _below = below();
         op::alias_copy::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1475,7 +1475,7 @@ pub(crate) fn functionalize_add_Scalar_out(_ks: DispatchKeySet, (self_, other, a
         let _below = below();
         op::add_Scalar::call(&self__u, other, alpha)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1497,7 +1497,7 @@ pub(crate) fn functionalize_sub_Scalar_out(_ks: DispatchKeySet, (self_, other, a
         let _below = below();
         op::sub_Scalar::call(&self__u, other, alpha)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1519,7 +1519,7 @@ pub(crate) fn functionalize_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (se
         let _below = below();
         op::remainder_Scalar_Tensor::call(self_, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1541,7 +1541,7 @@ pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_f
         let _below = below();
         op::zeros_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1563,7 +1563,7 @@ pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_,
         let _below = below();
         op::rand_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1587,7 +1587,7 @@ pub(crate) fn functionalize_index_put_out(_ks: DispatchKeySet, (self_, indices, 
         let _below = below();
         op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1610,8 +1610,8 @@ pub(crate) fn functionalize_var_mean_correction_out(_ks: DispatchKeySet, (self_,
         let _below = below();
         op::var_mean_correction::call(&self__u, dim, correction, keepdim)?
     };
-    propagate_mutation(out0, &tmp.0)?;
-    propagate_mutation(out1, &tmp.1)?;
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
     Ok((out0.clone(), out1.clone()))
 }
 
@@ -1633,7 +1633,7 @@ pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out
         let _below = below();
         op::repeat::call(&self__u, repeats)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 

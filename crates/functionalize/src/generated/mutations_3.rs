@@ -28,7 +28,7 @@ pub(crate) fn functionalize_any_dims_out(_ks: DispatchKeySet, (self_, dim, keepd
         let _below = below();
         op::any_dims::call(&self__u, dim, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -52,7 +52,7 @@ pub(crate) fn functionalize_baddbmm_out(_ks: DispatchKeySet, (self_, batch1, bat
         let _below = below();
         op::baddbmm::call(&self__u, &batch1_u, &batch2_u, beta, alpha)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -110,7 +110,7 @@ pub(crate) fn functionalize__log_softmax_out(_ks: DispatchKeySet, (self_, dim, h
         let _below = below();
         op::_log_softmax::call(&self__u, dim, half_to_float)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -132,7 +132,7 @@ pub(crate) fn functionalize_narrow_copy_out(_ks: DispatchKeySet, (self_, dim, st
         let _below = below();
         op::narrow_copy::call(&self__u, dim, start, length)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -156,7 +156,7 @@ pub(crate) fn functionalize_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, b
         let _below = below();
         op::addmm::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -240,7 +240,7 @@ pub(crate) fn functionalize_tril_out(_ks: DispatchKeySet, (self_, diagonal, out)
         let _below = below();
         op::tril::call(&self__u, diagonal)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -263,7 +263,7 @@ pub(crate) fn functionalize_gather_out(_ks: DispatchKeySet, (self_, dim, index, 
         let _below = below();
         op::gather::call(&self__u, dim, &index_u, sparse_grad)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -286,7 +286,7 @@ pub(crate) fn functionalize_mse_loss_out(_ks: DispatchKeySet, (self_, target, re
         let _below = below();
         op::mse_loss::call(&self__u, &target_u, reduction)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -308,7 +308,7 @@ pub(crate) fn functionalize_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::linalg_vector_norm::call(&self__u, ord, dim, keepdim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -331,7 +331,7 @@ pub(crate) fn functionalize_dot_out(_ks: DispatchKeySet, (self_, tensor, out): (
         let _below = below();
         op::dot::call(&self__u, &tensor_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -372,7 +372,7 @@ pub(crate) fn functionalize_div_out_mode(_ks: DispatchKeySet, (self_, other, rou
         let _below = below();
         op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -395,7 +395,7 @@ pub(crate) fn functionalize_mul_out(_ks: DispatchKeySet, (self_, other, out): (&
         let _below = below();
         op::mul_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -436,7 +436,7 @@ pub(crate) fn functionalize_logical_and_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::logical_and::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -636,7 +636,7 @@ pub(crate) fn functionalize_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ge_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -659,7 +659,7 @@ pub(crate) fn functionalize_le_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::le_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -682,7 +682,7 @@ pub(crate) fn functionalize_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::gt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -705,7 +705,7 @@ pub(crate) fn functionalize_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::lt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -793,7 +793,7 @@ pub(crate) fn functionalize_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent
         let _below = below();
         op::pow_Scalar::call(self_, &exponent_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -817,7 +817,7 @@ pub(crate) fn functionalize_where_self_out(_ks: DispatchKeySet, (condition, self
         let _below = below();
         op::where_self::call(&condition_u, &self__u, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -835,7 +835,7 @@ pub(crate) fn functionalize_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i6
         let _below = below();
         op::eye_m::call(n, m, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -853,7 +853,7 @@ pub(crate) fn functionalize_zeros_out(_ks: DispatchKeySet, (size, out): (&[i64],
         let _below = below();
         op::zeros::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -871,7 +871,7 @@ pub(crate) fn functionalize_rand_out(_ks: DispatchKeySet, (size, out): (&[i64], 
         let _below = below();
         op::rand::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -889,7 +889,7 @@ pub(crate) fn functionalize_randint_low_generator_out(_ks: DispatchKeySet, (low,
         let _below = below();
         op::randint_low_generator::call(low, high, size, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -934,7 +934,7 @@ pub(crate) fn functionalize_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
         let _below = below();
         op::mean_dim::call(&self__u, dim, keepdim, dtype)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -956,7 +956,7 @@ pub(crate) fn functionalize_std_correction_out(_ks: DispatchKeySet, (self_, dim,
         let _below = below();
         op::std_correction::call(&self__u, dim, correction, keepdim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1158,7 +1158,7 @@ pub(crate) fn functionalize_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::silu::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1180,7 +1180,7 @@ pub(crate) fn functionalize_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::sin::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1202,7 +1202,7 @@ pub(crate) fn functionalize_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::tan::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1224,7 +1224,7 @@ pub(crate) fn functionalize_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::trunc::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1247,8 +1247,8 @@ pub(crate) fn functionalize_sort_values(_ks: DispatchKeySet, (self_, dim, descen
         let _below = below();
         op::sort::call(&self__u, dim, descending)?
     };
-    propagate_mutation(values, &tmp.0)?;
-    propagate_mutation(indices, &tmp.1)?;
+    propagate_out(values, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
     Ok((values.clone(), indices.clone()))
 }
 
@@ -1270,7 +1270,7 @@ pub(crate) fn functionalize_resize_out(_ks: DispatchKeySet, (self_, size, memory
         let _below = below();
         op::resize::call(&self__u, size, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1294,7 +1294,7 @@ pub(crate) fn functionalize__index_put_impl_out(_ks: DispatchKeySet, (self_, ind
         let _below = below();
         op::_index_put_impl::call(&self__u, &indices_u, &values_u, accumulate, unsafe_)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1317,7 +1317,7 @@ pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::as_strided_scatter::call(&self__u, &src_u, size, stride, storage_offset)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1339,7 +1339,7 @@ pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format
         let _below = below();
         op::clone::call(&self__u, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1361,7 +1361,7 @@ pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offse
         let _below = below();
         op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1383,7 +1383,7 @@ pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (
         let _below = below();
         op::detach_copy::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1405,7 +1405,7 @@ pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, d
         let _below = below();
         op::squeeze_copy_dims::call(&self__u, dim)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1427,7 +1427,7 @@ pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out
         let _below = below();
         op::view_copy::call(&self__u, size)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1453,9 +1453,9 @@ pub(crate) fn functionalize_native_layer_norm_out(_ks: DispatchKeySet, (input, n
         let _below = below();
         op::native_layer_norm::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps)?
     };
-    propagate_mutation(out0, &tmp.0)?;
-    propagate_mutation(out1, &tmp.1)?;
-    propagate_mutation(out2, &tmp.2)?;
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    propagate_out(out2, &tmp.2)?;
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
@@ -1477,7 +1477,7 @@ pub(crate) fn functionalize_div_Scalar_out(_ks: DispatchKeySet, (self_, other, o
         let _below = below();
         op::div_Scalar::call(&self__u, other)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1499,7 +1499,7 @@ pub(crate) fn functionalize_bitwise_and_Scalar_Tensor_out(_ks: DispatchKeySet, (
         let _below = below();
         op::bitwise_and_Scalar_Tensor::call(self_, &other_u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1521,7 +1521,7 @@ pub(crate) fn functionalize_empty_like_out(_ks: DispatchKeySet, (self_, memory_f
         let _below = below();
         op::empty_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1544,7 +1544,7 @@ pub(crate) fn functionalize_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p,
         let _below = below();
         op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1566,7 +1566,7 @@ pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_f
         let _below = below();
         op::randn_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1589,7 +1589,7 @@ pub(crate) fn functionalize_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1611,7 +1611,7 @@ pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::isnan::call(&self__u)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
@@ -1633,7 +1633,7 @@ pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad
         let _below = below();
         op::constant_pad_nd::call(&self__u, pad, value)?
     };
-    propagate_mutation(out, &tmp)?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 

@@ -133,6 +133,39 @@ fn inplace_broadcast_into_self_is_refused() {
     );
 }
 
+/// The dtype rules of eager in-place and out= kernels: a result that cannot be cast to the
+/// mutated tensor's dtype is refused with eager's message, before anything changes.
+#[test]
+fn uncastable_results_are_refused_as_eagerly() {
+    let long = |v: &[i64]| Tensor::from_slice(v).unwrap();
+    let p: &Program = &|_, x| {
+        x[0].add_(&x[1])?;
+        Ok(vec![])
+    };
+    let inputs = [long(&[1, 2]), arange(2, &[2])];
+    let eager = run(p, &inputs, false).unwrap_err();
+    let f = run(p, &inputs, true).unwrap_err();
+    assert_eq!(f.message(), eager.message());
+    assert!(
+        eager
+            .message()
+            .contains("can't be cast to the desired output type"),
+        "{eager}"
+    );
+    let p: &Program = &|_, x| Ok(vec![switchyard_ops::add_out(&x[1], &x[1], &x[0])?]);
+    let eager = run(p, &inputs, false).unwrap_err();
+    let f = run(p, &inputs, true).unwrap_err();
+    assert_eq!(f.message(), eager.message());
+    // Casting the other way is fine: a long `other` added into a float `self`.
+    check(
+        &|_, x| {
+            x[1].add_(&x[0])?;
+            Ok(vec![Clone::clone(&x[1])])
+        },
+        &inputs,
+    );
+}
+
 #[test]
 fn out_into_a_wrapper_resizes_and_casts() {
     // F2-like: an empty out= tensor takes the result's sizes.
@@ -316,4 +349,25 @@ fn views_without_an_inverse_are_refused_by_the_fallback() {
     let x = to_functional(&ones(&[2, 2])).unwrap();
     let err = switchyard_ops::transpose(&x, 0, 1).unwrap_err();
     assert!(err.message().contains("transpose.int"), "{err}");
+}
+
+#[test]
+fn out_list_into_wrappers() {
+    // A `Tensor(a!)[]` out= argument: each element takes the matching functional output.
+    let (_, ins) = check(
+        &|_, x| {
+            switchyard_ops::split_copy_out_with(&x[0], 2, 0, &x[1..])?;
+            Ok(vec![])
+        },
+        &[
+            arange(8, &[4, 2]),
+            switchyard_ops::zeros(&[2, 2]).unwrap(),
+            switchyard_ops::zeros(&[2, 2]).unwrap(),
+        ],
+    );
+    assert_eq!(
+        (ins[1].0.clone(), ins[2].0.clone()),
+        (vec![2, 2], vec![2, 2])
+    );
+    assert_eq!(ins[2].2, vec![4.0, 5.0, 6.0, 7.0]);
 }
