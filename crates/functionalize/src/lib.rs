@@ -29,11 +29,11 @@
 //! # Ok::<(), switchyard_core::Error>(())
 //! ```
 //!
-//! Besides the fallback, the layer has generated kernels (`src/generated/`, from `crates/codegen/src/emit/functionalize.rs`)
-//! for mutating operators with a functional variant, for the views whose inverse is a
-//! `*_scatter` operator (`slice.Tensor`, `select.int`, `diagonal`, `as_strided`,
-//! `as_strided_`), and the composite kernels of CompositeImplicitAutograd views and mutating
-//! operators.
+//! Besides the fallback, the layer has generated kernels (`src/generated/`, from
+//! `crates/codegen/src/emit/functionalize.rs`) for mutating operators with a functional
+//! variant, for the views whose inverse is a `*_scatter` operator (`slice.Tensor`,
+//! `select.int`, `diagonal`, `as_strided`, `as_strided_`), and the composite kernels of
+//! CompositeImplicitAutograd views and mutating operators.
 //!
 //! Not yet here (see `docs/functionalization-plan.md`): kernels for the views whose inverse
 //! is hand-written (§3.4; they join through the generator's `VIEWS_WITH_INVERSES`), the

@@ -801,3 +801,53 @@ mod tests {
         assert!(views.contains(".as_strided()"));
     }
 }
+
+#[cfg(test)]
+mod fixture_tests {
+    use super::*;
+    use crate::emit::from_model::from_model;
+    use crate::{ParseOptions, parse_native_functions};
+
+    /// A mutable operator with a fresh output and a mutated positional argument, its
+    /// `_functional` variant, and an operator mutating a kwarg-only argument that no functional
+    /// variant returns.
+    const YAML: &str = "\
+- func: thing(Tensor self, Tensor(a!) running, float m) -> Tensor
+  dispatch:
+    CPU: thing
+- func: thing_functional(Tensor self, Tensor running, float m) -> (Tensor, Tensor running_out)
+  dispatch:
+    CPU: thing_functional
+- func: lonely_(Tensor(a!) self) -> Tensor(a!)
+  dispatch:
+    CPU: lonely_
+";
+
+    #[test]
+    fn mutable_ops_wrap_fresh_outputs_and_commit_mutated_arguments() {
+        let nf = parse_native_functions(YAML, "t.yaml", &ParseOptions::default()).unwrap();
+        let input = from_model(&nf);
+        let (files, report) = generate(&input, &nf).unwrap();
+        assert_eq!(report.mutations, vec!["thing".to_string()]);
+        assert_eq!(
+            report.mutations_left,
+            vec![("lonely_".to_string(), "no functional variant".to_string())]
+        );
+        let code: String = files
+            .iter()
+            .filter(|(p, _)| p.contains("mutations_"))
+            .map(|(_, c)| c.as_str())
+            .collect();
+        assert!(code.contains("op::thing_functional::call(&self__u, &running_u, m)?"));
+        assert!(code.contains("propagate_mutation(running, &tmp.1)?;"));
+        assert!(code.contains("Ok(to_functional(&tmp.0)?)"));
+        // Plain `running` with a functional `self`: PyTorch's error.
+        assert!(code.contains("if !(is_functional(running)) {\n        if is_functional(self_) {"));
+        let register = &files
+            .iter()
+            .find(|(p, _)| p.ends_with("register.rs"))
+            .unwrap()
+            .1;
+        assert!(register.contains("//! * `lonely_`: no functional variant"));
+    }
+}
