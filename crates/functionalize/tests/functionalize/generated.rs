@@ -371,3 +371,20 @@ fn out_list_into_wrappers() {
     );
     assert_eq!(ins[2].2, vec![4.0, 5.0, 6.0, 7.0]);
 }
+
+#[test]
+fn composite_views_decompose_at_the_layer() {
+    // `narrow` is CompositeImplicitAutograd: its composite kernel is registered at
+    // `Functionalize`, so it decomposes into `slice` (which records the view) instead of
+    // reaching the fallback, which would refuse an aliasing operator.
+    let (outs, ins) = check(
+        &|_, x| {
+            let y = switchyard_ops::narrow(&x[0], 0, 1, 2)?;
+            y.add_scalar_(10.0)?;
+            Ok(vec![y])
+        },
+        &[arange(4, &[4])],
+    );
+    assert_eq!(outs[0].2, vec![11.0, 12.0]);
+    assert_eq!(ins[0].2, vec![0.0, 11.0, 12.0, 3.0]);
+}
