@@ -31,9 +31,16 @@
 //! # Ok::<(), switchyard_core::Error>(())
 //! ```
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): the generated kernels for mutating and
-//! view operators (§3.2), the hand-written kernels (`resize_`, `set_`,
-//! `lift*`, `_to_copy`, ..., §3.5), the `functionalize` transform and the tracer (§5).
+//! Besides the fallback, the layer has generated kernels (`src/generated/`, from
+//! `crates/codegen/src/emit/functionalize.rs`) for mutating operators with a functional
+//! variant, for the views whose inverse is a `*_scatter` operator (`slice.Tensor`,
+//! `select.int`, `diagonal`, `as_strided`, `as_strided_`), and the composite kernels of
+//! CompositeImplicitAutograd views and mutating operators.
+//!
+//! Not yet here (see `docs/functionalization-plan.md`): kernels for the views whose inverse
+//! is hand-written (§3.4; they join through the generator's `VIEWS_WITH_INVERSES`), the
+//! hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place
+//! meta check of mutation kernels, the `functionalize` transform and the tracer (§5).
 //!
 //! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
 //! (at wrapping, at [`create_view`] unless the caller passes the eager one, and after
@@ -47,8 +54,13 @@
 mod fallback;
 pub mod inverses;
 mod storage;
+mod support;
 mod tensor;
 mod view_meta;
+
+// Generated code keeps the generator's layout; `cargo fmt` must not make it stale.
+#[rustfmt::skip]
+mod generated;
 
 pub use storage::{FunctionalStorage, Update};
 pub use tensor::{
@@ -65,8 +77,10 @@ pub use view_meta::{
 
 use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
 
-/// Registers the layer's kernels: for now the boxed fallback at `Functionalize`.
+/// Registers the layer's kernels: the generated kernels of mutating, view and composite
+/// operators, and the boxed fallback at `Functionalize` for every other operator.
 fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
+    generated::register(d)?;
     fallback::register(d)
 }
 

@@ -5,6 +5,7 @@ pub mod api;
 pub mod autograd;
 pub mod backend;
 pub mod from_model;
+pub mod functionalize;
 pub mod input;
 pub mod operators;
 pub mod registration;

@@ -83,6 +83,10 @@ pub fn parse_derivatives_yaml(
     })
 }
 
+/// The functionalization layer's crate manifest, relative to the workspace root: its kernels
+/// are generated when it exists.
+pub const FUNCTIONALIZE_CRATE: &str = "crates/functionalize/Cargo.toml";
+
 /// Every generated file (path relative to `root`, contents) from `root`'s ops.yaml.
 pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     let model = parse_ops_yaml(root)?;
@@ -94,6 +98,15 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         let autograd = super::autograd::generate(&input, &model, &derivatives)
             .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))?;
         files.extend(autograd.into_iter().map(|(p, c)| (PathBuf::from(p), c)));
+    }
+    if root.join(FUNCTIONALIZE_CRATE).exists() {
+        let (functionalize, _) = super::functionalize::generate(&input, &model)
+            .map_err(|e| format!("cannot generate Rust for schema type {}", e.0))?;
+        files.extend(
+            functionalize
+                .into_iter()
+                .map(|(p, c)| (PathBuf::from(p), c)),
+        );
     }
     for (yaml, dir) in BACKEND_YAMLS {
         let dir = Path::new(dir);

@@ -7,6 +7,7 @@ use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
 mod fallback;
+mod generated;
 mod inverses;
 mod threads;
 mod updates;

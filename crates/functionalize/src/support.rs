@@ -1,0 +1,143 @@
+//! Non-generic helpers of the generated kernels (`src/generated/`): every operator gets a
+//! kernel, so the per-operator code stays a few calls into these.
+
+use crate::tensor::{FunctionalTensor, functional_payload};
+use crate::view_meta::ViewMeta;
+use switchyard_core::{Error, Result, Tensor};
+
+// What the generated kernels call; not every helper has a user in every ops.yaml (no mutable
+// operator with fresh outputs today, no multi-output view with an inverse yet).
+#[allow(unused_imports)]
+pub(crate) use crate::tensor::{
+    below, commit_update, create_view, is_functional, is_functional_list,
+    is_functional_optional_list, mutate_view_meta, replace_, sync, to_functional,
+    to_functional_list,
+};
+
+/// `t` synced and unwrapped if it is functional, else `t` itself.
+pub(crate) fn unwrap_synced(t: &Tensor) -> Result<Tensor> {
+    match functional_payload(t) {
+        Some(ft) => {
+            sync(t)?;
+            Ok(ft.value())
+        }
+        None => Ok(t.clone()),
+    }
+}
+
+/// [`unwrap_synced`] of an optional tensor.
+pub(crate) fn unwrap_synced_opt(t: Option<&Tensor>) -> Result<Option<Tensor>> {
+    t.map(unwrap_synced).transpose()
+}
+
+/// [`unwrap_synced`] of every element.
+pub(crate) fn unwrap_synced_list(ts: &[Tensor]) -> Result<Vec<Tensor>> {
+    ts.iter().map(unwrap_synced).collect()
+}
+
+/// [`unwrap_synced`] of every defined element.
+pub(crate) fn unwrap_synced_opt_list(ts: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+    ts.iter()
+        .map(|t| t.as_ref().map(unwrap_synced).transpose())
+        .collect()
+}
+
+/// PyTorch's error for a plain tensor mutated with a functional argument (the body of its
+/// internal assert, without file and line).
+pub(crate) fn mixed_mutation_error() -> Error {
+    Error::runtime(
+        "mutating a non-functional tensor with a functional tensor is not allowed. Please ensure that all of your inputs are wrapped inside of a functionalize() call.",
+    )
+}
+
+/// Makes `new` (the functional variant's value for mutated wrapper `w`) `w`'s value and
+/// commits it to `w`'s alias group, then syncs `w` (plan §4 `propagate_mutation`: the
+/// immediate sync regenerates `w` from the updated base). A new value of another dtype is
+/// converted, one of other sizes resizes `w` (out=).
+pub(crate) fn propagate_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
+    replace_(w, new, false)?;
+    commit_update(w)?;
+    sync(w)
+}
+
+/// [`propagate_mutation`] for `self` of an in-place operator, checked first as the eager
+/// in-place kernels check theirs: `self` is never resized ("output with shape [2] doesn't
+/// match the broadcast shape [2, 2]") and the result must be castable to its dtype ("result
+/// type Float can't be cast to the desired output type Long").
+pub(crate) fn propagate_inplace(w: &Tensor, new: &Tensor) -> Result<()> {
+    switchyard_ops::runtime::check_backend_self(w, new)?;
+    propagate_mutation(w, new)
+}
+
+/// [`propagate_mutation`] for an out= argument, checked first as the eager out= kernels check
+/// theirs (the result's dtype castable to `out`'s, same device); a size change resizes `out`.
+pub(crate) fn propagate_out(w: &Tensor, new: &Tensor) -> Result<()> {
+    switchyard_ops::runtime::check_backend_out(w, new)?;
+    propagate_mutation(w, new)
+}
+
+/// [`propagate_mutation`] of every element of a mutated tensor list (`out` lists are checked
+/// as [`propagate_out`] checks, all before any is changed).
+pub(crate) fn propagate_mutation_list(ws: &[Tensor], news: &[Tensor], out: bool) -> Result<()> {
+    if ws.len() != news.len() {
+        return Err(Error::runtime(format!(
+            "Expected {} output tensors but got {}",
+            news.len(),
+            ws.len()
+        )));
+    }
+    if out {
+        for (w, n) in ws.iter().zip(news) {
+            switchyard_ops::runtime::check_backend_out(w, n)?;
+        }
+    }
+    ws.iter()
+        .zip(news)
+        .try_for_each(|(w, n)| propagate_mutation(w, n))
+}
+
+/// The view of wrapper `base` recorded by `meta`: replays `meta` on `base`'s value (not synced:
+/// views defer syncing to the first non-view use) below the layer and wraps the result as a
+/// view in `base`'s alias group.
+pub(crate) fn view_output(base: &Tensor, meta: ViewMeta) -> Result<Tensor> {
+    let value = value_of(base)?;
+    let out = {
+        let _below = below();
+        meta.forward(&value)?
+    };
+    // TODO(functionalization §2.4): eager geometry by meta shadow; the wrapper reports its
+    // value's geometry meanwhile.
+    create_view(base, out, meta, None)
+}
+
+#[allow(dead_code)] // until a multi-output view is in `VIEWS_WITH_INVERSES`
+/// The views of wrapper `base` recorded by the multi-output record `meta`: `all` computes
+/// every output on `base`'s value at once (not synced), and each gets a wrapper whose record
+/// is `meta` re-indexed to it.
+pub(crate) fn view_outputs(
+    base: &Tensor,
+    meta: ViewMeta,
+    all: &dyn Fn(&Tensor) -> Result<Vec<Tensor>>,
+) -> Result<Vec<Tensor>> {
+    let value = value_of(base)?;
+    let outs = {
+        let _below = below();
+        all(&value)?
+    };
+    outs.into_iter()
+        .enumerate()
+        .map(|(i, out)| create_view(base, out, meta.to_out_idx(i), None))
+        .collect()
+}
+
+fn value_of(t: &Tensor) -> Result<Tensor> {
+    functional_payload(t)
+        .map(FunctionalTensor::value)
+        .ok_or_else(|| Error::runtime("internal error: a view kernel got a plain tensor"))
+}
+
+#[allow(dead_code)] // until a multi-output view is in `VIEWS_WITH_INVERSES`
+/// The error of a multi-output view record replayed with an index past its outputs.
+pub(crate) fn out_of_range(i: usize) -> Error {
+    Error::runtime(format!("internal error: view output {i} does not exist"))
+}

@@ -1,0 +1,391 @@
+//! The generated kernels (plan §3.2, step 5) on A.11-style programs: mutating operators
+//! (in-place, out= with a resize and a dtype change), mutations through `select`, `slice`,
+//! `diagonal` and `as_strided` views reaching the base and the other views, the in-place view
+//! `as_strided_`. Each program runs eagerly on plain CPU tensors and functionalized (inputs
+//! wrapped; both reapply modes); outputs and post-call inputs must agree.
+
+use switchyard_core::{Result, ScalarType, Tensor};
+use switchyard_functionalize::{
+    ReapplyViewsGuard, from_functional, functional_payload, is_functional, sync, to_functional,
+};
+use switchyard_ops::TensorOps;
+
+/// How a program makes tensors of its own: plain in the eager run, wrapped in the
+/// functionalized one (as factories are inside `functionalize`, through the included key).
+struct Env {
+    functional: bool,
+}
+
+impl Env {
+    fn fresh(&self, t: Tensor) -> Tensor {
+        if self.functional && !is_functional(&t) {
+            to_functional(&t).unwrap()
+        } else {
+            t
+        }
+    }
+}
+
+type Program = dyn Fn(&Env, &[Tensor]) -> Result<Vec<Tensor>>;
+
+/// Sizes and values (as f64) of `t`, syncing and unwrapping a wrapper.
+fn observe(t: &Tensor) -> (Vec<i64>, ScalarType, Vec<f64>) {
+    let v = if is_functional(t) {
+        sync(t).unwrap();
+        from_functional(t).unwrap()
+    } else {
+        Clone::clone(t)
+    };
+    let f =
+        switchyard_ops::_to_copy_with(&v, Some(ScalarType::Double), None, None, None, false, None)
+            .unwrap();
+    (t.sizes().to_vec(), t.dtype(), f.to_vec::<f64>().unwrap())
+}
+
+fn copies(inputs: &[Tensor]) -> Vec<Tensor> {
+    inputs
+        .iter()
+        .map(|t| switchyard_ops::clone(t).unwrap())
+        .collect()
+}
+
+type Observed = Vec<(Vec<i64>, ScalarType, Vec<f64>)>;
+
+fn run(p: &Program, inputs: &[Tensor], functional: bool) -> Result<(Observed, Observed)> {
+    let ins: Vec<Tensor> = copies(inputs)
+        .iter()
+        .map(|t| {
+            if functional {
+                to_functional(t).unwrap()
+            } else {
+                Clone::clone(t)
+            }
+        })
+        .collect();
+    let outs = p(&Env { functional }, &ins)?;
+    if functional {
+        assert!(outs.iter().all(is_functional), "outputs must be functional");
+    }
+    Ok((
+        outs.iter().map(observe).collect(),
+        ins.iter().map(observe).collect(),
+    ))
+}
+
+/// Runs `p` eagerly and functionalized in both modes and compares outputs and post-call
+/// inputs (sizes, dtypes, values).
+fn check(p: &Program, inputs: &[Tensor]) -> (Observed, Observed) {
+    let eager = run(p, inputs, false).unwrap();
+    for reapply in [false, true] {
+        let _mode = ReapplyViewsGuard::new(reapply);
+        let f = run(p, inputs, true).unwrap();
+        assert_eq!(f.0, eager.0, "outputs differ (reapply_views = {reapply})");
+        assert_eq!(
+            f.1, eager.1,
+            "post-call inputs differ (reapply_views = {reapply})"
+        );
+    }
+    eager
+}
+
+fn ones(shape: &[i64]) -> Tensor {
+    switchyard_ops::ones(shape).unwrap()
+}
+
+fn arange(n: i64, shape: &[i64]) -> Tensor {
+    Tensor::from_vec((0..n).map(|x| x as f32).collect(), shape).unwrap()
+}
+
+#[test]
+fn inplace_add_on_a_wrapper() {
+    // F5-like: a view taken before the mutation of its base, then the base used again.
+    let (outs, ins) = check(
+        &|_, x| {
+            let tmp = ones(&[4, 2]);
+            x[0].add_(&tmp)?;
+            let z = switchyard_ops::mul(&x[0], &x[0])?;
+            Ok(vec![Clone::clone(&x[0]), z])
+        },
+        &[ones(&[4, 2])],
+    );
+    assert_eq!(outs[1].2, vec![4.0; 8]);
+    assert_eq!(ins[0].2, vec![2.0; 8]);
+}
+
+#[test]
+fn inplace_broadcast_into_self_is_refused() {
+    // An in-place broadcast that would resize `self` is refused, as eagerly.
+    let p: &Program = &|_, x| {
+        x[0].add_(&ones(&[2, 2]))?;
+        Ok(vec![])
+    };
+    let eager = run(p, &[ones(&[2])], false).unwrap_err();
+    let f = run(p, &[ones(&[2])], true).unwrap_err();
+    assert!(
+        eager
+            .message()
+            .contains("doesn't match the broadcast shape"),
+        "{eager}"
+    );
+    assert!(
+        f.message().contains("doesn't match the broadcast shape"),
+        "{f}"
+    );
+}
+
+/// The dtype rules of eager in-place and out= kernels: a result that cannot be cast to the
+/// mutated tensor's dtype is refused with eager's message, before anything changes.
+#[test]
+fn uncastable_results_are_refused_as_eagerly() {
+    let long = |v: &[i64]| Tensor::from_slice(v).unwrap();
+    let p: &Program = &|_, x| {
+        x[0].add_(&x[1])?;
+        Ok(vec![])
+    };
+    let inputs = [long(&[1, 2]), arange(2, &[2])];
+    let eager = run(p, &inputs, false).unwrap_err();
+    let f = run(p, &inputs, true).unwrap_err();
+    assert_eq!(f.message(), eager.message());
+    assert!(
+        eager
+            .message()
+            .contains("can't be cast to the desired output type"),
+        "{eager}"
+    );
+    let p: &Program = &|_, x| Ok(vec![switchyard_ops::add_out(&x[1], &x[1], &x[0])?]);
+    let eager = run(p, &inputs, false).unwrap_err();
+    let f = run(p, &inputs, true).unwrap_err();
+    assert_eq!(f.message(), eager.message());
+    // Casting the other way is fine: a long `other` added into a float `self`.
+    check(
+        &|_, x| {
+            x[1].add_(&x[0])?;
+            Ok(vec![Clone::clone(&x[1])])
+        },
+        &inputs,
+    );
+}
+
+#[test]
+fn out_into_a_wrapper_resizes_and_casts() {
+    // F2-like: an empty out= tensor takes the result's sizes.
+    let (outs, ins) = check(
+        &|_, x| {
+            let r = switchyard_ops::add_out(&x[0], &ones(&[4, 2]), &x[1])?;
+            let w = switchyard_ops::mul(&r, &r)?;
+            Ok(vec![r, w])
+        },
+        &[ones(&[4, 2]), switchyard_ops::empty(&[0]).unwrap()],
+    );
+    assert_eq!(outs[1].2, vec![4.0; 8]);
+    assert_eq!(ins[1].0, vec![4, 2]);
+    // An out= tensor of another dtype keeps it (the value is converted).
+    let (_, ins) = check(
+        &|_, x| Ok(vec![switchyard_ops::add_out(&x[0], &x[0], &x[1])?]),
+        &[
+            arange(3, &[3]),
+            switchyard_ops::zeros_with(&[3], Some(ScalarType::Double), None, None, None).unwrap(),
+        ],
+    );
+    assert_eq!(ins[1].1, ScalarType::Double);
+    assert_eq!(ins[1].2, vec![0.0, 2.0, 4.0]);
+}
+
+#[test]
+fn mixed_plain_and_functional_arguments() {
+    // F28: a functional argument of a non-mutating op makes a functional result; a plain
+    // tensor mutated with a functional argument is refused.
+    let x = to_functional(&ones(&[2])).unwrap();
+    let plain = ones(&[2]);
+    let z = switchyard_ops::add(&x, &plain).unwrap();
+    assert!(is_functional(&z));
+    z.add_(&plain).unwrap();
+    assert_eq!(observe(&z).2, vec![3.0, 3.0]);
+    let err = plain.add_(&x).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "mutating a non-functional tensor with a functional tensor is not allowed. Please ensure that all of your inputs are wrapped inside of a functionalize() call."
+    );
+    // Nothing functional: the kernel calls the in-place op below and mutates the plain tensor.
+    let p = ones(&[2]);
+    p.add_(&ones(&[2])).unwrap();
+    assert_eq!(p.to_vec::<f32>().unwrap(), vec![2.0, 2.0]);
+}
+
+#[test]
+fn select_mutation_reaches_the_base_and_other_views() {
+    // F29-like, plus a view taken before the mutation: after sync, the base and every other
+    // view see it.
+    let (outs, ins) = check(
+        &|_, x| {
+            let other = switchyard_ops::slice_with(&x[0], 0, Some(1), Some(3), 1)?;
+            let y = switchyard_ops::select(&x[0], 0, 1)?;
+            y.add_(&ones(&[2]))?;
+            let z = switchyard_ops::mul(&x[0], &x[0])?;
+            Ok(vec![y, other, z])
+        },
+        &[arange(8, &[4, 2])],
+    );
+    assert_eq!(outs[0].2, vec![3.0, 4.0]);
+    assert_eq!(outs[1].2, vec![3.0, 4.0, 4.0, 5.0]);
+    assert_eq!(ins[0].2, vec![0.0, 1.0, 3.0, 4.0, 4.0, 5.0, 6.0, 7.0]);
+}
+
+#[test]
+fn slice_mutation_and_a_chain_of_two_views() {
+    check(
+        &|_, x| {
+            let y = switchyard_ops::slice_with(&x[0], 0, Some(2), Some(4), 1)?;
+            y.mul_scalar_(2.0)?;
+            // Chain slice → select, mutated with fill_: reaches `y` and the base.
+            let s = switchyard_ops::slice_with(&x[0], 1, Some(0), Some(1), 1)?;
+            let w = switchyard_ops::select(&s, 0, 3)?;
+            w.fill_scalar_(-1.0)?;
+            Ok(vec![y, s, w])
+        },
+        &[arange(8, &[4, 2])],
+    );
+    // Stepped slice and an index_put-free scatter of its view.
+    check(
+        &|_, x| {
+            let y = switchyard_ops::slice_with(&x[0], 0, Some(0), None, 2)?;
+            y.zero_()?;
+            Ok(vec![Clone::clone(&x[0])])
+        },
+        &[arange(6, &[6])],
+    );
+}
+
+#[test]
+fn diagonal_mutations() {
+    // F11: the mutation of an input's diagonal reaches the input.
+    let (outs, ins) = check(
+        &|_, x| {
+            let y = switchyard_ops::diagonal(&x[0])?;
+            y.add_(&ones(&[2]))?;
+            Ok(vec![Clone::clone(&x[0])])
+        },
+        &[ones(&[2, 2])],
+    );
+    assert_eq!(outs[0].2, vec![2.0, 1.0, 1.0, 2.0]);
+    assert_eq!(ins[0].2, vec![2.0, 1.0, 1.0, 2.0]);
+    // F10: a view of a clone leaves the input alone.
+    let (outs, ins) = check(
+        &|env, x| {
+            let c = env.fresh(switchyard_ops::clone(&x[0])?);
+            let y = switchyard_ops::diagonal(&c)?;
+            y.add_(&ones(&[2]))?;
+            Ok(vec![switchyard_ops::mul(&x[0], &x[0])?, c])
+        },
+        &[ones(&[2, 2])],
+    );
+    assert_eq!(outs[0].2, vec![1.0; 4]);
+    assert_eq!(outs[1].2, vec![2.0, 1.0, 1.0, 2.0]);
+    assert_eq!(ins[0].2, vec![1.0; 4]);
+    // F21 (two of its variants): `copy_` into a diagonal view, broadcasting and casting.
+    for src in [
+        ones(&[2]),
+        switchyard_ops::ones_with(&[1], Some(ScalarType::Long), None, None, None).unwrap(),
+    ] {
+        let (outs, _) = check(
+            &|env, x| {
+                let tmp = env.fresh(switchyard_ops::zeros(&[2, 2])?);
+                let s = switchyard_ops::diagonal(&tmp)?;
+                let y = s.copy_(&x[0])?;
+                let z = y.add_(&x[0])?;
+                Ok(vec![z, tmp])
+            },
+            &[src],
+        );
+        assert_eq!(outs[0].2, vec![2.0, 2.0]);
+        assert_eq!(outs[1].2, vec![2.0, 0.0, 0.0, 2.0]);
+    }
+}
+
+#[test]
+fn as_strided_view_mutation() {
+    // F7.
+    let (outs, ins) = check(
+        &|_, x| {
+            let y = switchyard_ops::as_strided_with(&x[0], &[2], &[2], Some(1))?;
+            y.add_scalar_(1.0)?;
+            Ok(vec![Clone::clone(&x[0]), y])
+        },
+        &[ones(&[9])],
+    );
+    let expected = vec![1.0, 2.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+    assert_eq!(outs[0].2, expected);
+    assert_eq!(ins[0].2, expected);
+}
+
+#[test]
+fn as_strided_inplace_view() {
+    // `as_strided_` turns the wrapper into a view of its old base; mutating it afterwards
+    // goes through the recorded `as_strided_scatter`.
+    let (outs, ins) = check(
+        &|_, x| {
+            let keep = switchyard_ops::slice_with(&x[1], 0, None, None, 1)?;
+            x[1].as_strided_(&[2, 2], &[3, 1])?;
+            x[1].mul_scalar_(10.0)?;
+            Ok(vec![Clone::clone(&x[1]), keep])
+        },
+        &[ones(&[1]), arange(6, &[6])],
+    );
+    assert_eq!(outs[0].2, vec![0.0, 10.0, 30.0, 40.0]);
+    assert_eq!(outs[1].2, vec![0.0, 10.0, 2.0, 30.0, 40.0, 5.0]);
+    assert_eq!(ins[1].0, vec![2, 2]);
+    let x = to_functional(&arange(4, &[4])).unwrap();
+    x.as_strided_(&[2], &[2]).unwrap();
+    let ft = functional_payload(&x).unwrap();
+    assert!(ft.has_metadata_mutation());
+    assert_eq!(ft.view_metas().len(), 1);
+    assert!(ft.view_metas()[0].is_as_strided);
+}
+
+#[test]
+fn views_without_an_inverse_are_refused_by_the_fallback() {
+    // Views whose inverse is not wired in (not a `*_scatter` op, not in the generator's
+    // `VIEWS_WITH_INVERSES`; `unfold` needs `unfold_backward`) reach the fallback, which
+    // refuses them by name.
+    let x = to_functional(&ones(&[4])).unwrap();
+    let err = x.unfold(0, 2, 1).unwrap_err();
+    assert!(err.message().contains("aten::unfold."), "{err}");
+}
+
+#[test]
+fn out_list_into_wrappers() {
+    // A `Tensor(a!)[]` out= argument: each element takes the matching functional output.
+    let (_, ins) = check(
+        &|_, x| {
+            switchyard_ops::split_copy_out_with(&x[0], 2, 0, &x[1..])?;
+            Ok(vec![])
+        },
+        &[
+            arange(8, &[4, 2]),
+            switchyard_ops::zeros(&[2, 2]).unwrap(),
+            switchyard_ops::zeros(&[2, 2]).unwrap(),
+        ],
+    );
+    assert_eq!(
+        (ins[1].0.clone(), ins[2].0.clone()),
+        (vec![2, 2], vec![2, 2])
+    );
+    assert_eq!(ins[2].2, vec![4.0, 5.0, 6.0, 7.0]);
+}
+
+#[test]
+fn composite_views_decompose_at_the_layer() {
+    // `narrow` is CompositeImplicitAutograd: its composite kernel is registered at
+    // `Functionalize`, so it decomposes into `slice` (which records the view) instead of
+    // reaching the fallback, which would refuse an aliasing operator.
+    let (outs, ins) = check(
+        &|_, x| {
+            let y = switchyard_ops::narrow(&x[0], 0, 1, 2)?;
+            y.add_scalar_(10.0)?;
+            Ok(vec![y])
+        },
+        &[arange(4, &[4])],
+    );
+    assert_eq!(outs[0].2, vec![11.0, 12.0]);
+    assert_eq!(ins[0].2, vec![0.0, 11.0, 12.0, 3.0]);
+}
