@@ -57,7 +57,23 @@ pub const MANUAL_FUNCTIONALIZE: [&str; 8] = [
 /// mutated, mode, [out_index,] <view arguments>)`. A view listed here gets a generated kernel
 /// (and its in-place form too); one not listed keeps reaching the fallback, which refuses it.
 /// Filled in as the inverses land.
-pub const VIEWS_WITH_INVERSES: [&str; 0] = [];
+pub const VIEWS_WITH_INVERSES: [&str; 15] = [
+    "view",
+    "view.dtype",
+    "permute",
+    "t",
+    "transpose.int",
+    "unsqueeze",
+    "squeeze",
+    "squeeze.dim",
+    "squeeze.dims",
+    "expand",
+    "split.Tensor",
+    "split_with_sizes",
+    "unbind.int",
+    "alias",
+    "detach",
+];
 
 /// How many `mutations_<n>.rs` shards the mutation kernels are dealt into.
 pub const MUTATION_SHARDS: usize = 4;

@@ -3,34 +3,12 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 305 mutation kernels, 5 view kernels, 26 composite kernels.
+//! Generated: 305 mutation kernels, 27 view kernels, 26 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
-//! View operators left to the fallback (which refuses them by name) (23):
-//! * `expand`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `permute`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `detach`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `detach_`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `split.Tensor`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `split_with_sizes`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `squeeze`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `squeeze.dim`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `squeeze.dims`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `squeeze_`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `squeeze_.dim`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `squeeze_.dims`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `t`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `t_`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `transpose.int`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `transpose_`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `unsqueeze`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `unsqueeze_`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `unbind.int`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `view`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `view.dtype`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
+//! View operators left to the fallback (which refuses them by name) (1):
 //! * `unfold`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
-//! * `alias`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
 
 #![allow(non_snake_case)]
 
@@ -355,8 +333,30 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("as_strided", Kernel::typed::<op::as_strided>(functionalize_as_strided).debug("functionalize_as_strided"))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(functionalize_as_strided_).debug("functionalize_as_strided_"))?;
     lib.impl_("diagonal", Kernel::typed::<op::diagonal>(functionalize_diagonal).debug("functionalize_diagonal"))?;
+    lib.impl_("expand", Kernel::typed::<op::expand>(functionalize_expand).debug("functionalize_expand"))?;
+    lib.impl_("permute", Kernel::typed::<op::permute>(functionalize_permute).debug("functionalize_permute"))?;
     lib.impl_("select.int", Kernel::typed::<op::select_int>(functionalize_select_int).debug("functionalize_select_int"))?;
+    lib.impl_("detach", Kernel::typed::<op::detach>(functionalize_detach).debug("functionalize_detach"))?;
+    lib.impl_("detach_", Kernel::typed::<op::detach_>(functionalize_detach_).debug("functionalize_detach_"))?;
     lib.impl_("slice.Tensor", Kernel::typed::<op::slice_Tensor>(functionalize_slice_Tensor).debug("functionalize_slice_Tensor"))?;
+    lib.impl_("split.Tensor", Kernel::typed::<op::split_Tensor>(functionalize_split_Tensor).debug("functionalize_split_Tensor"))?;
+    lib.impl_("split_with_sizes", Kernel::typed::<op::split_with_sizes>(functionalize_split_with_sizes).debug("functionalize_split_with_sizes"))?;
+    lib.impl_("squeeze", Kernel::typed::<op::squeeze>(functionalize_squeeze).debug("functionalize_squeeze"))?;
+    lib.impl_("squeeze.dim", Kernel::typed::<op::squeeze_dim>(functionalize_squeeze_dim).debug("functionalize_squeeze_dim"))?;
+    lib.impl_("squeeze.dims", Kernel::typed::<op::squeeze_dims>(functionalize_squeeze_dims).debug("functionalize_squeeze_dims"))?;
+    lib.impl_("squeeze_", Kernel::typed::<op::squeeze_>(functionalize_squeeze_).debug("functionalize_squeeze_"))?;
+    lib.impl_("squeeze_.dim", Kernel::typed::<op::squeeze__dim>(functionalize_squeeze__dim).debug("functionalize_squeeze__dim"))?;
+    lib.impl_("squeeze_.dims", Kernel::typed::<op::squeeze__dims>(functionalize_squeeze__dims).debug("functionalize_squeeze__dims"))?;
+    lib.impl_("t", Kernel::typed::<op::t>(functionalize_t).debug("functionalize_t"))?;
+    lib.impl_("t_", Kernel::typed::<op::t_>(functionalize_t_).debug("functionalize_t_"))?;
+    lib.impl_("transpose.int", Kernel::typed::<op::transpose_int>(functionalize_transpose_int).debug("functionalize_transpose_int"))?;
+    lib.impl_("transpose_", Kernel::typed::<op::transpose_>(functionalize_transpose_).debug("functionalize_transpose_"))?;
+    lib.impl_("unsqueeze", Kernel::typed::<op::unsqueeze>(functionalize_unsqueeze).debug("functionalize_unsqueeze"))?;
+    lib.impl_("unsqueeze_", Kernel::typed::<op::unsqueeze_>(functionalize_unsqueeze_).debug("functionalize_unsqueeze_"))?;
+    lib.impl_("unbind.int", Kernel::typed::<op::unbind_int>(functionalize_unbind_int).debug("functionalize_unbind_int"))?;
+    lib.impl_("view", Kernel::typed::<op::view>(functionalize_view).debug("functionalize_view"))?;
+    lib.impl_("view.dtype", Kernel::typed::<op::view_dtype>(functionalize_view_dtype).debug("functionalize_view_dtype"))?;
+    lib.impl_("alias", Kernel::typed::<op::alias>(functionalize_alias).debug("functionalize_alias"))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(functionalize_chunk).debug("functionalize_chunk"))?;
     lib.impl_("contiguous", Kernel::typed::<op::contiguous>(functionalize_contiguous).debug("functionalize_contiguous"))?;
     lib.impl_("expand_as", Kernel::typed::<op::expand_as>(functionalize_expand_as).debug("functionalize_expand_as"))?;

@@ -76,6 +76,48 @@ pub(crate) fn functionalize_diagonal(_ks: DispatchKeySet, (self_, offset, dim1, 
     view_output(self_, meta)
 }
 
+/// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
+pub(crate) fn functionalize_expand(_ks: DispatchKeySet, (self_, size, implicit): (&Tensor, &[i64], bool)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::expand::call(self_, size, implicit);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "expand",
+        {
+            let size: Vec<_> = size.to_vec();
+            move |b: &Tensor, _: usize| if reapply { op::expand::call(b, &size, implicit) } else { op::expand_copy::call(b, &size, implicit) }
+        },
+        {
+            let size: Vec<_> = size.to_vec();
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::expand_inverse(b, m, InverseMode::for_reapply(reapply), &size, implicit)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `permute(Tensor(a) self, int[] dims) -> Tensor(a)`
+pub(crate) fn functionalize_permute(_ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::permute::call(self_, dims);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "permute",
+        {
+            let dims: Vec<_> = dims.to_vec();
+            move |b: &Tensor, _: usize| if reapply { op::permute::call(b, &dims) } else { op::permute_copy::call(b, &dims) }
+        },
+        {
+            let dims: Vec<_> = dims.to_vec();
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::permute_inverse(b, m, InverseMode::for_reapply(reapply), &dims)
+        },
+    );
+    view_output(self_, meta)
+}
+
 /// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
 pub(crate) fn functionalize_select_int(_ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, i64)) -> Result<Tensor> {
     if !is_functional(self_) {
@@ -95,6 +137,45 @@ pub(crate) fn functionalize_select_int(_ks: DispatchKeySet, (self_, dim, index):
     view_output(self_, meta)
 }
 
+/// `detach(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn functionalize_detach(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::detach::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "detach",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::detach::call(b) } else { op::detach_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::detach_inverse(b, m, InverseMode::for_reapply(reapply), )
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `detach_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_detach_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::detach_::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "detach",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::detach::call(b) } else { op::detach_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::detach_inverse(b, m, InverseMode::for_reapply(reapply), )
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
 /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
 pub(crate) fn functionalize_slice_Tensor(_ks: DispatchKeySet, (self_, dim, start, end, step): (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     if !is_functional(self_) {
@@ -109,6 +190,362 @@ pub(crate) fn functionalize_slice_Tensor(_ks: DispatchKeySet, (self_, dim, start
         },
         {
             move |b: &Tensor, m: &Tensor, _: usize| op::slice_scatter::call(b, m, dim, start, end, step)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
+pub(crate) fn functionalize_split_Tensor(_ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::split_Tensor::call(self_, split_size, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "split.Tensor",
+        {
+            move |b: &Tensor, i: usize| if reapply { op::split_Tensor::call(b, split_size, dim)?.into_iter().nth(i).ok_or_else(|| out_of_range(i)) } else { op::split_copy_Tensor::call(b, split_size, dim)?.into_iter().nth(i).ok_or_else(|| out_of_range(i)) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, i: usize| crate::inverses::split_Tensor_inverse(b, m, InverseMode::for_reapply(reapply), i, split_size, dim)
+        },
+    );
+    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::split_Tensor::call(v, split_size, dim) } else { op::split_copy_Tensor::call(v, split_size, dim) })
+}
+
+/// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
+pub(crate) fn functionalize_split_with_sizes(_ks: DispatchKeySet, (self_, split_sizes, dim): (&Tensor, &[i64], i64)) -> Result<Vec<Tensor>> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::split_with_sizes::call(self_, split_sizes, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "split_with_sizes",
+        {
+            let split_sizes: Vec<_> = split_sizes.to_vec();
+            move |b: &Tensor, i: usize| if reapply { op::split_with_sizes::call(b, &split_sizes, dim)?.into_iter().nth(i).ok_or_else(|| out_of_range(i)) } else { op::split_with_sizes_copy::call(b, &split_sizes, dim)?.into_iter().nth(i).ok_or_else(|| out_of_range(i)) }
+        },
+        {
+            let split_sizes: Vec<_> = split_sizes.to_vec();
+            move |b: &Tensor, m: &Tensor, i: usize| crate::inverses::split_with_sizes_inverse(b, m, InverseMode::for_reapply(reapply), i, &split_sizes, dim)
+        },
+    );
+    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::split_with_sizes::call(v, &split_sizes, dim) } else { op::split_with_sizes_copy::call(v, &split_sizes, dim) })
+}
+
+/// `squeeze(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn functionalize_squeeze(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::squeeze::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "squeeze",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::squeeze::call(b) } else { op::squeeze_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_inverse(b, m, InverseMode::for_reapply(reapply), )
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
+pub(crate) fn functionalize_squeeze_dim(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::squeeze_dim::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "squeeze.dim",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::squeeze_dim::call(b, dim) } else { op::squeeze_copy_dim::call(b, dim) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dim_inverse(b, m, InverseMode::for_reapply(reapply), dim)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
+pub(crate) fn functionalize_squeeze_dims(_ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::squeeze_dims::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "squeeze.dims",
+        {
+            let dim: Vec<_> = dim.to_vec();
+            move |b: &Tensor, _: usize| if reapply { op::squeeze_dims::call(b, &dim) } else { op::squeeze_copy_dims::call(b, &dim) }
+        },
+        {
+            let dim: Vec<_> = dim.to_vec();
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dims_inverse(b, m, InverseMode::for_reapply(reapply), &dim)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `squeeze_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::squeeze_::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "squeeze",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::squeeze::call(b) } else { op::squeeze_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_inverse(b, m, InverseMode::for_reapply(reapply), )
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
+/// `squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze__dim(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::squeeze__dim::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "squeeze.dim",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::squeeze_dim::call(b, dim) } else { op::squeeze_copy_dim::call(b, dim) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dim_inverse(b, m, InverseMode::for_reapply(reapply), dim)
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
+/// `squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze__dims(_ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::squeeze__dims::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "squeeze.dims",
+        {
+            let dim: Vec<_> = dim.to_vec();
+            move |b: &Tensor, _: usize| if reapply { op::squeeze_dims::call(b, &dim) } else { op::squeeze_copy_dims::call(b, &dim) }
+        },
+        {
+            let dim: Vec<_> = dim.to_vec();
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dims_inverse(b, m, InverseMode::for_reapply(reapply), &dim)
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
+/// `t(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn functionalize_t(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::t::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "t",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::t::call(b) } else { op::t_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::t_inverse(b, m, InverseMode::for_reapply(reapply), )
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `t_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_t_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::t_::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "t",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::t::call(b) } else { op::t_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::t_inverse(b, m, InverseMode::for_reapply(reapply), )
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
+/// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
+pub(crate) fn functionalize_transpose_int(_ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::transpose_int::call(self_, dim0, dim1);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "transpose.int",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::transpose_int::call(b, dim0, dim1) } else { op::transpose_copy_int::call(b, dim0, dim1) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::transpose_int_inverse(b, m, InverseMode::for_reapply(reapply), dim0, dim1)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`
+pub(crate) fn functionalize_transpose_(_ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::transpose_::call(self_, dim0, dim1);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "transpose.int",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::transpose_int::call(b, dim0, dim1) } else { op::transpose_copy_int::call(b, dim0, dim1) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::transpose_int_inverse(b, m, InverseMode::for_reapply(reapply), dim0, dim1)
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
+/// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)`
+pub(crate) fn functionalize_unsqueeze(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::unsqueeze::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "unsqueeze",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::unsqueeze::call(b, dim) } else { op::unsqueeze_copy::call(b, dim) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::unsqueeze_inverse(b, m, InverseMode::for_reapply(reapply), dim)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)`
+pub(crate) fn functionalize_unsqueeze_(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::unsqueeze_::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "unsqueeze",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::unsqueeze::call(b, dim) } else { op::unsqueeze_copy::call(b, dim) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::unsqueeze_inverse(b, m, InverseMode::for_reapply(reapply), dim)
+        },
+    );
+    mutate_view_meta(self_, meta)?;
+    Ok(self_.clone())
+}
+
+/// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]`
+pub(crate) fn functionalize_unbind_int(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Vec<Tensor>> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::unbind_int::call(self_, dim);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "unbind.int",
+        {
+            move |b: &Tensor, i: usize| if reapply { op::unbind_int::call(b, dim)?.into_iter().nth(i).ok_or_else(|| out_of_range(i)) } else { op::unbind_copy_int::call(b, dim)?.into_iter().nth(i).ok_or_else(|| out_of_range(i)) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, i: usize| crate::inverses::unbind_int_inverse(b, m, InverseMode::for_reapply(reapply), i, dim)
+        },
+    );
+    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::unbind_int::call(v, dim) } else { op::unbind_copy_int::call(v, dim) })
+}
+
+/// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)`
+pub(crate) fn functionalize_view(_ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::view::call(self_, size);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "view",
+        {
+            let size: Vec<_> = size.to_vec();
+            move |b: &Tensor, _: usize| if reapply { op::view::call(b, &size) } else { op::view_copy::call(b, &size) }
+        },
+        {
+            let size: Vec<_> = size.to_vec();
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::view_inverse(b, m, InverseMode::for_reapply(reapply), &size)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
+pub(crate) fn functionalize_view_dtype(_ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::view_dtype::call(self_, dtype);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "view.dtype",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::view_dtype::call(b, dtype) } else { op::view_copy_dtype::call(b, dtype) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::view_dtype_inverse(b, m, InverseMode::for_reapply(reapply), dtype)
+        },
+    );
+    view_output(self_, meta)
+}
+
+/// `alias(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn functionalize_alias(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::alias::call(self_);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "alias",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::alias::call(b) } else { op::alias_copy::call(b) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::alias_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
     view_output(self_, meta)
