@@ -228,6 +228,76 @@ impl Node for AliasBackward0 {
     }
 }
 
+/// The backward of `lift(Tensor self) -> Tensor`.
+pub struct LiftBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for LiftBackward0 {
+    fn name(&self) -> String {
+        "LiftBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lift_fresh(Tensor(a) self) -> Tensor(a)`.
+pub struct LiftFreshBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for LiftFreshBackward0 {
+    fn name(&self) -> String {
+        "LiftFreshBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
 pub struct AsStridedBackward0 {
     pub(crate) core: NodeCore,
@@ -7507,6 +7577,41 @@ pub struct AliasBackward0_copy {
 impl Node for AliasBackward0_copy {
     fn name(&self) -> String {
         "AliasBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lift_fresh_copy(Tensor self) -> Tensor`.
+pub struct LiftFreshBackward0_copy {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for LiftFreshBackward0_copy {
+    fn name(&self) -> String {
+        "LiftFreshBackward0_copy".into()
     }
 
     fn core(&self) -> &NodeCore {

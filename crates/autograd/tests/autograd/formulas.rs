@@ -256,6 +256,10 @@ fn cases() -> Vec<Case> {
         op::clone::call(x, None)
     });
     k.unary("alias", "AliasBackward0", Any, true, |x| op::alias::call(x));
+    k.unary("lift", "LiftBackward0", Any, true, |x| op::lift::call(x));
+    k.unary("lift_fresh", "LiftFreshBackward0", Any, true, |x| {
+        op::lift_fresh::call(x)
+    });
     k.unary("_to_copy", "ToCopyBackward0", Any, true, |x| {
         op::_to_copy::call(x, Some(ScalarType::Double), None, None, None, false, None)
     });
@@ -1301,6 +1305,14 @@ fn cases() -> Vec<Case> {
             vec![x.clone()],
             true,
             |x| one(op::alias_copy::call(&x[0])?),
+        );
+        k.add(
+            "lift_fresh_copy",
+            variant,
+            "LiftFreshBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::lift_fresh_copy::call(&x[0])?),
         );
         k.add(
             "split_copy.Tensor",

@@ -441,6 +441,28 @@ pub fn resize_(
     ops_native::resize_(self_, size, memory_format)
 }
 
+/// `set_.source_Tensor` (CPU): after PyTorch's checks, `self` takes `source`'s sizes, strides
+/// and storage offset when the two already share storage (`x.set_(x)`, `x.set_(x.t())`).
+///
+/// A tensor never changes which storage it views in this runtime (the storage is fixed at
+/// creation), so making `self` view another tensor's storage is refused with a
+/// `NotImplementedError`. The Meta kernel and the functionalization layer (which swaps its
+/// wrappers' functional storage instead) support it.
+pub fn set_tensor_(self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+    switchyard_ops::meta::set_tensor_checks(self_, source)?;
+    if self_.is_same(source) {
+        return Ok(self_.clone());
+    }
+    if !self_.is_alias_of(source) {
+        return Err(Error::not_implemented(
+            "set_: making a CPU tensor view another tensor's storage is not supported (a tensor's storage is fixed when it is created); set_ works on Meta tensors, under functionalization, and between tensors that already share storage",
+        ));
+    }
+    let g = source.geometry();
+    self_.set_geometry(g.sizes(), g.strides(), g.storage_offset())?;
+    Ok(self_.clone())
+}
+
 /// `narrow_copy` (CPU; PyTorch's `narrow_copy_dense_cpu`): a new contiguous tensor holding
 /// `self.narrow(dim, start, length)`.
 pub fn narrow_copy_dense_cpu(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
