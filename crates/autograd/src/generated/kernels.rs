@@ -3365,7 +3365,7 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnfoldBackward0 {
-            self_geometry: TensorGeometry::of(self_),
+            self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
@@ -4200,6 +4200,33 @@ pub(crate) fn autograd_view_copy_dtype(ks: DispatchKeySet, (self_, dtype): (&Ten
     Ok(result)
 }
 
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(grad_in));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(grad_in)?);
+        Some(UnfoldBackwardBackward0 {
+            dim: dim,
+            size: size,
+            step: step,
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::unfold_backward::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
 /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
@@ -4207,7 +4234,7 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnfoldBackward0_copy {
-            self_geometry: TensorGeometry::of(self_),
+            self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
@@ -12766,6 +12793,26 @@ pub(crate) fn inplace_or_view_view_copy_dtype_out(ks: DispatchKeySet, (self_, dt
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_copy_dtype_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dtype, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_unfold_backward_out(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(grad_in) || rg(out)) {
+        return Err(out_requires_grad_error("unfold_backward"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::unfold_backward_out::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step, out)
+}
+
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_unfold_backward_out(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::unfold_backward_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, grad_in, input_sizes, dim, size, step, out)?
     };
     out.bump_version();
     Ok(result)

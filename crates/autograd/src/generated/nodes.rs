@@ -6455,7 +6455,7 @@ impl Node for TruncBackward0 {
 /// The backward of `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`.
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) self_sizes: DimVec,
     pub(crate) dimension: i64,
     pub(crate) size: i64,
     pub(crate) step: i64,
@@ -6483,13 +6483,54 @@ impl Node for UnfoldBackward0 {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        // self: op::unfold_backward::call(grad, &self.sizes(), dimension, size, step)?
         if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
+            let self_sizes: &[i64] = &this.self_sizes;
             let dimension = this.dimension;
             let size = this.size;
             let step = this.step;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::unfold_backward::call(grad, &self_sizes, dimension, size, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`.
+pub struct UnfoldBackwardBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackwardBackward0 {
+    fn name(&self) -> String {
+        "UnfoldBackwardBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let grad_in_ix = 0..1;
+        // grad_in: op::unfold::call(grad, dim, size, step)?
+        if range_needed(&this.core, &grad_in_ix) {
+            let dim = this.dim;
+            let size = this.size;
+            let step = this.step;
+            grad_inputs[grad_in_ix.start] = IntoGrad::into_grad({ op::unfold::call(grad, dim, size, step)? });
         }
         Ok(grad_inputs)
     }
@@ -8159,7 +8200,7 @@ impl Node for TransposeBackward0_copy {
 /// The backward of `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`.
 pub struct UnfoldBackward0_copy {
     pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) self_sizes: DimVec,
     pub(crate) dimension: i64,
     pub(crate) size: i64,
     pub(crate) step: i64,
@@ -8187,13 +8228,13 @@ impl Node for UnfoldBackward0_copy {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        // self: op::unfold_backward::call(grad, &self.sizes(), dimension, size, step)?
         if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
+            let self_sizes: &[i64] = &this.self_sizes;
             let dimension = this.dimension;
             let size = this.size;
             let step = this.step;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::unfold_backward::call(grad, &self_sizes, dimension, size, step)? });
         }
         Ok(grad_inputs)
     }

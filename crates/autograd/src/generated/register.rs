@@ -169,6 +169,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(autograd_split_with_sizes_copy_out).debug("autograd_split_with_sizes_copy_out"))?;
     lib.impl_("view_copy", Kernel::typed::<op::view_copy>(autograd_view_copy).debug("autograd_view_copy"))?;
     lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(autograd_view_copy_dtype).debug("autograd_view_copy_dtype"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(autograd_unfold_backward).debug("autograd_unfold_backward"))?;
     lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(autograd_unfold_copy).debug("autograd_unfold_copy"))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(autograd_alias_copy).debug("autograd_alias_copy"))?;
     lib.impl_("lift", Kernel::typed::<op::lift>(autograd_lift).debug("autograd_lift"))?;
@@ -528,6 +529,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(autograd_unsqueeze_copy_out).debug("autograd_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(autograd_view_copy_out).debug("autograd_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(autograd_view_copy_dtype_out).debug("autograd_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(autograd_unfold_backward_out).debug("autograd_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(autograd_unfold_copy_out).debug("autograd_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(autograd_alias_copy_out).debug("autograd_alias_copy_out"))?;
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(autograd_lift_out).debug("autograd_lift_out"))?;
@@ -870,6 +872,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(inplace_or_view_unsqueeze_copy_out).debug("inplace_or_view_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(inplace_or_view_view_copy_out).debug("inplace_or_view_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(inplace_or_view_view_copy_dtype_out).debug("inplace_or_view_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(inplace_or_view_unfold_backward_out).debug("inplace_or_view_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(inplace_or_view_unfold_copy_out).debug("inplace_or_view_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(inplace_or_view_alias_copy_out).debug("inplace_or_view_alias_copy_out"))?;
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(inplace_or_view_lift_out).debug("inplace_or_view_lift_out"))?;

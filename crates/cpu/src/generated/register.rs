@@ -116,6 +116,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_CPU_max_pool2d_with_indices).debug("wrapper_CPU_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_CPU_linalg_vector_norm).debug("wrapper_CPU_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_CPU_linalg_vector_norm_out).debug("wrapper_CPU_linalg_vector_norm_out"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_CPU_unfold_backward).debug("wrapper_CPU_unfold_backward"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_CPU_dot).debug("wrapper_CPU_dot"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CPU_native_layer_norm).debug("wrapper_CPU_native_layer_norm"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_CPU_native_dropout).debug("wrapper_CPU_native_dropout"))?;
@@ -1375,6 +1376,11 @@ fn wrapper_CPU_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, kee
         switchyard_ops::structured::copy_back(out, p)?;
     }
     Ok(out.clone())
+}
+
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+fn wrapper_CPU_unfold_backward(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    crate::native::unfold_backward(grad_in, input_sizes, dim, size, step)
 }
 
 /// `dot(Tensor self, Tensor tensor) -> Tensor`

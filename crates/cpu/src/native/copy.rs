@@ -432,6 +432,18 @@ pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Te
     ops_native::unfold(self_, dimension, size, step)
 }
 
+/// `unfold_backward` (CPU): see `switchyard_ops::native::unfold_backward` (a `scatter_add`
+/// of the windows into zeros).
+pub fn unfold_backward(
+    grad_in: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    size: i64,
+    step: i64,
+) -> Result<Tensor> {
+    ops_native::unfold_backward(grad_in, input_sizes, dim, size, step)
+}
+
 /// `resize_` (CPU): see `switchyard_ops::native::resize_`; new memory is zeroed.
 pub fn resize_(
     self_: &Tensor,

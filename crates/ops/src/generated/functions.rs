@@ -1635,6 +1635,12 @@ pub fn view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     op::view_copy_dtype::call(self_, dtype)
 }
 
+/// `aten::unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+#[inline]
+pub fn unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    op::unfold_backward::call(grad_in, input_sizes, dim, size, step)
+}
+
 /// `aten::unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 #[inline]
 pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
@@ -4901,6 +4907,12 @@ pub fn view_copy_out(self_: &Tensor, size: &[i64], out: &Tensor) -> Result<Tenso
 #[inline]
 pub fn view_copy_dtype_out(self_: &Tensor, dtype: ScalarType, out: &Tensor) -> Result<Tensor> {
     op::view_copy_dtype_out::call(self_, dtype, out)
+}
+
+/// `aten::unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn unfold_backward_out(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
+    op::unfold_backward_out::call(grad_in, input_sizes, dim, size, step, out)
 }
 
 /// `aten::unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`

@@ -7416,6 +7416,47 @@ impl view_copy_dtype {
     }
 }
 
+/// `aten::unfold_backward`: `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct unfold_backward;
+
+impl OpSignature for unfold_backward {
+    type Args<'a> = (&'a Tensor, &'a [i64], i64, i64, i64);
+    type Output = Tensor;
+}
+
+impl Operator for unfold_backward {
+    const QUALIFIED_NAME: &'static str = "aten::unfold_backward";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl unfold_backward {
+    /// `aten::unfold_backward`.
+    pub const NAME: &'static str = "aten::unfold_backward";
+    /// The schema.
+    pub const SCHEMA: &'static str = "unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<unfold_backward>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        Self::handle()?.call((grad_in, input_sizes, dim, size, step))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (grad_in, input_sizes, dim, size, step))
+    }
+}
+
 /// `aten::unfold_copy`: `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 #[allow(non_camel_case_types)]
 pub struct unfold_copy;
@@ -23832,6 +23873,48 @@ impl view_copy_dtype_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dtype: ScalarType, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, dtype, out))
+    }
+}
+
+/// `aten::unfold_backward.out`: `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct unfold_backward_out;
+
+impl OpSignature for unfold_backward_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], i64, i64, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for unfold_backward_out {
+    const QUALIFIED_NAME: &'static str = "aten::unfold_backward.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl unfold_backward_out {
+    /// `aten::unfold_backward.out`.
+    pub const NAME: &'static str = "aten::unfold_backward.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<unfold_backward_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((grad_in, input_sizes, dim, size, step, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (grad_in, input_sizes, dim, size, step, out))
     }
 }
 

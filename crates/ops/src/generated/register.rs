@@ -196,6 +196,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()")?;
     defs.def("view_copy(Tensor self, SymInt[] size) -> Tensor")?;
     defs.def("view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor")?;
+    defs.def("unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor")?;
     defs.def("unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor")?;
     defs.def("alias_copy(Tensor self) -> Tensor")?;
     defs.def("lift(Tensor self) -> Tensor")?;
@@ -591,6 +592,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -762,6 +764,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_Meta_max_pool2d_with_indices).debug("wrapper_Meta_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_Meta_linalg_vector_norm).debug("wrapper_Meta_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Meta_linalg_vector_norm_out).debug("wrapper_Meta_linalg_vector_norm_out"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_Meta_unfold_backward).debug("wrapper_Meta_unfold_backward"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Meta_dot).debug("wrapper_Meta_dot"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_Meta_native_dropout).debug("wrapper_Meta_native_dropout"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Meta_add_Tensor).debug("wrapper_Meta_add_Tensor"))?;
@@ -1213,6 +1216,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(wrapper_CompositeExplicitAutograd_unsqueeze_copy_out).debug("wrapper_CompositeExplicitAutograd_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(wrapper_CompositeExplicitAutograd_view_copy_out).debug("wrapper_CompositeExplicitAutograd_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_CompositeExplicitAutograd_view_copy_dtype_out).debug("wrapper_CompositeExplicitAutograd_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(wrapper_CompositeExplicitAutograd_unfold_backward_out).debug("wrapper_CompositeExplicitAutograd_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_CompositeExplicitAutograd_unfold_copy_out).debug("wrapper_CompositeExplicitAutograd_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_CompositeExplicitAutograd_alias_copy_out).debug("wrapper_CompositeExplicitAutograd_alias_copy_out"))?;
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(wrapper_CompositeExplicitAutograd_lift_out).debug("wrapper_CompositeExplicitAutograd_lift_out"))?;
@@ -2521,6 +2525,11 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_view_copy(_ks: DispatchKeySet,
 /// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`
 fn wrapper_CompositeExplicitAutogradNonFunctional_view_copy_dtype(_ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
     crate::runtime::clone_contiguous(&crate::op::view_dtype::call(self_, dtype)?)
+}
+
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+fn wrapper_Meta_unfold_backward(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    crate::native::unfold_backward(grad_in, input_sizes, dim, size, step)
 }
 
 /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
@@ -5483,6 +5492,13 @@ fn wrapper_CompositeExplicitAutograd_view_copy_out(_ks: DispatchKeySet, (self_, 
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::view_copy_dtype::call(self_, dtype)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::unfold_backward::call(grad_in, input_sizes, dim, size, step)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }
