@@ -63,33 +63,9 @@ pub fn not_implemented(name: &str) -> Result<Tensor> {
     )))
 }
 
-/// Sums `t` down to `shape`, the inverse of broadcasting `shape` up to `t`'s (PyTorch's
-/// `at::sum_to`): leading dimensions are summed away, and dimensions where `shape` has 1 are
-/// summed keeping the dimension.
-pub fn sum_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    let sizes = t.sizes();
-    if sizes[..] == shape[..] {
-        return Ok(t.clone());
-    }
-    if shape.is_empty() {
-        return op::sum::call(t, None);
-    }
-    let leading = sizes.len().saturating_sub(shape.len());
-    let mut dims: Vec<i64> = (0..leading as i64).collect();
-    for (i, &s) in shape.iter().enumerate() {
-        if s == 1 && sizes[leading + i] != 1 {
-            dims.push((leading + i) as i64);
-        }
-    }
-    let mut r = t.clone();
-    if !dims.is_empty() {
-        r = op::sum_dim_IntList::call(&r, Some(&dims), true, None)?;
-    }
-    if leading > 0 {
-        r = op::reshape::call(&r, shape)?;
-    }
-    Ok(r)
-}
+/// `sum_to` lives in `switchyard_ops::native` (functionalization's inverse of `expand` uses it
+/// too); formulas name it from here.
+pub use switchyard_ops::native::sum_to;
 
 /// `grad * s`, skipping the multiplication when `s` is 1 (PyTorch's `maybe_multiply`).
 pub fn maybe_multiply(t: &Tensor, s: Scalar) -> Result<Tensor> {
@@ -1257,35 +1233,6 @@ pub fn constant_pad_nd_backward(grad: &Tensor, pad: &[i64]) -> Result<Tensor> {
         }
     }
     Ok(r)
-}
-
-/// `unfold`'s gradient: every window's gradient added back at its positions (PyTorch's
-/// `unfold_backward`).
-pub fn unfold_backward(
-    grad: &Tensor,
-    input: &TensorGeometry,
-    dim: i64,
-    size: i64,
-    step: i64,
-) -> Result<Tensor> {
-    let sizes = &input.sizes;
-    if sizes.is_empty() {
-        return op::reshape::call(grad, &[]);
-    }
-    let d = wrap(dim, sizes.len())?;
-    let n = sizes[d as usize];
-    let windows = op::unfold::call(&arange(n, grad.device())?, 0, size, step)?;
-    let nw = windows.sizes()[0];
-    let g = op::movedim_int::call(grad, -1, d + 1)?;
-    let mut merged = g.sizes().to_vec();
-    merged.remove(d as usize + 1);
-    merged[d as usize] = nw * size;
-    let g = op::reshape::call(&g, &merged)?;
-    let mut idx_shape = vec![1i64; sizes.len()];
-    idx_shape[d as usize] = nw * size;
-    let idx = op::reshape::call(&windows, &idx_shape)?;
-    let idx = op::expand::call(&idx, &merged, false)?;
-    op::scatter_add::call(&input.zeros_as(grad)?, d, &idx, &g)
 }
 
 /// The legacy rule of `cat`'s dim: 1-d empty tensors do not count.

@@ -1,10 +1,13 @@
 //! The view operators against PyTorch 2.15 (`tools/oracle/views.py` wrote
 //! `fixtures/views.json`): sizes, strides, storage offsets, storage sharing, version sharing
 //! and error messages, on CPU and meta tensors, through the kernels directly; and (module
-//! `view_copies`) their `_copy` twins and the scatter family through the dispatcher.
+//! `view_copies`) their `_copy` twins and the scatter family through the dispatcher, and (module
+//! `lift_and_set`) `lift*` and `set_`, and (module `unfold_backward`) `unfold`'s gradient operator.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod lift_and_set;
+mod unfold_backward;
 mod view_copies;
 mod views_support;
 

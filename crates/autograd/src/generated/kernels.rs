@@ -719,6 +719,41 @@ pub(crate) fn inplace_or_view_resize_(ks: DispatchKeySet, (self_, size, memory_f
     Ok(result)
 }
 
+/// `set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)`
+pub(crate) fn autograd_set__source_Tensor(ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(source));
+    check_inplace(self_, requires_grad)?;
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        next_edges.push(edge(source)?);
+        Some(NotImplemented::new("set_", next_edges))
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_autograd();
+        op::set__source_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(self_);
+        let node: NodeRef = Arc::new(node);
+        rebase_history(self_, node)?;
+    }
+    Ok(result)
+}
+
+/// `set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_set__source_Tensor(ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
+    check_version_bump(self_)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::set__source_Tensor::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, source)?
+    };
+    self_.bump_version();
+    Ok(result)
+}
+
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, layout, device, pin_memory): (&[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
@@ -3330,7 +3365,7 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnfoldBackward0 {
-            self_geometry: TensorGeometry::of(self_),
+            self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
@@ -4165,6 +4200,33 @@ pub(crate) fn autograd_view_copy_dtype(ks: DispatchKeySet, (self_, dtype): (&Ten
     Ok(result)
 }
 
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(grad_in));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(grad_in)?);
+        Some(UnfoldBackwardBackward0 {
+            dim: dim,
+            size: size,
+            step: step,
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::unfold_backward::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
 /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
@@ -4172,7 +4234,7 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         Some(UnfoldBackward0_copy {
-            self_geometry: TensorGeometry::of(self_),
+            self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
@@ -4208,6 +4270,87 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::alias_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
+/// `lift(Tensor self) -> Tensor`
+pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        Some(LiftBackward0 {
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::lift::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
+/// `lift_fresh(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        Some(LiftFreshBackward0 {
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_autograd();
+        op::lift_fresh::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
+/// `lift_fresh(Tensor(a) self) -> Tensor(a)`
+pub(crate) fn inplace_or_view_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let out = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::lift_fresh::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_)?
+    };
+    as_view(self_, out, true, CreationMeta::current())
+}
+
+/// `lift_fresh_copy(Tensor self) -> Tensor`
+pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        Some(LiftFreshBackward0_copy {
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::lift_fresh_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
     if let Some(mut node) = grad_fn.take() {
         node.core.add_input_metadata(&result);
@@ -7734,7 +7877,7 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::arange.start", next_edges))
+        Some(NotImplemented::new("aten::arange", next_edges))
     } else {
         None
     };
@@ -7755,7 +7898,7 @@ pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, 
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::arange.start_step", next_edges))
+        Some(NotImplemented::new("aten::arange", next_edges))
     } else {
         None
     };
@@ -7816,7 +7959,7 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::empty.memory_format", next_edges))
+        Some(NotImplemented::new("aten::empty", next_edges))
     } else {
         None
     };
@@ -7867,7 +8010,7 @@ pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, p
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::eye.m", next_edges))
+        Some(NotImplemented::new("aten::eye", next_edges))
     } else {
         None
     };
@@ -8282,7 +8425,7 @@ pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtyp
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::rand.generator", next_edges))
+        Some(NotImplemented::new("aten::rand", next_edges))
     } else {
         None
     };
@@ -8362,7 +8505,7 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint.generator", next_edges))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8383,7 +8526,7 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint.low", next_edges))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8404,7 +8547,7 @@ pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, siz
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint.low_generator", next_edges))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8526,7 +8669,7 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randn.generator", next_edges))
+        Some(NotImplemented::new("aten::randn", next_edges))
     } else {
         None
     };
@@ -11916,6 +12059,49 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
     Ok(result)
 }
 
+/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_set_source_Tensor_out(ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(self_) || rg(source) || rg(out)) {
+        return Err(out_requires_grad_error("set"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::set_source_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source, out)
+}
+
+/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_set_source_Tensor_out(ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::set_source_Tensor_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, source, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
+/// `set.source_Tensor(Tensor self, Tensor source) -> Tensor`
+pub(crate) fn autograd_set_source_Tensor(ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg(self_) || rg(source));
+    let mut grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.push(edge(self_)?);
+        next_edges.push(edge(source)?);
+        Some(NotImplemented::new("aten::set", next_edges))
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::set_source_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source)?
+    };
+    if let Some(mut node) = grad_fn.take() {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_empty_strided_out(ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     if is_grad_enabled() && (rg(out)) {
@@ -12612,6 +12798,26 @@ pub(crate) fn inplace_or_view_view_copy_dtype_out(ks: DispatchKeySet, (self_, dt
     Ok(result)
 }
 
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_unfold_backward_out(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(grad_in) || rg(out)) {
+        return Err(out_requires_grad_error("unfold_backward"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::unfold_backward_out::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step, out)
+}
+
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_unfold_backward_out(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::unfold_backward_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, grad_in, input_sizes, dim, size, step, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_unfold_copy_out(ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     if is_grad_enabled() && (rg(self_) || rg(out)) {
@@ -12647,6 +12853,46 @@ pub(crate) fn inplace_or_view_alias_copy_out(ks: DispatchKeySet, (self_, out): (
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::alias_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
+/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_lift_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
+        return Err(out_requires_grad_error("lift"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::lift_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
+}
+
+/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_lift_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::lift_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
+/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_lift_fresh_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
+        return Err(out_requires_grad_error("lift_fresh_copy"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::lift_fresh_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
+}
+
+/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_lift_fresh_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::lift_fresh_copy_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, out)?
     };
     out.bump_version();
     Ok(result)

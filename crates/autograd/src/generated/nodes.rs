@@ -228,6 +228,76 @@ impl Node for AliasBackward0 {
     }
 }
 
+/// The backward of `lift(Tensor self) -> Tensor`.
+pub struct LiftBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for LiftBackward0 {
+    fn name(&self) -> String {
+        "LiftBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `lift_fresh(Tensor(a) self) -> Tensor(a)`.
+pub struct LiftFreshBackward0 {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for LiftFreshBackward0 {
+    fn name(&self) -> String {
+        "LiftFreshBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`.
 pub struct AsStridedBackward0 {
     pub(crate) core: NodeCore,
@@ -6385,7 +6455,7 @@ impl Node for TruncBackward0 {
 /// The backward of `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`.
 pub struct UnfoldBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) self_sizes: DimVec,
     pub(crate) dimension: i64,
     pub(crate) size: i64,
     pub(crate) step: i64,
@@ -6413,13 +6483,54 @@ impl Node for UnfoldBackward0 {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        // self: op::unfold_backward::call(grad, &self.sizes(), dimension, size, step)?
         if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
+            let self_sizes: &[i64] = &this.self_sizes;
             let dimension = this.dimension;
             let size = this.size;
             let step = this.step;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::unfold_backward::call(grad, &self_sizes, dimension, size, step)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`.
+pub struct UnfoldBackwardBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) dim: i64,
+    pub(crate) size: i64,
+    pub(crate) step: i64,
+}
+
+impl Node for UnfoldBackwardBackward0 {
+    fn name(&self) -> String {
+        "UnfoldBackwardBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let grad_in_ix = 0..1;
+        // grad_in: op::unfold::call(grad, dim, size, step)?
+        if range_needed(&this.core, &grad_in_ix) {
+            let dim = this.dim;
+            let size = this.size;
+            let step = this.step;
+            grad_inputs[grad_in_ix.start] = IntoGrad::into_grad({ op::unfold::call(grad, dim, size, step)? });
         }
         Ok(grad_inputs)
     }
@@ -7534,6 +7645,41 @@ impl Node for AliasBackward0_copy {
     }
 }
 
+/// The backward of `lift_fresh_copy(Tensor self) -> Tensor`.
+pub struct LiftFreshBackward0_copy {
+    pub(crate) core: NodeCore,
+}
+
+impl Node for LiftFreshBackward0_copy {
+    fn name(&self) -> String {
+        "LiftFreshBackward0_copy".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: grad.clone()
+        if range_needed(&this.core, &self_ix) {
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ grad.clone() });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`.
 pub struct AsStridedBackward0_copy {
     pub(crate) core: NodeCore,
@@ -8054,7 +8200,7 @@ impl Node for TransposeBackward0_copy {
 /// The backward of `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`.
 pub struct UnfoldBackward0_copy {
     pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) self_sizes: DimVec,
     pub(crate) dimension: i64,
     pub(crate) size: i64,
     pub(crate) step: i64,
@@ -8082,13 +8228,13 @@ impl Node for UnfoldBackward0_copy {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: unfold_backward(grad, TensorGeometry::of(self), dimension, size, step)?
+        // self: op::unfold_backward::call(grad, &self.sizes(), dimension, size, step)?
         if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
+            let self_sizes: &[i64] = &this.self_sizes;
             let dimension = this.dimension;
             let size = this.size;
             let step = this.step;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ unfold_backward(grad, self_geometry, dimension, size, step)? });
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::unfold_backward::call(grad, &self_sizes, dimension, size, step)? });
         }
         Ok(grad_inputs)
     }

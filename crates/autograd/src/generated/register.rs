@@ -42,6 +42,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("cumsum_", Kernel::typed::<op::cumsum_>(autograd_cumsum_).debug("autograd_cumsum_"))?;
     lib.impl_("cumsum.out", Kernel::typed::<op::cumsum_out>(autograd_cumsum_out).debug("autograd_cumsum_out"))?;
     lib.impl_("diagonal", Kernel::typed::<op::diagonal>(autograd_diagonal).debug("autograd_diagonal"))?;
+    lib.impl_("set_.source_Tensor", Kernel::typed::<op::set__source_Tensor>(autograd_set__source_Tensor).debug("autograd_set__source_Tensor"))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(autograd_empty_strided).debug("autograd_empty_strided"))?;
     lib.impl_("expand", Kernel::typed::<op::expand>(autograd_expand).debug("autograd_expand"))?;
     lib.impl_("fill.Scalar", Kernel::typed::<op::fill_Scalar>(autograd_fill_Scalar).debug("autograd_fill_Scalar"))?;
@@ -168,8 +169,12 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(autograd_split_with_sizes_copy_out).debug("autograd_split_with_sizes_copy_out"))?;
     lib.impl_("view_copy", Kernel::typed::<op::view_copy>(autograd_view_copy).debug("autograd_view_copy"))?;
     lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(autograd_view_copy_dtype).debug("autograd_view_copy_dtype"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(autograd_unfold_backward).debug("autograd_unfold_backward"))?;
     lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(autograd_unfold_copy).debug("autograd_unfold_copy"))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(autograd_alias_copy).debug("autograd_alias_copy"))?;
+    lib.impl_("lift", Kernel::typed::<op::lift>(autograd_lift).debug("autograd_lift"))?;
+    lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(autograd_lift_fresh).debug("autograd_lift_fresh"))?;
+    lib.impl_("lift_fresh_copy", Kernel::typed::<op::lift_fresh_copy>(autograd_lift_fresh_copy).debug("autograd_lift_fresh_copy"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(autograd_dot).debug("autograd_dot"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(autograd_dot_out).debug("autograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(autograd_linear_out).debug("autograd_linear_out"))?;
@@ -488,6 +493,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(autograd_copy_out).debug("autograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(autograd_resize_out).debug("autograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(autograd_resize).debug("autograd_resize"))?;
+    lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(autograd_set_source_Tensor_out).debug("autograd_set_source_Tensor_out"))?;
+    lib.impl_("set.source_Tensor", Kernel::typed::<op::set_source_Tensor>(autograd_set_source_Tensor).debug("autograd_set_source_Tensor"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(autograd_empty_strided_out).debug("autograd_empty_strided_out"))?;
     lib.impl_("fill.Scalar_out", Kernel::typed::<op::fill_Scalar_out>(autograd_fill_Scalar_out).debug("autograd_fill_Scalar_out"))?;
     lib.impl_("fill.Tensor_out", Kernel::typed::<op::fill_Tensor_out>(autograd_fill_Tensor_out).debug("autograd_fill_Tensor_out"))?;
@@ -522,8 +529,11 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(autograd_unsqueeze_copy_out).debug("autograd_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(autograd_view_copy_out).debug("autograd_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(autograd_view_copy_dtype_out).debug("autograd_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(autograd_unfold_backward_out).debug("autograd_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(autograd_unfold_copy_out).debug("autograd_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(autograd_alias_copy_out).debug("autograd_alias_copy_out"))?;
+    lib.impl_("lift.out", Kernel::typed::<op::lift_out>(autograd_lift_out).debug("autograd_lift_out"))?;
+    lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(autograd_lift_fresh_copy_out).debug("autograd_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(autograd_native_layer_norm_out).debug("autograd_native_layer_norm_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(autograd_native_dropout_out).debug("autograd_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(autograd_convolution_out).debug("autograd_convolution_out"))?;
@@ -580,6 +590,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("cumsum.out", Kernel::typed::<op::cumsum_out>(inplace_or_view_cumsum_out).debug("inplace_or_view_cumsum_out"))?;
     lib.impl_("diagonal", Kernel::typed::<op::diagonal>(inplace_or_view_diagonal).debug("inplace_or_view_diagonal"))?;
     lib.impl_("resize_", Kernel::typed::<op::resize_>(inplace_or_view_resize_).debug("inplace_or_view_resize_"))?;
+    lib.impl_("set_.source_Tensor", Kernel::typed::<op::set__source_Tensor>(inplace_or_view_set__source_Tensor).debug("inplace_or_view_set__source_Tensor"))?;
     lib.impl_("expand", Kernel::typed::<op::expand>(inplace_or_view_expand).debug("inplace_or_view_expand"))?;
     lib.impl_("fill_.Scalar", Kernel::typed::<op::fill__Scalar>(inplace_or_view_fill__Scalar).debug("inplace_or_view_fill__Scalar"))?;
     lib.impl_("fill_.Tensor", Kernel::typed::<op::fill__Tensor>(inplace_or_view_fill__Tensor).debug("inplace_or_view_fill__Tensor"))?;
@@ -647,6 +658,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(inplace_or_view_unbind_copy_int_out).debug("inplace_or_view_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(inplace_or_view_split_copy_Tensor_out).debug("inplace_or_view_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(inplace_or_view_split_with_sizes_copy_out).debug("inplace_or_view_split_with_sizes_copy_out"))?;
+    lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(inplace_or_view_lift_fresh).debug("inplace_or_view_lift_fresh"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(inplace_or_view_dot_out).debug("inplace_or_view_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(inplace_or_view_linear_out).debug("inplace_or_view_linear_out"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(inplace_or_view_add__Tensor).debug("inplace_or_view_add__Tensor"))?;
@@ -828,6 +840,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(inplace_or_view_logsumexp_out).debug("inplace_or_view_logsumexp_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(inplace_or_view_copy_out).debug("inplace_or_view_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(inplace_or_view_resize_out).debug("inplace_or_view_resize_out"))?;
+    lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(inplace_or_view_set_source_Tensor_out).debug("inplace_or_view_set_source_Tensor_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(inplace_or_view_empty_strided_out).debug("inplace_or_view_empty_strided_out"))?;
     lib.impl_("fill.Scalar_out", Kernel::typed::<op::fill_Scalar_out>(inplace_or_view_fill_Scalar_out).debug("inplace_or_view_fill_Scalar_out"))?;
     lib.impl_("fill.Tensor_out", Kernel::typed::<op::fill_Tensor_out>(inplace_or_view_fill_Tensor_out).debug("inplace_or_view_fill_Tensor_out"))?;
@@ -859,8 +872,11 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(inplace_or_view_unsqueeze_copy_out).debug("inplace_or_view_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(inplace_or_view_view_copy_out).debug("inplace_or_view_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(inplace_or_view_view_copy_dtype_out).debug("inplace_or_view_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(inplace_or_view_unfold_backward_out).debug("inplace_or_view_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(inplace_or_view_unfold_copy_out).debug("inplace_or_view_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(inplace_or_view_alias_copy_out).debug("inplace_or_view_alias_copy_out"))?;
+    lib.impl_("lift.out", Kernel::typed::<op::lift_out>(inplace_or_view_lift_out).debug("inplace_or_view_lift_out"))?;
+    lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(inplace_or_view_lift_fresh_copy_out).debug("inplace_or_view_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(inplace_or_view_native_layer_norm_out).debug("inplace_or_view_native_layer_norm_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(inplace_or_view_native_dropout_out).debug("inplace_or_view_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(inplace_or_view_convolution_out).debug("inplace_or_view_convolution_out"))?;

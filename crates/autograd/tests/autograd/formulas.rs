@@ -256,6 +256,28 @@ fn cases() -> Vec<Case> {
         op::clone::call(x, None)
     });
     k.unary("alias", "AliasBackward0", Any, true, |x| op::alias::call(x));
+    // unfold_backward of x.unfold(1, 2, 1) with x of sizes (2, 4) (overlapping windows) and
+    // of x.unfold(-1, 2, 3) with x of sizes (2, 5) (gaps), on contiguous and transposed grads.
+    k.add(
+        "unfold_backward",
+        "overlapping windows",
+        "UnfoldBackwardBackward0",
+        vec![c(&[2, 3, 2], Any, 91)],
+        true,
+        |x| one(op::unfold_backward::call(&x[0], &[2, 4], 1, 2, 1)?),
+    );
+    k.add(
+        "unfold_backward",
+        "gaps, transposed grad, negative dim",
+        "UnfoldBackwardBackward0",
+        vec![nc(&[2, 2, 2], Any, 92)],
+        true,
+        |x| one(op::unfold_backward::call(&x[0], &[2, 5], -1, 2, 3)?),
+    );
+    k.unary("lift", "LiftBackward0", Any, true, |x| op::lift::call(x));
+    k.unary("lift_fresh", "LiftFreshBackward0", Any, true, |x| {
+        op::lift_fresh::call(x)
+    });
     k.unary("_to_copy", "ToCopyBackward0", Any, true, |x| {
         op::_to_copy::call(x, Some(ScalarType::Double), None, None, None, false, None)
     });
@@ -922,6 +944,14 @@ fn cases() -> Vec<Case> {
             |x| one(op::unfold::call(&x[0], 1, 2, 1)?),
         );
         k.add(
+            "unfold",
+            variant,
+            "UnfoldBackward0",
+            vec![x.clone()],
+            true,
+            |x| one(op::unfold::call(&x[0], -1, 2, 3)?),
+        );
+        k.add(
             "as_strided",
             variant,
             "AsStridedBackward0",
@@ -1301,6 +1331,14 @@ fn cases() -> Vec<Case> {
             vec![x.clone()],
             true,
             |x| one(op::alias_copy::call(&x[0])?),
+        );
+        k.add(
+            "lift_fresh_copy",
+            variant,
+            "LiftFreshBackward0_copy",
+            vec![x.clone()],
+            true,
+            |x| one(op::lift_fresh_copy::call(&x[0])?),
         );
         k.add(
             "split_copy.Tensor",

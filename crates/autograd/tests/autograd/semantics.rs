@@ -387,6 +387,36 @@ fn detach_copy_records_a_not_implemented_node() {
     );
 }
 
+/// `set_` has no formula in PyTorch: after it, `self` requires grad through a `NotImplemented`
+/// node, and a gradient reaching it is PyTorch's error, worded `set_` for the in-place op and
+/// `aten::set` for its functional variant (PyTorch's boxed fallback drops the overload).
+#[test]
+fn set_records_a_not_implemented_node() {
+    let a = x(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let y = op::clone::call(&a, None).unwrap();
+    let yt = op::t::call(&y).unwrap();
+    op::set__source_Tensor::call(&y, &yt).unwrap();
+    assert_eq!(y.sizes().to_vec(), vec![3, 2]);
+    assert_eq!(y.grad_fn().unwrap().unwrap().name(), "NotImplemented");
+    let e = op::sum::call(&y, None).unwrap().backward().unwrap_err();
+    assert_eq!(e.kind().name(), "RuntimeError");
+    assert_eq!(e.message(), "derivative for set_ is not implemented");
+}
+
+/// `lift` gives a new tensor with its own `LiftBackward0` history; unlike PyTorch (whose kernel
+/// returns its input, so that the input's history is replaced), the input keeps its own.
+#[test]
+fn lift_leaves_its_input_alone() {
+    let a = x(&[1.0, 2.0], &[2]);
+    let r = op::lift::call(&a).unwrap();
+    assert_eq!(r.grad_fn().unwrap().unwrap().name(), "LiftBackward0");
+    assert!(a.grad_fn().unwrap().is_none());
+    op::sum::call(&r, None).unwrap().backward().unwrap();
+    assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 1.0]);
+    let f = op::lift_fresh::call(&a).unwrap();
+    assert_eq!(f.grad_fn().unwrap().unwrap().name(), "LiftFreshBackward0");
+}
+
 /// Gradients at points where the operator is not differentiable, as PyTorch 2.15 returns
 /// them (recorded from `torch`; finite differences cannot check these).
 #[test]

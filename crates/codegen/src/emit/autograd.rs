@@ -785,9 +785,17 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             for (n, t) in &tensors {
                 body.push_str(&format!("        {}\n", edges_expr(n, t)));
             }
+            // PyTorch's words: an in-place op's VariableType kernel names it by its C++ name
+            // (`set_`), the boxed fallback of the others by namespace and base name, without
+            // the overload (`aten::set`, `aten::detach_copy`).
+            let operator = if inplace {
+                crate::model::cpp_name(&f.schema)
+            } else {
+                let ns = f.schema.name.namespace.as_deref().unwrap_or("aten");
+                format!("{ns}::{}", f.schema.name.name)
+            };
             body.push_str(&format!(
-                "        Some(NotImplemented::new({:?}, next_edges))\n    }} else {{\n        None\n    }};\n",
-                format!("{}", f.schema.name)
+                "        Some(NotImplemented::new({operator:?}, next_edges))\n    }} else {{\n        None\n    }};\n"
             ));
             body.push_str(&call);
             let (meta, hist) = history(&outs, inplace);

@@ -40,6 +40,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("cumsum_", Kernel::typed::<op::cumsum_>(wrapper_CPU_cumsum_).debug("wrapper_CPU_cumsum_"))?;
     lib.impl_("cumsum.out", Kernel::typed::<op::cumsum_out>(wrapper_CPU_cumsum_out).debug("wrapper_CPU_cumsum_out"))?;
     lib.impl_("resize_", Kernel::typed::<op::resize_>(wrapper_CPU_resize_).debug("wrapper_CPU_resize_"))?;
+    lib.impl_("set_.source_Tensor", Kernel::typed::<op::set__source_Tensor>(wrapper_CPU_set__source_Tensor).debug("wrapper_CPU_set__source_Tensor"))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_CPU_empty_strided).debug("wrapper_CPU_empty_strided"))?;
     lib.impl_("fill_.Scalar", Kernel::typed::<op::fill__Scalar>(wrapper_CPU_fill__Scalar).debug("wrapper_CPU_fill__Scalar"))?;
     lib.impl_("fill_.Tensor", Kernel::typed::<op::fill__Tensor>(wrapper_CPU_fill__Tensor).debug("wrapper_CPU_fill__Tensor"))?;
@@ -115,6 +116,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_CPU_max_pool2d_with_indices).debug("wrapper_CPU_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_CPU_linalg_vector_norm).debug("wrapper_CPU_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_CPU_linalg_vector_norm_out).debug("wrapper_CPU_linalg_vector_norm_out"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_CPU_unfold_backward).debug("wrapper_CPU_unfold_backward"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_CPU_dot).debug("wrapper_CPU_dot"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CPU_native_layer_norm).debug("wrapper_CPU_native_layer_norm"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_CPU_native_dropout).debug("wrapper_CPU_native_dropout"))?;
@@ -628,6 +630,11 @@ fn wrapper_CPU_cumsum_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tenso
 /// `resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)`
 fn wrapper_CPU_resize_(_ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
     crate::native::resize_(self_, size, memory_format)
+}
+
+/// `set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)`
+fn wrapper_CPU_set__source_Tensor(_ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::set_tensor_(self_, source)
 }
 
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
@@ -1369,6 +1376,11 @@ fn wrapper_CPU_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, kee
         switchyard_ops::structured::copy_back(out, p)?;
     }
     Ok(out.clone())
+}
+
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+fn wrapper_CPU_unfold_backward(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    crate::native::unfold_backward(grad_in, input_sizes, dim, size, step)
 }
 
 /// `dot(Tensor self, Tensor tensor) -> Tensor`

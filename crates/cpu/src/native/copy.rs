@@ -432,6 +432,18 @@ pub fn unfold(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Te
     ops_native::unfold(self_, dimension, size, step)
 }
 
+/// `unfold_backward` (CPU): see `switchyard_ops::native::unfold_backward` (a `scatter_add`
+/// of the windows into zeros).
+pub fn unfold_backward(
+    grad_in: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    size: i64,
+    step: i64,
+) -> Result<Tensor> {
+    ops_native::unfold_backward(grad_in, input_sizes, dim, size, step)
+}
+
 /// `resize_` (CPU): see `switchyard_ops::native::resize_`; new memory is zeroed.
 pub fn resize_(
     self_: &Tensor,
@@ -439,6 +451,28 @@ pub fn resize_(
     memory_format: Option<MemoryFormat>,
 ) -> Result<Tensor> {
     ops_native::resize_(self_, size, memory_format)
+}
+
+/// `set_.source_Tensor` (CPU): after PyTorch's checks, `self` takes `source`'s sizes, strides
+/// and storage offset when the two already share storage (`x.set_(x)`, `x.set_(x.t())`).
+///
+/// A tensor never changes which storage it views in this runtime (the storage is fixed at
+/// creation), so making `self` view another tensor's storage is refused with a
+/// `NotImplementedError`. The Meta kernel and the functionalization layer (which swaps its
+/// wrappers' functional storage instead) support it.
+pub fn set_tensor_(self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+    switchyard_ops::meta::set_tensor_checks(self_, source)?;
+    if self_.is_same(source) {
+        return Ok(self_.clone());
+    }
+    if !self_.is_alias_of(source) {
+        return Err(Error::not_implemented(
+            "set_: making a CPU tensor view another tensor's storage is not supported (a tensor's storage is fixed when it is created); set_ works on Meta tensors, under functionalization, and between tensors that already share storage",
+        ));
+    }
+    let g = source.geometry();
+    self_.set_geometry(g.sizes(), g.strides(), g.storage_offset())?;
+    Ok(self_.clone())
 }
 
 /// `narrow_copy` (CPU; PyTorch's `narrow_copy_dense_cpu`): a new contiguous tensor holding

@@ -1635,6 +1635,12 @@ pub fn view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
     op::view_copy_dtype::call(self_, dtype)
 }
 
+/// `aten::unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+#[inline]
+pub fn unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    op::unfold_backward::call(grad_in, input_sizes, dim, size, step)
+}
+
 /// `aten::unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 #[inline]
 pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
@@ -1645,6 +1651,24 @@ pub fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Resu
 #[inline]
 pub fn alias_copy(self_: &Tensor) -> Result<Tensor> {
     op::alias_copy::call(self_)
+}
+
+/// `aten::lift(Tensor self) -> Tensor`
+#[inline]
+pub fn lift(self_: &Tensor) -> Result<Tensor> {
+    op::lift::call(self_)
+}
+
+/// `aten::lift_fresh(Tensor(a) self) -> Tensor(a)`
+#[inline]
+pub fn lift_fresh(self_: &Tensor) -> Result<Tensor> {
+    op::lift_fresh::call(self_)
+}
+
+/// `aten::lift_fresh_copy(Tensor self) -> Tensor`
+#[inline]
+pub fn lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
+    op::lift_fresh_copy::call(self_)
 }
 
 /// `aten::dot(Tensor self, Tensor tensor) -> Tensor`
@@ -4519,6 +4543,18 @@ pub fn resize_with(self_: &Tensor, size: &[i64], memory_format: Option<MemoryFor
     op::resize::call(self_, size, memory_format)
 }
 
+/// `aten::set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn set_out(self_: &Tensor, source: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::set_source_Tensor_out::call(self_, source, out)
+}
+
+/// `aten::set.source_Tensor(Tensor self, Tensor source) -> Tensor`
+#[inline]
+pub fn set(self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+    op::set_source_Tensor::call(self_, source)
+}
+
 /// `aten::empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn empty_strided_out(size: &[i64], stride: &[i64], out: &Tensor) -> Result<Tensor> {
@@ -4873,6 +4909,12 @@ pub fn view_copy_dtype_out(self_: &Tensor, dtype: ScalarType, out: &Tensor) -> R
     op::view_copy_dtype_out::call(self_, dtype, out)
 }
 
+/// `aten::unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn unfold_backward_out(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
+    op::unfold_backward_out::call(grad_in, input_sizes, dim, size, step, out)
+}
+
 /// `aten::unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 #[inline]
 pub fn unfold_copy_out(self_: &Tensor, dimension: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
@@ -4883,6 +4925,18 @@ pub fn unfold_copy_out(self_: &Tensor, dimension: i64, size: i64, step: i64, out
 #[inline]
 pub fn alias_copy_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::alias_copy_out::call(self_, out)
+}
+
+/// `aten::lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn lift_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::lift_out::call(self_, out)
+}
+
+/// `aten::lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn lift_fresh_copy_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+    op::lift_fresh_copy_out::call(self_, out)
 }
 
 /// `aten::native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`

@@ -1463,6 +1463,48 @@ impl resize_ {
     }
 }
 
+/// `aten::set_.source_Tensor`: `set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct set__source_Tensor;
+
+impl OpSignature for set__source_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Inplace;
+}
+
+impl Operator for set__source_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::set_.source_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl set__source_Tensor {
+    /// `aten::set_.source_Tensor`.
+    pub const NAME: &'static str = "aten::set_.source_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<set__source_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, source))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, source))
+    }
+}
+
 /// `aten::empty_strided`: `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 #[allow(non_camel_case_types)]
 pub struct empty_strided;
@@ -7374,6 +7416,47 @@ impl view_copy_dtype {
     }
 }
 
+/// `aten::unfold_backward`: `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct unfold_backward;
+
+impl OpSignature for unfold_backward {
+    type Args<'a> = (&'a Tensor, &'a [i64], i64, i64, i64);
+    type Output = Tensor;
+}
+
+impl Operator for unfold_backward {
+    const QUALIFIED_NAME: &'static str = "aten::unfold_backward";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl unfold_backward {
+    /// `aten::unfold_backward`.
+    pub const NAME: &'static str = "aten::unfold_backward";
+    /// The schema.
+    pub const SCHEMA: &'static str = "unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<unfold_backward>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        Self::handle()?.call((grad_in, input_sizes, dim, size, step))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (grad_in, input_sizes, dim, size, step))
+    }
+}
+
 /// `aten::unfold_copy`: `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 #[allow(non_camel_case_types)]
 pub struct unfold_copy;
@@ -7440,6 +7523,129 @@ impl alias_copy {
     /// The typed handle (looked up once, then cached).
     pub fn handle() -> Result<TypedOperatorHandle<Self>> {
         static HANDLE: OnceLock<TypedOperatorHandle<alias_copy>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::lift`: `lift(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct lift;
+
+impl OpSignature for lift {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl Operator for lift {
+    const QUALIFIED_NAME: &'static str = "aten::lift";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl lift {
+    /// `aten::lift`.
+    pub const NAME: &'static str = "aten::lift";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lift(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lift>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::lift_fresh`: `lift_fresh(Tensor(a) self) -> Tensor(a)`
+#[allow(non_camel_case_types)]
+pub struct lift_fresh;
+
+impl OpSignature for lift_fresh {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl Operator for lift_fresh {
+    const QUALIFIED_NAME: &'static str = "aten::lift_fresh";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl lift_fresh {
+    /// `aten::lift_fresh`.
+    pub const NAME: &'static str = "aten::lift_fresh";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lift_fresh(Tensor(a) self) -> Tensor(a)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lift_fresh>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_,))
+    }
+}
+
+/// `aten::lift_fresh_copy`: `lift_fresh_copy(Tensor self) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct lift_fresh_copy;
+
+impl OpSignature for lift_fresh_copy {
+    type Args<'a> = (&'a Tensor,);
+    type Output = Tensor;
+}
+
+impl Operator for lift_fresh_copy {
+    const QUALIFIED_NAME: &'static str = "aten::lift_fresh_copy";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl lift_fresh_copy {
+    /// `aten::lift_fresh_copy`.
+    pub const NAME: &'static str = "aten::lift_fresh_copy";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lift_fresh_copy(Tensor self) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lift_fresh_copy>> = OnceLock::new();
         cached_handle(&HANDLE, Self::NAME)
     }
 
@@ -22162,6 +22368,89 @@ impl resize {
     }
 }
 
+/// `aten::set.source_Tensor_out`: `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct set_source_Tensor_out;
+
+impl OpSignature for set_source_Tensor_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for set_source_Tensor_out {
+    const QUALIFIED_NAME: &'static str = "aten::set.source_Tensor_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl set_source_Tensor_out {
+    /// `aten::set.source_Tensor_out`.
+    pub const NAME: &'static str = "aten::set.source_Tensor_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<set_source_Tensor_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, source: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, source, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, source: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, source, out))
+    }
+}
+
+/// `aten::set.source_Tensor`: `set.source_Tensor(Tensor self, Tensor source) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct set_source_Tensor;
+
+impl OpSignature for set_source_Tensor {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+}
+
+impl Operator for set_source_Tensor {
+    const QUALIFIED_NAME: &'static str = "aten::set.source_Tensor";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl set_source_Tensor {
+    /// `aten::set.source_Tensor`.
+    pub const NAME: &'static str = "aten::set.source_Tensor";
+    /// The schema.
+    pub const SCHEMA: &'static str = "set.source_Tensor(Tensor self, Tensor source) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<set_source_Tensor>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, source))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, source))
+    }
+}
+
 /// `aten::empty_strided.out`: `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct empty_strided_out;
@@ -23587,6 +23876,48 @@ impl view_copy_dtype_out {
     }
 }
 
+/// `aten::unfold_backward.out`: `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct unfold_backward_out;
+
+impl OpSignature for unfold_backward_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], i64, i64, i64, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for unfold_backward_out {
+    const QUALIFIED_NAME: &'static str = "aten::unfold_backward.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl unfold_backward_out {
+    /// `aten::unfold_backward.out`.
+    pub const NAME: &'static str = "aten::unfold_backward.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<unfold_backward_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((grad_in, input_sizes, dim, size, step, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (grad_in, input_sizes, dim, size, step, out))
+    }
+}
+
 /// `aten::unfold_copy.out`: `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct unfold_copy_out;
@@ -23655,6 +23986,90 @@ impl alias_copy_out {
     /// The typed handle (looked up once, then cached).
     pub fn handle() -> Result<TypedOperatorHandle<Self>> {
         static HANDLE: OnceLock<TypedOperatorHandle<alias_copy_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::lift.out`: `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct lift_out;
+
+impl OpSignature for lift_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for lift_out {
+    const QUALIFIED_NAME: &'static str = "aten::lift.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl lift_out {
+    /// `aten::lift.out`.
+    pub const NAME: &'static str = "aten::lift.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lift_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, out))
+    }
+}
+
+/// `aten::lift_fresh_copy.out`: `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct lift_fresh_copy_out;
+
+impl OpSignature for lift_fresh_copy_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for lift_fresh_copy_out {
+    const QUALIFIED_NAME: &'static str = "aten::lift_fresh_copy.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl lift_fresh_copy_out {
+    /// `aten::lift_fresh_copy.out`.
+    pub const NAME: &'static str = "aten::lift_fresh_copy.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<lift_fresh_copy_out>> = OnceLock::new();
         cached_handle(&HANDLE, Self::NAME)
     }
 

@@ -52,6 +52,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")?;
     defs.def("resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)")?;
+    defs.def("set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)")?;
     defs.def("empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
     defs.def("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")?;
     defs.def("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")?;
@@ -195,8 +196,12 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()")?;
     defs.def("view_copy(Tensor self, SymInt[] size) -> Tensor")?;
     defs.def("view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor")?;
+    defs.def("unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor")?;
     defs.def("unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor")?;
     defs.def("alias_copy(Tensor self) -> Tensor")?;
+    defs.def("lift(Tensor self) -> Tensor")?;
+    defs.def("lift_fresh(Tensor(a) self) -> Tensor(a)")?;
+    defs.def("lift_fresh_copy(Tensor self) -> Tensor")?;
     defs.def("dot(Tensor self, Tensor tensor) -> Tensor")?;
     defs.def("dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")?;
@@ -551,6 +556,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("set.source_Tensor(Tensor self, Tensor source) -> Tensor")?;
     defs.def("empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -585,8 +592,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
     defs.def("native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
     defs.def("convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -682,6 +692,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("cumsum_", Kernel::typed::<op::cumsum_>(wrapper_Meta_cumsum_).debug("wrapper_Meta_cumsum_"))?;
     lib.impl_("cumsum.out", Kernel::typed::<op::cumsum_out>(wrapper_Meta_cumsum_out).debug("wrapper_Meta_cumsum_out"))?;
     lib.impl_("resize_", Kernel::typed::<op::resize_>(wrapper_Meta_resize_).debug("wrapper_Meta_resize_"))?;
+    lib.impl_("set_.source_Tensor", Kernel::typed::<op::set__source_Tensor>(wrapper_Meta_set__source_Tensor).debug("wrapper_Meta_set__source_Tensor"))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_Meta_empty_strided).debug("wrapper_Meta_empty_strided"))?;
     lib.impl_("fill_.Scalar", Kernel::typed::<op::fill__Scalar>(wrapper_Meta_fill__Scalar).debug("wrapper_Meta_fill__Scalar"))?;
     lib.impl_("fill_.Tensor", Kernel::typed::<op::fill__Tensor>(wrapper_Meta_fill__Tensor).debug("wrapper_Meta_fill__Tensor"))?;
@@ -753,6 +764,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_Meta_max_pool2d_with_indices).debug("wrapper_Meta_max_pool2d_with_indices"))?;
     lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_Meta_linalg_vector_norm).debug("wrapper_Meta_linalg_vector_norm"))?;
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Meta_linalg_vector_norm_out).debug("wrapper_Meta_linalg_vector_norm_out"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_Meta_unfold_backward).debug("wrapper_Meta_unfold_backward"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Meta_dot).debug("wrapper_Meta_dot"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_Meta_native_dropout).debug("wrapper_Meta_native_dropout"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Meta_add_Tensor).debug("wrapper_Meta_add_Tensor"))?;
@@ -1065,6 +1077,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind_copy.int_out", Kernel::typed::<op::unbind_copy_int_out>(wrapper_CompositeExplicitAutograd_unbind_copy_int_out).debug("wrapper_CompositeExplicitAutograd_unbind_copy_int_out"))?;
     lib.impl_("split_copy.Tensor_out", Kernel::typed::<op::split_copy_Tensor_out>(wrapper_CompositeExplicitAutograd_split_copy_Tensor_out).debug("wrapper_CompositeExplicitAutograd_split_copy_Tensor_out"))?;
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out).debug("wrapper_CompositeExplicitAutograd_split_with_sizes_copy_out"))?;
+    lib.impl_("lift", Kernel::typed::<op::lift>(wrapper_CompositeExplicitAutograd_lift).debug("wrapper_CompositeExplicitAutograd_lift"))?;
+    lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(wrapper_CompositeExplicitAutograd_lift_fresh).debug("wrapper_CompositeExplicitAutograd_lift_fresh"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(wrapper_CompositeExplicitAutograd_dot_out).debug("wrapper_CompositeExplicitAutograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_CompositeExplicitAutograd_linear_out).debug("wrapper_CompositeExplicitAutograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CompositeExplicitAutograd_native_layer_norm).debug("wrapper_CompositeExplicitAutograd_native_layer_norm"))?;
@@ -1166,6 +1180,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
+    lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(wrapper_CompositeExplicitAutograd_set_source_Tensor_out).debug("wrapper_CompositeExplicitAutograd_set_source_Tensor_out"))?;
+    lib.impl_("set.source_Tensor", Kernel::typed::<op::set_source_Tensor>(wrapper_CompositeExplicitAutograd_set_source_Tensor).debug("wrapper_CompositeExplicitAutograd_set_source_Tensor"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(wrapper_CompositeExplicitAutograd_empty_strided_out).debug("wrapper_CompositeExplicitAutograd_empty_strided_out"))?;
     lib.impl_("fill.Scalar_out", Kernel::typed::<op::fill_Scalar_out>(wrapper_CompositeExplicitAutograd_fill_Scalar_out).debug("wrapper_CompositeExplicitAutograd_fill_Scalar_out"))?;
     lib.impl_("fill.Tensor_out", Kernel::typed::<op::fill_Tensor_out>(wrapper_CompositeExplicitAutograd_fill_Tensor_out).debug("wrapper_CompositeExplicitAutograd_fill_Tensor_out"))?;
@@ -1200,8 +1216,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(wrapper_CompositeExplicitAutograd_unsqueeze_copy_out).debug("wrapper_CompositeExplicitAutograd_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(wrapper_CompositeExplicitAutograd_view_copy_out).debug("wrapper_CompositeExplicitAutograd_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(wrapper_CompositeExplicitAutograd_view_copy_dtype_out).debug("wrapper_CompositeExplicitAutograd_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(wrapper_CompositeExplicitAutograd_unfold_backward_out).debug("wrapper_CompositeExplicitAutograd_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(wrapper_CompositeExplicitAutograd_unfold_copy_out).debug("wrapper_CompositeExplicitAutograd_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(wrapper_CompositeExplicitAutograd_alias_copy_out).debug("wrapper_CompositeExplicitAutograd_alias_copy_out"))?;
+    lib.impl_("lift.out", Kernel::typed::<op::lift_out>(wrapper_CompositeExplicitAutograd_lift_out).debug("wrapper_CompositeExplicitAutograd_lift_out"))?;
+    lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(wrapper_CompositeExplicitAutograd_lift_fresh_copy_out).debug("wrapper_CompositeExplicitAutograd_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_CompositeExplicitAutograd_native_layer_norm_out).debug("wrapper_CompositeExplicitAutograd_native_layer_norm_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_CompositeExplicitAutograd_native_dropout_out).debug("wrapper_CompositeExplicitAutograd_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_CompositeExplicitAutograd_convolution_out).debug("wrapper_CompositeExplicitAutograd_convolution_out"))?;
@@ -1266,6 +1285,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(wrapper_CompositeExplicitAutogradNonFunctional_view_copy_dtype).debug("wrapper_CompositeExplicitAutogradNonFunctional_view_copy_dtype"))?;
     lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy"))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(wrapper_CompositeExplicitAutogradNonFunctional_alias_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_alias_copy"))?;
+    lib.impl_("lift_fresh_copy", Kernel::typed::<op::lift_fresh_copy>(wrapper_CompositeExplicitAutogradNonFunctional_lift_fresh_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_lift_fresh_copy"))?;
     lib.impl_("bernoulli.p", Kernel::typed::<op::bernoulli_p>(wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p).debug("wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p"))?;
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out).debug("wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out"))?;
     lib.leak();
@@ -1554,6 +1574,11 @@ fn wrapper_CompositeExplicitAutograd_diagonal(_ks: DispatchKeySet, (self_, offse
 /// `resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)`
 fn wrapper_Meta_resize_(_ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
     crate::native::resize_(self_, size, memory_format)
+}
+
+/// `set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)`
+fn wrapper_Meta_set__source_Tensor(_ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
+    crate::native::set_tensor_meta(self_, source)
 }
 
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
@@ -2502,6 +2527,11 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_view_copy_dtype(_ks: DispatchK
     crate::runtime::clone_contiguous(&crate::op::view_dtype::call(self_, dtype)?)
 }
 
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+fn wrapper_Meta_unfold_backward(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    crate::native::unfold_backward(grad_in, input_sizes, dim, size, step)
+}
+
 /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 fn wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy(_ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     crate::runtime::clone_contiguous(&crate::op::unfold::call(self_, dimension, size, step)?)
@@ -2510,6 +2540,21 @@ fn wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy(_ks: DispatchKeySe
 /// `alias_copy(Tensor self) -> Tensor`
 fn wrapper_CompositeExplicitAutogradNonFunctional_alias_copy(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     crate::runtime::clone_contiguous(&crate::op::alias::call(self_)?)
+}
+
+/// `lift(Tensor self) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_lift(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::lift(self_)
+}
+
+/// `lift_fresh(Tensor(a) self) -> Tensor(a)`
+fn wrapper_CompositeExplicitAutograd_lift_fresh(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::native::lift_fresh(self_)
+}
+
+/// `lift_fresh_copy(Tensor self) -> Tensor`
+fn wrapper_CompositeExplicitAutogradNonFunctional_lift_fresh_copy(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    crate::runtime::clone_contiguous(&crate::op::lift_fresh::call(self_)?)
 }
 
 /// `dot(Tensor self, Tensor tensor) -> Tensor`
@@ -5199,6 +5244,20 @@ fn wrapper_CompositeExplicitAutograd_resize(_ks: DispatchKeySet, (self_, size, m
     Ok(self__clone)
 }
 
+/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_set_source_Tensor_out(_ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::set_source_Tensor::call(self_, source)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `set.source_Tensor(Tensor self, Tensor source) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_set_source_Tensor(_ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__clone = crate::runtime::clone_arg(self_)?;
+    crate::op::set__source_Tensor::call(&self__clone, source)?;
+    Ok(self__clone)
+}
+
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_empty_strided_out(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::empty_strided::call(size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
@@ -5437,6 +5496,13 @@ fn wrapper_CompositeExplicitAutograd_view_copy_dtype_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::unfold_backward::call(grad_in, input_sizes, dim, size, step)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::unfold_copy::call(self_, dimension, size, step)?;
@@ -5447,6 +5513,20 @@ fn wrapper_CompositeExplicitAutograd_unfold_copy_out(_ks: DispatchKeySet, (self_
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::alias_copy::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_lift_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::lift::call(self_)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_lift_fresh_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::lift_fresh_copy::call(self_)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }

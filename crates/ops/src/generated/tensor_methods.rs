@@ -89,6 +89,8 @@ pub trait TensorOps {
     fn resize_(&self, size: &[i64]) -> Result<Tensor>;
     /// `aten::resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor(a!)`
     fn resize__with(&self, size: &[i64], memory_format: Option<MemoryFormat>) -> Result<Tensor>;
+    /// `aten::set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!)`
+    fn set_(&self, source: &Tensor) -> Result<Tensor>;
     /// `aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
     fn expand(&self, size: &[i64]) -> Result<Tensor>;
     /// `aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
@@ -905,6 +907,10 @@ impl TensorOps for Tensor {
     #[inline]
     fn resize__with(&self, size: &[i64], memory_format: Option<MemoryFormat>) -> Result<Tensor> {
         op::resize_::call(self, size, memory_format)
+    }
+    #[inline]
+    fn set_(&self, source: &Tensor) -> Result<Tensor> {
+        op::set__source_Tensor::call(self, source)
     }
     #[inline]
     fn expand(&self, size: &[i64]) -> Result<Tensor> {

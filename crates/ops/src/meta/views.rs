@@ -4,6 +4,25 @@
 use switchyard_core::shape::wrap_dim;
 use switchyard_core::{Result, ScalarType, Tensor, torch_check, torch_check_index};
 
+/// `set_.source_Tensor`'s checks, shared by its CPU and Meta kernels, in PyTorch's order and
+/// words: the dtypes must match (the check of PyTorch's Python `Tensor.set_`; its ATen kernel
+/// would reinterpret the bytes), then the devices (`checkSetStorage`).
+pub fn set_tensor_checks(self_: &Tensor, source: &Tensor) -> Result<()> {
+    torch_check!(
+        self_.dtype() == source.dtype(),
+        "Could not set tensor of type {} to a tensor of type {}",
+        source.dtype().type_meta_name(),
+        self_.dtype().type_meta_name()
+    );
+    torch_check!(
+        self_.device() == source.device(),
+        "Attempted to set the storage of a tensor on device \"{}\" to a storage on different device \"{}\".  This is no longer allowed; the devices must match.",
+        self_.device(),
+        source.device()
+    );
+    Ok(())
+}
+
 /// What `narrow_copy` copies: `self[.., start..start + length, ..]` along `dim`, into an output
 /// of `sizes`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -587,3 +587,95 @@ fn host_item(t: &Tensor) -> Result<i64> {
     }
     op::_to_copy::call(t, None, None, Some(Device::CPU), None, false, None)?.item::<i64>()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Gradient helpers shared by the autograd formulas and functionalization's view inverses
+// ---------------------------------------------------------------------------------------------
+
+/// Sums `t` down to `shape`, the inverse of broadcasting `shape` up to `t`'s (PyTorch's
+/// `at::sum_to`): leading dimensions are summed away, and dimensions where `shape` has 1 are
+/// summed keeping the dimension. Returns `t` itself when the sizes already match.
+///
+/// Not an operator (as in PyTorch): the autograd formulas of broadcasting operators and
+/// functionalization's inverse of `expand` both call it.
+pub fn sum_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let sizes = t.sizes();
+    if sizes[..] == shape[..] {
+        return Ok(t.clone());
+    }
+    if shape.is_empty() {
+        return op::sum::call(t, None);
+    }
+    let leading = sizes.len().saturating_sub(shape.len());
+    let mut dims: Vec<i64> = (0..leading as i64).collect();
+    for (i, &s) in shape.iter().enumerate() {
+        if s == 1 && sizes[leading + i] != 1 {
+            dims.push((leading + i) as i64);
+        }
+    }
+    let mut r = t.clone();
+    if !dims.is_empty() {
+        r = op::sum_dim_IntList::call(&r, Some(&dims), true, None)?;
+    }
+    if leading > 0 {
+        r = op::reshape::call(&r, shape)?;
+    }
+    Ok(r)
+}
+
+/// `unfold_backward` (CPU and Meta): a zero tensor of `input_sizes` (`grad_in`'s dtype and
+/// device) into which every window of `grad_in` (the gradient of
+/// `input.unfold(dim, size, step)`) is added back where it came from, so overlapping windows
+/// (`size > step`) sum and elements no window covers stay 0.
+///
+/// The dimension is wrapped against `input_sizes` first (PyTorch's `Dimension out of range`
+/// error). On Meta tensors only the result's geometry is computed. Elsewhere the windows'
+/// element indices (`arange(n).unfold(0, size, step)`) drive one `scatter_add` along `dim`,
+/// so the kernel runs on every backend that has those operators. A 0-dim input takes the
+/// gradient's single element.
+pub fn unfold_backward(
+    grad_in: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    size: i64,
+    step: i64,
+) -> Result<Tensor> {
+    let zeros = || {
+        op::zeros::call(
+            input_sizes,
+            Some(grad_in.dtype()),
+            None,
+            Some(grad_in.device()),
+            None,
+        )
+    };
+    let d = wrap_dim(dim, input_sizes.len())?;
+    if grad_in.is_meta() {
+        return zeros();
+    }
+    if input_sizes.is_empty() {
+        return op::clone::call(&op::reshape::call(grad_in, &[])?, None);
+    }
+    let n = input_sizes[d];
+    let positions = op::arange_start::call(
+        Scalar::Int(0),
+        Scalar::Int(n),
+        Some(ScalarType::Long),
+        None,
+        Some(grad_in.device()),
+        None,
+    )?;
+    let windows = op::unfold::call(&positions, 0, size, step)?;
+    let nw = windows.sizes()[0];
+    // [.., windows, .., size] -> [.., windows * size, ..]: each window's elements in a row.
+    let g = op::movedim_int::call(grad_in, -1, d as i64 + 1)?;
+    let mut merged = g.sizes().to_vec();
+    merged.remove(d + 1);
+    merged[d] = nw * size;
+    let g = op::reshape::call(&g, &merged)?;
+    let mut index_shape = vec![1i64; input_sizes.len()];
+    index_shape[d] = nw * size;
+    let index = op::reshape::call(&windows, &index_shape)?;
+    let index = op::expand::call(&index, &merged, false)?;
+    op::scatter_add::call(&zeros()?, d as i64, &index, &g)
+}

@@ -398,6 +398,24 @@ pub fn detach(self_: &Tensor) -> Result<Tensor> {
     alias(self_)
 }
 
+/// `lift`: `self`'s data under a new tensor object (PyTorch's kernel returns `self` itself).
+///
+/// The result shares storage and version counter with `self` but is a separate tensor, so the
+/// autograd layer can give it its own history without touching `self`'s (PyTorch, returning
+/// the same object, rewrites the history of its input). Functionalization's kernel for `lift`
+/// wraps this value; outside it, the operator is a cheap alias that autograd does not track
+/// as a view, as in PyTorch.
+pub fn lift(self_: &Tensor) -> Result<Tensor> {
+    Ok(self_.shallow_copy())
+}
+
+/// `lift_fresh`: a view of its (freshly made) input with the same geometry, like `alias`;
+/// PyTorch's kernel returns `self` itself. Its copy is `lift_fresh_copy` (generated: a
+/// contiguous clone).
+pub fn lift_fresh(self_: &Tensor) -> Result<Tensor> {
+    alias(self_)
+}
+
 /// `detach_`: nothing to do below autograd.
 pub fn detach_(self_: &Tensor) -> Result<Tensor> {
     Ok(self_.clone())
@@ -963,6 +981,29 @@ pub fn resize_(
         let strides = strides_for_format(size, format)?;
         self_.set_geometry(size, &strides, self_.storage_offset())?;
     }
+    Ok(self_.clone())
+}
+
+/// `set_.source_Tensor` on Meta tensors: `self` takes `source`'s sizes, strides and storage
+/// offset, after PyTorch's checks (`switchyard_ops::meta::set_tensor_checks`).
+///
+/// A tensor's storage is fixed at creation in this runtime, so `self` keeps its own Meta
+/// storage, grown to `source`'s byte size if smaller (as PyTorch's `self` would then hold
+/// `source`'s storage): sizes, strides, offset and `nbytes` are PyTorch's, but unless they
+/// already shared it, `self` does not become an alias of `source`.
+pub fn set_tensor_meta(self_: &Tensor, source: &Tensor) -> Result<Tensor> {
+    crate::meta::set_tensor_checks(self_, source)?;
+    if self_.is_same(source) {
+        return Ok(self_.clone());
+    }
+    if !self_.is_alias_of(source)
+        && let (Some(mine), Some(theirs)) = (self_.storage_ref(), source.storage_ref())
+        && mine.nbytes() < theirs.nbytes()
+    {
+        mine.resize(theirs.nbytes())?;
+    }
+    let g = source.geometry();
+    self_.set_geometry(g.sizes(), g.strides(), g.storage_offset())?;
     Ok(self_.clone())
 }
 
