@@ -1287,26 +1287,55 @@ pub(crate) fn functionalize_sort_values_stable(_ks: DispatchKeySet, (self_, stab
     Ok((values.clone(), indices.clone()))
 }
 
-/// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_empty_strided_out(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
+/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_set_source_Tensor_out(_ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let source_u = unwrap_synced(source)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(source) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::empty_strided_out::call(size, stride, &out_u)?
+            op::set_source_Tensor_out::call(&self__u, &source_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::empty_strided::call(size, stride, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::set_source_Tensor::call(&self__u, &source_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+/// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__index_put_impl_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let indices_u = unwrap_synced_opt_list(indices)?;
+    let values_u = unwrap_synced(values)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::_index_put_impl_out::call(&self__u, &indices_u, &values_u, accumulate, unsafe_, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::_index_put_impl::call(&self__u, &indices_u, &values_u, accumulate, unsafe_)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1316,20 +1345,20 @@ pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, 
         }
         let r = {
             let _below = below();
-            op::slice_scatter_out::call(&self__u, &src_u, dim, start, end, step, &out_u)?
+            op::as_strided_scatter_out::call(&self__u, &src_u, size, stride, storage_offset, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::slice_scatter::call(&self__u, &src_u, dim, start, end, step)?
+        op::as_strided_scatter::call(&self__u, &src_u, size, stride, storage_offset)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1338,20 +1367,20 @@ pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (
         }
         let r = {
             let _below = below();
-            op::prod_out::call(&self__u, dtype, &out_u)?
+            op::clone_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::prod::call(&self__u, dtype)?
+        op::clone::call(&self__u, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1360,20 +1389,20 @@ pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         }
         let r = {
             let _below = below();
-            op::zero_out::call(&self__u, &out_u)?
+            op::diagonal_copy_out::call(&self__u, offset, dim1, dim2, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::zero::call(&self__u)?
+        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1382,20 +1411,20 @@ pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, i
         }
         let r = {
             let _below = below();
-            op::expand_copy_out::call(&self__u, size, implicit, &out_u)?
+            op::detach_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::expand_copy::call(&self__u, size, implicit)?
+        op::detach_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1404,20 +1433,20 @@ pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, d
         }
         let r = {
             let _below = below();
-            op::slice_copy_Tensor_out::call(&self__u, dim, start, end, step, &out_u)?
+            op::squeeze_copy_dims_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
+        op::squeeze_copy_dims::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1426,20 +1455,20 @@ pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tens
         }
         let r = {
             let _below = below();
-            op::t_copy_out::call(&self__u, &out_u)?
+            op::view_copy_out::call(&self__u, size, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::t_copy::call(&self__u)?
+        op::view_copy::call(&self__u, size)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
+/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1448,44 +1477,20 @@ pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dty
         }
         let r = {
             let _below = below();
-            op::view_copy_dtype_out::call(&self__u, dtype, &out_u)?
+            op::alias_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::view_copy_dtype::call(&self__u, dtype)?
+        op::alias_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn functionalize_native_dropout_out(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let input_u = unwrap_synced(input)?;
-    let out0_u = unwrap_synced(out0)?;
-    let out1_u = unwrap_synced(out1)?;
-    if !(is_functional(out0) && is_functional(out1)) {
-        if is_functional(input) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::native_dropout_out::call(&input_u, p, train, &out0_u, &out1_u)?
-        };
-        return Ok((out0.clone(), out1.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::native_dropout::call(&input_u, p, train)?
-    };
-    propagate_out(out0, &tmp.0)?;
-    propagate_out(out1, &tmp.1)?;
-    Ok((out0.clone(), out1.clone()))
-}
-
-/// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
+/// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_add_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1494,20 +1499,42 @@ pub(crate) fn functionalize_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, oth
         }
         let r = {
             let _below = below();
-            op::div_Scalar_mode_out::call(&self__u, other, rounding_mode, &out_u)?
+            op::add_Scalar_out::call(&self__u, other, alpha, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
+        op::add_Scalar::call(&self__u, other, alpha)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sub_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::sub_Scalar_out::call(&self__u, other, alpha, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::sub_Scalar::call(&self__u, other, alpha)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1516,20 +1543,20 @@ pub(crate) fn functionalize_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (s
         }
         let r = {
             let _below = below();
-            op::bitwise_or_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
+            op::remainder_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_or_Scalar_Tensor::call(self_, &other_u)?
+        op::remainder_Scalar_Tensor::call(self_, &other_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1538,20 +1565,20 @@ pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_valu
         }
         let r = {
             let _below = below();
-            op::full_like_out::call(&self__u, fill_value, memory_format, &out_u)?
+            op::zeros_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::full_like::call(&self__u, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::zeros_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1560,20 +1587,68 @@ pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, 
         }
         let r = {
             let _below = below();
-            op::bernoulli_float_out::call(&self__u, p, generator, &out_u)?
+            op::rand_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bernoulli_p::call(&self__u, p, generator)?
+        op::rand_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randn_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_index_put_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let indices_u = unwrap_synced_opt_list(indices)?;
+    let values_u = unwrap_synced(values)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::index_put_out::call(&self__u, &indices_u, &values_u, accumulate, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn functionalize_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let self__u = unwrap_synced(self_)?;
+    let out0_u = unwrap_synced(out0)?;
+    let out1_u = unwrap_synced(out1)?;
+    if !(is_functional(out0) && is_functional(out1)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::var_mean_correction_out::call(&self__u, dim, correction, keepdim, &out0_u, &out1_u)?
+        };
+        return Ok((out0.clone(), out1.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::var_mean_correction::call(&self__u, dim, correction, keepdim)?
+    };
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1582,82 +1657,13 @@ pub(crate) fn functionalize_randn_like_generator_out(_ks: DispatchKeySet, (self_
         }
         let r = {
             let _below = below();
-            op::randn_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
+            op::repeat_out::call(&self__u, repeats, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::randn_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let mask_u = unwrap_synced(mask)?;
-    let value_u = unwrap_synced(value)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mask) || is_functional(value) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::masked_fill_Tensor_out::call(&self__u, &mask_u, &value_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::relu_out::call(&self__u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::relu::call(&self__u)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
-    let weight_u = unwrap_synced(weight)?;
-    let indices_u = unwrap_synced(indices)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(weight) || is_functional(indices) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::embedding_out::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::embedding::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse)?
+        op::repeat::call(&self__u, repeats)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -1277,30 +1277,26 @@ pub(crate) fn functionalize_logsumexp_out(_ks: DispatchKeySet, (self_, dim, keep
     Ok(out.clone())
 }
 
-/// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
+/// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_empty_strided_out(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::fill_Scalar_out::call(&self__u, value, &out_u)?
+            op::empty_strided_out::call(size, stride, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::fill_Scalar::call(&self__u, value)?
+        op::empty_strided::call(size, stride, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_select_scatter_out(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1310,20 +1306,20 @@ pub(crate) fn functionalize_select_scatter_out(_ks: DispatchKeySet, (self_, src,
         }
         let r = {
             let _below = below();
-            op::select_scatter_out::call(&self__u, &src_u, dim, index, &out_u)?
+            op::slice_scatter_out::call(&self__u, &src_u, dim, start, end, step, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::select_scatter::call(&self__u, &src_u, dim, index)?
+        op::slice_scatter::call(&self__u, &src_u, dim, start, end, step)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1332,20 +1328,20 @@ pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&
         }
         let r = {
             let _below = below();
-            op::flip_out::call(&self__u, dims, &out_u)?
+            op::prod_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::flip::call(&self__u, dims)?
+        op::prod::call(&self__u, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1354,20 +1350,20 @@ pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, g
         }
         let r = {
             let _below = below();
-            op::uniform_out::call(&self__u, from, to, generator, &out_u)?
+            op::zero_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::uniform::call(&self__u, from, to, generator)?
+        op::zero::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1376,20 +1372,20 @@ pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, 
         }
         let r = {
             let _below = below();
-            op::permute_copy_out::call(&self__u, dims, &out_u)?
+            op::expand_copy_out::call(&self__u, size, implicit, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::permute_copy::call(&self__u, dims)?
+        op::expand_copy::call(&self__u, size, implicit)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1398,20 +1394,20 @@ pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): 
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_out::call(&self__u, &out_u)?
+            op::slice_copy_Tensor_out::call(&self__u, dim, start, end, step, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy::call(&self__u)?
+        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1420,20 +1416,20 @@ pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::transpose_copy_int_out::call(&self__u, dim0, dim1, &out_u)?
+            op::t_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::transpose_copy_int::call(&self__u, dim0, dim1)?
+        op::t_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1442,44 +1438,48 @@ pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimensi
         }
         let r = {
             let _below = below();
-            op::unfold_copy_out::call(&self__u, dimension, size, step, &out_u)?
+            op::view_copy_dtype_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unfold_copy::call(&self__u, dimension, size, step)?
+        op::view_copy_dtype::call(&self__u, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_convolution_out(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
+/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn functionalize_native_layer_norm_out(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
     let input_u = unwrap_synced(input)?;
-    let weight_u = unwrap_synced(weight)?;
+    let weight_u = unwrap_synced_opt(weight)?;
     let bias_u = unwrap_synced_opt(bias)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(input) || is_functional(weight) || bias.is_some_and(is_functional) {
+    let out0_u = unwrap_synced(out0)?;
+    let out1_u = unwrap_synced(out1)?;
+    let out2_u = unwrap_synced(out2)?;
+    if !(is_functional(out0) && is_functional(out1) && is_functional(out2)) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::convolution_out::call(&input_u, &weight_u, bias_u.as_ref(), stride, padding, dilation, transposed, output_padding, groups, &out_u)?
+            op::native_layer_norm_out::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps, &out0_u, &out1_u, &out2_u)?
         };
-        return Ok(out.clone());
+        return Ok((out0.clone(), out1.clone(), out2.clone()));
     }
     let tmp = {
         let _below = below();
-        op::convolution::call(&input_u, &weight_u, bias_u.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
+        op::native_layer_norm::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    propagate_out(out2, &tmp.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
-/// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_mul_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_div_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1488,20 +1488,20 @@ pub(crate) fn functionalize_mul_Scalar_out(_ks: DispatchKeySet, (self_, other, o
         }
         let r = {
             let _below = below();
-            op::mul_Scalar_out::call(&self__u, other, &out_u)?
+            op::div_Scalar_out::call(&self__u, other, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::mul_Scalar::call(&self__u, other)?
+        op::div_Scalar::call(&self__u, other)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_and_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1510,20 +1510,20 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (
         }
         let r = {
             let _below = below();
-            op::bitwise_xor_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
+            op::bitwise_and_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_xor_Scalar_Tensor::call(self_, &other_u)?
+        op::bitwise_and_Scalar_Tensor::call(self_, &other_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_empty_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1532,20 +1532,43 @@ pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_fo
         }
         let r = {
             let _below = below();
-            op::ones_like_out::call(&self__u, memory_format, &out_u)?
+            op::empty_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::ones_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::empty_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let p_u = unwrap_synced(p)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(p) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::bernoulli_Tensor_out::call(&self__u, &p_u, generator, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1554,20 +1577,43 @@ pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_fo
         }
         let r = {
             let _below = below();
-            op::rand_like_out::call(&self__u, memory_format, &out_u)?
+            op::randn_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::rand_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::randn_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let mask_u = unwrap_synced(mask)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(mask) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::masked_fill_Scalar_out::call(&self__u, &mask_u, value, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1576,20 +1622,20 @@ pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, g
         }
         let r = {
             let _below = below();
-            op::normal_out::call(&self__u, mean, std, generator, &out_u)?
+            op::isnan_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::normal_functional::call(&self__u, mean, std, generator)?
+        op::isnan::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1598,35 +1644,13 @@ pub(crate) fn functionalize_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&
         }
         let r = {
             let _below = below();
-            op::sum_out::call(&self__u, dtype, &out_u)?
+            op::constant_pad_nd_out::call(&self__u, pad, value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::sum::call(&self__u, dtype)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::isinf_out::call(&self__u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::isinf::call(&self__u)?
+        op::constant_pad_nd::call(&self__u, pad, value)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -1279,31 +1279,30 @@ pub(crate) fn functionalize_copy_out(_ks: DispatchKeySet, (self_, src, non_block
     Ok(out.clone())
 }
 
-/// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_fill_Tensor_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let value_u = unwrap_synced(value)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(value) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::fill_Tensor_out::call(&self__u, &value_u, &out_u)?
+            op::fill_Scalar_out::call(&self__u, value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::fill_Tensor::call(&self__u, &value_u)?
+        op::fill_Scalar::call(&self__u, value)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_select_scatter_out(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1313,20 +1312,20 @@ pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, sr
         }
         let r = {
             let _below = below();
-            op::diagonal_scatter_out::call(&self__u, &src_u, offset, dim1, dim2, &out_u)?
+            op::select_scatter_out::call(&self__u, &src_u, dim, index, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::diagonal_scatter::call(&self__u, &src_u, offset, dim1, dim2)?
+        op::select_scatter::call(&self__u, &src_u, dim, index)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
+/// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1335,20 +1334,20 @@ pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, 
         }
         let r = {
             let _below = below();
-            op::roll_out::call(&self__u, shifts, dims, &out_u)?
+            op::flip_out::call(&self__u, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::roll::call(&self__u, shifts, dims)?
+        op::flip::call(&self__u, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1357,20 +1356,20 @@ pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, siz
         }
         let r = {
             let _below = below();
-            op::as_strided_copy_out::call(&self__u, size, stride, storage_offset, &out_u)?
+            op::uniform_out::call(&self__u, from, to, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
+        op::uniform::call(&self__u, from, to, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1379,20 +1378,20 @@ pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim
         }
         let r = {
             let _below = below();
-            op::select_copy_int_out::call(&self__u, dim, index, &out_u)?
+            op::permute_copy_out::call(&self__u, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::select_copy_int::call(&self__u, dim, index)?
+        op::permute_copy::call(&self__u, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1401,20 +1400,20 @@ pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, di
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_dim_out::call(&self__u, dim, &out_u)?
+            op::squeeze_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy_dim::call(&self__u, dim)?
+        op::squeeze_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1423,20 +1422,66 @@ pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim,
         }
         let r = {
             let _below = below();
-            op::unsqueeze_copy_out::call(&self__u, dim, &out_u)?
+            op::transpose_copy_int_out::call(&self__u, dim0, dim1, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unsqueeze_copy::call(&self__u, dim)?
+        op::transpose_copy_int::call(&self__u, dim0, dim1)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let grad_in_u = unwrap_synced(grad_in)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(grad_in) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::unfold_backward_out::call(&grad_in_u, input_sizes, dim, size, step, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::unfold_backward::call(&grad_in_u, input_sizes, dim, size, step)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn functionalize_native_dropout_out(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let input_u = unwrap_synced(input)?;
+    let out0_u = unwrap_synced(out0)?;
+    let out1_u = unwrap_synced(out1)?;
+    if !(is_functional(out0) && is_functional(out1)) {
+        if is_functional(input) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::native_dropout_out::call(&input_u, p, train, &out0_u, &out1_u)?
+        };
+        return Ok((out0.clone(), out1.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::native_dropout::call(&input_u, p, train)?
+    };
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_div_Scalar_mode_out(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1445,64 +1490,20 @@ pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&
         }
         let r = {
             let _below = below();
-            op::alias_copy_out::call(&self__u, &out_u)?
+            op::div_Scalar_mode_out::call(&self__u, other, rounding_mode, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::alias_copy::call(&self__u)?
+        op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_add_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::add_Scalar_out::call(&self__u, other, alpha, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::add_Scalar::call(&self__u, other, alpha)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sub_Scalar_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::sub_Scalar_out::call(&self__u, other, alpha, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::sub_Scalar::call(&self__u, other, alpha)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1511,20 +1512,20 @@ pub(crate) fn functionalize_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (se
         }
         let r = {
             let _below = below();
-            op::remainder_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
+            op::bitwise_or_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::remainder_Scalar_Tensor::call(self_, &other_u)?
+        op::bitwise_or_Scalar_Tensor::call(self_, &other_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1533,20 +1534,20 @@ pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_f
         }
         let r = {
             let _below = below();
-            op::zeros_like_out::call(&self__u, memory_format, &out_u)?
+            op::full_like_out::call(&self__u, fill_value, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::zeros_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::full_like::call(&self__u, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1555,68 +1556,20 @@ pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_,
         }
         let r = {
             let _below = below();
-            op::rand_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
+            op::bernoulli_float_out::call(&self__u, p, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::rand_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::bernoulli_p::call(&self__u, p, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_index_put_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let indices_u = unwrap_synced_opt_list(indices)?;
-    let values_u = unwrap_synced(values)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::index_put_out::call(&self__u, &indices_u, &values_u, accumulate, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn functionalize_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let self__u = unwrap_synced(self_)?;
-    let out0_u = unwrap_synced(out0)?;
-    let out1_u = unwrap_synced(out1)?;
-    if !(is_functional(out0) && is_functional(out1)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::var_mean_correction_out::call(&self__u, dim, correction, keepdim, &out0_u, &out1_u)?
-        };
-        return Ok((out0.clone(), out1.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::var_mean_correction::call(&self__u, dim, correction, keepdim)?
-    };
-    propagate_out(out0, &tmp.0)?;
-    propagate_out(out1, &tmp.1)?;
-    Ok((out0.clone(), out1.clone()))
-}
-
-/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randn_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1625,13 +1578,82 @@ pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out
         }
         let r = {
             let _below = below();
-            op::repeat_out::call(&self__u, repeats, &out_u)?
+            op::randn_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::repeat::call(&self__u, repeats)?
+        op::randn_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let mask_u = unwrap_synced(mask)?;
+    let value_u = unwrap_synced(value)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(mask) || is_functional(value) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::masked_fill_Tensor_out::call(&self__u, &mask_u, &value_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::relu_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::relu::call(&self__u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
+    let weight_u = unwrap_synced(weight)?;
+    let indices_u = unwrap_synced(indices)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(weight) || is_functional(indices) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::embedding_out::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::embedding::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -1274,32 +1274,31 @@ pub(crate) fn functionalize_resize_out(_ks: DispatchKeySet, (self_, size, memory
     Ok(out.clone())
 }
 
-/// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize__index_put_impl_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
+/// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_fill_Tensor_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let indices_u = unwrap_synced_opt_list(indices)?;
-    let values_u = unwrap_synced(values)?;
+    let value_u = unwrap_synced(value)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
+        if is_functional(self_) || is_functional(value) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::_index_put_impl_out::call(&self__u, &indices_u, &values_u, accumulate, unsafe_, &out_u)?
+            op::fill_Tensor_out::call(&self__u, &value_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::_index_put_impl::call(&self__u, &indices_u, &values_u, accumulate, unsafe_)?
+        op::fill_Tensor::call(&self__u, &value_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+/// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1309,20 +1308,20 @@ pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::as_strided_scatter_out::call(&self__u, &src_u, size, stride, storage_offset, &out_u)?
+            op::diagonal_scatter_out::call(&self__u, &src_u, offset, dim1, dim2, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::as_strided_scatter::call(&self__u, &src_u, size, stride, storage_offset)?
+        op::diagonal_scatter::call(&self__u, &src_u, offset, dim1, dim2)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1331,20 +1330,20 @@ pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format
         }
         let r = {
             let _below = below();
-            op::clone_out::call(&self__u, memory_format, &out_u)?
+            op::roll_out::call(&self__u, shifts, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::clone::call(&self__u, memory_format)?
+        op::roll::call(&self__u, shifts, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1353,20 +1352,20 @@ pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offse
         }
         let r = {
             let _below = below();
-            op::diagonal_copy_out::call(&self__u, offset, dim1, dim2, &out_u)?
+            op::as_strided_copy_out::call(&self__u, size, stride, storage_offset, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
+        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1375,20 +1374,20 @@ pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (
         }
         let r = {
             let _below = below();
-            op::detach_copy_out::call(&self__u, &out_u)?
+            op::select_copy_int_out::call(&self__u, dim, index, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::detach_copy::call(&self__u)?
+        op::select_copy_int::call(&self__u, dim, index)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1397,20 +1396,20 @@ pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, d
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_dims_out::call(&self__u, dim, &out_u)?
+            op::squeeze_copy_dim_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy_dims::call(&self__u, dim)?
+        op::squeeze_copy_dim::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1419,48 +1418,66 @@ pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out
         }
         let r = {
             let _below = below();
-            op::view_copy_out::call(&self__u, size, &out_u)?
+            op::unsqueeze_copy_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::view_copy::call(&self__u, size)?
+        op::unsqueeze_copy::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
-pub(crate) fn functionalize_native_layer_norm_out(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::unfold_copy_out::call(&self__u, dimension, size, step, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::unfold_copy::call(&self__u, dimension, size, step)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_convolution_out(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
     let input_u = unwrap_synced(input)?;
-    let weight_u = unwrap_synced_opt(weight)?;
+    let weight_u = unwrap_synced(weight)?;
     let bias_u = unwrap_synced_opt(bias)?;
-    let out0_u = unwrap_synced(out0)?;
-    let out1_u = unwrap_synced(out1)?;
-    let out2_u = unwrap_synced(out2)?;
-    if !(is_functional(out0) && is_functional(out1) && is_functional(out2)) {
-        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(input) || is_functional(weight) || bias.is_some_and(is_functional) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::native_layer_norm_out::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps, &out0_u, &out1_u, &out2_u)?
+            op::convolution_out::call(&input_u, &weight_u, bias_u.as_ref(), stride, padding, dilation, transposed, output_padding, groups, &out_u)?
         };
-        return Ok((out0.clone(), out1.clone(), out2.clone()));
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::native_layer_norm::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps)?
+        op::convolution::call(&input_u, &weight_u, bias_u.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
     };
-    propagate_out(out0, &tmp.0)?;
-    propagate_out(out1, &tmp.1)?;
-    propagate_out(out2, &tmp.2)?;
-    Ok((out0.clone(), out1.clone(), out2.clone()))
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_div_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_mul_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1469,20 +1486,20 @@ pub(crate) fn functionalize_div_Scalar_out(_ks: DispatchKeySet, (self_, other, o
         }
         let r = {
             let _below = below();
-            op::div_Scalar_out::call(&self__u, other, &out_u)?
+            op::mul_Scalar_out::call(&self__u, other, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::div_Scalar::call(&self__u, other)?
+        op::mul_Scalar::call(&self__u, other)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_and_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1491,20 +1508,20 @@ pub(crate) fn functionalize_bitwise_and_Scalar_Tensor_out(_ks: DispatchKeySet, (
         }
         let r = {
             let _below = below();
-            op::bitwise_and_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
+            op::bitwise_xor_Scalar_Tensor_out::call(self_, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_and_Scalar_Tensor::call(self_, &other_u)?
+        op::bitwise_xor_Scalar_Tensor::call(self_, &other_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_empty_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1513,43 +1530,20 @@ pub(crate) fn functionalize_empty_like_out(_ks: DispatchKeySet, (self_, memory_f
         }
         let r = {
             let _below = below();
-            op::empty_like_out::call(&self__u, memory_format, &out_u)?
+            op::ones_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::empty_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::ones_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let p_u = unwrap_synced(p)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(p) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::bernoulli_Tensor_out::call(&self__u, &p_u, generator, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1558,43 +1552,20 @@ pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_f
         }
         let r = {
             let _below = below();
-            op::randn_like_out::call(&self__u, memory_format, &out_u)?
+            op::rand_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::randn_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::rand_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let mask_u = unwrap_synced(mask)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mask) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::masked_fill_Scalar_out::call(&self__u, &mask_u, value, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1603,20 +1574,20 @@ pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         }
         let r = {
             let _below = below();
-            op::isnan_out::call(&self__u, &out_u)?
+            op::normal_out::call(&self__u, mean, std, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::isnan::call(&self__u)?
+        op::normal_functional::call(&self__u, mean, std, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
+/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1625,13 +1596,35 @@ pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad
         }
         let r = {
             let _below = below();
-            op::constant_pad_nd_out::call(&self__u, pad, value, &out_u)?
+            op::sum_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::constant_pad_nd::call(&self__u, pad, value)?
+        op::sum::call(&self__u, dtype)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::isinf_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::isinf::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

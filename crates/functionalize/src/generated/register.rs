@@ -3,7 +3,7 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 305 mutation kernels, 27 view kernels, 26 composite kernels.
+//! Generated: 307 mutation kernels, 27 view kernels, 26 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
@@ -265,6 +265,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(functionalize_logsumexp_out).debug("functionalize_logsumexp_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(functionalize_copy_out).debug("functionalize_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(functionalize_resize_out).debug("functionalize_resize_out"))?;
+    lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(functionalize_set_source_Tensor_out).debug("functionalize_set_source_Tensor_out"))?;
     lib.impl_("empty_strided.out", Kernel::typed::<op::empty_strided_out>(functionalize_empty_strided_out).debug("functionalize_empty_strided_out"))?;
     lib.impl_("fill.Scalar_out", Kernel::typed::<op::fill_Scalar_out>(functionalize_fill_Scalar_out).debug("functionalize_fill_Scalar_out"))?;
     lib.impl_("fill.Tensor_out", Kernel::typed::<op::fill_Tensor_out>(functionalize_fill_Tensor_out).debug("functionalize_fill_Tensor_out"))?;
@@ -294,6 +295,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unsqueeze_copy.out", Kernel::typed::<op::unsqueeze_copy_out>(functionalize_unsqueeze_copy_out).debug("functionalize_unsqueeze_copy_out"))?;
     lib.impl_("view_copy.out", Kernel::typed::<op::view_copy_out>(functionalize_view_copy_out).debug("functionalize_view_copy_out"))?;
     lib.impl_("view_copy.dtype_out", Kernel::typed::<op::view_copy_dtype_out>(functionalize_view_copy_dtype_out).debug("functionalize_view_copy_dtype_out"))?;
+    lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(functionalize_unfold_backward_out).debug("functionalize_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(functionalize_unfold_copy_out).debug("functionalize_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(functionalize_alias_copy_out).debug("functionalize_alias_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(functionalize_native_layer_norm_out).debug("functionalize_native_layer_norm_out"))?;
