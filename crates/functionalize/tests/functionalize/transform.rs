@@ -296,6 +296,14 @@ fn f13_view_inplace() {
         vec![1.0, 3.0, 5.0, 7.0, 1.0, 3.0, 5.0, 7.0]
     );
     assert_eq!(values(&r, 0), r.ins[0].values);
+    // Without views, sizes and values still match eager (strides: the ignored test below).
+    let f = run(
+        &f13_program,
+        &[arange(8, &[4, 2])],
+        Some(Remove::MutationsAndViews),
+    )
+    .unwrap();
+    assert_eq!((f.outs, f.ins, f.bumped), (r.outs, r.ins, r.bumped));
 }
 
 #[test]
@@ -648,6 +656,45 @@ fn f34_copy_keeps_strides() {
         &[arange(4, &[2, 2])],
     );
     assert_eq!(values(&r, 0), vec![0.0, 1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn a_strided_input_keeps_its_layout() {
+    // A mutated non-contiguous input is written back into its own layout, as eagerly.
+    let x = arange(6, &[2, 3]).t().unwrap();
+    let r = check(
+        &|x| {
+            x[0].mul_scalar_(2.0)?;
+            Ok(vec![x[0].add_scalar(1.0)?])
+        },
+        &[x],
+    );
+    assert_eq!(r.ins[0].sizes.as_slice(), &[3, 2]);
+    assert_eq!(r.in_strides[0].as_slice(), &[1, 3]);
+    assert_eq!(r.bumped, vec![true]);
+}
+
+#[test]
+fn the_write_back_reaches_the_callers_base() {
+    // The caller's input is a view: writing back into it mutates its base, as eagerly.
+    for remove in MODES {
+        let base = arange(6, &[6]);
+        let v = switchyard_ops::slice_with(&base, 0, Some(2), Some(5), 1).unwrap();
+        let outs = run_functionalized(
+            &|x| {
+                x[0].add_scalar_(10.0)?;
+                Ok(vec![])
+            },
+            &[v],
+            remove,
+        )
+        .unwrap();
+        assert!(outs.is_empty());
+        assert_eq!(
+            base.to_vec::<f32>().unwrap(),
+            vec![0.0, 1.0, 12.0, 13.0, 14.0, 5.0]
+        );
+    }
 }
 
 #[test]
