@@ -77,8 +77,13 @@ fn nested_error() -> Error {
 /// write the mutation back: `resize_` if the element count changed, `as_strided_` to the
 /// wrapper's geometry if the layout changed (a metadata mutation such as `transpose_`), and
 /// `copy_` of the new value. The write-back runs with only `Functionalize` excluded, so the
-/// caller's version counter moves as it would eagerly. Last, every output is synced and
-/// unwrapped; plain outputs pass through.
+/// caller's version counter moves when eager's would (the wrapper shares the counter, so the
+/// count itself can end higher than eager's). Last, every output is synced and unwrapped;
+/// plain outputs pass through.
+///
+/// Until the wrappers carry eager geometry (plan §2.4), a metadata mutation of an input under
+/// [`Remove::MutationsAndViews`] is written back with the `*_copy` value's contiguous layout
+/// (offset 0), not eager's strides.
 ///
 /// Errors: a call inside a functionalized region (or on functional inputs) is refused
 /// ("nested functionalize() is not supported"); an error of `f` is returned as is, before any
