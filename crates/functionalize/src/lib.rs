@@ -16,7 +16,11 @@
 //!   aliases: it syncs and unwraps functional inputs, runs the operator below the layer and
 //!   wraps the outputs. A mutating or view operator reaching it is an error;
 //! * [`inverses`] holds the hand-written view inverses (§3.4 of the plan): what a base becomes
-//!   when a view of it is replaced by a mutated value.
+//!   when a view of it is replaced by a mutated value;
+//! * [`functionalize`] / [`run_functionalized`] are the transform (§5.1, A.9): a program run on
+//!   wrappers of its inputs, its input mutations written back to the caller's tensors, its
+//!   outputs unwrapped. [`Remove`] chooses whether views are kept or replaced by `*_copy`
+//!   operators.
 //!
 //! ```
 //! use switchyard_core::Tensor;
@@ -31,16 +35,38 @@
 //! # Ok::<(), switchyard_core::Error>(())
 //! ```
 //!
+//! The transform hides the wrapping: the program sees functional tensors, the caller plain
+//! ones.
+//!
+//! ```
+//! use switchyard_core::Tensor;
+//! use switchyard_cpu as _;
+//! use switchyard_functionalize::{Remove, run_functionalized};
+//! use switchyard_ops::TensorOps;
+//!
+//! let x = Tensor::from_slice(&[1.0f32, 1.0, 1.0])?;
+//! let out = run_functionalized(
+//!     &|x: &[Tensor]| {
+//!         let y = switchyard_ops::select(&x[0], 0, 1)?; // a view of the input
+//!         y.fill_scalar_(5.0)?; // mutated in place
+//!         Ok(vec![switchyard_ops::mul(&x[0], &x[0])?])
+//!     },
+//!     &[Clone::clone(&x)],
+//!     Remove::Mutations,
+//! )?;
+//! assert_eq!(out[0].to_vec::<f32>()?, vec![1.0, 25.0, 1.0]);
+//! assert_eq!(x.to_vec::<f32>()?, vec![1.0, 5.0, 1.0]); // written back
+//! # Ok::<(), switchyard_core::Error>(())
+//! ```
+//!
 //! Besides the fallback, the layer has generated kernels (`src/generated/`, from
 //! `crates/codegen/src/emit/functionalize.rs`) for mutating operators with a functional
 //! variant, for the views whose inverse is a `*_scatter` operator (`slice.Tensor`,
 //! `select.int`, `diagonal`, `as_strided`, `as_strided_`), and the composite kernels of
 //! CompositeImplicitAutograd views and mutating operators.
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): kernels for the views whose inverse
-//! is hand-written (§3.4; they join through the generator's `VIEWS_WITH_INVERSES`), the
-//! hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place
-//! meta check of mutation kernels, the `functionalize` transform and the tracer (§5).
+//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place
+//! meta check of mutation kernels and the tracer (§5.2).
 //!
 //! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
 //! (at wrapping, at [`create_view`] unless the caller passes the eager one, and after
@@ -56,6 +82,7 @@ pub mod inverses;
 mod storage;
 mod support;
 mod tensor;
+mod transform;
 mod view_meta;
 
 // Generated code keeps the generator's layout; `cargo fmt` must not make it stale.
@@ -71,6 +98,7 @@ pub use tensor::{
     sync, sync_list, sync_optional_list, to_functional, to_functional_list,
     to_functional_optional_list, unsafe_reset_storage,
 };
+pub use transform::{Remove, functionalize, run_functionalized};
 pub use view_meta::{
     ForwardFn, InverseMode, ReapplyViewsGuard, ReverseFn, ViewMeta, reapply_views,
 };

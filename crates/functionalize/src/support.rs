@@ -55,6 +55,11 @@ pub(crate) fn mixed_mutation_error() -> Error {
 /// immediate sync regenerates `w` from the updated base). A new value of another dtype is
 /// converted, one of other sizes resizes `w` (out=).
 pub(crate) fn propagate_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
+    // A frozen group refuses the mutation before `w`'s value is replaced, so that the failed
+    // mutation leaves `w` as it was (`commit_update` checks again).
+    if functional_payload(w).is_some_and(|ft| ft.storage().is_frozen()) {
+        return Err(Error::runtime("cannot mutate tensors with frozen storage"));
+    }
     replace_(w, new, false)?;
     commit_update(w)?;
     sync(w)

@@ -2,6 +2,7 @@
 //! modules by topic).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use switchyard_autograd as _;
 use switchyard_core::Tensor;
 use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
@@ -10,6 +11,7 @@ mod fallback;
 mod generated;
 mod inverses;
 mod threads;
+mod transform;
 mod updates;
 mod wrapping;
 
