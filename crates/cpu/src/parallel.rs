@@ -1,8 +1,9 @@
 //! Parallel loops in which the calling thread takes part.
 //!
 //! A kernel splits its work into blocks; [`for_each_block`] runs them on the calling thread
-//! and on up to `threads - 1` helpers from rayon's pool, handing out block indices from one
-//! atomic counter. The caller starts at once and never waits for a helper to *start*: a
+//! and on up to `threads - 1` helpers from rayon's pool, handing out runs of block indices from
+//! one atomic counter (each run a share of what is left: long contiguous runs first, short
+//! ones at the end). The caller starts at once and never waits for a helper to *start*: a
 //! helper that wakes after every block is taken leaves without touching the job. This is
 //! what OpenMP gives PyTorch and what `par_iter` from outside the pool does not: there the
 //! caller blocks until a sleeping worker wakes, which on a small (virtual) machine costs tens
@@ -28,8 +29,10 @@ type Body<'a> = dyn Fn(usize) -> Result<()> + Sync + 'a;
 
 /// One parallel loop shared between the caller and its helpers.
 struct Job {
-    /// The next block index to hand out (may run past `blocks` once all are taken).
+    /// The next block index to hand out.
     next: AtomicUsize,
+    /// A claim takes `1 / share` of the blocks left (twice the number of participants).
+    share: usize,
     /// Blocks finished (run, skipped after a failure, or panicked).
     done: AtomicUsize,
     blocks: usize,
@@ -55,16 +58,38 @@ unsafe impl Send for Job {}
 unsafe impl Sync for Job {}
 
 impl Job {
+    /// Claims the next run of blocks: a share of what is left (OpenMP's "guided" schedule),
+    /// so that each thread walks long contiguous runs (what the hardware prefetchers and the
+    /// caches want) while the last runs stay small enough to balance a late helper.
+    fn claim(&self) -> Option<std::ops::Range<usize>> {
+        let mut start = self.next.load(Ordering::Relaxed);
+        loop {
+            if start >= self.blocks {
+                return None;
+            }
+            let take = ((self.blocks - start) / self.share).max(1);
+            match self.next.compare_exchange_weak(
+                start,
+                start + take,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(start..start + take),
+                Err(now) => start = now,
+            }
+        }
+    }
+
     /// Claims and runs blocks until none are left.
     fn work(&self) {
-        loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.blocks {
-                return;
-            }
-            if !self.failed.load(Ordering::Relaxed) {
-                // SAFETY: block `i < blocks` is claimed and not yet counted done, so the
-                // caller is still inside `for_each_block` and the closure is alive.
+        while let Some(run) = self.claim() {
+            let count = run.len();
+            for i in run {
+                if self.failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                // SAFETY: block `i < blocks` is claimed and its run is not yet counted done,
+                // so the caller is still inside `for_each_block` and the closure is alive.
                 let body = unsafe { &*self.body };
                 let outcome = match catch_unwind(AssertUnwindSafe(|| body(i))) {
                     Ok(Ok(())) => None,
@@ -77,8 +102,9 @@ impl Job {
                     slot.get_or_insert(outcome);
                 }
             }
-            // Release: the block's writes happen before the caller sees it done.
-            self.done.fetch_add(1, Ordering::Release);
+            // Release: the run's writes happen before the caller sees it done (blocks skipped
+            // after a failure count as done too).
+            self.done.fetch_add(count, Ordering::Release);
         }
     }
 }
@@ -100,6 +126,7 @@ pub(crate) fn for_each_block(blocks: usize, body: &Body<'_>) -> Result<()> {
     };
     let job = Arc::new(Job {
         next: AtomicUsize::new(0),
+        share: 2 * (helpers + 1),
         done: AtomicUsize::new(0),
         blocks,
         failed: AtomicBool::new(false),
