@@ -6,7 +6,7 @@ use crate::view_meta::ViewMeta;
 use switchyard_core::{Error, Result, Tensor};
 
 // What the generated kernels call; not every helper has a user in every ops.yaml (no mutable
-// operator with fresh outputs today, no multi-output view with an inverse yet).
+// operator with fresh outputs today).
 #[allow(unused_imports)]
 pub(crate) use crate::tensor::{
     below, commit_update, create_view, is_functional, is_functional_list,
@@ -115,7 +115,6 @@ pub(crate) fn view_output(base: &Tensor, meta: ViewMeta) -> Result<Tensor> {
     create_view(base, out, meta, None)
 }
 
-#[allow(dead_code)] // until a multi-output view is in `VIEWS_WITH_INVERSES`
 /// The views of wrapper `base` recorded by the multi-output record `meta`: `all` computes
 /// every output on `base`'s value at once (not synced), and each gets a wrapper whose record
 /// is `meta` re-indexed to it.
@@ -141,7 +140,6 @@ fn value_of(t: &Tensor) -> Result<Tensor> {
         .ok_or_else(|| Error::runtime("internal error: a view kernel got a plain tensor"))
 }
 
-#[allow(dead_code)] // until a multi-output view is in `VIEWS_WITH_INVERSES`
 /// The error of a multi-output view record replayed with an index past its outputs.
 pub(crate) fn out_of_range(i: usize) -> Error {
     Error::runtime(format!("internal error: view output {i} does not exist"))
