@@ -13,25 +13,90 @@ use crate::graph::{Grad, Node, NodeCore};
 use crate::meta;
 
 /// Accumulates gradients into a leaf's `.grad`.
+///
+/// Unlike PyTorch's, the node does not hold its leaf: the leaf's autograd metadata keeps its
+/// accumulator for the leaf's whole life (PyTorch caches it weakly and builds a new one for
+/// every graph, an allocation and a teardown per operation on a parameter), and the edges into
+/// the accumulator carry the leaf instead ([`crate::Edge::leaf`]); the engine passes it to
+/// [`AccumulateGrad::accumulate`].
 pub struct AccumulateGrad {
     core: NodeCore,
-    /// The leaf. The accumulator keeps it alive while the graph exists; the leaf finds its
-    /// accumulator through a weak reference, so there is no cycle.
-    variable: Tensor,
 }
 
 impl AccumulateGrad {
-    pub(crate) fn new(variable: Tensor) -> AccumulateGrad {
+    pub(crate) fn new(variable: &Tensor) -> AccumulateGrad {
         // Accumulators run as soon as they are ready (PyTorch gives them the largest
         // sequence number), releasing gradient memory early.
         let mut core = NodeCore::with_sequence_nr(std::iter::empty(), std::iter::empty(), u64::MAX);
-        core.add_input_metadata(&variable);
-        AccumulateGrad { core, variable }
+        core.add_input_metadata(variable);
+        AccumulateGrad { core }
     }
 
-    /// The leaf this node accumulates into.
-    pub fn variable(&self) -> &Tensor {
-        &self.variable
+    /// Whether this accumulator still describes `variable` (same shape: a leaf that was
+    /// resized without autograd gets a new accumulator).
+    pub(crate) fn fits(&self, variable: &Tensor) -> bool {
+        self.core
+            .input_metadata()
+            .first()
+            .is_some_and(|m| variable.with_sizes(|s| s == &m.shape[..]))
+    }
+
+    /// Adds the gradient in `grads` (one entry) into `variable.grad`, following PyTorch's
+    /// `AccumulateGrad::accumulateGrad`, then runs the leaf's post-accumulate hooks.
+    pub fn accumulate(&self, variable: &Tensor, mut grads: Vec<Grad>) -> Result<()> {
+        let Some(Some(new_grad)) = grads.pop() else {
+            return Ok(());
+        };
+        if !meta::is_leaf(variable) {
+            return Err(Error::runtime(
+                "leaf variable has been moved into the graph interior",
+            ));
+        }
+        if !variable.requires_grad() {
+            return Ok(());
+        }
+        let leaf_meta = meta::get_or_create(variable)?;
+        let _serial = leaf_meta
+            .accumulate_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let current = leaf_meta.lock().grad.clone();
+        let hooks: Vec<_> = leaf_meta
+            .lock()
+            .leaf()
+            .map(|leaf| {
+                leaf.post_accumulate_hooks
+                    .iter()
+                    .map(|(_, h)| h.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let updated = match current {
+            None => {
+                // The pass's own handle is the only one: nothing the user can see refers to
+                // this gradient, so it becomes `.grad` without a copy.
+                if !is_grad_enabled()
+                    && new_grad.handle_count() <= 1
+                    && obeys_layout_contract(&new_grad, variable)
+                {
+                    Some(new_grad.shallow_copy())
+                } else {
+                    Some(clone_obey_contract(&new_grad, variable)?)
+                }
+            }
+            Some(existing) if !is_grad_enabled() => {
+                op::add__Tensor::call(&existing, &new_grad, 1.into())?;
+                None
+            }
+            Some(existing) => Some(op::add_Tensor::call(&existing, &new_grad, 1.into())?),
+        };
+        if let Some(g) = updated {
+            leaf_meta.lock().grad = Some(g);
+        }
+        for hook in hooks {
+            hook(variable)?;
+        }
+        Ok(())
     }
 }
 
@@ -76,56 +141,12 @@ impl Node for AccumulateGrad {
         &self.core
     }
 
-    fn apply(self: Arc<Self>, mut grads: Vec<Grad>) -> Result<Vec<Grad>> {
-        let Some(Some(new_grad)) = grads.pop() else {
-            return Ok(Vec::new());
-        };
-        if !meta::is_leaf(&self.variable) {
-            return Err(Error::runtime(
-                "leaf variable has been moved into the graph interior",
-            ));
-        }
-        if !self.variable.requires_grad() {
-            return Ok(Vec::new());
-        }
-        let leaf_meta = meta::get_or_create(&self.variable)?;
-        let _serial = leaf_meta
-            .accumulate_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let current = leaf_meta.lock().grad.clone();
-        let hooks: Vec<_> = leaf_meta
-            .lock()
-            .post_accumulate_hooks
-            .iter()
-            .map(|(_, h)| h.clone())
-            .collect();
-        let updated = match current {
-            None => {
-                // The pass's own handle is the only one: nothing the user can see refers to
-                // this gradient, so it becomes `.grad` without a copy.
-                if !is_grad_enabled()
-                    && new_grad.handle_count() <= 1
-                    && obeys_layout_contract(&new_grad, &self.variable)
-                {
-                    Some(new_grad.shallow_copy())
-                } else {
-                    Some(clone_obey_contract(&new_grad, &self.variable)?)
-                }
-            }
-            Some(existing) if !is_grad_enabled() => {
-                op::add__Tensor::call(&existing, &new_grad, 1.into())?;
-                None
-            }
-            Some(existing) => Some(op::add_Tensor::call(&existing, &new_grad, 1.into())?),
-        };
-        if let Some(g) = updated {
-            leaf_meta.lock().grad = Some(g);
-        }
-        for hook in hooks {
-            hook(&self.variable)?;
-        }
-        Ok(Vec::new())
+    /// The engine calls [`AccumulateGrad::accumulate`] with the leaf its edge carries; a
+    /// caller outside a backward pass has no leaf to give.
+    fn apply(self: Arc<Self>, _grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        Err(Error::runtime(
+            "internal error: AccumulateGrad runs inside a backward pass, which passes it its leaf",
+        ))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -100,7 +100,8 @@ fn input_edge(input: &Tensor) -> Result<Edge> {
     if let Some(f) = meta::grad_fn(input)? {
         return Ok(Edge::new(f, meta::output_nr(input)));
     }
-    Ok(meta::existing_grad_accumulator(input).map_or_else(Edge::default, |a| Edge::new(a, 0)))
+    Ok(meta::existing_grad_accumulator(input)
+        .map_or_else(Edge::default, |a| Edge::to_leaf(a, input.clone())))
 }
 
 /// Computes the gradients of `tensors` with respect to the leaves of their graph and adds them
@@ -124,7 +125,7 @@ pub fn backward(
             edges.push(input_edge(input)?);
         } else {
             let acc = meta::grad_accumulator(input)?;
-            edges.push(acc.map_or_else(Edge::default, |a| Edge::new(a, 0)));
+            edges.push(acc.map_or_else(Edge::default, |a| Edge::to_leaf(a, input.clone())));
         }
     }
     let options = PassOptions {

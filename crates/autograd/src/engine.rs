@@ -136,7 +136,8 @@ pub(crate) fn execute(
         if !is_needed && !has_capture {
             continue;
         }
-        run_pre_hooks(&node, &mut inputs)?;
+        let leaf = graph.leaves.get(&id);
+        run_pre_hooks(&node, leaf, &mut inputs)?;
         for ((n, input_nr), positions) in &captures {
             if *n == id {
                 for &p in positions {
@@ -150,7 +151,13 @@ pub(crate) fn execute(
         let mut grads = {
             let _mode = GradModeGuard::new(options.create_graph);
             let _needed = NeededGuard::set(wanted.clone());
-            node.clone().apply(inputs)?
+            match (node.as_any().downcast_ref::<AccumulateGrad>(), leaf) {
+                (Some(acc), Some(leaf)) => {
+                    acc.accumulate(leaf, inputs)?;
+                    Vec::new()
+                }
+                _ => node.clone().apply(inputs)?,
+            }
         };
         if !options.keep_graph {
             node.release_variables();
@@ -173,35 +180,49 @@ pub(crate) fn execute(
     Ok(captured)
 }
 
-/// The nodes reachable from the roots and how many edges lead into each.
+/// The nodes reachable from the roots, how many edges lead into each, and the leaf of each
+/// gradient accumulator (carried by the edges into it).
 struct Graph {
     nodes: HashMap<usize, NodeRef>,
     deps: HashMap<usize, usize>,
+    leaves: HashMap<usize, Tensor>,
 }
 
 impl Graph {
     fn discover<'a>(roots: impl Iterator<Item = &'a Edge>) -> Result<Graph> {
         let mut nodes: HashMap<usize, NodeRef> = HashMap::new();
         let mut deps: HashMap<usize, usize> = HashMap::new();
+        let mut leaves: HashMap<usize, Tensor> = HashMap::new();
+        let mut note_leaf = |id: usize, e: &Edge| {
+            if let Some(leaf) = &e.leaf {
+                leaves.entry(id).or_insert_with(|| leaf.clone());
+            }
+        };
         let mut stack: Vec<NodeRef> = Vec::new();
         for e in roots {
-            if let Some(f) = &e.function
-                && nodes.insert(node_id(f), f.clone()).is_none()
-            {
-                stack.push(f.clone());
+            if let Some(f) = &e.function {
+                note_leaf(node_id(f), e);
+                if nodes.insert(node_id(f), f.clone()).is_none() {
+                    stack.push(f.clone());
+                }
             }
         }
         while let Some(n) = stack.pop() {
             for e in n.core().next_edges() {
                 let Some(f) = &e.function else { continue };
                 let id = node_id(f);
+                note_leaf(id, e);
                 *deps.entry(id).or_default() += 1;
                 if nodes.insert(id, f.clone()).is_none() {
                     stack.push(f.clone());
                 }
             }
         }
-        Ok(Graph { nodes, deps })
+        Ok(Graph {
+            nodes,
+            deps,
+            leaves,
+        })
     }
 
     /// The nodes that lead to one of `targets` (PyTorch's `exec_info` "needed"). With
@@ -293,10 +314,10 @@ fn buffer_add(
 
 /// Runs the hooks registered on the gradients entering `node`; for a leaf's accumulator,
 /// also the hooks registered on the leaf.
-fn run_pre_hooks(node: &NodeRef, grads: &mut [Grad]) -> Result<()> {
+fn run_pre_hooks(node: &NodeRef, leaf: Option<&Tensor>, grads: &mut [Grad]) -> Result<()> {
     node.core().run_pre_hooks(grads)?;
-    if let Some(acc) = node.as_any().downcast_ref::<AccumulateGrad>() {
-        crate::hooks::run_leaf_hooks(acc.variable(), grads)?;
+    if let Some(leaf) = leaf {
+        crate::hooks::run_leaf_hooks(leaf, grads)?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use switchyard_core::{Device, DimVec, Result, ScalarType, Tensor};
 
 use crate::meta::AutogradMeta;
@@ -60,6 +60,11 @@ pub struct Edge {
     pub function: Option<NodeRef>,
     /// Which of its inputs.
     pub input_nr: u32,
+    /// For an edge into a leaf's [`crate::AccumulateGrad`]: the leaf. The accumulator does
+    /// not hold its leaf (the leaf keeps its accumulator for its whole life, and a tensor
+    /// inside it would make a cycle), so the edges of the graph keep the leaf alive and the
+    /// engine hands it to the accumulator.
+    pub leaf: Option<Tensor>,
 }
 
 impl Edge {
@@ -68,6 +73,16 @@ impl Edge {
         Edge {
             function: Some(function),
             input_nr,
+            leaf: None,
+        }
+    }
+
+    /// The edge into `leaf`'s gradient accumulator.
+    pub fn to_leaf(accumulator: NodeRef, leaf: Tensor) -> Edge {
+        Edge {
+            function: Some(accumulator),
+            input_nr: 0,
+            leaf: Some(leaf),
         }
     }
 
@@ -132,17 +147,17 @@ impl InputMetadata {
         }
     }
 
-    /// Appends the metadata of `t` to `list`, written in place (a hot path: building the
-    /// value and moving it in costs a copy of its inline shape).
+    /// Appends the metadata of `t` to `list` (a hot path: the shape is copied once, from
+    /// the tensor's consistent read of its sizes, straight into the entry).
     fn push_of(list: &mut SmallVec<[InputMetadata; 1]>, t: &Tensor) {
-        list.push(InputMetadata {
-            dtype: t.dtype(),
-            device: t.device(),
-            shape: DimVec::new(),
+        let (dtype, device) = (t.dtype(), t.device());
+        t.with_sizes(|s| {
+            list.push(InputMetadata {
+                dtype,
+                device,
+                shape: DimVec::from_slice(s),
+            });
         });
-        if let Some(last) = list.last_mut() {
-            t.with_sizes(|s| last.shape.extend_from_slice(s));
-        }
     }
 }
 
@@ -161,7 +176,9 @@ pub struct NodeCore {
     next_edges: EdgeList,
     input_metadata: SmallVec<[InputMetadata; 1]>,
     sequence_nr: u64,
-    hooks: Mutex<NodeHooks>,
+    /// Made on first registration: most nodes never get a hook, and an empty cell costs
+    /// nothing to create, to drop, or to check in the backward pass.
+    hooks: OnceLock<Mutex<NodeHooks>>,
 }
 
 #[derive(Default)]
@@ -204,7 +221,7 @@ impl NodeCore {
             next_edges,
             input_metadata: SmallVec::new(),
             sequence_nr: next_sequence_nr(),
-            hooks: Mutex::new(NodeHooks::default()),
+            hooks: OnceLock::new(),
         }
     }
 
@@ -218,7 +235,7 @@ impl NodeCore {
             next_edges: next_edges.into_iter().collect(),
             input_metadata: input_metadata.into_iter().collect(),
             sequence_nr,
-            hooks: Mutex::new(NodeHooks::default()),
+            hooks: OnceLock::new(),
         }
     }
 
@@ -263,7 +280,10 @@ impl NodeCore {
     }
 
     fn hooks(&self) -> std::sync::MutexGuard<'_, NodeHooks> {
-        self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
+        self.hooks
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers a hook on the gradient of input `input_nr`; returns its id.
@@ -304,8 +324,11 @@ impl NodeCore {
     /// Runs the tensor hooks, then the `retain_grad()` captures, on the gradients about to
     /// enter this node (PyTorch's `call_tensor_pre_hooks`).
     pub(crate) fn run_pre_hooks(&self, grads: &mut [Grad]) -> Result<()> {
+        let Some(hooks) = self.hooks.get() else {
+            return Ok(());
+        };
         let (pre, retains): (Vec<_>, Vec<_>) = {
-            let hooks = self.hooks();
+            let hooks = hooks.lock().unwrap_or_else(PoisonError::into_inner);
             if hooks.pre.is_empty() && hooks.retains_grad.is_empty() {
                 return Ok(());
             }

@@ -41,15 +41,17 @@ impl HookHandle {
                 .is_some_and(|n| n.core().remove_pre_hook(self.id)),
             Target::Leaf(m) => m.upgrade().is_some_and(|m| {
                 let mut st = m.lock();
-                let before = st.leaf_hooks.len();
-                st.leaf_hooks.retain(|(id, _)| *id != self.id);
-                st.leaf_hooks.len() != before
+                let hooks = &mut st.leaf_mut().leaf_hooks;
+                let before = hooks.len();
+                hooks.retain(|(id, _)| *id != self.id);
+                hooks.len() != before
             }),
             Target::PostAccumulate(m) => m.upgrade().is_some_and(|m| {
                 let mut st = m.lock();
-                let before = st.post_accumulate_hooks.len();
-                st.post_accumulate_hooks.retain(|(id, _)| *id != self.id);
-                st.post_accumulate_hooks.len() != before
+                let hooks = &mut st.leaf_mut().post_accumulate_hooks;
+                let before = hooks.len();
+                hooks.retain(|(id, _)| *id != self.id);
+                hooks.len() != before
             }),
         }
     }
@@ -78,7 +80,7 @@ pub fn register_hook(
         None => {
             let m = meta::get_or_create_shared(t)?;
             let id = next_hook_id();
-            m.lock().leaf_hooks.push((id, hook));
+            m.lock().leaf_mut().leaf_hooks.push((id, hook));
             Ok(HookHandle {
                 target: Target::Leaf(Arc::downgrade(&m)),
                 id,
@@ -106,7 +108,7 @@ pub fn register_post_accumulate_grad_hook(
     let hook: PostAccumulateGradHook = Arc::new(hook);
     let m = meta::get_or_create_shared(t)?;
     let id = next_hook_id();
-    m.lock().post_accumulate_hooks.push((id, hook));
+    m.lock().leaf_mut().post_accumulate_hooks.push((id, hook));
     Ok(HookHandle {
         target: Target::PostAccumulate(Arc::downgrade(&m)),
         id,
@@ -118,7 +120,10 @@ pub(crate) fn run_leaf_hooks(var: &Tensor, grads: &mut [Grad]) -> Result<()> {
     let Some(m) = meta::get(var) else {
         return Ok(());
     };
-    let hooks: Vec<TensorHook> = m.lock().leaf_hooks.iter().map(|(_, h)| h.clone()).collect();
+    let hooks: Vec<TensorHook> = match m.lock().leaf() {
+        Some(leaf) => leaf.leaf_hooks.iter().map(|(_, h)| h.clone()).collect(),
+        None => return Ok(()),
+    };
     for hook in hooks {
         if let Some(Some(g)) = grads.first()
             && let Some(replacement) = hook(g)?

@@ -7,7 +7,7 @@
 //! never get metadata: it is created when a tensor requires grad, gets a `grad_fn`, or is a
 //! differentiable view.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use switchyard_core::{Error, Result, Tensor};
 
 use crate::accumulate::AccumulateGrad;
@@ -31,16 +31,37 @@ pub(crate) struct MetaState {
     pub(crate) grad_fn: Option<NodeRef>,
     /// Which output of `grad_fn` this tensor is.
     pub(crate) output_nr: u32,
-    /// The accumulated gradient (`.grad`).
-    pub(crate) grad: Option<Tensor>,
-    /// A leaf's gradient accumulator, while the graph holds it.
-    pub(crate) grad_accumulator: Option<Weak<AccumulateGrad>>,
     /// Whether a non-leaf keeps its gradient (`retain_grad()`).
     pub(crate) retains_grad: bool,
-    /// Hooks run after `.grad` was accumulated (leaves).
+    /// The accumulated gradient (`.grad`).
+    pub(crate) grad: Option<Tensor>,
+    /// What only leaves use, made on first need: the metadata of every operation's output
+    /// is made on the hot path, and stays small without it.
+    leaf: Option<Box<LeafState>>,
+}
+
+/// The part of a tensor's autograd state that only leaves use.
+#[derive(Default)]
+pub(crate) struct LeafState {
+    /// The gradient accumulator, kept for the leaf's life (it holds no tensor; the graph's
+    /// edges into it carry the leaf, see [`crate::Edge::leaf`]).
+    pub(crate) grad_accumulator: Option<Arc<AccumulateGrad>>,
+    /// Hooks run after `.grad` was accumulated.
     pub(crate) post_accumulate_hooks: Vec<(u64, PostAccumulateGradHook)>,
-    /// Tensor hooks of a leaf, by id (they run before its accumulator).
+    /// Tensor hooks, by id (they run before the accumulator).
     pub(crate) leaf_hooks: Vec<(u64, crate::graph::TensorHook)>,
+}
+
+impl MetaState {
+    /// The leaf-only state, if any was made.
+    pub(crate) fn leaf(&self) -> Option<&LeafState> {
+        self.leaf.as_deref()
+    }
+
+    /// The leaf-only state, made if absent.
+    pub(crate) fn leaf_mut(&mut self) -> &mut LeafState {
+        self.leaf.get_or_insert_with(Box::default)
+    }
 }
 
 impl AutogradMeta {
@@ -130,8 +151,8 @@ pub fn is_leaf(t: &Tensor) -> bool {
     grad_fn(t).is_ok_and(|f| f.is_none())
 }
 
-/// The gradient accumulator of a leaf that requires grad (created on first need and cached
-/// weakly: the graph owns it, the leaf only finds it).
+/// The gradient accumulator of a leaf that requires grad (created on first need and kept by
+/// the leaf).
 pub fn grad_accumulator(t: &Tensor) -> Result<Option<NodeRef>> {
     if !t.requires_grad() {
         return Ok(None);
@@ -144,21 +165,25 @@ pub fn grad_accumulator(t: &Tensor) -> Result<Option<NodeRef>> {
     Ok(Some(leaf_accumulator(t, &mut st)))
 }
 
-/// The accumulator of leaf `t` whose state is locked in `st`, made if the graph holds none.
+/// The accumulator of leaf `t` whose state is locked in `st`, made on first need.
 fn leaf_accumulator(t: &Tensor, st: &mut MetaState) -> NodeRef {
-    if let Some(existing) = st.grad_accumulator.as_ref().and_then(Weak::upgrade) {
-        return existing;
+    let leaf = st.leaf_mut();
+    if let Some(existing) = &leaf.grad_accumulator
+        && existing.fits(t)
+    {
+        return existing.clone();
     }
-    let acc = Arc::new(AccumulateGrad::new(t.clone()));
-    st.grad_accumulator = Some(Arc::downgrade(&acc));
+    let acc = Arc::new(AccumulateGrad::new(t));
+    leaf.grad_accumulator = Some(acc.clone());
     acc
 }
 
-/// A leaf's gradient accumulator if one exists now (a leaf no graph uses has none).
+/// A leaf's gradient accumulator if one was made (a leaf no graph ever used has none; one
+/// that the running graph does not use is never reached by the pass either).
 pub(crate) fn existing_grad_accumulator(t: &Tensor) -> Option<NodeRef> {
     let m = get(t)?;
     let st = m.lock();
-    let acc: NodeRef = st.grad_accumulator.as_ref()?.upgrade()?;
+    let acc: NodeRef = st.leaf()?.grad_accumulator.clone()?;
     Some(acc)
 }
 
@@ -182,7 +207,7 @@ pub fn gradient_edge(t: &Tensor) -> Result<Edge> {
         return Ok(Edge::new(f.clone(), st.output_nr));
     }
     Ok(if t.requires_grad() {
-        Edge::new(leaf_accumulator(t, &mut st), 0)
+        Edge::to_leaf(leaf_accumulator(t, &mut st), t.clone())
     } else {
         Edge::default()
     })
@@ -191,7 +216,7 @@ pub fn gradient_edge(t: &Tensor) -> Result<Edge> {
 /// The edge of a tensor without history: its accumulator if it requires grad.
 fn leaf_edge(t: &Tensor) -> Result<Edge> {
     Ok(match grad_accumulator(t)? {
-        Some(acc) => Edge::new(acc, 0),
+        Some(acc) => Edge::to_leaf(acc, t.clone()),
         None => Edge::default(),
     })
 }

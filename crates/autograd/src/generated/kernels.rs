@@ -197,13 +197,13 @@ pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, stor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AsStridedBackward0 {
+        Some(Arc::new(AsStridedBackward0 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -211,9 +211,10 @@ pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, stor
         let _guard = auto_dispatch_below_autograd();
         op::as_strided::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -235,13 +236,13 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AsStridedBackward1 {
+        Some(Arc::new(AsStridedBackward1 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -249,9 +250,10 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
         let _guard = auto_dispatch_below_autograd();
         op::as_strided_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -276,13 +278,13 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
-        Some(BaddbmmBackward0 {
+        Some(Arc::new(BaddbmmBackward0 {
             batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
             alpha: alpha,
             batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -290,9 +292,10 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::baddbmm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, batch1, batch2, beta, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -307,13 +310,13 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
         next_edges.push(edge(self_)?);
         next_edges.push(edge(batch1)?);
         next_edges.push(edge(batch2)?);
-        Some(BaddbmmBackward0 {
+        Some(Arc::new(BaddbmmBackward0 {
             batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
             alpha: alpha,
             batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -321,9 +324,10 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
         let _guard = auto_dispatch_below_autograd();
         op::baddbmm_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, batch1, batch2, beta, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -367,11 +371,11 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
-        Some(BmmBackward0 {
+        Some(Arc::new(BmmBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -379,9 +383,10 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bmm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat2)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -413,13 +418,13 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(CatBackward0 {
+        Some(Arc::new(CatBackward0 {
             tensors_args_sizes: tensors.iter().map(|t| t.sizes()).collect(),
             tensors_args_scalartypes: tensors.iter().map(|t| t.dtype()).collect(),
             dim: dim,
             tensors_size_: tensors.len(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -427,9 +432,10 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cat::redispatch(ks & sets::AFTER_AUTOGRAD, tensors, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -462,11 +468,11 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(CopyBackward0 {
+        Some(Arc::new(CopyBackward0 {
             src_scalar_type: src.dtype(),
             src_device: src.device(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -474,9 +480,10 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, non_blocking)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -499,14 +506,14 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CumprodBackward0 {
+        Some(Arc::new(CumprodBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -514,10 +521,11 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cumprod::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -530,14 +538,14 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CumprodBackward0 {
+        Some(Arc::new(CumprodBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -545,10 +553,11 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
         let _guard = auto_dispatch_below_autograd();
         op::cumprod_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -591,12 +600,12 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CumsumBackward0 {
+        Some(Arc::new(CumsumBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -604,9 +613,10 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cumsum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -619,12 +629,12 @@ pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CumsumBackward0 {
+        Some(Arc::new(CumsumBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -632,9 +642,10 @@ pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::cumsum_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -677,13 +688,13 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(DiagonalBackward0 {
+        Some(Arc::new(DiagonalBackward0 {
             self_sizes: self_.sizes(),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -691,9 +702,10 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
         let _guard = auto_dispatch_below_autograd();
         op::diagonal::redispatch(ks & sets::AFTER_AUTOGRAD, self_, offset, dim1, dim2)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -727,7 +739,7 @@ pub(crate) fn autograd_set__source_Tensor(ks: DispatchKeySet, (self_, source): (
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(source)?);
-        Some(NotImplemented::new("set_", next_edges))
+        Some(Arc::new(NotImplemented::new("set_", next_edges)))
     } else {
         None
     };
@@ -735,9 +747,10 @@ pub(crate) fn autograd_set__source_Tensor(ks: DispatchKeySet, (self_, source): (
         let _guard = auto_dispatch_below_autograd();
         op::set__source_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -759,7 +772,7 @@ pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, l
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::empty_strided", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::empty_strided", next_edges)))
     } else {
         None
     };
@@ -767,9 +780,10 @@ pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, l
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_strided::redispatch(ks & sets::AFTER_AUTOGRAD, size, stride, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -781,10 +795,10 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ExpandBackward0 {
+        Some(Arc::new(ExpandBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -792,9 +806,10 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::expand::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, implicit)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -815,9 +830,9 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FillBackward0 {
+        Some(Arc::new(FillBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -825,9 +840,10 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fill_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -840,9 +856,9 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(FillBackward1 {
+        Some(Arc::new(FillBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -850,9 +866,10 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fill_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -865,9 +882,9 @@ pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FillBackward2 {
+        Some(Arc::new(FillBackward2 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -875,9 +892,10 @@ pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fill__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -902,9 +920,9 @@ pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(FillBackward3 {
+        Some(Arc::new(FillBackward3 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -912,9 +930,10 @@ pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fill__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -937,11 +956,11 @@ pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(IndexBackward0 {
+        Some(Arc::new(IndexBackward0 {
             self_geometry: TensorGeometry::of(self_),
             indices: if next_edges[0].is_valid() { indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()? } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -949,9 +968,10 @@ pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::index_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -985,12 +1005,12 @@ pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, val
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
-        Some(IndexPutImplBackward0 {
+        Some(Arc::new(IndexPutImplBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -998,9 +1018,10 @@ pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, val
         let _guard = auto_dispatch_below_autograd();
         op::_index_put_impl_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate, unsafe_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1023,12 +1044,12 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LogSoftmaxBackward0 {
+        Some(Arc::new(LogSoftmaxBackward0 {
             self_scalar_type: self_.dtype(),
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1036,10 +1057,11 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_log_softmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, half_to_float)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1071,13 +1093,13 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AmaxBackward0 {
+        Some(Arc::new(AmaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1085,10 +1107,11 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::amax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1120,13 +1143,13 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AminBackward0 {
+        Some(Arc::new(AminBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1134,10 +1157,11 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::amin::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1170,11 +1194,11 @@ pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor))
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat2)?);
-        Some(MmBackward0 {
+        Some(Arc::new(MmBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             mat2: SavedVariable::new(&mat2, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1182,9 +1206,10 @@ pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor))
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat2)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1216,13 +1241,13 @@ pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, lengt
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NarrowCopyBackward0 {
+        Some(Arc::new(NarrowCopyBackward0 {
             self_sizes: self_.sizes(),
             dim: dim,
             start: start,
             length: length,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1230,9 +1255,10 @@ pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, lengt
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::narrow_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, length)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1264,10 +1290,10 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(PermuteBackward0 {
+        Some(Arc::new(PermuteBackward0 {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1275,9 +1301,10 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
         let _guard = auto_dispatch_below_autograd();
         op::permute::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1298,12 +1325,12 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SelectBackward0 {
+        Some(Arc::new(SelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: index,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1311,9 +1338,10 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::select_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1334,14 +1362,14 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SliceBackward0 {
+        Some(Arc::new(SliceBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             start: if next_edges[0].is_valid() { start } else { None },
             end: if next_edges[0].is_valid() { end } else { None },
             step: step,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1349,9 +1377,10 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
         let _guard = auto_dispatch_below_autograd();
         op::slice_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, end, step)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1373,14 +1402,14 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(SliceScatterBackward0 {
+        Some(Arc::new(SliceScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             dim: dim,
             start: start,
             end: end,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1388,9 +1417,10 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::slice_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, dim, start, end, step)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1403,12 +1433,12 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(SelectScatterBackward0 {
+        Some(Arc::new(SelectScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             dim: dim,
             index: index,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1416,9 +1446,10 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::select_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, dim, index)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1431,13 +1462,13 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(DiagonalScatterBackward0 {
+        Some(Arc::new(DiagonalScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1445,9 +1476,10 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::diagonal_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, offset, dim1, dim2)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1460,12 +1492,12 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(AsStridedScatterBackward0 {
+        Some(Arc::new(AsStridedScatterBackward0 {
             size: size.to_vec(),
             stride: stride.to_vec(),
             storage_offset: storage_offset,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1473,9 +1505,10 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::as_strided_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, size, stride, storage_offset)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1487,12 +1520,12 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SoftmaxBackward0 {
+        Some(Arc::new(SoftmaxBackward0 {
             self_scalar_type: self_.dtype(),
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1500,10 +1533,11 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_softmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, half_to_float)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1535,12 +1569,12 @@ pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim)
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SplitBackward0 {
+        Some(Arc::new(SplitBackward0 {
             self_geometry: TensorGeometry::of(self_),
             split_size: split_size,
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1548,9 +1582,10 @@ pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim)
         let _guard = auto_dispatch_below_autograd();
         op::split_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_size, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -1573,12 +1608,12 @@ pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SplitWithSizesBackward0 {
+        Some(Arc::new(SplitWithSizesBackward0 {
             self_geometry: TensorGeometry::of(self_),
             split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1586,9 +1621,10 @@ pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes,
         let _guard = auto_dispatch_below_autograd();
         op::split_with_sizes::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_sizes, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -1611,10 +1647,10 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward0 {
+        Some(Arc::new(SqueezeBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1622,9 +1658,10 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
         let _guard = auto_dispatch_below_autograd();
         op::squeeze::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1645,11 +1682,11 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward1 {
+        Some(Arc::new(SqueezeBackward1 {
             self_sizes: self_.sizes(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1657,9 +1694,10 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
         let _guard = auto_dispatch_below_autograd();
         op::squeeze_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1680,11 +1718,11 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward2 {
+        Some(Arc::new(SqueezeBackward2 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1692,9 +1730,10 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::squeeze_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1716,10 +1755,10 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward3 {
+        Some(Arc::new(SqueezeBackward3 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1727,9 +1766,10 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
         let _guard = auto_dispatch_below_autograd();
         op::squeeze_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1753,11 +1793,11 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward4 {
+        Some(Arc::new(SqueezeBackward4 {
             self_sizes: self_.sizes(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1765,9 +1805,10 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::squeeze__dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1791,11 +1832,11 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward5 {
+        Some(Arc::new(SqueezeBackward5 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1803,9 +1844,10 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::squeeze__dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1828,12 +1870,12 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ProdBackward0 {
+        Some(Arc::new(ProdBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dtype: if next_edges[0].is_valid() { dtype } else { None },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1841,10 +1883,11 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::prod::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1856,14 +1899,14 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ProdBackward1 {
+        Some(Arc::new(ProdBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: dim,
             keepdim: keepdim,
             dtype: if next_edges[0].is_valid() { dtype } else { None },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1871,10 +1914,11 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::prod_dim_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1906,9 +1950,9 @@ pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TBackward0 {
+        Some(Arc::new(TBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1916,9 +1960,10 @@ pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Ten
         let _guard = auto_dispatch_below_autograd();
         op::t::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1940,9 +1985,9 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TBackward1 {
+        Some(Arc::new(TBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1950,9 +1995,10 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
         let _guard = auto_dispatch_below_autograd();
         op::t_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1975,11 +2021,11 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TransposeBackward0 {
+        Some(Arc::new(TransposeBackward0 {
             dim0: dim0,
             dim1: dim1,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -1987,9 +2033,10 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
         let _guard = auto_dispatch_below_autograd();
         op::transpose_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2011,11 +2058,11 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TransposeBackward1 {
+        Some(Arc::new(TransposeBackward1 {
             dim0: dim0,
             dim1: dim1,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2023,9 +2070,10 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::transpose_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2048,10 +2096,10 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FlipBackward0 {
+        Some(Arc::new(FlipBackward0 {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2059,9 +2107,10 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::flip::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2073,11 +2122,11 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RollBackward0 {
+        Some(Arc::new(RollBackward0 {
             shifts: if next_edges[0].is_valid() { shifts.to_vec() } else { Vec::new() },
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2085,9 +2134,10 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::roll::redispatch(ks & sets::AFTER_AUTOGRAD, self_, shifts, dims)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2099,10 +2149,10 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnsafeViewBackward0 {
+        Some(Arc::new(UnsafeViewBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2110,9 +2160,10 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_unsafe_view::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2124,10 +2175,10 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnsqueezeBackward0 {
+        Some(Arc::new(UnsqueezeBackward0 {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2135,9 +2186,10 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
         let _guard = auto_dispatch_below_autograd();
         op::unsqueeze::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2159,10 +2211,10 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnsqueezeBackward1 {
+        Some(Arc::new(UnsqueezeBackward1 {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2170,9 +2222,10 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::unsqueeze_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2195,9 +2248,9 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CloneBackward0 {
+        Some(Arc::new(CloneBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2205,9 +2258,10 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clone::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2220,9 +2274,9 @@ pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ZeroBackward0 {
+        Some(Arc::new(ZeroBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2230,9 +2284,10 @@ pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::zero_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2277,13 +2332,13 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
-        Some(AddmmBackward0 {
+        Some(Arc::new(AddmmBackward0 {
             mat1: SavedVariable::new(&mat1, false)?,
             mat2: SavedVariable::new(&mat2, false)?,
             alpha: alpha,
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2291,9 +2346,10 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::addmm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat1, mat2, beta, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2308,13 +2364,13 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
         next_edges.push(edge(self_)?);
         next_edges.push(edge(mat1)?);
         next_edges.push(edge(mat2)?);
-        Some(AddmmBackward0 {
+        Some(Arc::new(AddmmBackward0 {
             mat1: SavedVariable::new(&mat1, false)?,
             mat2: SavedVariable::new(&mat2, false)?,
             alpha: alpha,
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2322,9 +2378,10 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
         let _guard = auto_dispatch_below_autograd();
         op::addmm_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat1, mat2, beta, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2347,10 +2404,10 @@ pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnbindBackward0 {
+        Some(Arc::new(UnbindBackward0 {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2358,9 +2415,10 @@ pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::unbind_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -2383,11 +2441,11 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ToCopyBackward0 {
+        Some(Arc::new(ToCopyBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2395,9 +2453,10 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_to_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2409,10 +2468,10 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ViewBackward0 {
+        Some(Arc::new(ViewBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2420,9 +2479,10 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
         let _guard = auto_dispatch_below_autograd();
         op::view::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2462,11 +2522,11 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(ScatterBackward0 {
+        Some(Arc::new(ScatterBackward0 {
             dim: dim,
             index: SavedVariable::new(&index, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2474,9 +2534,10 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_src::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2490,11 +2551,11 @@ pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src)
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(ScatterBackward0 {
+        Some(Arc::new(ScatterBackward0 {
             dim: dim,
             index: SavedVariable::new(&index, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2502,9 +2563,10 @@ pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src)
         let _guard = auto_dispatch_below_autograd();
         op::scatter__src::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2547,11 +2609,11 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ScatterBackward1 {
+        Some(Arc::new(ScatterBackward1 {
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2559,9 +2621,10 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_value::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2574,11 +2637,11 @@ pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, va
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ScatterBackward1 {
+        Some(Arc::new(ScatterBackward1 {
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2586,9 +2649,10 @@ pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, va
         let _guard = auto_dispatch_below_autograd();
         op::scatter__value::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2632,12 +2696,12 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(ScatterBackward2 {
+        Some(Arc::new(ScatterBackward2 {
             reduce: reduce.to_string(),
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2645,9 +2709,10 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src, reduce)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2661,12 +2726,12 @@ pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, s
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(ScatterBackward2 {
+        Some(Arc::new(ScatterBackward2 {
             reduce: reduce.to_string(),
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2674,9 +2739,10 @@ pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, s
         let _guard = auto_dispatch_below_autograd();
         op::scatter__reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src, reduce)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2719,10 +2785,10 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ScatterBackward3 {
+        Some(Arc::new(ScatterBackward3 {
             reduce: reduce.to_string(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2730,9 +2796,10 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_value_reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value, reduce)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2745,10 +2812,10 @@ pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, in
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ScatterBackward3 {
+        Some(Arc::new(ScatterBackward3 {
             reduce: reduce.to_string(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2756,9 +2823,10 @@ pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, in
         let _guard = auto_dispatch_below_autograd();
         op::scatter__value_reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value, reduce)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2802,11 +2870,11 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(ScatterAddBackward0 {
+        Some(Arc::new(ScatterAddBackward0 {
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2814,9 +2882,10 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_add::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2830,11 +2899,11 @@ pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src)
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(src)?);
-        Some(ScatterAddBackward0 {
+        Some(Arc::new(ScatterAddBackward0 {
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2842,9 +2911,10 @@ pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src)
         let _guard = auto_dispatch_below_autograd();
         op::scatter_add_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2888,10 +2958,10 @@ pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TrilBackward0 {
+        Some(Arc::new(TrilBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2899,9 +2969,10 @@ pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::tril_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2925,10 +2996,10 @@ pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TriuBackward0 {
+        Some(Arc::new(TriuBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2936,9 +3007,10 @@ pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::triu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2962,9 +3034,9 @@ pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator)
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UniformBackward0 {
+        Some(Arc::new(UniformBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -2972,9 +3044,10 @@ pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator)
         let _guard = auto_dispatch_below_autograd();
         op::uniform_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, from, to, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -3017,10 +3090,10 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TriuBackward0 {
+        Some(Arc::new(TriuBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3028,9 +3101,10 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::triu::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3062,10 +3136,10 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TrilBackward0 {
+        Some(Arc::new(TrilBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3073,9 +3147,10 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::tril::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3107,12 +3182,12 @@ pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(IndexSelectBackward0 {
+        Some(Arc::new(IndexSelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3120,9 +3195,10 @@ pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::index_select::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3154,11 +3230,11 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MaskedSelectBackward0 {
+        Some(Arc::new(MaskedSelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3166,9 +3242,10 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::masked_select::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3229,12 +3306,12 @@ pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_gra
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(GatherBackward0 {
+        Some(Arc::new(GatherBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3242,9 +3319,10 @@ pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_gra
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gather::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, sparse_grad)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3278,12 +3356,12 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TopkBackward0 {
+        Some(Arc::new(TopkBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3291,10 +3369,11 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::topk::redispatch(ks & sets::AFTER_AUTOGRAD, self_, k, dim, largest, sorted)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -3364,13 +3443,13 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnfoldBackward0 {
+        Some(Arc::new(UnfoldBackward0 {
             self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3378,9 +3457,10 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
         let _guard = auto_dispatch_below_autograd();
         op::unfold::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dimension, size, step)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3401,9 +3481,9 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AliasBackward0 {
+        Some(Arc::new(AliasBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3411,9 +3491,10 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::alias::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3455,12 +3536,12 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(target)?);
-        Some(MseLossBackward0 {
+        Some(Arc::new(MseLossBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             target: SavedVariable::new(&target, false)?,
             reduction: reduction,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3468,9 +3549,10 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mse_loss::redispatch(ks & sets::AFTER_AUTOGRAD, self_, target, reduction)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3505,7 +3587,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(weight)?);
-        Some(NllLossBackward0 {
+        Some(Arc::new(NllLossBackward0 {
             self_geometry: TensorGeometry::of(self_),
             target: if next_edges[0].is_valid() { SavedVariable::new(&target, false)? } else { SavedVariable::empty() },
             weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
@@ -3513,7 +3595,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
             ignore_index: ignore_index,
             total_weight: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3521,10 +3603,11 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::nll_loss_forward::redispatch(ks & sets::AFTER_AUTOGRAD, self_, target, weight, reduction, ignore_index)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.total_weight = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -3556,7 +3639,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AvgPool2DBackward0 {
+        Some(Arc::new(AvgPool2DBackward0 {
             self_geometry: TensorGeometry::of(self_),
             kernel_size: if next_edges[0].is_valid() { kernel_size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
@@ -3564,7 +3647,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
             count_include_pad: count_include_pad,
             divisor_override: if next_edges[0].is_valid() { divisor_override } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3572,9 +3655,10 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::avg_pool2d::redispatch(ks & sets::AFTER_AUTOGRAD, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3608,11 +3692,11 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MaxPool2DWithIndicesBackward0 {
+        Some(Arc::new(MaxPool2DWithIndicesBackward0 {
             self_geometry: TensorGeometry::of(self_),
             result1: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3620,10 +3704,11 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::max_pool2d_with_indices::redispatch(ks & sets::AFTER_AUTOGRAD, self_, kernel_size, stride, padding, dilation, ceil_mode)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -3635,14 +3720,14 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LinalgVectorNormBackward0 {
+        Some(Arc::new(LinalgVectorNormBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             ord: ord,
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3650,10 +3735,11 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::linalg_vector_norm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, ord, dim, keepdim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3685,13 +3771,13 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AsStridedBackward0_copy {
+        Some(Arc::new(AsStridedBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3699,9 +3785,10 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::as_strided_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3713,13 +3800,13 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(DiagonalBackward0_copy {
+        Some(Arc::new(DiagonalBackward0_copy {
             self_sizes: self_.sizes(),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3727,9 +3814,10 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::diagonal_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, offset, dim1, dim2)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3741,10 +3829,10 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ExpandBackward0_copy {
+        Some(Arc::new(ExpandBackward0_copy {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3752,9 +3840,10 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::expand_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, implicit)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3766,10 +3855,10 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(PermuteBackward0_copy {
+        Some(Arc::new(PermuteBackward0_copy {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3777,9 +3866,10 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::permute_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3791,12 +3881,12 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SelectBackward0_copy {
+        Some(Arc::new(SelectBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: index,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3804,9 +3894,10 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::select_copy_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3818,7 +3909,7 @@ pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NotImplemented::new("aten::detach_copy", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::detach_copy", next_edges)))
     } else {
         None
     };
@@ -3826,9 +3917,10 @@ pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::detach_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3840,14 +3932,14 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SliceBackward0_copy {
+        Some(Arc::new(SliceBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             start: if next_edges[0].is_valid() { start } else { None },
             end: if next_edges[0].is_valid() { end } else { None },
             step: step,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3855,9 +3947,10 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::slice_copy_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, end, step)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3869,12 +3962,12 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SplitBackward0_copy {
+        Some(Arc::new(SplitBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             split_size: split_size,
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3882,9 +3975,10 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::split_copy_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_size, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -3898,12 +3992,12 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SplitWithSizesBackward0_copy {
+        Some(Arc::new(SplitWithSizesBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3911,9 +4005,10 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::split_with_sizes_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_sizes, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -3927,10 +4022,10 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward0_copy {
+        Some(Arc::new(SqueezeBackward0_copy {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3938,9 +4033,10 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::squeeze_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3952,11 +4048,11 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward1_copy {
+        Some(Arc::new(SqueezeBackward1_copy {
             self_sizes: self_.sizes(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3964,9 +4060,10 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::squeeze_copy_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3978,11 +4075,11 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqueezeBackward2_copy {
+        Some(Arc::new(SqueezeBackward2_copy {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -3990,9 +4087,10 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::squeeze_copy_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4004,9 +4102,9 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TBackward0_copy {
+        Some(Arc::new(TBackward0_copy {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4014,9 +4112,10 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::t_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4028,11 +4127,11 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TransposeBackward0_copy {
+        Some(Arc::new(TransposeBackward0_copy {
             dim0: dim0,
             dim1: dim1,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4040,9 +4139,10 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::transpose_copy_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4054,10 +4154,10 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnsqueezeBackward0_copy {
+        Some(Arc::new(UnsqueezeBackward0_copy {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4065,9 +4165,10 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unsqueeze_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4079,10 +4180,10 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnbindBackward0_copy {
+        Some(Arc::new(UnbindBackward0_copy {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4090,9 +4191,10 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unbind_copy_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -4172,10 +4274,10 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ViewBackward0_copy {
+        Some(Arc::new(ViewBackward0_copy {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4183,9 +4285,10 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4206,12 +4309,12 @@ pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(grad_in)?);
-        Some(UnfoldBackwardBackward0 {
+        Some(Arc::new(UnfoldBackwardBackward0 {
             dim: dim,
             size: size,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4219,9 +4322,10 @@ pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unfold_backward::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4233,13 +4337,13 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UnfoldBackward0_copy {
+        Some(Arc::new(UnfoldBackward0_copy {
             self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4247,9 +4351,10 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unfold_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dimension, size, step)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4261,9 +4366,9 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AliasBackward0_copy {
+        Some(Arc::new(AliasBackward0_copy {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4271,9 +4376,10 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::alias_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4285,9 +4391,9 @@ pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LiftBackward0 {
+        Some(Arc::new(LiftBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4295,9 +4401,10 @@ pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lift::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4309,9 +4416,9 @@ pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LiftFreshBackward0 {
+        Some(Arc::new(LiftFreshBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4319,9 +4426,10 @@ pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _guard = auto_dispatch_below_autograd();
         op::lift_fresh::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4342,9 +4450,9 @@ pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,))
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LiftFreshBackward0_copy {
+        Some(Arc::new(LiftFreshBackward0_copy {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4352,9 +4460,10 @@ pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,))
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lift_fresh_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4367,11 +4476,11 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(tensor)?);
-        Some(DotBackward0 {
+        Some(Arc::new(DotBackward0 {
             tensor: if next_edges[0].is_valid() { SavedVariable::new(&tensor, false)? } else { SavedVariable::empty() },
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4379,9 +4488,10 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::dot::redispatch(ks & sets::AFTER_AUTOGRAD, self_, tensor)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4435,7 +4545,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         next_edges.push(edge(input)?);
         next_edges.push(edge_opt(weight)?);
         next_edges.push(edge_opt(bias)?);
-        Some(NativeLayerNormBackward0 {
+        Some(Arc::new(NativeLayerNormBackward0 {
             input: SavedVariable::new(&input, false)?,
             normalized_shape: normalized_shape.to_vec(),
             weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
@@ -4443,7 +4553,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
             result1: SavedVariable::empty(),
             result2: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4451,11 +4561,12 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::native_layer_norm::redispatch(ks & sets::AFTER_AUTOGRAD, input, normalized_shape, weight, bias, eps)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
@@ -4467,12 +4578,12 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(input)?);
-        Some(NativeDropoutBackward0 {
+        Some(Arc::new(NativeDropoutBackward0 {
             p: p,
             train: if next_edges[0].is_valid() { train } else { None },
             result1: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4480,10 +4591,11 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::native_dropout::redispatch(ks & sets::AFTER_AUTOGRAD, input, p, train)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -4497,7 +4609,7 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
         next_edges.push(edge(input)?);
         next_edges.push(edge(weight)?);
         next_edges.push(edge_opt(bias)?);
-        Some(ConvolutionBackward0 {
+        Some(Arc::new(ConvolutionBackward0 {
             input: SavedVariable::new(&input, false)?,
             weight: SavedVariable::new(&weight, false)?,
             stride: stride.to_vec(),
@@ -4506,7 +4618,7 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
             transposed: transposed,
             groups: groups,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4514,9 +4626,10 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::convolution::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4529,10 +4642,10 @@ pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(AddBackward0 {
+        Some(Arc::new(AddBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4540,9 +4653,10 @@ pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::add_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4556,10 +4670,10 @@ pub(crate) fn autograd_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(AddBackward0 {
+        Some(Arc::new(AddBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4567,9 +4681,10 @@ pub(crate) fn autograd_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::add__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4612,9 +4727,9 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AddBackward1 {
+        Some(Arc::new(AddBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4622,9 +4737,10 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::add_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4637,9 +4753,9 @@ pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AddBackward1 {
+        Some(Arc::new(AddBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4647,9 +4763,10 @@ pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::add__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4673,11 +4790,11 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(DivBackward0 {
+        Some(Arc::new(DivBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4685,9 +4802,10 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4701,11 +4819,11 @@ pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(DivBackward0 {
+        Some(Arc::new(DivBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4713,9 +4831,10 @@ pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::div__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4759,12 +4878,12 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(DivBackward2 {
+        Some(Arc::new(DivBackward2 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             rounding_mode: rounding_mode.map(str::to_string),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4772,9 +4891,10 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Tensor_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4788,12 +4908,12 @@ pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, round
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(DivBackward2 {
+        Some(Arc::new(DivBackward2 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             rounding_mode: rounding_mode.map(str::to_string),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4801,9 +4921,10 @@ pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, round
         let _guard = auto_dispatch_below_autograd();
         op::div__Tensor_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4846,10 +4967,10 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(DivBackward1 {
+        Some(Arc::new(DivBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4857,9 +4978,10 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4872,10 +4994,10 @@ pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(DivBackward1 {
+        Some(Arc::new(DivBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4883,9 +5005,10 @@ pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::div__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4908,11 +5031,11 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(DivBackward3 {
+        Some(Arc::new(DivBackward3 {
             other: other,
             rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4920,9 +5043,10 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Scalar_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4935,11 +5059,11 @@ pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, round
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(DivBackward3 {
+        Some(Arc::new(DivBackward3 {
             other: other,
             rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4947,9 +5071,10 @@ pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, round
         let _guard = auto_dispatch_below_autograd();
         op::div__Scalar_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4973,11 +5098,11 @@ pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(MulBackward0 {
+        Some(Arc::new(MulBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -4985,9 +5110,10 @@ pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mul_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5001,11 +5127,11 @@ pub(crate) fn autograd_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(MulBackward0 {
+        Some(Arc::new(MulBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5013,9 +5139,10 @@ pub(crate) fn autograd_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::mul__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5058,10 +5185,10 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MulBackward1 {
+        Some(Arc::new(MulBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5069,9 +5196,10 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mul_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5084,10 +5212,10 @@ pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MulBackward1 {
+        Some(Arc::new(MulBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5095,9 +5223,10 @@ pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::mul__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5141,10 +5270,10 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(SubBackward0 {
+        Some(Arc::new(SubBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5152,9 +5281,10 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sub_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5168,10 +5298,10 @@ pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(SubBackward0 {
+        Some(Arc::new(SubBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5179,9 +5309,10 @@ pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::sub__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5204,9 +5335,9 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SubBackward1 {
+        Some(Arc::new(SubBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5214,9 +5345,10 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sub_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5229,9 +5361,9 @@ pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SubBackward1 {
+        Some(Arc::new(SubBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5239,9 +5371,10 @@ pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::sub__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5411,12 +5544,12 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ClampBackward1 {
+        Some(Arc::new(ClampBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             min: if next_edges[0].is_valid() { min } else { None },
             max: if next_edges[0].is_valid() { max } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5424,9 +5557,10 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5440,12 +5574,12 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
-        Some(ClampBackward0 {
+        Some(Arc::new(ClampBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
             max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5453,9 +5587,10 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5468,12 +5603,12 @@ pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, O
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ClampBackward1 {
+        Some(Arc::new(ClampBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             min: if next_edges[0].is_valid() { min } else { None },
             max: if next_edges[0].is_valid() { max } else { None },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5481,9 +5616,10 @@ pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, O
         let _guard = auto_dispatch_below_autograd();
         op::clamp_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5509,12 +5645,12 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
         next_edges.push(edge(self_)?);
         next_edges.push(edge_opt(min)?);
         next_edges.push(edge_opt(max)?);
-        Some(ClampBackward0 {
+        Some(Arc::new(ClampBackward0 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
             max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5522,9 +5658,10 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
         let _guard = auto_dispatch_below_autograd();
         op::clamp__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5587,11 +5724,11 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ClampMaxBackward0 {
+        Some(Arc::new(ClampMaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             max: max,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5599,9 +5736,10 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_max::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5614,11 +5752,11 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
-        Some(ClampMaxBackward1 {
+        Some(Arc::new(ClampMaxBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             max: SavedVariable::new(&max, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5626,9 +5764,10 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_max_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5641,11 +5780,11 @@ pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Sc
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ClampMaxBackward0 {
+        Some(Arc::new(ClampMaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             max: max,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5653,9 +5792,10 @@ pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Sc
         let _guard = auto_dispatch_below_autograd();
         op::clamp_max_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5680,11 +5820,11 @@ pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Ten
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(max)?);
-        Some(ClampMaxBackward1 {
+        Some(Arc::new(ClampMaxBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             max: SavedVariable::new(&max, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5692,9 +5832,10 @@ pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::clamp_max__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5757,11 +5898,11 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ClampMinBackward0 {
+        Some(Arc::new(ClampMinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             min: min,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5769,9 +5910,10 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_min::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5784,11 +5926,11 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
-        Some(ClampMinBackward1 {
+        Some(Arc::new(ClampMinBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             min: SavedVariable::new(&min, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5796,9 +5938,10 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_min_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5811,11 +5954,11 @@ pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Sc
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ClampMinBackward0 {
+        Some(Arc::new(ClampMinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             min: min,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5823,9 +5966,10 @@ pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Sc
         let _guard = auto_dispatch_below_autograd();
         op::clamp_min_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5850,11 +5994,11 @@ pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Ten
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(min)?);
-        Some(ClampMinBackward1 {
+        Some(Arc::new(ClampMinBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             min: SavedVariable::new(&min, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5862,9 +6006,10 @@ pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::clamp_min__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5928,10 +6073,10 @@ pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(EqBackward0 {
+        Some(Arc::new(EqBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5939,9 +6084,10 @@ pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::eq__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5966,11 +6112,11 @@ pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(EqBackward1 {
+        Some(Arc::new(EqBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -5978,9 +6124,10 @@ pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::eq__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6383,10 +6530,10 @@ pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NeBackward0 {
+        Some(Arc::new(NeBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6394,9 +6541,10 @@ pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ne__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6421,11 +6569,11 @@ pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(NeBackward1 {
+        Some(Arc::new(NeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6433,9 +6581,10 @@ pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ne__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6575,10 +6724,10 @@ pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(GeBackward0 {
+        Some(Arc::new(GeBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6586,9 +6735,10 @@ pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ge__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6613,11 +6763,11 @@ pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(GeBackward1 {
+        Some(Arc::new(GeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6625,9 +6775,10 @@ pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ge__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6709,10 +6860,10 @@ pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LeBackward0 {
+        Some(Arc::new(LeBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6720,9 +6871,10 @@ pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::le__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6747,11 +6899,11 @@ pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(LeBackward1 {
+        Some(Arc::new(LeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6759,9 +6911,10 @@ pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::le__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6843,10 +6996,10 @@ pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(GtBackward0 {
+        Some(Arc::new(GtBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6854,9 +7007,10 @@ pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::gt__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6881,11 +7035,11 @@ pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(GtBackward1 {
+        Some(Arc::new(GtBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6893,9 +7047,10 @@ pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::gt__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6977,10 +7132,10 @@ pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LtBackward0 {
+        Some(Arc::new(LtBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -6988,9 +7143,10 @@ pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::lt__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7015,11 +7171,11 @@ pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(LtBackward1 {
+        Some(Arc::new(LtBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7027,9 +7183,10 @@ pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::lt__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7074,11 +7231,11 @@ pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(Atan2Backward0 {
+        Some(Arc::new(Atan2Backward0 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7086,9 +7243,10 @@ pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
         let _guard = auto_dispatch_below_autograd();
         op::atan2_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7112,11 +7270,11 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(Atan2Backward0 {
+        Some(Arc::new(Atan2Backward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7124,9 +7282,10 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::atan2::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7158,9 +7317,9 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FmodBackward0 {
+        Some(Arc::new(FmodBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7168,9 +7327,10 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fmod_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7183,9 +7343,9 @@ pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FmodBackward0 {
+        Some(Arc::new(FmodBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7193,9 +7353,10 @@ pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fmod__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7239,11 +7400,11 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(FmodBackward1 {
+        Some(Arc::new(FmodBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7251,9 +7412,10 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fmod_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7267,11 +7429,11 @@ pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(FmodBackward1 {
+        Some(Arc::new(FmodBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7279,9 +7441,10 @@ pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fmod__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7324,9 +7487,9 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RemainderBackward0 {
+        Some(Arc::new(RemainderBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7334,9 +7497,10 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::remainder_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7349,9 +7513,9 @@ pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RemainderBackward0 {
+        Some(Arc::new(RemainderBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7359,9 +7523,10 @@ pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&T
         let _guard = auto_dispatch_below_autograd();
         op::remainder__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7405,11 +7570,11 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(RemainderBackward1 {
+        Some(Arc::new(RemainderBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7417,9 +7582,10 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::remainder_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7433,11 +7599,11 @@ pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&T
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(RemainderBackward1 {
+        Some(Arc::new(RemainderBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7445,9 +7611,10 @@ pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&T
         let _guard = auto_dispatch_below_autograd();
         op::remainder__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7470,11 +7637,11 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(other)?);
-        Some(RemainderBackward2 {
+        Some(Arc::new(RemainderBackward2 {
             self_: self_,
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7482,9 +7649,10 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::remainder_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7497,11 +7665,11 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(MaximumBackward0 {
+        Some(Arc::new(MaximumBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7509,9 +7677,10 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::maximum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7544,11 +7713,11 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(MinimumBackward0 {
+        Some(Arc::new(MinimumBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7556,9 +7725,10 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::minimum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7611,12 +7781,12 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
-        Some(PowBackward1 {
+        Some(Arc::new(PowBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             exponent: SavedVariable::new(&exponent, false)?,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7624,10 +7794,11 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::pow_Tensor_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7659,11 +7830,11 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(exponent)?);
-        Some(PowBackward2 {
+        Some(Arc::new(PowBackward2 {
             self_: self_,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7671,10 +7842,11 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::pow_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7706,11 +7878,11 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(PowBackward0 {
+        Some(Arc::new(PowBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             exponent: exponent,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7718,9 +7890,10 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::pow_Tensor_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7733,11 +7906,11 @@ pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(PowBackward0 {
+        Some(Arc::new(PowBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             exponent: exponent,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7745,9 +7918,10 @@ pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tens
         let _guard = auto_dispatch_below_autograd();
         op::pow__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7772,12 +7946,12 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(exponent)?);
-        Some(PowBackward1 {
+        Some(Arc::new(PowBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             exponent: SavedVariable::new(&exponent, false)?,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7785,10 +7959,11 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
         let _guard = auto_dispatch_below_autograd();
         op::pow__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7812,10 +7987,10 @@ pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other):
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(other)?);
-        Some(WhereBackward0 {
+        Some(Arc::new(WhereBackward0 {
             condition: SavedVariable::new(&condition, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -7823,9 +7998,10 @@ pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::where_self::redispatch(ks & sets::AFTER_AUTOGRAD, condition, self_, other)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7856,7 +8032,7 @@ pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, p
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::arange", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::arange", next_edges)))
     } else {
         None
     };
@@ -7864,9 +8040,10 @@ pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::arange::redispatch(ks & sets::AFTER_AUTOGRAD, end, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7877,7 +8054,7 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::arange", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::arange", next_edges)))
     } else {
         None
     };
@@ -7885,9 +8062,10 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::arange_start::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7898,7 +8076,7 @@ pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, 
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::arange", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::arange", next_edges)))
     } else {
         None
     };
@@ -7906,9 +8084,10 @@ pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::arange_start_step::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, step, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7959,7 +8138,7 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::empty", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::empty", next_edges)))
     } else {
         None
     };
@@ -7967,9 +8146,10 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_memory_format::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7989,7 +8169,7 @@ pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_me
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::eye", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::eye", next_edges)))
     } else {
         None
     };
@@ -7997,9 +8177,10 @@ pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_me
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eye::redispatch(ks & sets::AFTER_AUTOGRAD, n, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8010,7 +8191,7 @@ pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, p
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::eye", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::eye", next_edges)))
     } else {
         None
     };
@@ -8018,9 +8199,10 @@ pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eye_m::redispatch(ks & sets::AFTER_AUTOGRAD, n, m, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8071,7 +8253,7 @@ pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::full", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::full", next_edges)))
     } else {
         None
     };
@@ -8079,9 +8261,10 @@ pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::full::redispatch(ks & sets::AFTER_AUTOGRAD, size, fill_value, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8121,7 +8304,7 @@ pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, l
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::linspace", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::linspace", next_edges)))
     } else {
         None
     };
@@ -8129,9 +8312,10 @@ pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, l
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::linspace::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, steps, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8162,7 +8346,7 @@ pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pi
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::ones", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::ones", next_edges)))
     } else {
         None
     };
@@ -8170,9 +8354,10 @@ pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ones::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8212,7 +8397,7 @@ pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, p
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::zeros", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::zeros", next_edges)))
     } else {
         None
     };
@@ -8220,9 +8405,10 @@ pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::zeros::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8263,9 +8449,9 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(BernoulliBackward0 {
+        Some(Arc::new(BernoulliBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8273,9 +8459,10 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bernoulli::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8309,10 +8496,10 @@ pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generato
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
-        Some(BernoulliBackward1 {
+        Some(Arc::new(BernoulliBackward1 {
             p_geometry: TensorGeometry::of(p),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8320,9 +8507,10 @@ pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generato
         let _guard = auto_dispatch_below_autograd();
         op::bernoulli__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8346,9 +8534,9 @@ pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(BernoulliBackward2 {
+        Some(Arc::new(BernoulliBackward2 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8356,9 +8544,10 @@ pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator
         let _guard = auto_dispatch_below_autograd();
         op::bernoulli__float::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8381,9 +8570,9 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(BernoulliBackward3 {
+        Some(Arc::new(BernoulliBackward3 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8391,9 +8580,10 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bernoulli_p::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8404,7 +8594,7 @@ pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pi
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::rand", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::rand", next_edges)))
     } else {
         None
     };
@@ -8412,9 +8602,10 @@ pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8425,7 +8616,7 @@ pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtyp
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::rand", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::rand", next_edges)))
     } else {
         None
     };
@@ -8433,9 +8624,10 @@ pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtyp
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand_generator::redispatch(ks & sets::AFTER_AUTOGRAD, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8484,7 +8676,7 @@ pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, d
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
     } else {
         None
     };
@@ -8492,9 +8684,10 @@ pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, d
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint::redispatch(ks & sets::AFTER_AUTOGRAD, high, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8505,7 +8698,7 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
     } else {
         None
     };
@@ -8513,9 +8706,10 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint_generator::redispatch(ks & sets::AFTER_AUTOGRAD, high, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8526,7 +8720,7 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
     } else {
         None
     };
@@ -8534,9 +8728,10 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint_low::redispatch(ks & sets::AFTER_AUTOGRAD, low, high, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8547,7 +8742,7 @@ pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, siz
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randint", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
     } else {
         None
     };
@@ -8555,9 +8750,10 @@ pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, siz
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint_low_generator::redispatch(ks & sets::AFTER_AUTOGRAD, low, high, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8648,7 +8844,7 @@ pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, p
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randn", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::randn", next_edges)))
     } else {
         None
     };
@@ -8656,9 +8852,10 @@ pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8669,7 +8866,7 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
     let requires_grad = is_grad_enabled() && (false);
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(NotImplemented::new("aten::randn", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::randn", next_edges)))
     } else {
         None
     };
@@ -8677,9 +8874,10 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn_generator::redispatch(ks & sets::AFTER_AUTOGRAD, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8710,9 +8908,9 @@ pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator)
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NormalBackward0 {
+        Some(Arc::new(NormalBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8720,9 +8918,10 @@ pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator)
         let _guard = auto_dispatch_below_autograd();
         op::normal_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mean, std, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8745,9 +8944,9 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NormalFunctionalBackward0 {
+        Some(Arc::new(NormalFunctionalBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8755,9 +8954,10 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::normal_functional::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mean, std, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8771,12 +8971,12 @@ pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, a
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
-        Some(IndexPutBackward0 {
+        Some(Arc::new(IndexPutBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8784,9 +8984,10 @@ pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, a
         let _guard = auto_dispatch_below_autograd();
         op::index_put_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8810,12 +9011,12 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
-        Some(IndexPutBackward0 {
+        Some(Arc::new(IndexPutBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8823,9 +9024,10 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::index_put::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8838,10 +9040,10 @@ pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, val
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MaskedFillBackward0 {
+        Some(Arc::new(MaskedFillBackward0 {
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8849,9 +9051,10 @@ pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, val
         let _guard = auto_dispatch_below_autograd();
         op::masked_fill__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8874,10 +9077,10 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MaskedFillBackward0 {
+        Some(Arc::new(MaskedFillBackward0 {
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8885,9 +9088,10 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::masked_fill_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8901,10 +9105,10 @@ pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, val
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(MaskedFillBackward1 {
+        Some(Arc::new(MaskedFillBackward1 {
             mask: SavedVariable::new(&mask, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8912,9 +9116,10 @@ pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, val
         let _guard = auto_dispatch_below_autograd();
         op::masked_fill__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8938,10 +9143,10 @@ pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, valu
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(value)?);
-        Some(MaskedFillBackward1 {
+        Some(Arc::new(MaskedFillBackward1 {
             mask: SavedVariable::new(&mask, false)?,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8949,9 +9154,10 @@ pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, valu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::masked_fill_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8983,13 +9189,13 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MaxBackward0 {
+        Some(Arc::new(MaxBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             keepdim: keepdim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -8997,10 +9203,11 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::max_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -9034,11 +9241,11 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MeanBackward0 {
+        Some(Arc::new(MeanBackward0 {
             self_sizes: self_.sizes(),
             self_numel: self_.numel(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9046,9 +9253,10 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mean::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9080,13 +9288,13 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MeanBackward1 {
+        Some(Arc::new(MeanBackward1 {
             self_sizes: self_.sizes(),
             self_numel: self_.numel(),
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9094,9 +9302,10 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mean_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9128,13 +9337,13 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MinBackward0 {
+        Some(Arc::new(MinBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             keepdim: keepdim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9142,10 +9351,11 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::min_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -9199,10 +9409,10 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SumBackward0 {
+        Some(Arc::new(SumBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9210,9 +9420,10 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9224,12 +9435,12 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SumBackward1 {
+        Some(Arc::new(SumBackward1 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9237,9 +9448,10 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sum_dim_IntList::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, dtype)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9271,14 +9483,14 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(StdBackward0 {
+        Some(Arc::new(StdBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9286,10 +9498,11 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::std_correction::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9321,13 +9534,13 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(VarBackward0 {
+        Some(Arc::new(VarBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9335,9 +9548,10 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::var_correction::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9369,13 +9583,13 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(VarMeanBackward0 {
+        Some(Arc::new(VarMeanBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9383,10 +9597,11 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::var_mean_correction::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.core.add_input_metadata(&result1);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history(&result0, &node, 0u32)?;
         set_output_history_owned(&result1, node, 0u32 + 1)?;
     }
@@ -9399,11 +9614,11 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MinBackward1 {
+        Some(Arc::new(MinBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9411,10 +9626,11 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::min::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9446,11 +9662,11 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(MaxBackward1 {
+        Some(Arc::new(MaxBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9458,10 +9674,11 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::max::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9493,10 +9710,10 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AbsBackward0 {
+        Some(Arc::new(AbsBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9504,9 +9721,10 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::abs::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9519,10 +9737,10 @@ pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(AbsBackward0 {
+        Some(Arc::new(AbsBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9530,9 +9748,10 @@ pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::abs_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9673,9 +9892,9 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CeilBackward0 {
+        Some(Arc::new(CeilBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9683,9 +9902,10 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ceil::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9698,9 +9918,9 @@ pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CeilBackward0 {
+        Some(Arc::new(CeilBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9708,9 +9928,10 @@ pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::ceil_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9753,10 +9974,10 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CosBackward0 {
+        Some(Arc::new(CosBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9764,9 +9985,10 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cos::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9779,10 +10001,10 @@ pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(CosBackward0 {
+        Some(Arc::new(CosBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9790,9 +10012,10 @@ pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::cos_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9835,10 +10058,10 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ErfBackward0 {
+        Some(Arc::new(ErfBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9846,9 +10069,10 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::erf::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9861,10 +10085,10 @@ pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ErfBackward0 {
+        Some(Arc::new(ErfBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9872,9 +10096,10 @@ pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::erf_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9917,10 +10142,10 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ExpBackward0 {
+        Some(Arc::new(ExpBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9928,10 +10153,11 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::exp::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9944,10 +10170,10 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ExpBackward0 {
+        Some(Arc::new(ExpBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -9955,10 +10181,11 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::exp_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10001,10 +10228,10 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(Expm1Backward0 {
+        Some(Arc::new(Expm1Backward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10012,10 +10239,11 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::expm1::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10028,10 +10256,10 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(Expm1Backward0 {
+        Some(Arc::new(Expm1Backward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10039,10 +10267,11 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::expm1_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10085,9 +10314,9 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FloorBackward0 {
+        Some(Arc::new(FloorBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10095,9 +10324,10 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::floor::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10110,9 +10340,9 @@ pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(FloorBackward0 {
+        Some(Arc::new(FloorBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10120,9 +10350,10 @@ pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::floor_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10174,10 +10405,10 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NanToNumBackward0 {
+        Some(Arc::new(NanToNumBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10185,9 +10416,10 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::nan_to_num::redispatch(ks & sets::AFTER_AUTOGRAD, self_, nan, posinf, neginf)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10200,10 +10432,10 @@ pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, negi
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NanToNumBackward0 {
+        Some(Arc::new(NanToNumBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10211,9 +10443,10 @@ pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, negi
         let _guard = auto_dispatch_below_autograd();
         op::nan_to_num_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, nan, posinf, neginf)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10256,10 +10489,10 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LogBackward0 {
+        Some(Arc::new(LogBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10267,9 +10500,10 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::log::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10282,10 +10516,10 @@ pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LogBackward0 {
+        Some(Arc::new(LogBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10293,9 +10527,10 @@ pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::log_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10338,10 +10573,10 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(Log1PBackward0 {
+        Some(Arc::new(Log1PBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10349,9 +10584,10 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::log1p::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10364,10 +10600,10 @@ pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(Log1PBackward0 {
+        Some(Arc::new(Log1PBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10375,9 +10611,10 @@ pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::log1p_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10420,10 +10657,10 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(Log2Backward0 {
+        Some(Arc::new(Log2Backward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10431,9 +10668,10 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::log2::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10446,10 +10684,10 @@ pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(Log2Backward0 {
+        Some(Arc::new(Log2Backward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10457,9 +10695,10 @@ pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::log2_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10502,10 +10741,10 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ReciprocalBackward0 {
+        Some(Arc::new(ReciprocalBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10513,10 +10752,11 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::reciprocal::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10529,10 +10769,10 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ReciprocalBackward0 {
+        Some(Arc::new(ReciprocalBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10540,10 +10780,11 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _guard = auto_dispatch_below_autograd();
         op::reciprocal_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10586,9 +10827,9 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NegBackward0 {
+        Some(Arc::new(NegBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10596,9 +10837,10 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::neg::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10611,9 +10853,9 @@ pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(NegBackward0 {
+        Some(Arc::new(NegBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10621,9 +10863,10 @@ pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::neg_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10666,9 +10909,9 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RoundBackward0 {
+        Some(Arc::new(RoundBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10676,9 +10919,10 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::round::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10691,9 +10935,9 @@ pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RoundBackward0 {
+        Some(Arc::new(RoundBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10701,9 +10945,10 @@ pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::round_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10746,9 +10991,9 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RoundBackward1 {
+        Some(Arc::new(RoundBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10756,9 +11001,10 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::round_decimals::redispatch(ks & sets::AFTER_AUTOGRAD, self_, decimals)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10771,9 +11017,9 @@ pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RoundBackward1 {
+        Some(Arc::new(RoundBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10781,9 +11027,10 @@ pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&
         let _guard = auto_dispatch_below_autograd();
         op::round__decimals::redispatch(ks & sets::AFTER_AUTOGRAD, self_, decimals)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10826,10 +11073,10 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ReluBackward0 {
+        Some(Arc::new(ReluBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10837,10 +11084,11 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::relu::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10853,10 +11101,10 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ReluBackward0 {
+        Some(Arc::new(ReluBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10864,10 +11112,11 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::relu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10911,11 +11160,11 @@ pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor,
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(GeluBackward0 {
+        Some(Arc::new(GeluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             approximate: approximate.to_string(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10923,9 +11172,10 @@ pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::gelu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, approximate)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10948,11 +11198,11 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(GeluBackward0 {
+        Some(Arc::new(GeluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             approximate: approximate.to_string(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10960,9 +11210,10 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gelu::redispatch(ks & sets::AFTER_AUTOGRAD, self_, approximate)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10974,10 +11225,10 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RsqrtBackward0 {
+        Some(Arc::new(RsqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -10985,10 +11236,11 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rsqrt::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11001,10 +11253,10 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RsqrtBackward0 {
+        Some(Arc::new(RsqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11012,10 +11264,11 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::rsqrt_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11058,10 +11311,10 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SiluBackward0 {
+        Some(Arc::new(SiluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11069,9 +11322,10 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::silu::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11084,10 +11338,10 @@ pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SiluBackward0 {
+        Some(Arc::new(SiluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11095,9 +11349,10 @@ pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::silu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11140,10 +11395,10 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SigmoidBackward0 {
+        Some(Arc::new(SigmoidBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11151,10 +11406,11 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sigmoid::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11167,10 +11423,10 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SigmoidBackward0 {
+        Some(Arc::new(SigmoidBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11178,10 +11434,11 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
         let _guard = auto_dispatch_below_autograd();
         op::sigmoid_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11224,10 +11481,10 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SinBackward0 {
+        Some(Arc::new(SinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11235,9 +11492,10 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sin::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11250,10 +11508,10 @@ pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SinBackward0 {
+        Some(Arc::new(SinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11261,9 +11519,10 @@ pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::sin_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11306,10 +11565,10 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqrtBackward0 {
+        Some(Arc::new(SqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11317,10 +11576,11 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sqrt::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11333,10 +11593,10 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SqrtBackward0 {
+        Some(Arc::new(SqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11344,10 +11604,11 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::sqrt_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11390,10 +11651,10 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TanBackward0 {
+        Some(Arc::new(TanBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11401,10 +11662,11 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::tan::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11417,10 +11679,10 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TanBackward0 {
+        Some(Arc::new(TanBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11428,10 +11690,11 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::tan_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11474,10 +11737,10 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TanhBackward0 {
+        Some(Arc::new(TanhBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11485,10 +11748,11 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::tanh::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11501,10 +11765,10 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TanhBackward0 {
+        Some(Arc::new(TanhBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11512,10 +11776,11 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::tanh_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11558,9 +11823,9 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TruncBackward0 {
+        Some(Arc::new(TruncBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11568,9 +11833,10 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::trunc::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11583,9 +11849,9 @@ pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(TruncBackward0 {
+        Some(Arc::new(TruncBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11593,9 +11859,10 @@ pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::trunc_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11638,9 +11905,9 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SignBackward0 {
+        Some(Arc::new(SignBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11648,9 +11915,10 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sign::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11663,9 +11931,9 @@ pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SignBackward0 {
+        Some(Arc::new(SignBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11673,9 +11941,10 @@ pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::sign_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(self_);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11727,11 +11996,11 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(StackBackward0 {
+        Some(Arc::new(StackBackward0 {
             dim: dim,
             tensors_size_: tensors.len(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11739,9 +12008,10 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::stack::redispatch(ks & sets::AFTER_AUTOGRAD, tensors, dim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11773,11 +12043,11 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(RepeatBackward0 {
+        Some(Arc::new(RepeatBackward0 {
             self_sizes: self_.sizes(),
             repeats: if next_edges[0].is_valid() { repeats.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11785,9 +12055,10 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::repeat::redispatch(ks & sets::AFTER_AUTOGRAD, self_, repeats)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11799,10 +12070,10 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ConstantPadNdBackward0 {
+        Some(Arc::new(ConstantPadNdBackward0 {
             pad: if next_edges[0].is_valid() { pad.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11810,9 +12081,10 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::constant_pad_nd::redispatch(ks & sets::AFTER_AUTOGRAD, self_, pad, value)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11824,13 +12096,13 @@ pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_i
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(weight)?);
-        Some(EmbeddingBackward0 {
+        Some(Arc::new(EmbeddingBackward0 {
             weight_geometry: TensorGeometry::of(weight),
             indices: if next_edges[0].is_valid() { SavedVariable::new(&indices, false)? } else { SavedVariable::empty() },
             padding_idx: padding_idx,
             scale_grad_by_freq: scale_grad_by_freq,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11838,9 +12110,10 @@ pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_i
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::embedding::redispatch(ks & sets::AFTER_AUTOGRAD, weight, indices, padding_idx, scale_grad_by_freq, sparse)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11896,12 +12169,12 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SortBackward0 {
+        Some(Arc::new(SortBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11909,10 +12182,11 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sort::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, descending)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -11924,12 +12198,12 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(SortBackward1 {
+        Some(Arc::new(SortBackward1 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11937,10 +12211,11 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sort_stable::redispatch(ks & sets::AFTER_AUTOGRAD, self_, stable, dim, descending)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -11952,13 +12227,13 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(LogsumexpBackward0 {
+        Some(Arc::new(LogsumexpBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -11966,10 +12241,11 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logsumexp::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12041,9 +12317,9 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ResizeBackward0 {
+        Some(Arc::new(ResizeBackward0 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -12051,9 +12327,10 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::resize::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, memory_format)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12086,7 +12363,7 @@ pub(crate) fn autograd_set_source_Tensor(ks: DispatchKeySet, (self_, source): (&
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(source)?);
-        Some(NotImplemented::new("aten::set", next_edges))
+        Some(Arc::new(NotImplemented::new("aten::set", next_edges)))
     } else {
         None
     };
@@ -12094,9 +12371,10 @@ pub(crate) fn autograd_set_source_Tensor(ks: DispatchKeySet, (self_, source): (&
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::set_source_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12189,12 +12467,12 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(values)?);
-        Some(IndexPutImplBackward1 {
+        Some(Arc::new(IndexPutImplBackward1 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -12202,9 +12480,10 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_index_put_impl::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate, unsafe_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12416,9 +12695,9 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(ZeroBackward1 {
+        Some(Arc::new(ZeroBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -12426,9 +12705,10 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::zero::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12480,9 +12760,9 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
     let mut grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
-        Some(UniformBackward1 {
+        Some(Arc::new(UniformBackward1 {
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -12490,9 +12770,10 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::uniform::redispatch(ks & sets::AFTER_AUTOGRAD, self_, from, to, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -13251,10 +13532,10 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
         let mut next_edges = EdgeList::new();
         next_edges.push(edge(self_)?);
         next_edges.push(edge(p)?);
-        Some(BernoulliBackward4 {
+        Some(Arc::new(BernoulliBackward4 {
             p_geometry: TensorGeometry::of(p),
             core: NodeCore::with_edges(next_edges),
-        })
+        }))
     } else {
         None
     };
@@ -13262,9 +13543,10 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bernoulli_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut node) = grad_fn.take() {
+    if let Some(mut shared) = grad_fn.take() {
+        let node = unshared(&mut shared)?;
         node.core.add_input_metadata(&result);
-        let node: NodeRef = Arc::new(node);
+        let node: NodeRef = shared;
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)

@@ -143,3 +143,54 @@ fn composite_views_record_their_constituent_operators() {
         vec![0.0, 4.0, 6.0, 0.0, 10.0, 12.0]
     );
 }
+
+/// A leaf keeps one accumulator across graphs (no allocation per operation on a parameter),
+/// and the accumulator does not keep the leaf alive: only the graph's edges do.
+#[test]
+fn leaf_accumulator_is_kept_without_holding_the_leaf() {
+    use switchyard_autograd::node_id;
+    let x = t(&[1.0, 2.0], &[2]).requires_grad_(true).unwrap();
+    let b = t(&[10.0, 20.0], &[2]);
+    assert_eq!(x.handle_count(), 1);
+    let y1 = op::add_Tensor::call(&x, &b, 1.into()).unwrap();
+    // The user's handle and the edge from `y1`'s node.
+    assert_eq!(x.handle_count(), 2);
+    let acc1 = y1.grad_fn().unwrap().unwrap().core().next_edges()[0]
+        .function
+        .clone()
+        .unwrap();
+    assert_eq!(acc1.name(), "torch::autograd::AccumulateGrad");
+    drop(y1);
+    assert_eq!(x.handle_count(), 1, "the accumulator must not hold its leaf");
+    let y2 = op::mul_Tensor::call(&x, &b).unwrap();
+    let acc2 = y2.grad_fn().unwrap().unwrap().core().next_edges()[0]
+        .function
+        .clone()
+        .unwrap();
+    assert_eq!(node_id(&acc1), node_id(&acc2));
+    // Accumulation through the kept accumulator still reaches the leaf: d(sum(x*b))/dx = b.
+    op::sum::call(&y2, None).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![10.0, 20.0]);
+    drop((y2, acc1, acc2));
+    assert_eq!(x.handle_count(), 1);
+}
+
+/// A leaf resized without autograd gets an accumulator of its new shape, so a gradient of
+/// the new shape is accepted.
+#[test]
+fn resized_leaf_gets_a_fitting_accumulator() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad_(true).unwrap();
+    let y = op::mul_Tensor::call(&x, &x).unwrap();
+    op::sum::call(&y, None).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    {
+        let _no_grad = switchyard_autograd::no_grad();
+        op::unsqueeze_::call(&x, 0).unwrap();
+    }
+    x.set_grad(None).unwrap();
+    assert_eq!(x.sizes().to_vec(), vec![1, 2]);
+    let y = op::mul_Tensor::call(&x, &x).unwrap();
+    op::sum::call(&y, None).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().sizes().to_vec(), vec![1, 2]);
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+}

@@ -795,13 +795,15 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
                 format!("{ns}::{}", f.schema.name.name)
             };
             body.push_str(&format!(
-                "        Some(NotImplemented::new({operator:?}, next_edges))\n    }} else {{\n        None\n    }};\n"
+                "        Some(Arc::new(NotImplemented::new({operator:?}, next_edges)))\n    }} else {{\n        None\n    }};\n"
             ));
             body.push_str(&call);
             let (meta, hist) = history(&outs, inplace);
-            body.push_str("    if let Some(mut node) = grad_fn.take() {\n");
+            // The node was allocated before the call (its saved inputs are taken then); nothing
+            // shares it until its history is set, so it is completed in place, without a move.
+            body.push_str("    if let Some(mut shared) = grad_fn.take() {\n        let node = unshared(&mut shared)?;\n");
             body.push_str(&meta);
-            body.push_str("        let node: NodeRef = Arc::new(node);\n");
+            body.push_str("        let node: NodeRef = shared;\n");
             body.push_str(&hist);
             body.push_str("    }\n");
             body.push_str(&format!("    {}\n", return_outputs(f)));
@@ -859,7 +861,7 @@ fn with_node(
             .map(|(i, (n, _))| (*n, i))
             .collect()
     };
-    body.push_str(&format!("        Some({node_name} {{\n"));
+    body.push_str(&format!("        Some(Arc::new({node_name} {{\n"));
     for s in &info.all_saved_inputs {
         let local = arg_name(&s.source);
         let clone_self = inplace && s.source == "self";
@@ -900,10 +902,12 @@ fn with_node(
             }
         }
     }
-    body.push_str("            core: NodeCore::with_edges(next_edges),\n        })\n    } else {\n        None\n    };\n");
+    body.push_str("            core: NodeCore::with_edges(next_edges),\n        }))\n    } else {\n        None\n    };\n");
     body.push_str(call);
     let (meta, hist) = history(outs, inplace);
-    body.push_str("    if let Some(mut node) = grad_fn.take() {\n");
+    // The node was allocated before the call (its saved inputs are taken then); nothing
+    // shares it until its history is set, so it is completed in place, without a move.
+    body.push_str("    if let Some(mut shared) = grad_fn.take() {\n        let node = unshared(&mut shared)?;\n");
     body.push_str(&meta);
     // Saved outputs: the output's local name in the kernel.
     let all_outs = outputs(f);
@@ -938,7 +942,7 @@ fn with_node(
         let expr = save_expr(s, &local, nr.as_deref(), false);
         body.push_str(&format!("        node.{} = {expr};\n", s.name));
     }
-    body.push_str("        let node: NodeRef = Arc::new(node);\n");
+    body.push_str("        let node: NodeRef = shared;\n");
     body.push_str(&hist);
     body.push_str("    }\n");
     Ok(body)
