@@ -35,10 +35,9 @@ impl AccumulateGrad {
     /// Whether this accumulator still describes `variable` (same shape: a leaf that was
     /// resized without autograd gets a new accumulator).
     pub(crate) fn fits(&self, variable: &Tensor) -> bool {
-        self.core
-            .input_metadata()
-            .first()
-            .is_some_and(|m| variable.with_sizes(|s| s == &m.shape[..]))
+        self.core.input_metadata().first().is_some_and(|m| {
+            variable.with_sizes(|s| switchyard_core::shape::same_dims(s, &m.shape))
+        })
     }
 
     /// Adds the gradient in `grads` (one entry) into `variable.grad`, following PyTorch's

@@ -125,8 +125,7 @@ fn autograd_detach_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> 
     };
     if let Some(m) = meta::get(self_) {
         let mut st = m.lock();
-        st.grad_fn = None;
-        st.output_nr = 0;
+        m.set_grad_fn(&mut st, None, 0);
     }
     self_.set_requires_grad(false)?;
     Ok(result)

@@ -7,7 +7,8 @@
 //! never get metadata: it is created when a tensor requires grad, gets a `grad_fn`, or is a
 //! differentiable view.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use switchyard_core::{Error, Result, Tensor};
 
 use crate::accumulate::AccumulateGrad;
@@ -23,11 +24,17 @@ pub struct AutogradMeta {
     /// Set for differentiable views (outputs of view operators on floating-point tensors):
     /// the base they view, and how to rebuild their history after an in-place change.
     pub(crate) view: Option<ViewInfo>,
+    /// Whether `grad_fn` is set (written under the state lock with every change of it), and
+    /// the leaf's first accumulator: together they let [`gradient_edge`] serve a leaf that
+    /// requires grad without taking the lock (two atomic operations of a tiny call's ~15).
+    has_grad_fn: AtomicBool,
+    first_accumulator: OnceLock<Arc<AccumulateGrad>>,
 }
 
 #[derive(Default)]
 pub(crate) struct MetaState {
-    /// The node that produced this tensor (`None` for leaves).
+    /// The node that produced this tensor (`None` for leaves). Changed only through
+    /// [`AutogradMeta::set_grad_fn`], which keeps the lock-free `has_grad_fn` in step.
     pub(crate) grad_fn: Option<NodeRef>,
     /// Which output of `grad_fn` this tensor is.
     pub(crate) output_nr: u32,
@@ -70,7 +77,16 @@ impl AutogradMeta {
             state: Mutex::new(MetaState::default()),
             accumulate_lock: Mutex::new(()),
             view,
+            has_grad_fn: AtomicBool::new(false),
+            first_accumulator: OnceLock::new(),
         }
+    }
+
+    /// Sets (or clears) `grad_fn` in the locked state `st` of this metadata.
+    pub(crate) fn set_grad_fn(&self, st: &mut MetaState, grad_fn: Option<NodeRef>, output_nr: u32) {
+        self.has_grad_fn.store(grad_fn.is_some(), Ordering::Release);
+        st.grad_fn = grad_fn;
+        st.output_nr = output_nr;
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, MetaState> {
@@ -166,7 +182,7 @@ pub fn grad_accumulator(t: &Tensor) -> Result<Option<NodeRef>> {
 }
 
 /// The accumulator of leaf `t` whose state is locked in `st`, made on first need.
-fn leaf_accumulator(t: &Tensor, st: &mut MetaState) -> NodeRef {
+fn leaf_accumulator(t: &Tensor, st: &mut MetaState) -> Arc<AccumulateGrad> {
     let leaf = st.leaf_mut();
     if let Some(existing) = &leaf.grad_accumulator
         && existing.fits(t)
@@ -190,27 +206,55 @@ pub(crate) fn existing_grad_accumulator(t: &Tensor) -> Option<NodeRef> {
 /// Where gradients for `t` go: its `grad_fn` (and output number), the accumulator of a leaf
 /// that requires grad, or nowhere.
 pub fn gradient_edge(t: &Tensor) -> Result<Edge> {
-    // The hot path of every Autograd kernel: one borrow of the metadata, one lock.
+    let mut edge = Edge::default();
+    fill_gradient_edge(t, &mut edge)?;
+    Ok(edge)
+}
+
+/// [`gradient_edge`] written into `edge` (an invalid edge on entry), field by field: the
+/// hot path of every Autograd kernel, where returning the edge by value and moving it into
+/// the node's list cost more than the lookup (store-forwarding stalls on the copies).
+pub(crate) fn fill_gradient_edge(t: &Tensor, edge: &mut Edge) -> Result<()> {
+    // One borrow of the metadata, one lock.
     let meta = match get(t) {
         Some(meta) if meta.view.is_some() => {
             // A view's history may need rebuilding first.
-            return Ok(match crate::view::view_grad_fn(t, meta)? {
+            *edge = match crate::view::view_grad_fn(t, meta)? {
                 Some(f) => Edge::new(f, meta.lock().output_nr),
                 None => leaf_edge(t)?,
-            });
+            };
+            return Ok(());
         }
         Some(meta) => meta,
-        None => return leaf_edge(t),
+        None => {
+            *edge = leaf_edge(t)?;
+            return Ok(());
+        }
     };
+    if !meta.has_grad_fn.load(Ordering::Acquire)
+        && t.requires_grad()
+        && let Some(acc) = meta.first_accumulator.get()
+        && acc.fits(t)
+    {
+        edge.function = Some(acc.clone());
+        edge.leaf = Some(t.clone());
+        return Ok(());
+    }
     let mut st = meta.lock();
     if let Some(f) = &st.grad_fn {
-        return Ok(Edge::new(f.clone(), st.output_nr));
+        edge.function = Some(f.clone());
+        edge.input_nr = st.output_nr;
+    } else if t.requires_grad() {
+        let acc = leaf_accumulator(t, &mut st);
+        if meta.first_accumulator.get().is_none() {
+            // Taken only if empty: a later accumulator (the leaf was resized) is served by
+            // this locked path, after the fast path's shape check fails.
+            let _ = meta.first_accumulator.set(acc.clone());
+        }
+        edge.function = Some(acc);
+        edge.leaf = Some(t.clone());
     }
-    Ok(if t.requires_grad() {
-        Edge::to_leaf(leaf_accumulator(t, &mut st), t.clone())
-    } else {
-        Edge::default()
-    })
+    Ok(())
 }
 
 /// The edge of a tensor without history: its accumulator if it requires grad.
@@ -247,6 +291,7 @@ pub fn set_history(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
             st.grad_fn = pending.take();
             st.output_nr = output_nr;
         }
+        *meta.has_grad_fn.get_mut() = true;
         Arc::new(meta)
     });
     let meta = ext
@@ -254,8 +299,7 @@ pub fn set_history(t: &Tensor, grad_fn: NodeRef, output_nr: u32) -> Result<()> {
         .ok_or_else(foreign_data)?;
     if let Some(grad_fn) = pending {
         let mut st = meta.lock();
-        st.grad_fn = Some(grad_fn);
-        st.output_nr = output_nr;
+        meta.set_grad_fn(&mut st, Some(grad_fn), output_nr);
     }
     if let Some(view) = &meta.view {
         view.set_attr_version(t.version());

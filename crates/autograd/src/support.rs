@@ -46,6 +46,31 @@ pub fn edge(t: &Tensor) -> Result<Edge> {
     }
 }
 
+/// Appends the gradient edge of a tensor argument to a node's edges (invalid if it does not
+/// require grad), written in place.
+#[inline]
+pub fn push_edge(edges: &mut EdgeList, t: &Tensor) -> Result<()> {
+    edges.push(Edge::default());
+    if requires_grad(t)
+        && let Some(slot) = edges.last_mut()
+    {
+        meta::fill_gradient_edge(t, slot)?;
+    }
+    Ok(())
+}
+
+/// [`push_edge`] for an optional tensor argument.
+#[inline]
+pub fn push_edge_opt(edges: &mut EdgeList, t: Option<&Tensor>) -> Result<()> {
+    match t {
+        Some(t) => push_edge(edges, t),
+        None => {
+            edges.push(Edge::default());
+            Ok(())
+        }
+    }
+}
+
 /// The gradient edge of an optional tensor argument.
 pub fn edge_opt(t: Option<&Tensor>) -> Result<Edge> {
     t.map_or_else(|| Ok(Edge::default()), edge)

@@ -333,8 +333,7 @@ fn regenerate_view_grad_fn(
     let fn_: NodeRef = Arc::new(node);
     {
         let mut st = m.lock();
-        st.grad_fn = Some(fn_.clone());
-        st.output_nr = 0;
+        m.set_grad_fn(&mut st, Some(fn_.clone()), 0);
     }
     info.set_attr_version(t.version());
     move_retains_grad(&old_fn, 0, &fn_);

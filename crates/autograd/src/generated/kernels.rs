@@ -194,16 +194,16 @@ pub(crate) fn inplace_or_view_argmin_out(ks: DispatchKeySet, (self_, dim, keepdi
 /// `as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)`
 pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AsStridedBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AsStridedBackward0 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -211,10 +211,9 @@ pub(crate) fn autograd_as_strided(ks: DispatchKeySet, (self_, size, stride, stor
         let _guard = auto_dispatch_below_autograd();
         op::as_strided::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -233,16 +232,16 @@ pub(crate) fn inplace_or_view_as_strided(ks: DispatchKeySet, (self_, size, strid
 pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AsStridedBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AsStridedBackward1 {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -250,10 +249,9 @@ pub(crate) fn autograd_as_strided_(ks: DispatchKeySet, (self_, size, stride, sto
         let _guard = auto_dispatch_below_autograd();
         op::as_strided_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -273,18 +271,18 @@ pub(crate) fn inplace_or_view_as_strided_(ks: DispatchKeySet, (self_, size, stri
 /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(batch1) || rg(batch2));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(batch1)?);
-        next_edges.push(edge(batch2)?);
-        Some(Arc::new(BaddbmmBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, batch1)?;
+        push_edge(&mut next_edges, batch2)?;
+        Some(BaddbmmBackward0 {
             batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
             alpha: alpha,
             batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -292,10 +290,9 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::baddbmm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, batch1, batch2, beta, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -305,18 +302,18 @@ pub(crate) fn autograd_baddbmm(ks: DispatchKeySet, (self_, batch1, batch2, beta,
 pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(batch1) || rg(batch2));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(batch1)?);
-        next_edges.push(edge(batch2)?);
-        Some(Arc::new(BaddbmmBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, batch1)?;
+        push_edge(&mut next_edges, batch2)?;
+        Some(BaddbmmBackward0 {
             batch2: if next_edges[1].is_valid() { SavedVariable::new(&batch2, false)? } else { SavedVariable::empty() },
             alpha: alpha,
             batch1: if next_edges[2].is_valid() { SavedVariable::new(&batch1, false)? } else { SavedVariable::empty() },
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -324,10 +321,9 @@ pub(crate) fn autograd_baddbmm_(ks: DispatchKeySet, (self_, batch1, batch2, beta
         let _guard = auto_dispatch_below_autograd();
         op::baddbmm_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, batch1, batch2, beta, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -367,15 +363,15 @@ pub(crate) fn inplace_or_view_baddbmm_out(ks: DispatchKeySet, (self_, batch1, ba
 /// `bmm(Tensor self, Tensor mat2) -> Tensor`
 pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat2));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(mat2)?);
-        Some(Arc::new(BmmBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, mat2)?;
+        Some(BmmBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             mat2: if next_edges[0].is_valid() { SavedVariable::new(&mat2, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -383,10 +379,9 @@ pub(crate) fn autograd_bmm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bmm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat2)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -415,16 +410,16 @@ pub(crate) fn inplace_or_view_bmm_out(ks: DispatchKeySet, (self_, mat2, out): (&
 /// `cat(Tensor[] tensors, int dim=0) -> Tensor`
 pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg_list(tensors));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(Arc::new(CatBackward0 {
+        Some(CatBackward0 {
             tensors_args_sizes: tensors.iter().map(|t| t.sizes()).collect(),
             tensors_args_scalartypes: tensors.iter().map(|t| t.dtype()).collect(),
             dim: dim,
             tensors_size_: tensors.len(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -432,10 +427,9 @@ pub(crate) fn autograd_cat(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64))
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cat::redispatch(ks & sets::AFTER_AUTOGRAD, tensors, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -464,15 +458,15 @@ pub(crate) fn inplace_or_view_cat_out(ks: DispatchKeySet, (tensors, dim, out): (
 /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(CopyBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(CopyBackward0 {
             src_scalar_type: src.dtype(),
             src_device: src.device(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -480,10 +474,9 @@ pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, non_blocking)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -503,17 +496,17 @@ pub(crate) fn inplace_or_view_copy_(ks: DispatchKeySet, (self_, src, non_blockin
 /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CumprodBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CumprodBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -521,11 +514,10 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cumprod::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -535,17 +527,17 @@ pub(crate) fn autograd_cumprod(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
 pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CumprodBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CumprodBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -553,11 +545,10 @@ pub(crate) fn autograd_cumprod_(ks: DispatchKeySet, (self_, dim, dtype): (&Tenso
         let _guard = auto_dispatch_below_autograd();
         op::cumprod_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -597,15 +588,15 @@ pub(crate) fn inplace_or_view_cumprod_out(ks: DispatchKeySet, (self_, dim, dtype
 /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CumsumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CumsumBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -613,10 +604,9 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cumsum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -626,15 +616,15 @@ pub(crate) fn autograd_cumsum(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor,
 pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CumsumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CumsumBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -642,10 +632,9 @@ pub(crate) fn autograd_cumsum_(ks: DispatchKeySet, (self_, dim, dtype): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::cumsum_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -685,16 +674,16 @@ pub(crate) fn inplace_or_view_cumsum_out(ks: DispatchKeySet, (self_, dim, dtype,
 /// `diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)`
 pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(DiagonalBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(DiagonalBackward0 {
             self_sizes: self_.sizes(),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -702,10 +691,9 @@ pub(crate) fn autograd_diagonal(ks: DispatchKeySet, (self_, offset, dim1, dim2):
         let _guard = auto_dispatch_below_autograd();
         op::diagonal::redispatch(ks & sets::AFTER_AUTOGRAD, self_, offset, dim1, dim2)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -735,11 +723,11 @@ pub(crate) fn inplace_or_view_resize_(ks: DispatchKeySet, (self_, size, memory_f
 pub(crate) fn autograd_set__source_Tensor(ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(source));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(source)?);
-        Some(Arc::new(NotImplemented::new("set_", next_edges)))
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, source)?;
+        Some(NotImplemented::new("set_", next_edges))
     } else {
         None
     };
@@ -747,10 +735,9 @@ pub(crate) fn autograd_set__source_Tensor(ks: DispatchKeySet, (self_, source): (
         let _guard = auto_dispatch_below_autograd();
         op::set__source_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -770,9 +757,9 @@ pub(crate) fn inplace_or_view_set__source_Tensor(ks: DispatchKeySet, (self_, sou
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, layout, device, pin_memory): (&[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::empty_strided", next_edges)))
+        Some(NotImplemented::new("aten::empty_strided", next_edges))
     } else {
         None
     };
@@ -780,10 +767,9 @@ pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, l
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_strided::redispatch(ks & sets::AFTER_AUTOGRAD, size, stride, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -792,13 +778,13 @@ pub(crate) fn autograd_empty_strided(ks: DispatchKeySet, (size, stride, dtype, l
 /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
 pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ExpandBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ExpandBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -806,10 +792,9 @@ pub(crate) fn autograd_expand(ks: DispatchKeySet, (self_, size, implicit): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::expand::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, implicit)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -827,12 +812,12 @@ pub(crate) fn inplace_or_view_expand(ks: DispatchKeySet, (self_, size, implicit)
 /// `fill.Scalar(Tensor self, Scalar value) -> Tensor`
 pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FillBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FillBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -840,10 +825,9 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fill_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -852,13 +836,13 @@ pub(crate) fn autograd_fill_Scalar(ks: DispatchKeySet, (self_, value): (&Tensor,
 /// `fill.Tensor(Tensor self, Tensor value) -> Tensor`
 pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(value)?);
-        Some(Arc::new(FillBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, value)?;
+        Some(FillBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -866,10 +850,9 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fill_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -879,12 +862,12 @@ pub(crate) fn autograd_fill_Tensor(ks: DispatchKeySet, (self_, value): (&Tensor,
 pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FillBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FillBackward2 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -892,10 +875,9 @@ pub(crate) fn autograd_fill__Scalar(ks: DispatchKeySet, (self_, value): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fill__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -916,13 +898,13 @@ pub(crate) fn inplace_or_view_fill__Scalar(ks: DispatchKeySet, (self_, value): (
 pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(value)?);
-        Some(Arc::new(FillBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, value)?;
+        Some(FillBackward3 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -930,10 +912,9 @@ pub(crate) fn autograd_fill__Tensor(ks: DispatchKeySet, (self_, value): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fill__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -953,14 +934,14 @@ pub(crate) fn inplace_or_view_fill__Tensor(ks: DispatchKeySet, (self_, value): (
 /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
 pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(IndexBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(IndexBackward0 {
             self_geometry: TensorGeometry::of(self_),
             indices: if next_edges[0].is_valid() { indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()? } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -968,10 +949,9 @@ pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::index_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1001,16 +981,16 @@ pub(crate) fn inplace_or_view_index_Tensor_out(ks: DispatchKeySet, (self_, indic
 pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(values)?);
-        Some(Arc::new(IndexPutImplBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, values)?;
+        Some(IndexPutImplBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1018,10 +998,9 @@ pub(crate) fn autograd__index_put_impl_(ks: DispatchKeySet, (self_, indices, val
         let _guard = auto_dispatch_below_autograd();
         op::_index_put_impl_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate, unsafe_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1041,15 +1020,15 @@ pub(crate) fn inplace_or_view__index_put_impl_(ks: DispatchKeySet, (self_, indic
 /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LogSoftmaxBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LogSoftmaxBackward0 {
             self_scalar_type: self_.dtype(),
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1057,11 +1036,10 @@ pub(crate) fn autograd__log_softmax(ks: DispatchKeySet, (self_, dim, half_to_flo
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_log_softmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, half_to_float)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1090,16 +1068,16 @@ pub(crate) fn inplace_or_view__log_softmax_out(ks: DispatchKeySet, (self_, dim, 
 /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AmaxBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AmaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1107,11 +1085,10 @@ pub(crate) fn autograd_amax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::amax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1140,16 +1117,16 @@ pub(crate) fn inplace_or_view_amax_out(ks: DispatchKeySet, (self_, dim, keepdim,
 /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AminBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AminBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1157,11 +1134,10 @@ pub(crate) fn autograd_amin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::amin::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1190,15 +1166,15 @@ pub(crate) fn inplace_or_view_amin_out(ks: DispatchKeySet, (self_, dim, keepdim,
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
 pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat2));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(mat2)?);
-        Some(Arc::new(MmBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, mat2)?;
+        Some(MmBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             mat2: SavedVariable::new(&mat2, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1206,10 +1182,9 @@ pub(crate) fn autograd_mm(ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor))
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat2)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1238,16 +1213,16 @@ pub(crate) fn inplace_or_view_mm_out(ks: DispatchKeySet, (self_, mat2, out): (&T
 /// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
 pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, length): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NarrowCopyBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NarrowCopyBackward0 {
             self_sizes: self_.sizes(),
             dim: dim,
             start: start,
             length: length,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1255,10 +1230,9 @@ pub(crate) fn autograd_narrow_copy(ks: DispatchKeySet, (self_, dim, start, lengt
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::narrow_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, length)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1287,13 +1261,13 @@ pub(crate) fn inplace_or_view_narrow_copy_out(ks: DispatchKeySet, (self_, dim, s
 /// `permute(Tensor(a) self, int[] dims) -> Tensor(a)`
 pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(PermuteBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(PermuteBackward0 {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1301,10 +1275,9 @@ pub(crate) fn autograd_permute(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i6
         let _guard = auto_dispatch_below_autograd();
         op::permute::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1322,15 +1295,15 @@ pub(crate) fn inplace_or_view_permute(ks: DispatchKeySet, (self_, dims): (&Tenso
 /// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
 pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SelectBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: index,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1338,10 +1311,9 @@ pub(crate) fn autograd_select_int(ks: DispatchKeySet, (self_, dim, index): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::select_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1359,17 +1331,17 @@ pub(crate) fn inplace_or_view_select_int(ks: DispatchKeySet, (self_, dim, index)
 /// `slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)`
 pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end, step): (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SliceBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SliceBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             start: if next_edges[0].is_valid() { start } else { None },
             end: if next_edges[0].is_valid() { end } else { None },
             step: step,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1377,10 +1349,9 @@ pub(crate) fn autograd_slice_Tensor(ks: DispatchKeySet, (self_, dim, start, end,
         let _guard = auto_dispatch_below_autograd();
         op::slice_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, end, step)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1398,18 +1369,18 @@ pub(crate) fn inplace_or_view_slice_Tensor(ks: DispatchKeySet, (self_, dim, star
 /// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
 pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start, end, step): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(SliceScatterBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(SliceScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             dim: dim,
             start: start,
             end: end,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1417,10 +1388,9 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::slice_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, dim, start, end, step)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1429,16 +1399,16 @@ pub(crate) fn autograd_slice_scatter(ks: DispatchKeySet, (self_, src, dim, start
 /// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`
 pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, index): (&Tensor, &Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(SelectScatterBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(SelectScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             dim: dim,
             index: index,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1446,10 +1416,9 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::select_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, dim, index)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1458,17 +1427,17 @@ pub(crate) fn autograd_select_scatter(ks: DispatchKeySet, (self_, src, dim, inde
 /// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`
 pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset, dim1, dim2): (&Tensor, &Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(DiagonalScatterBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(DiagonalScatterBackward0 {
             src_geometry: TensorGeometry::of(src),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1476,10 +1445,9 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::diagonal_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, offset, dim1, dim2)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1488,16 +1456,16 @@ pub(crate) fn autograd_diagonal_scatter(ks: DispatchKeySet, (self_, src, offset,
 /// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
 pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size, stride, storage_offset): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(AsStridedScatterBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(AsStridedScatterBackward0 {
             size: size.to_vec(),
             stride: stride.to_vec(),
             storage_offset: storage_offset,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1505,10 +1473,9 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::as_strided_scatter::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, size, stride, storage_offset)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1517,15 +1484,15 @@ pub(crate) fn autograd_as_strided_scatter(ks: DispatchKeySet, (self_, src, size,
 /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
 pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float): (&Tensor, i64, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SoftmaxBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SoftmaxBackward0 {
             self_scalar_type: self_.dtype(),
             dim: dim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1533,11 +1500,10 @@ pub(crate) fn autograd__softmax(ks: DispatchKeySet, (self_, dim, half_to_float):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_softmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, half_to_float)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1566,15 +1532,15 @@ pub(crate) fn inplace_or_view__softmax_out(ks: DispatchKeySet, (self_, dim, half
 /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
 pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SplitBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SplitBackward0 {
             self_geometry: TensorGeometry::of(self_),
             split_size: split_size,
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1582,10 +1548,9 @@ pub(crate) fn autograd_split_Tensor(ks: DispatchKeySet, (self_, split_size, dim)
         let _guard = auto_dispatch_below_autograd();
         op::split_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_size, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -1605,15 +1570,15 @@ pub(crate) fn inplace_or_view_split_Tensor(ks: DispatchKeySet, (self_, split_siz
 /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
 pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes, dim): (&Tensor, &[i64], i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SplitWithSizesBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SplitWithSizesBackward0 {
             self_geometry: TensorGeometry::of(self_),
             split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1621,10 +1586,9 @@ pub(crate) fn autograd_split_with_sizes(ks: DispatchKeySet, (self_, split_sizes,
         let _guard = auto_dispatch_below_autograd();
         op::split_with_sizes::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_sizes, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -1644,13 +1608,13 @@ pub(crate) fn inplace_or_view_split_with_sizes(ks: DispatchKeySet, (self_, split
 /// `squeeze(Tensor(a) self) -> Tensor(a)`
 pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1658,10 +1622,9 @@ pub(crate) fn autograd_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
         let _guard = auto_dispatch_below_autograd();
         op::squeeze::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1679,14 +1642,14 @@ pub(crate) fn inplace_or_view_squeeze(ks: DispatchKeySet, (self_,): (&Tensor,)) 
 /// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
 pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward1 {
             self_sizes: self_.sizes(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1694,10 +1657,9 @@ pub(crate) fn autograd_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i
         let _guard = auto_dispatch_below_autograd();
         op::squeeze_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1715,14 +1677,14 @@ pub(crate) fn inplace_or_view_squeeze_dim(ks: DispatchKeySet, (self_, dim): (&Te
 /// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
 pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward2 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1730,10 +1692,9 @@ pub(crate) fn autograd_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::squeeze_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1752,13 +1713,13 @@ pub(crate) fn inplace_or_view_squeeze_dims(ks: DispatchKeySet, (self_, dim): (&T
 pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward3 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1766,10 +1727,9 @@ pub(crate) fn autograd_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
         let _guard = auto_dispatch_below_autograd();
         op::squeeze_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1790,14 +1750,14 @@ pub(crate) fn inplace_or_view_squeeze_(ks: DispatchKeySet, (self_,): (&Tensor,))
 pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward4 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward4 {
             self_sizes: self_.sizes(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1805,10 +1765,9 @@ pub(crate) fn autograd_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::squeeze__dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1829,14 +1788,14 @@ pub(crate) fn inplace_or_view_squeeze__dim(ks: DispatchKeySet, (self_, dim): (&T
 pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward5 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward5 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1844,10 +1803,9 @@ pub(crate) fn autograd_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::squeeze__dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -1867,15 +1825,15 @@ pub(crate) fn inplace_or_view_squeeze__dims(ks: DispatchKeySet, (self_, dim): (&
 /// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ProdBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ProdBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dtype: if next_edges[0].is_valid() { dtype } else { None },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1883,11 +1841,10 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::prod::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1896,17 +1853,17 @@ pub(crate) fn autograd_prod(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
 /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ProdBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ProdBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: dim,
             keepdim: keepdim,
             dtype: if next_edges[0].is_valid() { dtype } else { None },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1914,11 +1871,10 @@ pub(crate) fn autograd_prod_dim_int(ks: DispatchKeySet, (self_, dim, keepdim, dt
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::prod_dim_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1947,12 +1903,12 @@ pub(crate) fn inplace_or_view_prod_int_out(ks: DispatchKeySet, (self_, dim, keep
 /// `t(Tensor(a) self) -> Tensor(a)`
 pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1960,10 +1916,9 @@ pub(crate) fn autograd_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Ten
         let _guard = auto_dispatch_below_autograd();
         op::t::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -1982,12 +1937,12 @@ pub(crate) fn inplace_or_view_t(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
 pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -1995,10 +1950,9 @@ pub(crate) fn autograd_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Te
         let _guard = auto_dispatch_below_autograd();
         op::t_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2018,14 +1972,14 @@ pub(crate) fn inplace_or_view_t_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Re
 /// `transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)`
 pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TransposeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TransposeBackward0 {
             dim0: dim0,
             dim1: dim1,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2033,10 +1987,9 @@ pub(crate) fn autograd_transpose_int(ks: DispatchKeySet, (self_, dim0, dim1): (&
         let _guard = auto_dispatch_below_autograd();
         op::transpose_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2055,14 +2008,14 @@ pub(crate) fn inplace_or_view_transpose_int(ks: DispatchKeySet, (self_, dim0, di
 pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TransposeBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TransposeBackward1 {
             dim0: dim0,
             dim1: dim1,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2070,10 +2023,9 @@ pub(crate) fn autograd_transpose_(ks: DispatchKeySet, (self_, dim0, dim1): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::transpose_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2093,13 +2045,13 @@ pub(crate) fn inplace_or_view_transpose_(ks: DispatchKeySet, (self_, dim0, dim1)
 /// `flip(Tensor self, int[] dims) -> Tensor`
 pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FlipBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FlipBackward0 {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2107,10 +2059,9 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::flip::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2119,14 +2070,14 @@ pub(crate) fn autograd_flip(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])
 /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
 pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor, &[i64], &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RollBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RollBackward0 {
             shifts: if next_edges[0].is_valid() { shifts.to_vec() } else { Vec::new() },
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2134,10 +2085,9 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::roll::redispatch(ks & sets::AFTER_AUTOGRAD, self_, shifts, dims)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2146,13 +2096,13 @@ pub(crate) fn autograd_roll(ks: DispatchKeySet, (self_, shifts, dims): (&Tensor,
 /// `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`
 pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnsafeViewBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnsafeViewBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2160,10 +2110,9 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_unsafe_view::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2172,13 +2121,13 @@ pub(crate) fn autograd__unsafe_view(ks: DispatchKeySet, (self_, size): (&Tensor,
 /// `unsqueeze(Tensor(a) self, int dim) -> Tensor(a)`
 pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnsqueezeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnsqueezeBackward0 {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2186,10 +2135,9 @@ pub(crate) fn autograd_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tensor, i64
         let _guard = auto_dispatch_below_autograd();
         op::unsqueeze::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2208,13 +2156,13 @@ pub(crate) fn inplace_or_view_unsqueeze(ks: DispatchKeySet, (self_, dim): (&Tens
 pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnsqueezeBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnsqueezeBackward1 {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2222,10 +2170,9 @@ pub(crate) fn autograd_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::unsqueeze_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2245,12 +2192,12 @@ pub(crate) fn inplace_or_view_unsqueeze_(ks: DispatchKeySet, (self_, dim): (&Ten
 /// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tensor, Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CloneBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CloneBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2258,10 +2205,9 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clone::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2271,12 +2217,12 @@ pub(crate) fn autograd_clone(ks: DispatchKeySet, (self_, memory_format): (&Tenso
 pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ZeroBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ZeroBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2284,10 +2230,9 @@ pub(crate) fn autograd_zero_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::zero_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2327,18 +2272,18 @@ pub(crate) fn inplace_or_view_addmm_out(ks: DispatchKeySet, (self_, mat1, mat2, 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
 pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat1) || rg(mat2));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(mat1)?);
-        next_edges.push(edge(mat2)?);
-        Some(Arc::new(AddmmBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, mat1)?;
+        push_edge(&mut next_edges, mat2)?;
+        Some(AddmmBackward0 {
             mat1: SavedVariable::new(&mat1, false)?,
             mat2: SavedVariable::new(&mat2, false)?,
             alpha: alpha,
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2346,10 +2291,9 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::addmm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat1, mat2, beta, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2359,18 +2303,18 @@ pub(crate) fn autograd_addmm(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha
 pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(mat1) || rg(mat2));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(mat1)?);
-        next_edges.push(edge(mat2)?);
-        Some(Arc::new(AddmmBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, mat1)?;
+        push_edge(&mut next_edges, mat2)?;
+        Some(AddmmBackward0 {
             mat1: SavedVariable::new(&mat1, false)?,
             mat2: SavedVariable::new(&mat2, false)?,
             alpha: alpha,
             beta: beta,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2378,10 +2322,9 @@ pub(crate) fn autograd_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, beta, alph
         let _guard = auto_dispatch_below_autograd();
         op::addmm_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mat1, mat2, beta, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2401,13 +2344,13 @@ pub(crate) fn inplace_or_view_addmm_(ks: DispatchKeySet, (self_, mat1, mat2, bet
 /// `unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]`
 pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnbindBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnbindBackward0 {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2415,10 +2358,9 @@ pub(crate) fn autograd_unbind_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::unbind_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -2438,14 +2380,14 @@ pub(crate) fn inplace_or_view_unbind_int(ks: DispatchKeySet, (self_, dim): (&Ten
 /// `_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, device, pin_memory, non_blocking, memory_format): (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, bool, Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ToCopyBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ToCopyBackward0 {
             self_scalar_type: self_.dtype(),
             self_device: self_.device(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2453,10 +2395,9 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_to_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, layout, device, pin_memory, non_blocking, memory_format)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2465,13 +2406,13 @@ pub(crate) fn autograd__to_copy(ks: DispatchKeySet, (self_, dtype, layout, devic
 /// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)`
 pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ViewBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ViewBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2479,10 +2420,9 @@ pub(crate) fn autograd_view(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])
         let _guard = auto_dispatch_below_autograd();
         op::view::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2518,15 +2458,15 @@ pub(crate) fn inplace_or_view_view_dtype(ks: DispatchKeySet, (self_, dtype): (&T
 /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(ScatterBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(ScatterBackward0 {
             dim: dim,
             index: SavedVariable::new(&index, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2534,10 +2474,9 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_src::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2547,15 +2486,15 @@ pub(crate) fn autograd_scatter_src(ks: DispatchKeySet, (self_, dim, index, src):
 pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(ScatterBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(ScatterBackward0 {
             dim: dim,
             index: SavedVariable::new(&index, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2563,10 +2502,9 @@ pub(crate) fn autograd_scatter__src(ks: DispatchKeySet, (self_, dim, index, src)
         let _guard = auto_dispatch_below_autograd();
         op::scatter__src::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2606,14 +2544,14 @@ pub(crate) fn inplace_or_view_scatter_src_out(ks: DispatchKeySet, (self_, dim, i
 /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
 pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ScatterBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ScatterBackward1 {
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2621,10 +2559,9 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_value::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2634,14 +2571,14 @@ pub(crate) fn autograd_scatter_value(ks: DispatchKeySet, (self_, dim, index, val
 pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ScatterBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ScatterBackward1 {
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2649,10 +2586,9 @@ pub(crate) fn autograd_scatter__value(ks: DispatchKeySet, (self_, dim, index, va
         let _guard = auto_dispatch_below_autograd();
         op::scatter__value::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2692,16 +2628,16 @@ pub(crate) fn inplace_or_view_scatter_value_out(ks: DispatchKeySet, (self_, dim,
 /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(ScatterBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(ScatterBackward2 {
             reduce: reduce.to_string(),
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2709,10 +2645,9 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src, reduce)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2722,16 +2657,16 @@ pub(crate) fn autograd_scatter_reduce(ks: DispatchKeySet, (self_, dim, index, sr
 pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(ScatterBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(ScatterBackward2 {
             reduce: reduce.to_string(),
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2739,10 +2674,9 @@ pub(crate) fn autograd_scatter__reduce(ks: DispatchKeySet, (self_, dim, index, s
         let _guard = auto_dispatch_below_autograd();
         op::scatter__reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src, reduce)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2782,13 +2716,13 @@ pub(crate) fn inplace_or_view_scatter_reduce_out(ks: DispatchKeySet, (self_, dim
 /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
 pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ScatterBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ScatterBackward3 {
             reduce: reduce.to_string(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2796,10 +2730,9 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_value_reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value, reduce)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2809,13 +2742,13 @@ pub(crate) fn autograd_scatter_value_reduce(ks: DispatchKeySet, (self_, dim, ind
 pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ScatterBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ScatterBackward3 {
             reduce: reduce.to_string(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2823,10 +2756,9 @@ pub(crate) fn autograd_scatter__value_reduce(ks: DispatchKeySet, (self_, dim, in
         let _guard = auto_dispatch_below_autograd();
         op::scatter__value_reduce::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, value, reduce)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2866,15 +2798,15 @@ pub(crate) fn inplace_or_view_scatter_value_reduce_out(ks: DispatchKeySet, (self
 /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
 pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(ScatterAddBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(ScatterAddBackward0 {
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2882,10 +2814,9 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::scatter_add::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -2895,15 +2826,15 @@ pub(crate) fn autograd_scatter_add(ks: DispatchKeySet, (self_, dim, index, src):
 pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(src)?);
-        Some(Arc::new(ScatterAddBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, src)?;
+        Some(ScatterAddBackward0 {
             dim: dim,
             index: if next_edges[1].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2911,10 +2842,9 @@ pub(crate) fn autograd_scatter_add_(ks: DispatchKeySet, (self_, dim, index, src)
         let _guard = auto_dispatch_below_autograd();
         op::scatter_add_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, src)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2955,13 +2885,13 @@ pub(crate) fn inplace_or_view_scatter_add_out(ks: DispatchKeySet, (self_, dim, i
 pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TrilBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TrilBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -2969,10 +2899,9 @@ pub(crate) fn autograd_tril_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::tril_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -2993,13 +2922,13 @@ pub(crate) fn inplace_or_view_tril_(ks: DispatchKeySet, (self_, diagonal): (&Ten
 pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TriuBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TriuBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3007,10 +2936,9 @@ pub(crate) fn autograd_triu_(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i6
         let _guard = auto_dispatch_below_autograd();
         op::triu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -3031,12 +2959,12 @@ pub(crate) fn inplace_or_view_triu_(ks: DispatchKeySet, (self_, diagonal): (&Ten
 pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UniformBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UniformBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3044,10 +2972,9 @@ pub(crate) fn autograd_uniform_(ks: DispatchKeySet, (self_, from, to, generator)
         let _guard = auto_dispatch_below_autograd();
         op::uniform_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, from, to, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -3087,13 +3014,13 @@ pub(crate) fn inplace_or_view_triu_out(ks: DispatchKeySet, (self_, diagonal, out
 /// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
 pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TriuBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TriuBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3101,10 +3028,9 @@ pub(crate) fn autograd_triu(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::triu::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3133,13 +3059,13 @@ pub(crate) fn inplace_or_view_tril_out(ks: DispatchKeySet, (self_, diagonal, out
 /// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
 pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TrilBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TrilBackward0 {
             diagonal: diagonal,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3147,10 +3073,9 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::tril::redispatch(ks & sets::AFTER_AUTOGRAD, self_, diagonal)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3179,15 +3104,15 @@ pub(crate) fn inplace_or_view_index_select_out(ks: DispatchKeySet, (self_, dim, 
 /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
 pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(IndexSelectBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(IndexSelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3195,10 +3120,9 @@ pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::index_select::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3227,14 +3151,14 @@ pub(crate) fn inplace_or_view_masked_select_out(ks: DispatchKeySet, (self_, mask
 /// `masked_select(Tensor self, Tensor mask) -> Tensor`
 pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MaskedSelectBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MaskedSelectBackward0 {
             self_geometry: TensorGeometry::of(self_),
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3242,10 +3166,9 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::masked_select::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3303,15 +3226,15 @@ pub(crate) fn inplace_or_view_gather_out(ks: DispatchKeySet, (self_, dim, index,
 /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
 pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(GatherBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(GatherBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: if next_edges[0].is_valid() { SavedVariable::new(&index, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3319,10 +3242,9 @@ pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_gra
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gather::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, sparse_grad)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3353,15 +3275,15 @@ pub(crate) fn inplace_or_view_topk_values(ks: DispatchKeySet, (self_, k, dim, la
 /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
 pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted): (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TopkBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TopkBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3369,11 +3291,10 @@ pub(crate) fn autograd_topk(ks: DispatchKeySet, (self_, k, dim, largest, sorted)
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::topk::redispatch(ks & sets::AFTER_AUTOGRAD, self_, k, dim, largest, sorted)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -3440,16 +3361,16 @@ pub(crate) fn inplace_or_view_any_all_out(ks: DispatchKeySet, (self_, out): (&Te
 /// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`
 pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnfoldBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnfoldBackward0 {
             self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3457,10 +3378,9 @@ pub(crate) fn autograd_unfold(ks: DispatchKeySet, (self_, dimension, size, step)
         let _guard = auto_dispatch_below_autograd();
         op::unfold::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dimension, size, step)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3478,12 +3398,12 @@ pub(crate) fn inplace_or_view_unfold(ks: DispatchKeySet, (self_, dimension, size
 /// `alias(Tensor(a) self) -> Tensor(a)`
 pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AliasBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AliasBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3491,10 +3411,9 @@ pub(crate) fn autograd_alias(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::alias::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3532,16 +3451,16 @@ pub(crate) fn inplace_or_view_mse_loss_out(ks: DispatchKeySet, (self_, target, r
 /// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
 pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(target));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(target)?);
-        Some(Arc::new(MseLossBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, target)?;
+        Some(MseLossBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             target: SavedVariable::new(&target, false)?,
             reduction: reduction,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3549,10 +3468,9 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mse_loss::redispatch(ks & sets::AFTER_AUTOGRAD, self_, target, reduction)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3583,11 +3501,11 @@ pub(crate) fn inplace_or_view_nll_loss_forward_output(ks: DispatchKeySet, (self_
 /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
 pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(weight));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge_opt(weight)?);
-        Some(Arc::new(NllLossBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        Some(NllLossBackward0 {
             self_geometry: TensorGeometry::of(self_),
             target: if next_edges[0].is_valid() { SavedVariable::new(&target, false)? } else { SavedVariable::empty() },
             weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
@@ -3595,7 +3513,7 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
             ignore_index: ignore_index,
             total_weight: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3603,11 +3521,10 @@ pub(crate) fn autograd_nll_loss_forward(ks: DispatchKeySet, (self_, target, weig
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::nll_loss_forward::redispatch(ks & sets::AFTER_AUTOGRAD, self_, target, weight, reduction, ignore_index)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.total_weight = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -3636,10 +3553,10 @@ pub(crate) fn inplace_or_view_avg_pool2d_out(ks: DispatchKeySet, (self_, kernel_
 /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
 pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AvgPool2DBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AvgPool2DBackward0 {
             self_geometry: TensorGeometry::of(self_),
             kernel_size: if next_edges[0].is_valid() { kernel_size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
@@ -3647,7 +3564,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
             count_include_pad: count_include_pad,
             divisor_override: if next_edges[0].is_valid() { divisor_override } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3655,10 +3572,9 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::avg_pool2d::redispatch(ks & sets::AFTER_AUTOGRAD, self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3689,14 +3605,14 @@ pub(crate) fn inplace_or_view_max_pool2d_with_indices_out(ks: DispatchKeySet, (s
 /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
 pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MaxPool2DWithIndicesBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MaxPool2DWithIndicesBackward0 {
             self_geometry: TensorGeometry::of(self_),
             result1: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3704,11 +3620,10 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::max_pool2d_with_indices::redispatch(ks & sets::AFTER_AUTOGRAD, self_, kernel_size, stride, padding, dilation, ceil_mode)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -3717,17 +3632,17 @@ pub(crate) fn autograd_max_pool2d_with_indices(ks: DispatchKeySet, (self_, kerne
 /// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LinalgVectorNormBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LinalgVectorNormBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             ord: ord,
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3735,11 +3650,10 @@ pub(crate) fn autograd_linalg_vector_norm(ks: DispatchKeySet, (self_, ord, dim, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::linalg_vector_norm::redispatch(ks & sets::AFTER_AUTOGRAD, self_, ord, dim, keepdim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3768,16 +3682,16 @@ pub(crate) fn inplace_or_view_linalg_vector_norm_out(ks: DispatchKeySet, (self_,
 /// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
 pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AsStridedBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(AsStridedBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             size: if next_edges[0].is_valid() { size.to_vec() } else { Vec::new() },
             stride: if next_edges[0].is_valid() { stride.to_vec() } else { Vec::new() },
             storage_offset: if next_edges[0].is_valid() { storage_offset } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3785,10 +3699,9 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::as_strided_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3797,16 +3710,16 @@ pub(crate) fn autograd_as_strided_copy(ks: DispatchKeySet, (self_, size, stride,
 /// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`
 pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, dim2): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(DiagonalBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(DiagonalBackward0_copy {
             self_sizes: self_.sizes(),
             offset: offset,
             dim1: dim1,
             dim2: dim2,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3814,10 +3727,9 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::diagonal_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, offset, dim1, dim2)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3826,13 +3738,13 @@ pub(crate) fn autograd_diagonal_copy(ks: DispatchKeySet, (self_, offset, dim1, d
 /// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`
 pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ExpandBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(ExpandBackward0_copy {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3840,10 +3752,9 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::expand_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, implicit)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3852,13 +3763,13 @@ pub(crate) fn autograd_expand_copy(ks: DispatchKeySet, (self_, size, implicit): 
 /// `permute_copy(Tensor self, int[] dims) -> Tensor`
 pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(PermuteBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(PermuteBackward0_copy {
             dims: if next_edges[0].is_valid() { dims.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3866,10 +3777,9 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::permute_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3878,15 +3788,15 @@ pub(crate) fn autograd_permute_copy(ks: DispatchKeySet, (self_, dims): (&Tensor,
 /// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`
 pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SelectBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SelectBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             index: index,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3894,10 +3804,9 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::select_copy_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3906,10 +3815,10 @@ pub(crate) fn autograd_select_copy_int(ks: DispatchKeySet, (self_, dim, index): 
 /// `detach_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NotImplemented::new("aten::detach_copy", next_edges)))
+        push_edge(&mut next_edges, self_)?;
+        Some(NotImplemented::new("aten::detach_copy", next_edges))
     } else {
         None
     };
@@ -3917,10 +3826,9 @@ pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::detach_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3929,17 +3837,17 @@ pub(crate) fn autograd_detach_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
 /// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
 pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start, end, step): (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SliceBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SliceBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             start: if next_edges[0].is_valid() { start } else { None },
             end: if next_edges[0].is_valid() { end } else { None },
             step: step,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3947,10 +3855,9 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::slice_copy_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, end, step)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -3959,15 +3866,15 @@ pub(crate) fn autograd_slice_copy_Tensor(ks: DispatchKeySet, (self_, dim, start,
 /// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`
 pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SplitBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SplitBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             split_size: split_size,
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -3975,10 +3882,9 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::split_copy_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_size, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -3989,15 +3895,15 @@ pub(crate) fn autograd_split_copy_Tensor(ks: DispatchKeySet, (self_, split_size,
 /// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`
 pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_sizes, dim): (&Tensor, &[i64], i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SplitWithSizesBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SplitWithSizesBackward0_copy {
             self_geometry: TensorGeometry::of(self_),
             split_sizes: if next_edges[0].is_valid() { split_sizes.to_vec() } else { Vec::new() },
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4005,10 +3911,9 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::split_with_sizes_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_sizes, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -4019,13 +3924,13 @@ pub(crate) fn autograd_split_with_sizes_copy(ks: DispatchKeySet, (self_, split_s
 /// `squeeze_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward0_copy {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4033,10 +3938,9 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::squeeze_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4045,14 +3949,14 @@ pub(crate) fn autograd_squeeze_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) ->
 /// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`
 pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward1_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward1_copy {
             self_sizes: self_.sizes(),
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4060,10 +3964,9 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::squeeze_copy_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4072,14 +3975,14 @@ pub(crate) fn autograd_squeeze_copy_dim(ks: DispatchKeySet, (self_, dim): (&Tens
 /// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`
 pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqueezeBackward2_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqueezeBackward2_copy {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4087,10 +3990,9 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::squeeze_copy_dims::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4099,12 +4001,12 @@ pub(crate) fn autograd_squeeze_copy_dims(ks: DispatchKeySet, (self_, dim): (&Ten
 /// `t_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(TBackward0_copy {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4112,10 +4014,9 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::t_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4124,14 +4025,14 @@ pub(crate) fn autograd_t_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
 /// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`
 pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1): (&Tensor, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TransposeBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(TransposeBackward0_copy {
             dim0: dim0,
             dim1: dim1,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4139,10 +4040,9 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::transpose_copy_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4151,13 +4051,13 @@ pub(crate) fn autograd_transpose_copy_int(ks: DispatchKeySet, (self_, dim0, dim1
 /// `unsqueeze_copy(Tensor self, int dim) -> Tensor`
 pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnsqueezeBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnsqueezeBackward0_copy {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4165,10 +4065,9 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unsqueeze_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4177,13 +4076,13 @@ pub(crate) fn autograd_unsqueeze_copy(ks: DispatchKeySet, (self_, dim): (&Tensor
 /// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`
 pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Vec<Tensor>> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnbindBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnbindBackward0_copy {
             dim: dim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4191,10 +4090,9 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unbind_copy_int::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         result.iter().for_each(|t| node.core.add_input_metadata(t));
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         for (i, t) in result.iter().enumerate() {
             set_output_history(t, &node, 0u32 + i as u32)?;
         }
@@ -4271,13 +4169,13 @@ pub(crate) fn inplace_or_view_split_with_sizes_copy_out(ks: DispatchKeySet, (sel
 /// `view_copy(Tensor self, SymInt[] size) -> Tensor`
 pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ViewBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(ViewBackward0_copy {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4285,10 +4183,9 @@ pub(crate) fn autograd_view_copy(ks: DispatchKeySet, (self_, size): (&Tensor, &[
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::view_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4306,15 +4203,15 @@ pub(crate) fn autograd_view_copy_dtype(ks: DispatchKeySet, (self_, dtype): (&Ten
 /// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
 pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(grad_in));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(grad_in)?);
-        Some(Arc::new(UnfoldBackwardBackward0 {
+        push_edge(&mut next_edges, grad_in)?;
+        Some(UnfoldBackwardBackward0 {
             dim: dim,
             size: size,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4322,10 +4219,9 @@ pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unfold_backward::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4334,16 +4230,16 @@ pub(crate) fn autograd_unfold_backward(ks: DispatchKeySet, (grad_in, input_sizes
 /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
 pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UnfoldBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(UnfoldBackward0_copy {
             self_sizes: self_.sizes(),
             dimension: dimension,
             size: size,
             step: step,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4351,10 +4247,9 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::unfold_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dimension, size, step)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4363,12 +4258,12 @@ pub(crate) fn autograd_unfold_copy(ks: DispatchKeySet, (self_, dimension, size, 
 /// `alias_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AliasBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(AliasBackward0_copy {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4376,10 +4271,9 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::alias_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4388,12 +4282,12 @@ pub(crate) fn autograd_alias_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 /// `lift(Tensor self) -> Tensor`
 pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LiftBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LiftBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4401,10 +4295,9 @@ pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lift::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4413,12 +4306,12 @@ pub(crate) fn autograd_lift(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 /// `lift_fresh(Tensor(a) self) -> Tensor(a)`
 pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LiftFreshBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LiftFreshBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4426,10 +4319,9 @@ pub(crate) fn autograd_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _guard = auto_dispatch_below_autograd();
         op::lift_fresh::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4447,12 +4339,12 @@ pub(crate) fn inplace_or_view_lift_fresh(ks: DispatchKeySet, (self_,): (&Tensor,
 /// `lift_fresh_copy(Tensor self) -> Tensor`
 pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LiftFreshBackward0_copy {
+        push_edge(&mut next_edges, self_)?;
+        Some(LiftFreshBackward0_copy {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4460,10 +4352,9 @@ pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,))
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::lift_fresh_copy::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4472,15 +4363,15 @@ pub(crate) fn autograd_lift_fresh_copy(ks: DispatchKeySet, (self_,): (&Tensor,))
 /// `dot(Tensor self, Tensor tensor) -> Tensor`
 pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(tensor));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(tensor)?);
-        Some(Arc::new(DotBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, tensor)?;
+        Some(DotBackward0 {
             tensor: if next_edges[0].is_valid() { SavedVariable::new(&tensor, false)? } else { SavedVariable::empty() },
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4488,10 +4379,9 @@ pub(crate) fn autograd_dot(ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::dot::redispatch(ks & sets::AFTER_AUTOGRAD, self_, tensor)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4540,12 +4430,12 @@ pub(crate) fn inplace_or_view_linear_out(ks: DispatchKeySet, (input, weight, bia
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
 pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(input)?);
-        next_edges.push(edge_opt(weight)?);
-        next_edges.push(edge_opt(bias)?);
-        Some(Arc::new(NativeLayerNormBackward0 {
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeLayerNormBackward0 {
             input: SavedVariable::new(&input, false)?,
             normalized_shape: normalized_shape.to_vec(),
             weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
@@ -4553,7 +4443,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
             result1: SavedVariable::empty(),
             result2: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4561,12 +4451,11 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::native_layer_norm::redispatch(ks & sets::AFTER_AUTOGRAD, input, normalized_shape, weight, bias, eps)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
         node.result2 = SavedVariable::new(&result2, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
@@ -4575,15 +4464,15 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
 /// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
 pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(input));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(input)?);
-        Some(Arc::new(NativeDropoutBackward0 {
+        push_edge(&mut next_edges, input)?;
+        Some(NativeDropoutBackward0 {
             p: p,
             train: if next_edges[0].is_valid() { train } else { None },
             result1: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4591,11 +4480,10 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::native_dropout::redispatch(ks & sets::AFTER_AUTOGRAD, input, p, train)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.result1 = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -4604,12 +4492,12 @@ pub(crate) fn autograd_native_dropout(ks: DispatchKeySet, (input, p, train): (&T
 /// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
 pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(input) || rg(weight) || rg_opt(bias));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(input)?);
-        next_edges.push(edge(weight)?);
-        next_edges.push(edge_opt(bias)?);
-        Some(Arc::new(ConvolutionBackward0 {
+        push_edge(&mut next_edges, input)?;
+        push_edge(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(ConvolutionBackward0 {
             input: SavedVariable::new(&input, false)?,
             weight: SavedVariable::new(&weight, false)?,
             stride: stride.to_vec(),
@@ -4618,7 +4506,7 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
             transposed: transposed,
             groups: groups,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4626,10 +4514,9 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::convolution::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4638,14 +4525,14 @@ pub(crate) fn autograd_convolution(ks: DispatchKeySet, (input, weight, bias, str
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(AddBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(AddBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4653,10 +4540,9 @@ pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::add_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4666,14 +4552,14 @@ pub(crate) fn autograd_add_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
 pub(crate) fn autograd_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(AddBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(AddBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4681,10 +4567,9 @@ pub(crate) fn autograd_add__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::add__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4724,12 +4609,12 @@ pub(crate) fn inplace_or_view_add_out(ks: DispatchKeySet, (self_, other, alpha, 
 /// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AddBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AddBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4737,10 +4622,9 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::add_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4750,12 +4634,12 @@ pub(crate) fn autograd_add_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
 pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AddBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AddBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4763,10 +4647,9 @@ pub(crate) fn autograd_add__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::add__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4786,15 +4669,15 @@ pub(crate) fn inplace_or_view_add__Scalar(ks: DispatchKeySet, (self_, other, alp
 /// `div.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(DivBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(DivBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4802,10 +4685,9 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4815,15 +4697,15 @@ pub(crate) fn autograd_div_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
 pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(DivBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(DivBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4831,10 +4713,9 @@ pub(crate) fn autograd_div__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::div__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4874,16 +4755,16 @@ pub(crate) fn inplace_or_view_div_out(ks: DispatchKeySet, (self_, other, out): (
 /// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
 pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(DivBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(DivBackward2 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             rounding_mode: rounding_mode.map(str::to_string),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4891,10 +4772,9 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Tensor_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4904,16 +4784,16 @@ pub(crate) fn autograd_div_Tensor_mode(ks: DispatchKeySet, (self_, other, roundi
 pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(DivBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(DivBackward2 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: SavedVariable::new(&other, false)?,
             rounding_mode: rounding_mode.map(str::to_string),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4921,10 +4801,9 @@ pub(crate) fn autograd_div__Tensor_mode(ks: DispatchKeySet, (self_, other, round
         let _guard = auto_dispatch_below_autograd();
         op::div__Tensor_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -4964,13 +4843,13 @@ pub(crate) fn inplace_or_view_div_out_mode(ks: DispatchKeySet, (self_, other, ro
 /// `div.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(DivBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(DivBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -4978,10 +4857,9 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -4991,13 +4869,13 @@ pub(crate) fn autograd_div_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
 pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(DivBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(DivBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5005,10 +4883,9 @@ pub(crate) fn autograd_div__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::div__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5028,14 +4905,14 @@ pub(crate) fn inplace_or_view_div__Scalar(ks: DispatchKeySet, (self_, other): (&
 /// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
 pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(DivBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        Some(DivBackward3 {
             other: other,
             rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5043,10 +4920,9 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::div_Scalar_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5056,14 +4932,14 @@ pub(crate) fn autograd_div_Scalar_mode(ks: DispatchKeySet, (self_, other, roundi
 pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(DivBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        Some(DivBackward3 {
             other: other,
             rounding_mode: if next_edges[0].is_valid() { rounding_mode.map(str::to_string) } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5071,10 +4947,9 @@ pub(crate) fn autograd_div__Scalar_mode(ks: DispatchKeySet, (self_, other, round
         let _guard = auto_dispatch_below_autograd();
         op::div__Scalar_mode::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5094,15 +4969,15 @@ pub(crate) fn inplace_or_view_div__Scalar_mode(ks: DispatchKeySet, (self_, other
 /// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(MulBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(MulBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5110,10 +4985,9 @@ pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mul_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5123,15 +4997,15 @@ pub(crate) fn autograd_mul_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
 pub(crate) fn autograd_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(MulBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(MulBackward0 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5139,10 +5013,9 @@ pub(crate) fn autograd_mul__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::mul__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5182,13 +5055,13 @@ pub(crate) fn inplace_or_view_mul_out(ks: DispatchKeySet, (self_, other, out): (
 /// `mul.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MulBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MulBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5196,10 +5069,9 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mul_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5209,13 +5081,13 @@ pub(crate) fn autograd_mul_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
 pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MulBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MulBackward1 {
             other: other,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5223,10 +5095,9 @@ pub(crate) fn autograd_mul__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::mul__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5266,14 +5137,14 @@ pub(crate) fn inplace_or_view_sub_out(ks: DispatchKeySet, (self_, other, alpha, 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
 pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(SubBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(SubBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5281,10 +5152,9 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sub_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5294,14 +5164,14 @@ pub(crate) fn autograd_sub_Tensor(ks: DispatchKeySet, (self_, other, alpha): (&T
 pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(SubBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(SubBackward0 {
             alpha: alpha,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5309,10 +5179,9 @@ pub(crate) fn autograd_sub__Tensor(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::sub__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5332,12 +5201,12 @@ pub(crate) fn inplace_or_view_sub__Tensor(ks: DispatchKeySet, (self_, other, alp
 /// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
 pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SubBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SubBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5345,10 +5214,9 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sub_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5358,12 +5226,12 @@ pub(crate) fn autograd_sub_Scalar(ks: DispatchKeySet, (self_, other, alpha): (&T
 pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SubBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SubBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5371,10 +5239,9 @@ pub(crate) fn autograd_sub__Scalar(ks: DispatchKeySet, (self_, other, alpha): (&
         let _guard = auto_dispatch_below_autograd();
         op::sub__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5541,15 +5408,15 @@ pub(crate) fn inplace_or_view_logical_or_out(ks: DispatchKeySet, (self_, other, 
 /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
 pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ClampBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ClampBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             min: if next_edges[0].is_valid() { min } else { None },
             max: if next_edges[0].is_valid() { max } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5557,10 +5424,9 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5569,17 +5435,17 @@ pub(crate) fn autograd_clamp(ks: DispatchKeySet, (self_, min, max): (&Tensor, Op
 /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
 pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(min) || rg_opt(max));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge_opt(min)?);
-        next_edges.push(edge_opt(max)?);
-        Some(Arc::new(ClampBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge_opt(&mut next_edges, min)?;
+        push_edge_opt(&mut next_edges, max)?;
+        Some(ClampBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
             max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5587,10 +5453,9 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5600,15 +5465,15 @@ pub(crate) fn autograd_clamp_Tensor(ks: DispatchKeySet, (self_, min, max): (&Ten
 pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ClampBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ClampBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             min: if next_edges[0].is_valid() { min } else { None },
             max: if next_edges[0].is_valid() { max } else { None },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5616,10 +5481,9 @@ pub(crate) fn autograd_clamp_(ks: DispatchKeySet, (self_, min, max): (&Tensor, O
         let _guard = auto_dispatch_below_autograd();
         op::clamp_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5640,17 +5504,17 @@ pub(crate) fn inplace_or_view_clamp_(ks: DispatchKeySet, (self_, min, max): (&Te
 pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg_opt(min) || rg_opt(max));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge_opt(min)?);
-        next_edges.push(edge_opt(max)?);
-        Some(Arc::new(ClampBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge_opt(&mut next_edges, min)?;
+        push_edge_opt(&mut next_edges, max)?;
+        Some(ClampBackward0 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             min: min.map(|t| SavedVariable::new(t, false)).transpose()?,
             max: max.map(|t| SavedVariable::new(t, false)).transpose()?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5658,10 +5522,9 @@ pub(crate) fn autograd_clamp__Tensor(ks: DispatchKeySet, (self_, min, max): (&Te
         let _guard = auto_dispatch_below_autograd();
         op::clamp__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5721,14 +5584,14 @@ pub(crate) fn inplace_or_view_clamp_Tensor_out(ks: DispatchKeySet, (self_, min, 
 /// `clamp_max(Tensor self, Scalar max) -> Tensor`
 pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ClampMaxBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ClampMaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             max: max,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5736,10 +5599,9 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_max::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5748,15 +5610,15 @@ pub(crate) fn autograd_clamp_max(ks: DispatchKeySet, (self_, max): (&Tensor, Sca
 /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
 pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(max));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(max)?);
-        Some(Arc::new(ClampMaxBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, max)?;
+        Some(ClampMaxBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             max: SavedVariable::new(&max, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5764,10 +5626,9 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_max_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5777,14 +5638,14 @@ pub(crate) fn autograd_clamp_max_Tensor(ks: DispatchKeySet, (self_, max): (&Tens
 pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ClampMaxBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ClampMaxBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             max: max,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5792,10 +5653,9 @@ pub(crate) fn autograd_clamp_max_(ks: DispatchKeySet, (self_, max): (&Tensor, Sc
         let _guard = auto_dispatch_below_autograd();
         op::clamp_max_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5816,15 +5676,15 @@ pub(crate) fn inplace_or_view_clamp_max_(ks: DispatchKeySet, (self_, max): (&Ten
 pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(max));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(max)?);
-        Some(Arc::new(ClampMaxBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, max)?;
+        Some(ClampMaxBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             max: SavedVariable::new(&max, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5832,10 +5692,9 @@ pub(crate) fn autograd_clamp_max__Tensor(ks: DispatchKeySet, (self_, max): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::clamp_max__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, max)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5895,14 +5754,14 @@ pub(crate) fn inplace_or_view_clamp_max_Tensor_out(ks: DispatchKeySet, (self_, m
 /// `clamp_min(Tensor self, Scalar min) -> Tensor`
 pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ClampMinBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ClampMinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             min: min,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5910,10 +5769,9 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_min::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5922,15 +5780,15 @@ pub(crate) fn autograd_clamp_min(ks: DispatchKeySet, (self_, min): (&Tensor, Sca
 /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
 pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(min));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(min)?);
-        Some(Arc::new(ClampMinBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, min)?;
+        Some(ClampMinBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             min: SavedVariable::new(&min, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5938,10 +5796,9 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::clamp_min_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -5951,14 +5808,14 @@ pub(crate) fn autograd_clamp_min_Tensor(ks: DispatchKeySet, (self_, min): (&Tens
 pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ClampMinBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ClampMinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             min: min,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -5966,10 +5823,9 @@ pub(crate) fn autograd_clamp_min_(ks: DispatchKeySet, (self_, min): (&Tensor, Sc
         let _guard = auto_dispatch_below_autograd();
         op::clamp_min_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -5990,15 +5846,15 @@ pub(crate) fn inplace_or_view_clamp_min_(ks: DispatchKeySet, (self_, min): (&Ten
 pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(min));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(min)?);
-        Some(Arc::new(ClampMinBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, min)?;
+        Some(ClampMinBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             min: SavedVariable::new(&min, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6006,10 +5862,9 @@ pub(crate) fn autograd_clamp_min__Tensor(ks: DispatchKeySet, (self_, min): (&Ten
         let _guard = auto_dispatch_below_autograd();
         op::clamp_min__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, min)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6070,13 +5925,13 @@ pub(crate) fn inplace_or_view_clamp_min_Tensor_out(ks: DispatchKeySet, (self_, m
 pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(EqBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(EqBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6084,10 +5939,9 @@ pub(crate) fn autograd_eq__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::eq__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6108,15 +5962,15 @@ pub(crate) fn inplace_or_view_eq__Scalar(ks: DispatchKeySet, (self_, other): (&T
 pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(EqBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(EqBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6124,10 +5978,9 @@ pub(crate) fn autograd_eq__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::eq__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6527,13 +6380,13 @@ pub(crate) fn autograd_ne_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &
 pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NeBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6541,10 +6394,9 @@ pub(crate) fn autograd_ne__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ne__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6565,15 +6417,15 @@ pub(crate) fn inplace_or_view_ne__Scalar(ks: DispatchKeySet, (self_, other): (&T
 pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(NeBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(NeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6581,10 +6433,9 @@ pub(crate) fn autograd_ne__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ne__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6721,13 +6572,13 @@ pub(crate) fn autograd_ge_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &
 pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(GeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(GeBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6735,10 +6586,9 @@ pub(crate) fn autograd_ge__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ge__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6759,15 +6609,15 @@ pub(crate) fn inplace_or_view_ge__Scalar(ks: DispatchKeySet, (self_, other): (&T
 pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(GeBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(GeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6775,10 +6625,9 @@ pub(crate) fn autograd_ge__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::ge__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6857,13 +6706,13 @@ pub(crate) fn autograd_le_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &
 pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LeBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6871,10 +6720,9 @@ pub(crate) fn autograd_le__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::le__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6895,15 +6743,15 @@ pub(crate) fn inplace_or_view_le__Scalar(ks: DispatchKeySet, (self_, other): (&T
 pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(LeBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(LeBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -6911,10 +6759,9 @@ pub(crate) fn autograd_le__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::le__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -6993,13 +6840,13 @@ pub(crate) fn autograd_gt_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &
 pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(GtBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(GtBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7007,10 +6854,9 @@ pub(crate) fn autograd_gt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::gt__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7031,15 +6877,15 @@ pub(crate) fn inplace_or_view_gt__Scalar(ks: DispatchKeySet, (self_, other): (&T
 pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(GtBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(GtBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7047,10 +6893,9 @@ pub(crate) fn autograd_gt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::gt__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7129,13 +6974,13 @@ pub(crate) fn autograd_lt_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &
 pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LtBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LtBackward0 {
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7143,10 +6988,9 @@ pub(crate) fn autograd_lt__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::lt__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7167,15 +7011,15 @@ pub(crate) fn inplace_or_view_lt__Scalar(ks: DispatchKeySet, (self_, other): (&T
 pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(LtBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(LtBackward1 {
             other_geometry: TensorGeometry::of(other),
             self_geometry: TensorGeometry::of(self_),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7183,10 +7027,9 @@ pub(crate) fn autograd_lt__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, 
         let _guard = auto_dispatch_below_autograd();
         op::lt__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7227,15 +7070,15 @@ pub(crate) fn inplace_or_view_atan2_out(ks: DispatchKeySet, (self_, other, out):
 pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(Atan2Backward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(Atan2Backward0 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7243,10 +7086,9 @@ pub(crate) fn autograd_atan2_(ks: DispatchKeySet, (self_, other): (&Tensor, &Ten
         let _guard = auto_dispatch_below_autograd();
         op::atan2_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7266,15 +7108,15 @@ pub(crate) fn inplace_or_view_atan2_(ks: DispatchKeySet, (self_, other): (&Tenso
 /// `atan2(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(Atan2Backward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(Atan2Backward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7282,10 +7124,9 @@ pub(crate) fn autograd_atan2(ks: DispatchKeySet, (self_, other): (&Tensor, &Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::atan2::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7314,12 +7155,12 @@ pub(crate) fn inplace_or_view_fmod_Scalar_out(ks: DispatchKeySet, (self_, other,
 /// `fmod.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FmodBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FmodBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7327,10 +7168,9 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fmod_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7340,12 +7180,12 @@ pub(crate) fn autograd_fmod_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor,
 pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FmodBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FmodBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7353,10 +7193,9 @@ pub(crate) fn autograd_fmod__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fmod__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7396,15 +7235,15 @@ pub(crate) fn inplace_or_view_fmod_Tensor_out(ks: DispatchKeySet, (self_, other,
 /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(FmodBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(FmodBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7412,10 +7251,9 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::fmod_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7425,15 +7263,15 @@ pub(crate) fn autograd_fmod_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor,
 pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(FmodBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(FmodBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7441,10 +7279,9 @@ pub(crate) fn autograd_fmod__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor
         let _guard = auto_dispatch_below_autograd();
         op::fmod__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7484,12 +7321,12 @@ pub(crate) fn inplace_or_view_remainder_Scalar_out(ks: DispatchKeySet, (self_, o
 /// `remainder.Scalar(Tensor self, Scalar other) -> Tensor`
 pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RemainderBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RemainderBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7497,10 +7334,9 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::remainder_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7510,12 +7346,12 @@ pub(crate) fn autograd_remainder_Scalar(ks: DispatchKeySet, (self_, other): (&Te
 pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RemainderBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RemainderBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7523,10 +7359,9 @@ pub(crate) fn autograd_remainder__Scalar(ks: DispatchKeySet, (self_, other): (&T
         let _guard = auto_dispatch_below_autograd();
         op::remainder__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7566,15 +7401,15 @@ pub(crate) fn inplace_or_view_remainder_Tensor_out(ks: DispatchKeySet, (self_, o
 /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(RemainderBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(RemainderBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7582,10 +7417,9 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::remainder_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7595,15 +7429,15 @@ pub(crate) fn autograd_remainder_Tensor(ks: DispatchKeySet, (self_, other): (&Te
 pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(RemainderBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(RemainderBackward1 {
             self_: if next_edges[1].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             other: if next_edges[1].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7611,10 +7445,9 @@ pub(crate) fn autograd_remainder__Tensor(ks: DispatchKeySet, (self_, other): (&T
         let _guard = auto_dispatch_below_autograd();
         op::remainder__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7634,14 +7467,14 @@ pub(crate) fn inplace_or_view_remainder__Tensor(ks: DispatchKeySet, (self_, othe
 /// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
 pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(other)?);
-        Some(Arc::new(RemainderBackward2 {
+        push_edge(&mut next_edges, other)?;
+        Some(RemainderBackward2 {
             self_: self_,
             other: if next_edges[0].is_valid() { SavedVariable::new(&other, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7649,10 +7482,9 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::remainder_Scalar_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7661,15 +7493,15 @@ pub(crate) fn autograd_remainder_Scalar_Tensor(ks: DispatchKeySet, (self_, other
 /// `maximum(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(MaximumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(MaximumBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7677,10 +7509,9 @@ pub(crate) fn autograd_maximum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::maximum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7709,15 +7540,15 @@ pub(crate) fn inplace_or_view_maximum_out(ks: DispatchKeySet, (self_, other, out
 /// `minimum(Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(MinimumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(MinimumBackward0 {
             self_: SavedVariable::new(&self_, false)?,
             other: SavedVariable::new(&other, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7725,10 +7556,9 @@ pub(crate) fn autograd_minimum(ks: DispatchKeySet, (self_, other): (&Tensor, &Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::minimum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7777,16 +7607,16 @@ pub(crate) fn inplace_or_view_pow_Tensor_Tensor_out(ks: DispatchKeySet, (self_, 
 /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
 pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(exponent));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(exponent)?);
-        Some(Arc::new(PowBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, exponent)?;
+        Some(PowBackward1 {
             self_: SavedVariable::new(&self_, false)?,
             exponent: SavedVariable::new(&exponent, false)?,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7794,11 +7624,10 @@ pub(crate) fn autograd_pow_Tensor_Tensor(ks: DispatchKeySet, (self_, exponent): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::pow_Tensor_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7827,14 +7656,14 @@ pub(crate) fn inplace_or_view_pow_Scalar_out(ks: DispatchKeySet, (self_, exponen
 /// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
 pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(exponent));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(exponent)?);
-        Some(Arc::new(PowBackward2 {
+        push_edge(&mut next_edges, exponent)?;
+        Some(PowBackward2 {
             self_: self_,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7842,11 +7671,10 @@ pub(crate) fn autograd_pow_Scalar(ks: DispatchKeySet, (self_, exponent): (Scalar
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::pow_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7875,14 +7703,14 @@ pub(crate) fn inplace_or_view_pow_Tensor_Scalar_out(ks: DispatchKeySet, (self_, 
 /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
 pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(PowBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(PowBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             exponent: exponent,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7890,10 +7718,9 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::pow_Tensor_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -7903,14 +7730,14 @@ pub(crate) fn autograd_pow_Tensor_Scalar(ks: DispatchKeySet, (self_, exponent): 
 pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(PowBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(PowBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             exponent: exponent,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7918,10 +7745,9 @@ pub(crate) fn autograd_pow__Scalar(ks: DispatchKeySet, (self_, exponent): (&Tens
         let _guard = auto_dispatch_below_autograd();
         op::pow__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7942,16 +7768,16 @@ pub(crate) fn inplace_or_view_pow__Scalar(ks: DispatchKeySet, (self_, exponent):
 pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(exponent));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(exponent)?);
-        Some(Arc::new(PowBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, exponent)?;
+        Some(PowBackward1 {
             self_: SavedVariable::new(&op::clone::call(self_, None)?, false)?,
             exponent: SavedVariable::new(&exponent, false)?,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7959,11 +7785,10 @@ pub(crate) fn autograd_pow__Tensor(ks: DispatchKeySet, (self_, exponent): (&Tens
         let _guard = auto_dispatch_below_autograd();
         op::pow__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, exponent)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -7983,14 +7808,14 @@ pub(crate) fn inplace_or_view_pow__Tensor(ks: DispatchKeySet, (self_, exponent):
 /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
 pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(other));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(other)?);
-        Some(Arc::new(WhereBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, other)?;
+        Some(WhereBackward0 {
             condition: SavedVariable::new(&condition, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -7998,10 +7823,9 @@ pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::where_self::redispatch(ks & sets::AFTER_AUTOGRAD, condition, self_, other)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8030,9 +7854,9 @@ pub(crate) fn inplace_or_view_where_self_out(ks: DispatchKeySet, (condition, sel
 /// `arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, pin_memory): (Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::arange", next_edges)))
+        Some(NotImplemented::new("aten::arange", next_edges))
     } else {
         None
     };
@@ -8040,10 +7864,9 @@ pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::arange::redispatch(ks & sets::AFTER_AUTOGRAD, end, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8052,9 +7875,9 @@ pub(crate) fn autograd_arange(ks: DispatchKeySet, (end, dtype, layout, device, p
 /// `arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layout, device, pin_memory): (Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::arange", next_edges)))
+        Some(NotImplemented::new("aten::arange", next_edges))
     } else {
         None
     };
@@ -8062,10 +7885,9 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::arange_start::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8074,9 +7896,9 @@ pub(crate) fn autograd_arange_start(ks: DispatchKeySet, (start, end, dtype, layo
 /// `arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, dtype, layout, device, pin_memory): (Scalar, Scalar, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::arange", next_edges)))
+        Some(NotImplemented::new("aten::arange", next_edges))
     } else {
         None
     };
@@ -8084,10 +7906,9 @@ pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::arange_start_step::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, step, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8136,9 +7957,9 @@ pub(crate) fn inplace_or_view_arange_start_out(ks: DispatchKeySet, (start, end, 
 /// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory, memory_format): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::empty", next_edges)))
+        Some(NotImplemented::new("aten::empty", next_edges))
     } else {
         None
     };
@@ -8146,10 +7967,9 @@ pub(crate) fn autograd_empty_memory_format(ks: DispatchKeySet, (size, dtype, lay
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_memory_format::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory, memory_format)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8167,9 +7987,9 @@ pub(crate) fn autograd_empty_like(ks: DispatchKeySet, (self_, dtype, layout, dev
 /// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_memory): (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::eye", next_edges)))
+        Some(NotImplemented::new("aten::eye", next_edges))
     } else {
         None
     };
@@ -8177,10 +7997,9 @@ pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_me
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eye::redispatch(ks & sets::AFTER_AUTOGRAD, n, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8189,9 +8008,9 @@ pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_me
 /// `eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, pin_memory): (i64, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::eye", next_edges)))
+        Some(NotImplemented::new("aten::eye", next_edges))
     } else {
         None
     };
@@ -8199,10 +8018,9 @@ pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::eye_m::redispatch(ks & sets::AFTER_AUTOGRAD, n, m, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8251,9 +8069,9 @@ pub(crate) fn inplace_or_view_eye_m_out(ks: DispatchKeySet, (n, m, out): (i64, i
 /// `full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout, device, pin_memory): (&[i64], Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::full", next_edges)))
+        Some(NotImplemented::new("aten::full", next_edges))
     } else {
         None
     };
@@ -8261,10 +8079,9 @@ pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::full::redispatch(ks & sets::AFTER_AUTOGRAD, size, fill_value, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8302,9 +8119,9 @@ pub(crate) fn autograd_full_like(ks: DispatchKeySet, (self_, fill_value, dtype, 
 /// `linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, layout, device, pin_memory): (Scalar, Scalar, i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::linspace", next_edges)))
+        Some(NotImplemented::new("aten::linspace", next_edges))
     } else {
         None
     };
@@ -8312,10 +8129,9 @@ pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, l
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::linspace::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, steps, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8344,9 +8160,9 @@ pub(crate) fn inplace_or_view_linspace_out(ks: DispatchKeySet, (start, end, step
 /// `ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::ones", next_edges)))
+        Some(NotImplemented::new("aten::ones", next_edges))
     } else {
         None
     };
@@ -8354,10 +8170,9 @@ pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ones::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8395,9 +8210,9 @@ pub(crate) fn autograd_ones_like(ks: DispatchKeySet, (self_, dtype, layout, devi
 /// `zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::zeros", next_edges)))
+        Some(NotImplemented::new("aten::zeros", next_edges))
     } else {
         None
     };
@@ -8405,10 +8220,9 @@ pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::zeros::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8446,12 +8260,12 @@ pub(crate) fn autograd_zeros_like(ks: DispatchKeySet, (self_, dtype, layout, dev
 /// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
 pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tensor, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(BernoulliBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(BernoulliBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8459,10 +8273,9 @@ pub(crate) fn autograd_bernoulli(ks: DispatchKeySet, (self_, generator): (&Tenso
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bernoulli::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8492,14 +8305,14 @@ pub(crate) fn inplace_or_view_bernoulli_out(ks: DispatchKeySet, (self_, generato
 pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(p));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(p)?);
-        Some(Arc::new(BernoulliBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, p)?;
+        Some(BernoulliBackward1 {
             p_geometry: TensorGeometry::of(p),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8507,10 +8320,9 @@ pub(crate) fn autograd_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, generato
         let _guard = auto_dispatch_below_autograd();
         op::bernoulli__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8531,12 +8343,12 @@ pub(crate) fn inplace_or_view_bernoulli__Tensor(ks: DispatchKeySet, (self_, p, g
 pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(BernoulliBackward2 {
+        push_edge(&mut next_edges, self_)?;
+        Some(BernoulliBackward2 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8544,10 +8356,9 @@ pub(crate) fn autograd_bernoulli__float(ks: DispatchKeySet, (self_, p, generator
         let _guard = auto_dispatch_below_autograd();
         op::bernoulli__float::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8567,12 +8378,12 @@ pub(crate) fn inplace_or_view_bernoulli__float(ks: DispatchKeySet, (self_, p, ge
 /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
 pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(BernoulliBackward3 {
+        push_edge(&mut next_edges, self_)?;
+        Some(BernoulliBackward3 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8580,10 +8391,9 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bernoulli_p::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8592,9 +8402,9 @@ pub(crate) fn autograd_bernoulli_p(ks: DispatchKeySet, (self_, p, generator): (&
 /// `rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::rand", next_edges)))
+        Some(NotImplemented::new("aten::rand", next_edges))
     } else {
         None
     };
@@ -8602,10 +8412,9 @@ pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pi
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8614,9 +8423,9 @@ pub(crate) fn autograd_rand(ks: DispatchKeySet, (size, dtype, layout, device, pi
 /// `rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::rand", next_edges)))
+        Some(NotImplemented::new("aten::rand", next_edges))
     } else {
         None
     };
@@ -8624,10 +8433,9 @@ pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtyp
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rand_generator::redispatch(ks & sets::AFTER_AUTOGRAD, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8674,9 +8482,9 @@ pub(crate) fn autograd_rand_like_generator(ks: DispatchKeySet, (self_, generator
 /// `randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, device, pin_memory): (i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8684,10 +8492,9 @@ pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, d
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint::redispatch(ks & sets::AFTER_AUTOGRAD, high, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8696,9 +8503,9 @@ pub(crate) fn autograd_randint(ks: DispatchKeySet, (high, size, dtype, layout, d
 /// `randint.generator(SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, generator, dtype, layout, device, pin_memory): (i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8706,10 +8513,9 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint_generator::redispatch(ks & sets::AFTER_AUTOGRAD, high, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8718,9 +8524,9 @@ pub(crate) fn autograd_randint_generator(ks: DispatchKeySet, (high, size, genera
 /// `randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8728,10 +8534,9 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint_low::redispatch(ks & sets::AFTER_AUTOGRAD, low, high, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8740,9 +8545,9 @@ pub(crate) fn autograd_randint_low(ks: DispatchKeySet, (low, high, size, dtype, 
 /// `randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, size, generator, dtype, layout, device, pin_memory): (i64, i64, &[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::randint", next_edges)))
+        Some(NotImplemented::new("aten::randint", next_edges))
     } else {
         None
     };
@@ -8750,10 +8555,9 @@ pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, siz
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randint_low_generator::redispatch(ks & sets::AFTER_AUTOGRAD, low, high, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8842,9 +8646,9 @@ pub(crate) fn inplace_or_view_randint_low_generator_out(ks: DispatchKeySet, (low
 /// `randn(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, pin_memory): (&[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::randn", next_edges)))
+        Some(NotImplemented::new("aten::randn", next_edges))
     } else {
         None
     };
@@ -8852,10 +8656,9 @@ pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, p
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn::redispatch(ks & sets::AFTER_AUTOGRAD, size, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8864,9 +8667,9 @@ pub(crate) fn autograd_randn(ks: DispatchKeySet, (size, dtype, layout, device, p
 /// `randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dtype, layout, device, pin_memory): (&[i64], Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        Some(Arc::new(NotImplemented::new("aten::randn", next_edges)))
+        Some(NotImplemented::new("aten::randn", next_edges))
     } else {
         None
     };
@@ -8874,10 +8677,9 @@ pub(crate) fn autograd_randn_generator(ks: DispatchKeySet, (size, generator, dty
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::randn_generator::redispatch(ks & sets::AFTER_AUTOGRAD, size, generator, dtype, layout, device, pin_memory)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8905,12 +8707,12 @@ pub(crate) fn autograd_randn_like_generator(ks: DispatchKeySet, (self_, generato
 pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NormalBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NormalBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8918,10 +8720,9 @@ pub(crate) fn autograd_normal_(ks: DispatchKeySet, (self_, mean, std, generator)
         let _guard = auto_dispatch_below_autograd();
         op::normal_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mean, std, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -8941,12 +8742,12 @@ pub(crate) fn inplace_or_view_normal_(ks: DispatchKeySet, (self_, mean, std, gen
 /// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
 pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NormalFunctionalBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NormalFunctionalBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8954,10 +8755,9 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::normal_functional::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mean, std, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -8967,16 +8767,16 @@ pub(crate) fn autograd_normal_functional(ks: DispatchKeySet, (self_, mean, std, 
 pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(values)?);
-        Some(Arc::new(IndexPutBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, values)?;
+        Some(IndexPutBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -8984,10 +8784,9 @@ pub(crate) fn autograd_index_put_(ks: DispatchKeySet, (self_, indices, values, a
         let _guard = auto_dispatch_below_autograd();
         op::index_put_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9007,16 +8806,16 @@ pub(crate) fn inplace_or_view_index_put_(ks: DispatchKeySet, (self_, indices, va
 /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
 pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(values)?);
-        Some(Arc::new(IndexPutBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, values)?;
+        Some(IndexPutBackward0 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9024,10 +8823,9 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::index_put::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9037,13 +8835,13 @@ pub(crate) fn autograd_index_put(ks: DispatchKeySet, (self_, indices, values, ac
 pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MaskedFillBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MaskedFillBackward0 {
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9051,10 +8849,9 @@ pub(crate) fn autograd_masked_fill__Scalar(ks: DispatchKeySet, (self_, mask, val
         let _guard = auto_dispatch_below_autograd();
         op::masked_fill__Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9074,13 +8871,13 @@ pub(crate) fn inplace_or_view_masked_fill__Scalar(ks: DispatchKeySet, (self_, ma
 /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
 pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MaskedFillBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MaskedFillBackward0 {
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9088,10 +8885,9 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::masked_fill_Scalar::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9101,14 +8897,14 @@ pub(crate) fn autograd_masked_fill_Scalar(ks: DispatchKeySet, (self_, mask, valu
 pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(value)?);
-        Some(Arc::new(MaskedFillBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, value)?;
+        Some(MaskedFillBackward1 {
             mask: SavedVariable::new(&mask, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9116,10 +8912,9 @@ pub(crate) fn autograd_masked_fill__Tensor(ks: DispatchKeySet, (self_, mask, val
         let _guard = auto_dispatch_below_autograd();
         op::masked_fill__Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9139,14 +8934,14 @@ pub(crate) fn inplace_or_view_masked_fill__Tensor(ks: DispatchKeySet, (self_, ma
 /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
 pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(value));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(value)?);
-        Some(Arc::new(MaskedFillBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, value)?;
+        Some(MaskedFillBackward1 {
             mask: SavedVariable::new(&mask, false)?,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9154,10 +8949,9 @@ pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, valu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::masked_fill_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9186,16 +8980,16 @@ pub(crate) fn inplace_or_view_log_softmax_int_out(ks: DispatchKeySet, (self_, di
 /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MaxBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MaxBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             keepdim: keepdim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9203,11 +8997,10 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::max_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -9238,14 +9031,14 @@ pub(crate) fn inplace_or_view_max_dim_max(ks: DispatchKeySet, (self_, dim, keepd
 /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MeanBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MeanBackward0 {
             self_sizes: self_.sizes(),
             self_numel: self_.numel(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9253,10 +9046,9 @@ pub(crate) fn autograd_mean(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mean::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9285,16 +9077,16 @@ pub(crate) fn inplace_or_view_mean_dtype_out(ks: DispatchKeySet, (self_, dtype, 
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MeanBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MeanBackward1 {
             self_sizes: self_.sizes(),
             self_numel: self_.numel(),
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9302,10 +9094,9 @@ pub(crate) fn autograd_mean_dim(ks: DispatchKeySet, (self_, dim, keepdim, dtype)
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::mean_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9334,16 +9125,16 @@ pub(crate) fn inplace_or_view_mean_out(ks: DispatchKeySet, (self_, dim, keepdim,
 /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
 pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MinBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MinBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             keepdim: keepdim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9351,11 +9142,10 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::min_dim::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -9406,13 +9196,13 @@ pub(crate) fn inplace_or_view_softmax_int_out(ks: DispatchKeySet, (self_, dim, d
 /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SumBackward0 {
             self_sizes: self_.sizes(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9420,10 +9210,9 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sum::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9432,15 +9221,15 @@ pub(crate) fn autograd_sum(ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<
 /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
 pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SumBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SumBackward1 {
             self_sizes: self_.sizes(),
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9448,10 +9237,9 @@ pub(crate) fn autograd_sum_dim_IntList(ks: DispatchKeySet, (self_, dim, keepdim,
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sum_dim_IntList::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, dtype)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9480,17 +9268,17 @@ pub(crate) fn inplace_or_view_sum_IntList_out(ks: DispatchKeySet, (self_, dim, k
 /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(StdBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(StdBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9498,11 +9286,10 @@ pub(crate) fn autograd_std_correction(ks: DispatchKeySet, (self_, dim, correctio
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::std_correction::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9531,16 +9318,16 @@ pub(crate) fn inplace_or_view_std_correction_out(ks: DispatchKeySet, (self_, dim
 /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(VarBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(VarBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9548,10 +9335,9 @@ pub(crate) fn autograd_var_correction(ks: DispatchKeySet, (self_, dim, correctio
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::var_correction::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9580,16 +9366,16 @@ pub(crate) fn inplace_or_view_var_correction_out(ks: DispatchKeySet, (self_, dim
 /// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
 pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(VarMeanBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(VarMeanBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.map(<[_]>::to_vec) } else { None },
             correction: if next_edges[0].is_valid() { correction } else { None },
             keepdim: keepdim,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9597,11 +9383,10 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::var_mean_correction::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.core.add_input_metadata(&result1);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history(&result0, &node, 0u32)?;
         set_output_history_owned(&result1, node, 0u32 + 1)?;
     }
@@ -9611,14 +9396,14 @@ pub(crate) fn autograd_var_mean_correction(ks: DispatchKeySet, (self_, dim, corr
 /// `min(Tensor self) -> Tensor`
 pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MinBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MinBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9626,11 +9411,10 @@ pub(crate) fn autograd_min(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::min::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9659,14 +9443,14 @@ pub(crate) fn inplace_or_view_min_unary_out(ks: DispatchKeySet, (self_, out): (&
 /// `max(Tensor self) -> Tensor`
 pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(MaxBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(MaxBackward1 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9674,11 +9458,10 @@ pub(crate) fn autograd_max(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::max::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9707,13 +9490,13 @@ pub(crate) fn inplace_or_view_max_unary_out(ks: DispatchKeySet, (self_, out): (&
 /// `abs(Tensor self) -> Tensor`
 pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AbsBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AbsBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9721,10 +9504,9 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::abs::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9734,13 +9516,13 @@ pub(crate) fn autograd_abs(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(AbsBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(AbsBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9748,10 +9530,9 @@ pub(crate) fn autograd_abs_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::abs_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9889,12 +9670,12 @@ pub(crate) fn inplace_or_view_logical_not_out(ks: DispatchKeySet, (self_, out): 
 /// `ceil(Tensor self) -> Tensor`
 pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CeilBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CeilBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9902,10 +9683,9 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::ceil::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9915,12 +9695,12 @@ pub(crate) fn autograd_ceil(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CeilBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CeilBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9928,10 +9708,9 @@ pub(crate) fn autograd_ceil_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::ceil_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -9971,13 +9750,13 @@ pub(crate) fn inplace_or_view_ceil_out(ks: DispatchKeySet, (self_, out): (&Tenso
 /// `cos(Tensor self) -> Tensor`
 pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CosBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CosBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -9985,10 +9764,9 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::cos::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -9998,13 +9776,13 @@ pub(crate) fn autograd_cos(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(CosBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(CosBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10012,10 +9790,9 @@ pub(crate) fn autograd_cos_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::cos_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10055,13 +9832,13 @@ pub(crate) fn inplace_or_view_cos_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `erf(Tensor self) -> Tensor`
 pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ErfBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ErfBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10069,10 +9846,9 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::erf::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10082,13 +9858,13 @@ pub(crate) fn autograd_erf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ErfBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ErfBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10096,10 +9872,9 @@ pub(crate) fn autograd_erf_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::erf_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10139,13 +9914,13 @@ pub(crate) fn inplace_or_view_erf_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `exp(Tensor self) -> Tensor`
 pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ExpBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ExpBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10153,11 +9928,10 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::exp::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10167,13 +9941,13 @@ pub(crate) fn autograd_exp(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ExpBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ExpBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10181,11 +9955,10 @@ pub(crate) fn autograd_exp_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::exp_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10225,13 +9998,13 @@ pub(crate) fn inplace_or_view_exp_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `expm1(Tensor self) -> Tensor`
 pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(Expm1Backward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(Expm1Backward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10239,11 +10012,10 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::expm1::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10253,13 +10025,13 @@ pub(crate) fn autograd_expm1(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(Expm1Backward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(Expm1Backward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10267,11 +10039,10 @@ pub(crate) fn autograd_expm1_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::expm1_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10311,12 +10082,12 @@ pub(crate) fn inplace_or_view_expm1_out(ks: DispatchKeySet, (self_, out): (&Tens
 /// `floor(Tensor self) -> Tensor`
 pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FloorBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FloorBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10324,10 +10095,9 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::floor::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10337,12 +10107,12 @@ pub(crate) fn autograd_floor(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(FloorBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(FloorBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10350,10 +10120,9 @@ pub(crate) fn autograd_floor_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::floor_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10402,13 +10171,13 @@ pub(crate) fn autograd_isnan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
 pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NanToNumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NanToNumBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10416,10 +10185,9 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::nan_to_num::redispatch(ks & sets::AFTER_AUTOGRAD, self_, nan, posinf, neginf)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10429,13 +10197,13 @@ pub(crate) fn autograd_nan_to_num(ks: DispatchKeySet, (self_, nan, posinf, negin
 pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NanToNumBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NanToNumBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10443,10 +10211,9 @@ pub(crate) fn autograd_nan_to_num_(ks: DispatchKeySet, (self_, nan, posinf, negi
         let _guard = auto_dispatch_below_autograd();
         op::nan_to_num_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, nan, posinf, neginf)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10486,13 +10253,13 @@ pub(crate) fn inplace_or_view_nan_to_num_out(ks: DispatchKeySet, (self_, nan, po
 /// `log(Tensor self) -> Tensor`
 pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LogBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LogBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10500,10 +10267,9 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::log::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10513,13 +10279,13 @@ pub(crate) fn autograd_log(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LogBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LogBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10527,10 +10293,9 @@ pub(crate) fn autograd_log_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::log_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10570,13 +10335,13 @@ pub(crate) fn inplace_or_view_log_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `log1p(Tensor self) -> Tensor`
 pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(Log1PBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(Log1PBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10584,10 +10349,9 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::log1p::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10597,13 +10361,13 @@ pub(crate) fn autograd_log1p(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(Log1PBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(Log1PBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10611,10 +10375,9 @@ pub(crate) fn autograd_log1p_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::log1p_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10654,13 +10417,13 @@ pub(crate) fn inplace_or_view_log1p_out(ks: DispatchKeySet, (self_, out): (&Tens
 /// `log2(Tensor self) -> Tensor`
 pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(Log2Backward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(Log2Backward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10668,10 +10431,9 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::log2::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10681,13 +10443,13 @@ pub(crate) fn autograd_log2(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(Log2Backward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(Log2Backward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10695,10 +10457,9 @@ pub(crate) fn autograd_log2_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::log2_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10738,13 +10499,13 @@ pub(crate) fn inplace_or_view_log2_out(ks: DispatchKeySet, (self_, out): (&Tenso
 /// `reciprocal(Tensor self) -> Tensor`
 pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ReciprocalBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ReciprocalBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10752,11 +10513,10 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::reciprocal::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10766,13 +10526,13 @@ pub(crate) fn autograd_reciprocal(ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
 pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ReciprocalBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ReciprocalBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10780,11 +10540,10 @@ pub(crate) fn autograd_reciprocal_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _guard = auto_dispatch_below_autograd();
         op::reciprocal_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10824,12 +10583,12 @@ pub(crate) fn inplace_or_view_reciprocal_out(ks: DispatchKeySet, (self_, out): (
 /// `neg(Tensor self) -> Tensor`
 pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NegBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NegBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10837,10 +10596,9 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::neg::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10850,12 +10608,12 @@ pub(crate) fn autograd_neg(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(NegBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(NegBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10863,10 +10621,9 @@ pub(crate) fn autograd_neg_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::neg_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10906,12 +10663,12 @@ pub(crate) fn inplace_or_view_neg_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `round(Tensor self) -> Tensor`
 pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RoundBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RoundBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10919,10 +10676,9 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::round::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -10932,12 +10688,12 @@ pub(crate) fn autograd_round(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RoundBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RoundBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -10945,10 +10701,9 @@ pub(crate) fn autograd_round_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::round_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -10988,12 +10743,12 @@ pub(crate) fn inplace_or_view_round_out(ks: DispatchKeySet, (self_, out): (&Tens
 /// `round.decimals(Tensor self, *, int decimals) -> Tensor`
 pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RoundBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RoundBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11001,10 +10756,9 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::round_decimals::redispatch(ks & sets::AFTER_AUTOGRAD, self_, decimals)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11014,12 +10768,12 @@ pub(crate) fn autograd_round_decimals(ks: DispatchKeySet, (self_, decimals): (&T
 pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RoundBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RoundBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11027,10 +10781,9 @@ pub(crate) fn autograd_round__decimals(ks: DispatchKeySet, (self_, decimals): (&
         let _guard = auto_dispatch_below_autograd();
         op::round__decimals::redispatch(ks & sets::AFTER_AUTOGRAD, self_, decimals)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11070,13 +10823,13 @@ pub(crate) fn inplace_or_view_round_decimals_out(ks: DispatchKeySet, (self_, dec
 /// `relu(Tensor self) -> Tensor`
 pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ReluBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ReluBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11084,11 +10837,10 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::relu::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11098,13 +10850,13 @@ pub(crate) fn autograd_relu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ReluBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ReluBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11112,11 +10864,10 @@ pub(crate) fn autograd_relu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::relu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11157,14 +10908,14 @@ pub(crate) fn inplace_or_view_gelu_out(ks: DispatchKeySet, (self_, approximate, 
 pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(GeluBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(GeluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             approximate: approximate.to_string(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11172,10 +10923,9 @@ pub(crate) fn autograd_gelu_(ks: DispatchKeySet, (self_, approximate): (&Tensor,
         let _guard = auto_dispatch_below_autograd();
         op::gelu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_, approximate)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11195,14 +10945,14 @@ pub(crate) fn inplace_or_view_gelu_(ks: DispatchKeySet, (self_, approximate): (&
 /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
 pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(GeluBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(GeluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             approximate: approximate.to_string(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11210,10 +10960,9 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::gelu::redispatch(ks & sets::AFTER_AUTOGRAD, self_, approximate)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11222,13 +10971,13 @@ pub(crate) fn autograd_gelu(ks: DispatchKeySet, (self_, approximate): (&Tensor, 
 /// `rsqrt(Tensor self) -> Tensor`
 pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RsqrtBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RsqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11236,11 +10985,10 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::rsqrt::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11250,13 +10998,13 @@ pub(crate) fn autograd_rsqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RsqrtBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RsqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11264,11 +11012,10 @@ pub(crate) fn autograd_rsqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::rsqrt_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11308,13 +11055,13 @@ pub(crate) fn inplace_or_view_rsqrt_out(ks: DispatchKeySet, (self_, out): (&Tens
 /// `silu(Tensor self) -> Tensor`
 pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SiluBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SiluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11322,10 +11069,9 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::silu::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11335,13 +11081,13 @@ pub(crate) fn autograd_silu(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SiluBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SiluBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11349,10 +11095,9 @@ pub(crate) fn autograd_silu_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::silu_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11392,13 +11137,13 @@ pub(crate) fn inplace_or_view_silu_out(ks: DispatchKeySet, (self_, out): (&Tenso
 /// `sigmoid(Tensor self) -> Tensor`
 pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SigmoidBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SigmoidBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11406,11 +11151,10 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sigmoid::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11420,13 +11164,13 @@ pub(crate) fn autograd_sigmoid(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
 pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SigmoidBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SigmoidBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11434,11 +11178,10 @@ pub(crate) fn autograd_sigmoid_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
         let _guard = auto_dispatch_below_autograd();
         op::sigmoid_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11478,13 +11221,13 @@ pub(crate) fn inplace_or_view_sigmoid_out(ks: DispatchKeySet, (self_, out): (&Te
 /// `sin(Tensor self) -> Tensor`
 pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SinBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11492,10 +11235,9 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sin::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11505,13 +11247,13 @@ pub(crate) fn autograd_sin(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SinBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SinBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&op::clone::call(self_, None)?, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11519,10 +11261,9 @@ pub(crate) fn autograd_sin_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::sin_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11562,13 +11303,13 @@ pub(crate) fn inplace_or_view_sin_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `sqrt(Tensor self) -> Tensor`
 pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqrtBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11576,11 +11317,10 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sqrt::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11590,13 +11330,13 @@ pub(crate) fn autograd_sqrt(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SqrtBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SqrtBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11604,11 +11344,10 @@ pub(crate) fn autograd_sqrt_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::sqrt_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11648,13 +11387,13 @@ pub(crate) fn inplace_or_view_sqrt_out(ks: DispatchKeySet, (self_, out): (&Tenso
 /// `tan(Tensor self) -> Tensor`
 pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TanBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TanBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11662,11 +11401,10 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::tan::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11676,13 +11414,13 @@ pub(crate) fn autograd_tan(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TanBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TanBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11690,11 +11428,10 @@ pub(crate) fn autograd_tan_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_autograd();
         op::tan_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11734,13 +11471,13 @@ pub(crate) fn inplace_or_view_tan_out(ks: DispatchKeySet, (self_, out): (&Tensor
 /// `tanh(Tensor self) -> Tensor`
 pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TanhBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TanhBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11748,11 +11485,10 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::tanh::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11762,13 +11498,13 @@ pub(crate) fn autograd_tanh(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TanhBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TanhBackward0 {
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11776,11 +11512,10 @@ pub(crate) fn autograd_tanh_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::tanh_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
         node.result = SavedVariable::output(&self_, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11820,12 +11555,12 @@ pub(crate) fn inplace_or_view_tanh_out(ks: DispatchKeySet, (self_, out): (&Tenso
 /// `trunc(Tensor self) -> Tensor`
 pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TruncBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TruncBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11833,10 +11568,9 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::trunc::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11846,12 +11580,12 @@ pub(crate) fn autograd_trunc(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(TruncBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(TruncBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11859,10 +11593,9 @@ pub(crate) fn autograd_trunc_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resul
         let _guard = auto_dispatch_below_autograd();
         op::trunc_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11902,12 +11635,12 @@ pub(crate) fn inplace_or_view_trunc_out(ks: DispatchKeySet, (self_, out): (&Tens
 /// `sign(Tensor self) -> Tensor`
 pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SignBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SignBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11915,10 +11648,9 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sign::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -11928,12 +11660,12 @@ pub(crate) fn autograd_sign(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
     check_inplace(self_, requires_grad)?;
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SignBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SignBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -11941,10 +11673,9 @@ pub(crate) fn autograd_sign_(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
         let _guard = auto_dispatch_below_autograd();
         op::sign_::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(self_);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         rebase_history(self_, node)?;
     }
     Ok(result)
@@ -11993,14 +11724,14 @@ pub(crate) fn autograd_isinf(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result
 /// `stack(Tensor[] tensors, int dim=0) -> Tensor`
 pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg_list(tensors));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
         next_edges.extend(edges_list(tensors)?);
-        Some(Arc::new(StackBackward0 {
+        Some(StackBackward0 {
             dim: dim,
             tensors_size_: tensors.len(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12008,10 +11739,9 @@ pub(crate) fn autograd_stack(ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::stack::redispatch(ks & sets::AFTER_AUTOGRAD, tensors, dim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12040,14 +11770,14 @@ pub(crate) fn inplace_or_view_stack_out(ks: DispatchKeySet, (tensors, dim, out):
 /// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
 pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[i64])) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(RepeatBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(RepeatBackward0 {
             self_sizes: self_.sizes(),
             repeats: if next_edges[0].is_valid() { repeats.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12055,10 +11785,9 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::repeat::redispatch(ks & sets::AFTER_AUTOGRAD, self_, repeats)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12067,13 +11796,13 @@ pub(crate) fn autograd_repeat(ks: DispatchKeySet, (self_, repeats): (&Tensor, &[
 /// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
 pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): (&Tensor, &[i64], Scalar)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ConstantPadNdBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ConstantPadNdBackward0 {
             pad: if next_edges[0].is_valid() { pad.to_vec() } else { Vec::new() },
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12081,10 +11810,9 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::constant_pad_nd::redispatch(ks & sets::AFTER_AUTOGRAD, self_, pad, value)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12093,16 +11821,16 @@ pub(crate) fn autograd_constant_pad_nd(ks: DispatchKeySet, (self_, pad, value): 
 /// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
 pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse): (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(weight));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(weight)?);
-        Some(Arc::new(EmbeddingBackward0 {
+        push_edge(&mut next_edges, weight)?;
+        Some(EmbeddingBackward0 {
             weight_geometry: TensorGeometry::of(weight),
             indices: if next_edges[0].is_valid() { SavedVariable::new(&indices, false)? } else { SavedVariable::empty() },
             padding_idx: padding_idx,
             scale_grad_by_freq: scale_grad_by_freq,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12110,10 +11838,9 @@ pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_i
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::embedding::redispatch(ks & sets::AFTER_AUTOGRAD, weight, indices, padding_idx, scale_grad_by_freq, sparse)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12166,15 +11893,15 @@ pub(crate) fn inplace_or_view_sort_values_stable(ks: DispatchKeySet, (self_, sta
 /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
 pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SortBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SortBackward0 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12182,11 +11909,10 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sort::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, descending)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -12195,15 +11921,15 @@ pub(crate) fn autograd_sort(ks: DispatchKeySet, (self_, dim, descending): (&Tens
 /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
 pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(SortBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(SortBackward1 {
             self_geometry: TensorGeometry::of(self_),
             dim: dim,
             indices: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12211,11 +11937,10 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::sort_stable::redispatch(ks & sets::AFTER_AUTOGRAD, self_, stable, dim, descending)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result0);
         node.indices = SavedVariable::new(&result1, false)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1))
@@ -12224,16 +11949,16 @@ pub(crate) fn autograd_sort_stable(ks: DispatchKeySet, (self_, stable, dim, desc
 /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
 pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(LogsumexpBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(LogsumexpBackward0 {
             self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             dim: if next_edges[0].is_valid() { dim.to_vec() } else { Vec::new() },
             keepdim: keepdim,
             result: SavedVariable::empty(),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12241,11 +11966,10 @@ pub(crate) fn autograd_logsumexp(ks: DispatchKeySet, (self_, dim, keepdim): (&Te
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::logsumexp::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
         node.result = SavedVariable::output(&result, 0u32)?;
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12314,12 +12038,12 @@ pub(crate) fn inplace_or_view_resize_out(ks: DispatchKeySet, (self_, size, memor
 /// `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`
 pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ResizeBackward0 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ResizeBackward0 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12327,10 +12051,9 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::resize::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, memory_format)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12359,11 +12082,11 @@ pub(crate) fn inplace_or_view_set_source_Tensor_out(ks: DispatchKeySet, (self_, 
 /// `set.source_Tensor(Tensor self, Tensor source) -> Tensor`
 pub(crate) fn autograd_set_source_Tensor(ks: DispatchKeySet, (self_, source): (&Tensor, &Tensor)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(source));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(source)?);
-        Some(Arc::new(NotImplemented::new("aten::set", next_edges)))
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, source)?;
+        Some(NotImplemented::new("aten::set", next_edges))
     } else {
         None
     };
@@ -12371,10 +12094,9 @@ pub(crate) fn autograd_set_source_Tensor(ks: DispatchKeySet, (self_, source): (&
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::set_source_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12463,16 +12185,16 @@ pub(crate) fn inplace_or_view__index_put_impl_out(ks: DispatchKeySet, (self_, in
 /// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
 pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(values));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(values)?);
-        Some(Arc::new(IndexPutImplBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, values)?;
+        Some(IndexPutImplBackward1 {
             indices: indices.iter().map(|t| t.as_ref().map(|t| SavedVariable::new(t, false)).transpose()).collect::<Result<_>>()?,
             values: if next_edges[0].is_valid() { SavedVariable::new(&values, false)? } else { SavedVariable::empty() },
             accumulate: accumulate,
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12480,10 +12202,9 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::_index_put_impl::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate, unsafe_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12692,12 +12413,12 @@ pub(crate) fn inplace_or_view_zero_out(ks: DispatchKeySet, (self_, out): (&Tenso
 /// `zero(Tensor self) -> Tensor`
 pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(ZeroBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(ZeroBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12705,10 +12426,9 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::zero::redispatch(ks & sets::AFTER_AUTOGRAD, self_)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -12757,12 +12477,12 @@ pub(crate) fn inplace_or_view_uniform_out(ks: DispatchKeySet, (self_, from, to, 
 /// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
 pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        Some(Arc::new(UniformBackward1 {
+        push_edge(&mut next_edges, self_)?;
+        Some(UniformBackward1 {
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -12770,10 +12490,9 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::uniform::redispatch(ks & sets::AFTER_AUTOGRAD, self_, from, to, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
@@ -13528,14 +13247,14 @@ pub(crate) fn inplace_or_view_bernoulli_Tensor_out(ks: DispatchKeySet, (self_, p
 /// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
 pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(p));
-    let mut grad_fn = if requires_grad {
+    let grad_fn = if requires_grad {
         let mut next_edges = EdgeList::new();
-        next_edges.push(edge(self_)?);
-        next_edges.push(edge(p)?);
-        Some(Arc::new(BernoulliBackward4 {
+        push_edge(&mut next_edges, self_)?;
+        push_edge(&mut next_edges, p)?;
+        Some(BernoulliBackward4 {
             p_geometry: TensorGeometry::of(p),
             core: NodeCore::with_edges(next_edges),
-        }))
+        })
     } else {
         None
     };
@@ -13543,10 +13262,9 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::bernoulli_Tensor::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator)?
     };
-    if let Some(mut shared) = grad_fn.take() {
-        let node = unshared(&mut shared)?;
+    if let Some(mut node) = grad_fn {
         node.core.add_input_metadata(&result);
-        let node: NodeRef = shared;
+        let node: NodeRef = Arc::new(node);
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)

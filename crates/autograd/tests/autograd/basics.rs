@@ -161,7 +161,11 @@ fn leaf_accumulator_is_kept_without_holding_the_leaf() {
         .unwrap();
     assert_eq!(acc1.name(), "torch::autograd::AccumulateGrad");
     drop(y1);
-    assert_eq!(x.handle_count(), 1, "the accumulator must not hold its leaf");
+    assert_eq!(
+        x.handle_count(),
+        1,
+        "the accumulator must not hold its leaf"
+    );
     let y2 = op::mul_Tensor::call(&x, &b).unwrap();
     let acc2 = y2.grad_fn().unwrap().unwrap().core().next_edges()[0]
         .function
@@ -193,4 +197,21 @@ fn resized_leaf_gets_a_fitting_accumulator() {
     op::sum::call(&y, None).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().sizes().to_vec(), vec![1, 2]);
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+}
+
+/// A former leaf that gets a history (in-place op after `requires_grad_(false)`) sends its
+/// gradient to that history, not to the accumulator it had as a leaf.
+#[test]
+fn former_leaf_with_history_uses_its_grad_fn() {
+    let x = t(&[1.0, 2.0], &[2]).requires_grad_(true).unwrap();
+    let _first_graph = op::mul_Tensor::call(&x, &x).unwrap();
+    x.set_requires_grad(false).unwrap();
+    let w = t(&[3.0, 4.0], &[2]).requires_grad_(true).unwrap();
+    op::mul__Tensor::call(&x, &w).unwrap();
+    assert_eq!(x.grad_fn().unwrap().unwrap().name(), "MulBackward0");
+    // y = x * 5 with x = x0 * w: dy/dw = 5 * x0.
+    let y = op::mul_Tensor::call(&x, &t(&[5.0, 5.0], &[2])).unwrap();
+    op::sum::call(&y, None).unwrap().backward().unwrap();
+    assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![5.0, 10.0]);
+    assert!(x.grad().is_none());
 }

@@ -573,9 +573,9 @@ fn requires_grad_expr(name: &str, ty: &Type) -> Option<String> {
 fn edges_expr(name: &str, ty: &Type) -> String {
     let n = arg_name(name);
     if ty.is_tensor() {
-        format!("next_edges.push(edge({n})?);")
+        format!("push_edge(&mut next_edges, {n})?;")
     } else if ty.is_optional_tensor() {
-        format!("next_edges.push(edge_opt({n})?);")
+        format!("push_edge_opt(&mut next_edges, {n})?;")
     } else if ty.is_tensor_list() {
         format!("next_edges.extend(edges_list({n})?);")
     } else {
@@ -781,7 +781,7 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             if inplace {
                 body.push_str("    check_inplace(self_, requires_grad)?;\n");
             }
-            body.push_str("    let mut grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n");
+            body.push_str("    let grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n");
             for (n, t) in &tensors {
                 body.push_str(&format!("        {}\n", edges_expr(n, t)));
             }
@@ -795,15 +795,16 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
                 format!("{ns}::{}", f.schema.name.name)
             };
             body.push_str(&format!(
-                "        Some(Arc::new(NotImplemented::new({operator:?}, next_edges)))\n    }} else {{\n        None\n    }};\n"
+                "        Some(NotImplemented::new({operator:?}, next_edges))\n    }} else {{\n        None\n    }};\n"
             ));
             body.push_str(&call);
             let (meta, hist) = history(&outs, inplace);
-            // The node was allocated before the call (its saved inputs are taken then); nothing
-            // shares it until its history is set, so it is completed in place, without a move.
-            body.push_str("    if let Some(mut shared) = grad_fn.take() {\n        let node = unshared(&mut shared)?;\n");
+            // The node is built before the call (its saved inputs are taken then) and shared only
+            // once complete: completing it inside an `Arc` would take `Arc::get_mut`, an atomic
+            // compare-exchange that costs more than moving the node.
+            body.push_str("    if let Some(mut node) = grad_fn {\n");
             body.push_str(&meta);
-            body.push_str("        let node: NodeRef = shared;\n");
+            body.push_str("        let node: NodeRef = Arc::new(node);\n");
             body.push_str(&hist);
             body.push_str("    }\n");
             body.push_str(&format!("    {}\n", return_outputs(f)));
@@ -846,7 +847,7 @@ fn with_node(
     }
     let has_list = inputs.iter().any(|(_, t)| is_list(t));
     body.push_str(
-        "    let mut grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n",
+        "    let grad_fn = if requires_grad {\n        let mut next_edges = EdgeList::new();\n",
     );
     for (n, t) in &inputs {
         body.push_str(&format!("        {}\n", edges_expr(n, t)));
@@ -861,7 +862,7 @@ fn with_node(
             .map(|(i, (n, _))| (*n, i))
             .collect()
     };
-    body.push_str(&format!("        Some(Arc::new({node_name} {{\n"));
+    body.push_str(&format!("        Some({node_name} {{\n"));
     for s in &info.all_saved_inputs {
         let local = arg_name(&s.source);
         let clone_self = inplace && s.source == "self";
@@ -902,12 +903,13 @@ fn with_node(
             }
         }
     }
-    body.push_str("            core: NodeCore::with_edges(next_edges),\n        }))\n    } else {\n        None\n    };\n");
+    body.push_str("            core: NodeCore::with_edges(next_edges),\n        })\n    } else {\n        None\n    };\n");
     body.push_str(call);
     let (meta, hist) = history(outs, inplace);
-    // The node was allocated before the call (its saved inputs are taken then); nothing
-    // shares it until its history is set, so it is completed in place, without a move.
-    body.push_str("    if let Some(mut shared) = grad_fn.take() {\n        let node = unshared(&mut shared)?;\n");
+    // The node is built before the call (its saved inputs are taken then) and shared only
+    // once complete: completing it inside an `Arc` would take `Arc::get_mut`, an atomic
+    // compare-exchange that costs more than moving the node.
+    body.push_str("    if let Some(mut node) = grad_fn {\n");
     body.push_str(&meta);
     // Saved outputs: the output's local name in the kernel.
     let all_outs = outputs(f);
@@ -942,7 +944,7 @@ fn with_node(
         let expr = save_expr(s, &local, nr.as_deref(), false);
         body.push_str(&format!("        node.{} = {expr};\n", s.name));
     }
-    body.push_str("        let node: NodeRef = shared;\n");
+    body.push_str("        let node: NodeRef = Arc::new(node);\n");
     body.push_str(&hist);
     body.push_str("    }\n");
     Ok(body)
