@@ -61,16 +61,20 @@
 //!
 //! Besides the fallback, the layer has generated kernels (`src/generated/`, from
 //! `crates/codegen/src/emit/functionalize.rs`) for mutating operators with a functional
-//! variant, for the views whose inverse is a `*_scatter` operator (`slice.Tensor`,
-//! `select.int`, `diagonal`, `as_strided`, `as_strided_`), and the composite kernels of
+//! variant, for every view operator (recording its inverse: a `*_scatter` operator or a
+//! function of [`inverses`]) and its in-place form, and the composite kernels of
 //! CompositeImplicitAutograd views and mutating operators.
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place
-//! meta check of mutation kernels and the tracer (§5.2).
+//! Wrappers report the eager program's geometry (plan §2.4): a view's sizes, strides and
+//! offset come from the real view operator run on a [`meta_shadow`] of its input when the
+//! value's own layout may differ (views removed, or an input whose value was replaced); an
+//! in-place view (`transpose_`) sets the eager geometry on the wrapper;
+//! the fallback reruns an operator on shadows when some input's value layout differs from its
+//! wrapper's, for eager output strides (operators without a Meta kernel keep the value's).
 //!
-//! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
-//! (at wrapping, at [`create_view`] unless the caller passes the eager one, and after
-//! [`mutate_view_meta`]), and the fallback keeps the backend's output geometry.
+//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`,
+//! `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place meta check of mutation kernels, the
+//! tracer (§5.2).
 //!
 //! Locking: a wrapper's state and its storage's state are never locked together, and the
 //! wrapper lock is never held across an operator call; the storage lock is held while updates
@@ -78,6 +82,7 @@
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
 mod fallback;
+mod geometry;
 pub mod inverses;
 mod storage;
 mod support;
@@ -89,6 +94,7 @@ mod view_meta;
 #[rustfmt::skip]
 mod generated;
 
+pub use geometry::meta_shadow;
 pub use storage::{FunctionalStorage, Update};
 pub use tensor::{
     FunctionalTensor, apply_updates, are_aliased, below, commit_update, create_view, freeze,

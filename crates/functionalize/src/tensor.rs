@@ -397,15 +397,25 @@ pub fn mark_mutation(w: &Tensor) -> Result<()> {
 /// Applies an in-place view operation to `w` (A.3 `mutate_view_meta`; `transpose_`,
 /// `unsqueeze_`, ...): appends `meta` to its records, replays it on its value and sets its
 /// metadata-mutation flag. `w` keeps its group: it is now a view of its old base.
+///
+/// `w` then reports the new value's geometry; the layer's own kernels give the eager one
+/// (plan §2.4).
 pub fn mutate_view_meta(w: &Tensor, meta: ViewMeta) -> Result<()> {
+    mutate_view_meta_to(w, meta, None)
+}
+
+/// [`mutate_view_meta`], `w` then reporting `eager_geometry` (`None`: the new value's).
+pub(crate) fn mutate_view_meta_to(
+    w: &Tensor,
+    meta: ViewMeta,
+    eager_geometry: Option<&Geometry>,
+) -> Result<()> {
     let ft = require_functional(w, "mutate_view_meta")?;
     let value = {
         let _below = below();
         meta.forward(&ft.value())?
     };
-    // TODO(functionalization §2.4): the eager geometry of the mutated view comes from a meta
-    // shadow; until then the wrapper reports the new value's.
-    let g = value.geometry();
+    let g = eager_geometry.cloned().unwrap_or_else(|| value.geometry());
     w.set_geometry(g.sizes(), g.strides(), g.storage_offset())?;
     let mut st = ft.lock();
     st.is_multi_output_view |= meta.is_multi_output;

@@ -3,12 +3,11 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 307 mutation kernels, 27 view kernels, 26 composite kernels.
+//! Generated: 307 mutation kernels, 28 view kernels, 26 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
-//! View operators left to the fallback (which refuses them by name) (1):
-//! * `unfold`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
+//! View operators left to the fallback (which refuses them by name) (0):
 
 #![allow(non_snake_case)]
 
@@ -358,6 +357,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind.int", Kernel::typed::<op::unbind_int>(functionalize_unbind_int).debug("functionalize_unbind_int"))?;
     lib.impl_("view", Kernel::typed::<op::view>(functionalize_view).debug("functionalize_view"))?;
     lib.impl_("view.dtype", Kernel::typed::<op::view_dtype>(functionalize_view_dtype).debug("functionalize_view_dtype"))?;
+    lib.impl_("unfold", Kernel::typed::<op::unfold>(functionalize_unfold).debug("functionalize_unfold"))?;
     lib.impl_("alias", Kernel::typed::<op::alias>(functionalize_alias).debug("functionalize_alias"))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(functionalize_chunk).debug("functionalize_chunk"))?;
     lib.impl_("contiguous", Kernel::typed::<op::contiguous>(functionalize_contiguous).debug("functionalize_contiguous"))?;

@@ -7,8 +7,10 @@ use switchyard_core::Tensor;
 use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
+mod custom;
 mod fallback;
 mod generated;
+mod geometry;
 mod inverses;
 mod threads;
 mod transform;
