@@ -63,18 +63,20 @@
 //! `crates/codegen/src/emit/functionalize.rs`) for mutating operators with a functional
 //! variant, for every view operator (recording its inverse: a `*_scatter` operator or a
 //! function of [`inverses`]) and its in-place form, and the composite kernels of
-//! CompositeImplicitAutograd views and mutating operators.
+//! CompositeImplicitAutograd views and mutating operators; and hand-written kernels
+//! (`src/manual.rs`, plan §3.5) for `resize_`, `set_.source_Tensor`, `lift`, `lift_fresh`,
+//! `lift_fresh_copy`, `_to_copy` and `_unsafe_view`. [`functionalize_aten_op`] runs a
+//! composite kernel functionalized on plain tensors (for backends).
 //!
 //! Wrappers report the eager program's geometry (plan §2.4): a view's sizes, strides and
 //! offset come from the real view operator run on a [`meta_shadow`] of its input when the
 //! value's own layout may differ (views removed, or an input whose value was replaced); an
-//! in-place view (`transpose_`) sets the eager geometry on the wrapper;
+//! in-place view (`transpose_`), `resize_` or `set_` sets the eager geometry on the wrapper;
 //! the fallback reruns an operator on shadows when some input's value layout differs from its
 //! wrapper's, for eager output strides (operators without a Meta kernel keep the value's).
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`,
-//! `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place meta check of mutation kernels, the
-//! tracer (§5.2).
+//! Not yet here (see `docs/functionalization-plan.md`): the in-place meta check of mutation
+//! kernels, the tracer (§5.2).
 //!
 //! Locking: a wrapper's state and its storage's state are never locked together, and the
 //! wrapper lock is never held across an operator call; the storage lock is held while updates
@@ -84,6 +86,7 @@
 mod fallback;
 mod geometry;
 pub mod inverses;
+mod manual;
 mod storage;
 mod support;
 mod tensor;
@@ -95,14 +98,15 @@ mod view_meta;
 mod generated;
 
 pub use geometry::meta_shadow;
+pub use manual::functionalize_aten_op;
 pub use storage::{FunctionalStorage, Update};
 pub use tensor::{
     FunctionalTensor, apply_updates, are_aliased, below, commit_update, create_view, freeze,
     from_functional, from_functional_list, from_functional_optional_list, functional_payload,
     has_data_mutation, has_metadata_mutation, is_functional, is_functional_list,
-    is_functional_optional_list, mark_mutation, mutate_view_meta, regenerate_from_base, replace_,
-    sync, sync_list, sync_optional_list, to_functional, to_functional_list,
-    to_functional_optional_list, unsafe_reset_storage,
+    is_functional_optional_list, mark_mutation, maybe_replace_storage, mutate_view_meta,
+    regenerate_from_base, replace_, set__impl, sync, sync_list, sync_optional_list, to_functional,
+    to_functional_list, to_functional_optional_list, unsafe_reset_storage,
 };
 pub use transform::{Remove, functionalize, run_functionalized};
 pub use view_meta::{
@@ -112,9 +116,11 @@ pub use view_meta::{
 use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
 
 /// Registers the layer's kernels: the generated kernels of mutating, view and composite
-/// operators, and the boxed fallback at `Functionalize` for every other operator.
+/// operators, the hand-written ones, and the boxed fallback at `Functionalize` for every other
+/// operator.
 fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
     generated::register(d)?;
+    manual::register(d)?;
     fallback::register(d)
 }
 

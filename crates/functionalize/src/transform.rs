@@ -82,7 +82,7 @@ fn nested_error() -> Error {
 /// plain outputs pass through.
 ///
 /// The wrappers carry the eager geometry (plan §2.4), so a metadata mutation of an input
-/// (`transpose_`) is written back with eager's sizes, strides and offset in both
+/// (`transpose_`, `resize_`) is written back with eager's sizes, strides and offset in both
 /// modes.
 ///
 /// Errors: a call inside a functionalized region (or on functional inputs) is refused

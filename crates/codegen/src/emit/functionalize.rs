@@ -38,13 +38,15 @@ use super::rust::{UnsupportedType, arg_name, args_tuple_type, default_expr, fn_n
 use super::writer::header;
 use crate::{NativeFunctions, unambiguous_name};
 
-/// Operators whose `Functionalize` kernel is written by hand in `crates/functionalize`
-/// (plan §3.5; torchgen's `MUTABLE_OPS_NOT_USING_FUNCTIONALIZATION` and the hand-written
-/// kernels of `FunctionalizeFallbackKernel.cpp`), by base name.
+/// Operators whose `Functionalize` kernel is written by hand in
+/// `crates/functionalize/src/manual.rs` (plan §3.5; torchgen's
+/// `MUTABLE_OPS_NOT_USING_FUNCTIONALIZATION` and the hand-written kernels of
+/// `FunctionalizeFallbackKernel.cpp`), by full name: their other overloads (`lift.out`,
+/// `_to_copy.out`, ...) are ordinary mutating operators and get generated kernels.
 pub const MANUAL_FUNCTIONALIZE: [&str; 8] = [
     "resize_",
     "resize_as_",
-    "set_",
+    "set_.source_Tensor",
     "lift",
     "lift_fresh",
     "lift_fresh_copy",
@@ -616,8 +618,7 @@ pub fn generate(
         if f.manual_kernel_registration {
             continue;
         }
-        let base = f.schema.name.name.to_string();
-        if MANUAL_FUNCTIONALIZE.contains(&base.as_str()) {
+        if MANUAL_FUNCTIONALIZE.contains(&full_name(f).as_str()) {
             continue;
         }
         let is_view = f.schema.is_view_op() && f.kind() == SchemaKind::Functional;
@@ -811,8 +812,24 @@ mod tests {
         // Every view of ops.yaml has an inverse (scatter or hand-written).
         assert!(has(&report.views, "unfold"), "{:?}", report.views_left);
         assert!(report.views_left.is_empty(), "{:?}", report.views_left);
-        // Hand-written ones are not generated.
-        assert!(!has(&report.mutations, "resize_"));
+        // Hand-written kernels are not generated, but their other overloads are.
+        for manual in [
+            "resize_",
+            "set_.source_Tensor",
+            "lift",
+            "_to_copy",
+            "_unsafe_view",
+        ] {
+            assert!(!has(&report.mutations, manual) && !has(&report.views, manual));
+        }
+        for out in [
+            "lift.out",
+            "_to_copy.out",
+            "lift_fresh_copy.out",
+            "set.source_Tensor_out",
+        ] {
+            assert!(has(&report.mutations, out), "{out} not generated");
+        }
         let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         assert!(names.contains(&"crates/functionalize/src/generated/mutations_3.rs"));
         let views = &files

@@ -75,7 +75,7 @@ fn views_report_eager_geometry() {
 }
 
 #[test]
-fn inplace_views_set_eager_geometry() {
+fn inplace_views_and_resize_set_eager_geometry() {
     let g = check(
         &|x, note| {
             x[0].transpose_(0, 1)?;
@@ -91,6 +91,9 @@ fn inplace_views_set_eager_geometry() {
             // A mutation keeps the geometry of what it mutates.
             x[0].mul_scalar_(2.0)?;
             note(&x[0]);
+            let z = switchyard_ops::clone(&x[0])?;
+            z.resize_(&[2, 2])?;
+            note(&z);
             Ok(())
         },
         &arange(6, &[2, 3]),

@@ -12,6 +12,7 @@ mod fallback;
 mod generated;
 mod geometry;
 mod inverses;
+mod manual;
 mod threads;
 mod transform;
 mod updates;
