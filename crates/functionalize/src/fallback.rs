@@ -5,13 +5,16 @@
 //! Mutating and view operators need kernels of their own (they record updates and views);
 //! one reaching this fallback is an error naming it, worded as PyTorch's.
 
+use crate::geometry::{meta_shadow, shadow_guard};
 use crate::tensor::{
-    below, from_functional, from_functional_list, from_functional_optional_list, is_functional,
-    is_functional_list, is_functional_optional_list, sync, sync_list, sync_optional_list,
-    to_functional, to_functional_list, to_functional_optional_list,
+    below, from_functional, from_functional_list, from_functional_optional_list,
+    functional_payload, is_functional, is_functional_list, is_functional_optional_list, sync,
+    sync_list, sync_optional_list, to_functional, to_functional_list, to_functional_optional_list,
 };
-use switchyard_core::{DispatchKey, DispatchKeySet, Error, IValue, Result, Stack};
-use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias};
+use switchyard_core::{DispatchKey, DispatchKeySet, Error, IValue, Result, Stack, Tensor};
+use switchyard_dispatch::{
+    Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias, TensorArgument,
+};
 
 /// PyTorch's error for an alias-annotated operator reaching the fallback.
 fn alias_annotated_error(op: &OperatorHandle) -> Error {
@@ -89,6 +92,7 @@ fn functionalize_fallback(
                 stack.len()
             ))
         })?;
+    let shadow_returns = shadow_run(op, stack, start, &facts.tensor_arguments);
     let mut any_tensor_input = false;
     let mut any_functional_input = false;
     for a in &facts.tensor_arguments {
@@ -110,8 +114,89 @@ fn functionalize_fallback(
         for v in stack.iter_mut().skip(returns_start) {
             wrap_return(v)?;
         }
+        if let Some(shadows) = shadow_returns {
+            for (v, s) in stack.iter().skip(returns_start).zip(&shadows) {
+                take_eager_geometry(v, s);
+            }
+        }
     }
     Ok(())
+}
+
+/// Whether `t` is a wrapper whose value's layout differs from its eager geometry (a
+/// `*_copy`-produced value of a transposed view, for example).
+fn value_layout_differs(t: &Tensor) -> bool {
+    functional_payload(t).is_some_and(|ft| ft.value().geometry() != t.geometry())
+}
+
+/// The operator's returns when run on meta shadows of its tensor arguments (plan §2.4), if some
+/// functional argument's value has another layout than its wrapper (otherwise the backend's
+/// output strides are eager's already). `None` also when the shadow run fails (an operator
+/// without a Meta kernel, such as `nonzero`): the outputs then keep their value's geometry.
+fn shadow_run(
+    op: &OperatorHandle,
+    stack: &Stack,
+    start: usize,
+    tensor_arguments: &[TensorArgument],
+) -> Option<Vec<IValue>> {
+    let differs = tensor_arguments
+        .iter()
+        .any(|a| match stack.get(start + a.index) {
+            Some(IValue::Tensor(t)) => value_layout_differs(t),
+            Some(IValue::TensorList(ts)) => ts.iter().any(value_layout_differs),
+            Some(IValue::OptionalTensorList(ts)) => ts.iter().flatten().any(value_layout_differs),
+            _ => false,
+        });
+    if !differs {
+        return None;
+    }
+    let shadow = |t: &Tensor| {
+        if t.is_wrapped_number() {
+            Ok(t.clone())
+        } else {
+            meta_shadow(t)
+        }
+    };
+    let mut shadow_stack: Stack = stack.get(start..)?.to_vec();
+    for v in &mut shadow_stack {
+        let replaced = match v {
+            IValue::Tensor(t) => shadow(t).map(IValue::Tensor),
+            IValue::TensorList(ts) => ts
+                .iter()
+                .map(shadow)
+                .collect::<Result<Vec<_>>>()
+                .map(IValue::TensorList),
+            IValue::OptionalTensorList(ts) => ts
+                .iter()
+                .map(|t| t.as_ref().map(shadow).transpose())
+                .collect::<Result<Vec<_>>>()
+                .map(IValue::OptionalTensorList),
+            _ => continue,
+        };
+        *v = replaced.ok()?;
+    }
+    let _g = shadow_guard();
+    op.call_boxed(&mut shadow_stack).ok()?;
+    Some(shadow_stack)
+}
+
+/// Gives the wrappers of return `v` the geometry of the matching shadow return `s`, where the
+/// sizes agree.
+fn take_eager_geometry(v: &IValue, s: &IValue) {
+    let take = |w: &Tensor, s: &Tensor| {
+        if w.sizes() == s.sizes() {
+            let g = s.geometry();
+            // Wrappers have no storage, so no bounds to break: this cannot fail.
+            let _ = w.set_geometry(g.sizes(), g.strides(), g.storage_offset());
+        }
+    };
+    match (v, s) {
+        (IValue::Tensor(w), IValue::Tensor(s)) => take(w, s),
+        (IValue::TensorList(ws), IValue::TensorList(ss)) => {
+            ws.iter().zip(ss).for_each(|(w, s)| take(w, s));
+        }
+        _ => {}
+    }
 }
 
 /// Registers the fallback at `Functionalize`.

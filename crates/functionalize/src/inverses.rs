@@ -26,8 +26,7 @@
 //! (an `as_strided` of `mutated_view` with `base`'s geometry where no view inverse exists,
 //! which assumes `mutated_view` still shares `base`'s storage); this layer never uses it.
 //!
-//! Not here: `unfold`'s inverse, which needs `unfold_backward` as an operator (plan §9 step 2),
-//! and the views that are CompositeImplicitAutograd (`narrow`, `chunk`, `split.sizes`,
+//! Not here: the views that are CompositeImplicitAutograd (`narrow`, `chunk`, `split.sizes`,
 //! `reshape`, `expand_as`, `view_as`, `flatten`, `movedim`, ...), which decompose before
 //! reaching the layer.
 
@@ -453,4 +452,46 @@ pub fn alias_inverse(base: &Tensor, mutated_view: &Tensor, mode: InverseMode) ->
 pub fn detach_inverse(base: &Tensor, mutated_view: &Tensor, mode: InverseMode) -> Result<Tensor> {
     let _ = (base, mode);
     Ok(mutated_view.clone())
+}
+
+/// PyTorch's error for a mutated `unfold` view whose windows overlap, in
+/// [`InverseMode::ViewOrScatterInverse`].
+fn unfold_overlap_error() -> Error {
+    Error::runtime(
+        "While executing unfold, functionalization encountered a tensor being mutated that has internal overlap. When using torch.compile (or running functionalization directly), this is banned as the behavior is not well defined. Consider cloning the tensor before mutating it, or removing the mutation from your model.",
+    )
+}
+
+/// Inverse of `unfold(dimension, size, step)`: the windows of `mutated_view` folded back into
+/// `base` with `unfold_backward`, which sums the windows into a tensor of `base`'s sizes.
+///
+/// Elements of `base` no window covers (the gaps when `step > size`, the tail past the last
+/// full window) keep their value: the result is `where(covered, unfold_backward(mutated_view),
+/// base)`, where `covered` is where `unfold_backward` of ones is non-zero. (PyTorch returns
+/// `unfold_backward(mutated_view)` alone, which zeroes those elements.) Windows that overlap
+/// (`size > step`) are PyTorch's error in [`InverseMode::ViewOrScatterInverse`] (a mutation of
+/// memory that aliases itself); in [`InverseMode::NeverView`] their values are summed, as
+/// PyTorch does (so an element two windows share gets the sum of its two new values, not
+/// what an eager in-place op on the overlapping view leaves). In [`InverseMode::AlwaysView`], `mutated_view` with `base`'s geometry.
+pub fn unfold_inverse(
+    base: &Tensor,
+    mutated_view: &Tensor,
+    mode: InverseMode,
+    dimension: i64,
+    size: i64,
+    step: i64,
+) -> Result<Tensor> {
+    let _below = below();
+    match mode {
+        InverseMode::AlwaysView => as_strided_like_base(base, mutated_view),
+        InverseMode::ViewOrScatterInverse if size > step => Err(unfold_overlap_error()),
+        InverseMode::ViewOrScatterInverse | InverseMode::NeverView => {
+            let sizes = base.sizes();
+            let folded = op::unfold_backward::call(mutated_view, &sizes, dimension, size, step)?;
+            let ones = op::ones_like::call(mutated_view, None, None, None, None, None)?;
+            let count = op::unfold_backward::call(&ones, &sizes, dimension, size, step)?;
+            let covered = op::ne_Scalar::call(&count, Scalar::Int(0))?;
+            op::where_self::call(&covered, &folded, base)
+        }
+    }
 }

@@ -61,16 +61,22 @@
 //!
 //! Besides the fallback, the layer has generated kernels (`src/generated/`, from
 //! `crates/codegen/src/emit/functionalize.rs`) for mutating operators with a functional
-//! variant, for the views whose inverse is a `*_scatter` operator (`slice.Tensor`,
-//! `select.int`, `diagonal`, `as_strided`, `as_strided_`), and the composite kernels of
-//! CompositeImplicitAutograd views and mutating operators.
+//! variant, for every view operator (recording its inverse: a `*_scatter` operator or a
+//! function of [`inverses`]) and its in-place form, and the composite kernels of
+//! CompositeImplicitAutograd views and mutating operators; and hand-written kernels
+//! (`src/manual.rs`, plan §3.5) for `resize_`, `set_.source_Tensor`, `lift`, `lift_fresh`,
+//! `lift_fresh_copy`, `_to_copy` and `_unsafe_view`. [`functionalize_aten_op`] runs a
+//! composite kernel functionalized on plain tensors (for backends).
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place
-//! meta check of mutation kernels and the tracer (§5.2).
+//! Wrappers report the eager program's geometry (plan §2.4): a view's sizes, strides and
+//! offset come from the real view operator run on a [`meta_shadow`] of its input when the
+//! value's own layout may differ (views removed, or an input whose value was replaced); an
+//! in-place view (`transpose_`), `resize_` or `set_` sets the eager geometry on the wrapper;
+//! the fallback reruns an operator on shadows when some input's value layout differs from its
+//! wrapper's, for eager output strides (operators without a Meta kernel keep the value's).
 //!
-//! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
-//! (at wrapping, at [`create_view`] unless the caller passes the eager one, and after
-//! [`mutate_view_meta`]), and the fallback keeps the backend's output geometry.
+//! Not yet here (see `docs/functionalization-plan.md`): the in-place meta check of mutation
+//! kernels, the tracer (§5.2).
 //!
 //! Locking: a wrapper's state and its storage's state are never locked together, and the
 //! wrapper lock is never held across an operator call; the storage lock is held while updates
@@ -78,7 +84,9 @@
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
 mod fallback;
+mod geometry;
 pub mod inverses;
+mod manual;
 mod storage;
 mod support;
 mod tensor;
@@ -89,14 +97,16 @@ mod view_meta;
 #[rustfmt::skip]
 mod generated;
 
+pub use geometry::meta_shadow;
+pub use manual::functionalize_aten_op;
 pub use storage::{FunctionalStorage, Update};
 pub use tensor::{
     FunctionalTensor, apply_updates, are_aliased, below, commit_update, create_view, freeze,
     from_functional, from_functional_list, from_functional_optional_list, functional_payload,
     has_data_mutation, has_metadata_mutation, is_functional, is_functional_list,
-    is_functional_optional_list, mark_mutation, mutate_view_meta, regenerate_from_base, replace_,
-    sync, sync_list, sync_optional_list, to_functional, to_functional_list,
-    to_functional_optional_list, unsafe_reset_storage,
+    is_functional_optional_list, mark_mutation, maybe_replace_storage, mutate_view_meta,
+    regenerate_from_base, replace_, set__impl, sync, sync_list, sync_optional_list, to_functional,
+    to_functional_list, to_functional_optional_list, unsafe_reset_storage,
 };
 pub use transform::{Remove, functionalize, run_functionalized};
 pub use view_meta::{
@@ -106,9 +116,11 @@ pub use view_meta::{
 use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
 
 /// Registers the layer's kernels: the generated kernels of mutating, view and composite
-/// operators, and the boxed fallback at `Functionalize` for every other operator.
+/// operators, the hand-written ones, and the boxed fallback at `Functionalize` for every other
+/// operator.
 fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
     generated::register(d)?;
+    manual::register(d)?;
     fallback::register(d)
 }
 

@@ -104,6 +104,19 @@ impl FunctionalStorage {
         self.lock().original_base.clone()
     }
 
+    /// The bytes of eager storage the group stands for (PyTorch's `FunctionalStorageImpl`
+    /// size): the storage of the tensor the group was made from, or, for a tensor without
+    /// storage, what its geometry reaches. `resize_` compares with it to tell growth (a new
+    /// storage) from shrinking (a view).
+    pub fn nbytes(&self) -> usize {
+        let st = self.lock();
+        let b = &st.original_base;
+        b.storage_ref().map_or_else(
+            || usize::try_from(b.geometry().required_elements()).unwrap_or(0) * b.element_size(),
+            |s| s.nbytes(),
+        )
+    }
+
     /// How many updates are queued.
     pub fn pending_updates(&self) -> usize {
         self.lock().updates.len()

@@ -1,8 +1,9 @@
 //! Non-generic helpers of the generated kernels (`src/generated/`): every operator gets a
 //! kernel, so the per-operator code stays a few calls into these.
 
-use crate::tensor::{FunctionalTensor, functional_payload};
-use crate::view_meta::ViewMeta;
+use crate::geometry::{shadow_view, shadow_views};
+use crate::tensor::{FunctionalTensor, functional_payload, mutate_view_meta_to};
+use crate::view_meta::{ViewMeta, reapply_views};
 use switchyard_core::{Error, Result, Tensor};
 
 // What the generated kernels call; not every helper has a user in every ops.yaml (no mutable
@@ -103,35 +104,72 @@ pub(crate) fn propagate_mutation_list(ws: &[Tensor], news: &[Tensor], out: bool)
 
 /// The view of wrapper `base` recorded by `meta`: replays `meta` on `base`'s value (not synced:
 /// views defer syncing to the first non-view use) below the layer and wraps the result as a
-/// view in `base`'s alias group.
-pub(crate) fn view_output(base: &Tensor, meta: ViewMeta) -> Result<Tensor> {
+/// view in `base`'s alias group. `view` is the real view operator (never its `*_copy`): run on
+/// a meta shadow of `base`, it gives the output's eager geometry (plan §2.4) and eager's
+/// errors.
+pub(crate) fn view_output(
+    base: &Tensor,
+    meta: ViewMeta,
+    view: &dyn Fn(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
     let value = value_of(base)?;
+    let eager = if value_has_eager_geometry(base, &value) {
+        None
+    } else {
+        Some(shadow_view(base, view)?)
+    };
     let out = {
         let _below = below();
         meta.forward(&value)?
     };
-    // TODO(functionalization §2.4): eager geometry by meta shadow; the wrapper reports its
-    // value's geometry meanwhile.
-    create_view(base, out, meta, None)
+    create_view(base, out, meta, eager.as_ref())
 }
 
 /// The views of wrapper `base` recorded by the multi-output record `meta`: `all` computes
 /// every output on `base`'s value at once (not synced), and each gets a wrapper whose record
-/// is `meta` re-indexed to it.
+/// is `meta` re-indexed to it. `views` is the real view operator, for the eager geometries.
 pub(crate) fn view_outputs(
     base: &Tensor,
     meta: ViewMeta,
     all: &dyn Fn(&Tensor) -> Result<Vec<Tensor>>,
+    views: &dyn Fn(&Tensor) -> Result<Vec<Tensor>>,
 ) -> Result<Vec<Tensor>> {
     let value = value_of(base)?;
+    let eager = if value_has_eager_geometry(base, &value) {
+        None
+    } else {
+        Some(shadow_views(base, views)?)
+    };
     let outs = {
         let _below = below();
         all(&value)?
     };
     outs.into_iter()
         .enumerate()
-        .map(|(i, out)| create_view(base, out, meta.to_out_idx(i), None))
+        .map(|(i, out)| {
+            let g = eager.as_ref().and_then(|g| g.get(i));
+            create_view(base, out, meta.to_out_idx(i), g)
+        })
         .collect()
+}
+
+/// The in-place view `meta` applied to wrapper `w` (`transpose_`, `as_strided_`, ...):
+/// [`mutate_view_meta`] with the eager geometry `view` (the out-of-place view operator) gives
+/// on a meta shadow of `w`, computed first so that eager's errors leave `w` unchanged.
+pub(crate) fn inplace_view(
+    w: &Tensor,
+    meta: ViewMeta,
+    view: &dyn Fn(&Tensor) -> Result<Tensor>,
+) -> Result<()> {
+    let eager = shadow_view(w, view)?;
+    mutate_view_meta_to(w, meta, Some(&eager))
+}
+
+/// Whether a view of `value` (the value of wrapper `base`) computed by the view's forward
+/// already has the eager geometry: views are reapplied as real views and `value` has
+/// `base`'s eager geometry. Otherwise the view kernels compute it on a meta shadow.
+fn value_has_eager_geometry(base: &Tensor, value: &Tensor) -> bool {
+    reapply_views() && value.geometry() == base.geometry()
 }
 
 fn value_of(t: &Tensor) -> Result<Tensor> {

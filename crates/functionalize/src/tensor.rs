@@ -397,15 +397,25 @@ pub fn mark_mutation(w: &Tensor) -> Result<()> {
 /// Applies an in-place view operation to `w` (A.3 `mutate_view_meta`; `transpose_`,
 /// `unsqueeze_`, ...): appends `meta` to its records, replays it on its value and sets its
 /// metadata-mutation flag. `w` keeps its group: it is now a view of its old base.
+///
+/// `w` then reports the new value's geometry; the layer's own kernels give the eager one
+/// (plan §2.4).
 pub fn mutate_view_meta(w: &Tensor, meta: ViewMeta) -> Result<()> {
+    mutate_view_meta_to(w, meta, None)
+}
+
+/// [`mutate_view_meta`], `w` then reporting `eager_geometry` (`None`: the new value's).
+pub(crate) fn mutate_view_meta_to(
+    w: &Tensor,
+    meta: ViewMeta,
+    eager_geometry: Option<&Geometry>,
+) -> Result<()> {
     let ft = require_functional(w, "mutate_view_meta")?;
     let value = {
         let _below = below();
         meta.forward(&ft.value())?
     };
-    // TODO(functionalization §2.4): the eager geometry of the mutated view comes from a meta
-    // shadow; until then the wrapper reports the new value's.
-    let g = value.geometry();
+    let g = eager_geometry.cloned().unwrap_or_else(|| value.geometry());
     w.set_geometry(g.sizes(), g.strides(), g.storage_offset())?;
     let mut st = ft.lock();
     st.is_multi_output_view |= meta.is_multi_output;
@@ -413,6 +423,105 @@ pub fn mutate_view_meta(w: &Tensor, meta: ViewMeta) -> Result<()> {
     st.value = value;
     st.has_metadata_mutation = true;
     Ok(())
+}
+
+/// [`mutate_view_meta_to`] replacing `w`'s last view record instead of appending to it:
+/// `meta`'s forward is replayed on what the last record was applied to (regenerated from the
+/// group's base, which must have no pending update for `w`: call after [`sync`]). For records
+/// that compose by replacement (`resize_` windows: a resize of a resize is a resize of the
+/// original tensor).
+pub(crate) fn replace_last_view_meta(
+    w: &Tensor,
+    meta: ViewMeta,
+    eager_geometry: &Geometry,
+) -> Result<()> {
+    let ft = require_functional(w, "replace_last_view_meta")?;
+    let st = ft.snapshot();
+    let Some((_, kept)) = st.view_metas.split_last() else {
+        return mutate_view_meta_to(w, meta, Some(eager_geometry));
+    };
+    let (mut value, generation) = st.storage.base_and_generation();
+    {
+        let _below = below();
+        for m in kept {
+            value = m.forward(&value)?;
+        }
+        value = meta.forward(&value)?;
+    }
+    w.set_geometry(
+        eager_geometry.sizes(),
+        eager_geometry.strides(),
+        eager_geometry.storage_offset(),
+    )?;
+    let mut st = ft.lock();
+    st.view_metas = kept.iter().cloned().chain([meta]).collect();
+    st.value = value;
+    st.generation = generation;
+    st.has_metadata_mutation = true;
+    Ok(())
+}
+
+/// PyTorch's error for growing a view or an aliased tensor with `resize_`.
+fn resize_view_error() -> Error {
+    Error::runtime(
+        "Attempted to resize a view tensor to a larger size. This is not allowed in the functionalization pass",
+    )
+}
+
+/// Gives `w` a new alias group whose base is `bigger` (A.3 `maybe_replace_storage`, for
+/// `resize_` growing past its storage): `bigger` becomes `w`'s value, at generation 0, and `w`
+/// reports `eager_geometry`. Sets the metadata-mutation flag.
+///
+/// Errors ("Attempted to resize a view tensor to a larger size. This is not allowed in the
+/// functionalization pass") if `w` is a view or another tensor shares its group: growing one
+/// member of a group cannot be expressed by the group's base.
+pub fn maybe_replace_storage(w: &Tensor, bigger: &Tensor, eager_geometry: &Geometry) -> Result<()> {
+    let ft = require_functional(w, "maybe_replace_storage")?;
+    let storage = FunctionalStorage::new(bigger.clone())?;
+    {
+        let mut st = ft.lock();
+        // This wrapper's reference is the only one when no other member is alive.
+        if Arc::strong_count(&st.storage) != 1 || !st.view_metas.is_empty() {
+            return Err(resize_view_error());
+        }
+        st.generation = storage.generation();
+        st.storage = storage;
+        st.value = bigger.clone();
+        st.has_metadata_mutation = true;
+    }
+    w.set_geometry(
+        eager_geometry.sizes(),
+        eager_geometry.strides(),
+        eager_geometry.storage_offset(),
+    )
+}
+
+/// Makes wrapper `w` an alias of wrapper `source` (A.3 `set__impl`, the kernel of
+/// `set_.source_Tensor`): `w` takes `source`'s value, generation, view records and geometry,
+/// and joins its alias group; its old group is frozen (a later mutation of a tensor left in it
+/// fails), unless it is `source`'s group already. Sets the storage-changed flag.
+#[allow(non_snake_case)] // PyTorch's name (`set_` + `_impl`).
+pub fn set__impl(w: &Tensor, source: &Tensor) -> Result<()> {
+    let ft = require_functional(w, "set_")?;
+    let src = require_functional(source, "set_")?.snapshot();
+    let geometry = source.geometry();
+    {
+        let mut st = ft.lock();
+        if !Arc::ptr_eq(&st.storage, &src.storage) {
+            st.storage.freeze();
+        }
+        st.value = src.value;
+        st.generation = src.generation;
+        st.view_metas = src.view_metas;
+        st.is_multi_output_view = src.is_multi_output_view;
+        st.storage = src.storage;
+        st.was_storage_changed = true;
+    }
+    w.set_geometry(
+        geometry.sizes(),
+        geometry.strides(),
+        geometry.storage_offset(),
+    )
 }
 
 /// Whether `w`'s alias group has ever been updated (A.3 `has_data_mutation`).

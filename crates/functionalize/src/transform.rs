@@ -81,9 +81,9 @@ fn nested_error() -> Error {
 /// count itself can end higher than eager's). Last, every output is synced and unwrapped;
 /// plain outputs pass through.
 ///
-/// Until the wrappers carry eager geometry (plan §2.4), a metadata mutation of an input under
-/// [`Remove::MutationsAndViews`] is written back with the `*_copy` value's contiguous layout
-/// (offset 0), not eager's strides.
+/// The wrappers carry the eager geometry (plan §2.4), so a metadata mutation of an input
+/// (`transpose_`, `resize_`) is written back with eager's sizes, strides and offset in both
+/// modes.
 ///
 /// Errors: a call inside a functionalized region (or on functional inputs) is refused
 /// ("nested functionalize() is not supported"); an error of `f` is returned as is, before any

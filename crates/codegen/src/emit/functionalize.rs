@@ -38,13 +38,15 @@ use super::rust::{UnsupportedType, arg_name, args_tuple_type, default_expr, fn_n
 use super::writer::header;
 use crate::{NativeFunctions, unambiguous_name};
 
-/// Operators whose `Functionalize` kernel is written by hand in `crates/functionalize`
-/// (plan §3.5; torchgen's `MUTABLE_OPS_NOT_USING_FUNCTIONALIZATION` and the hand-written
-/// kernels of `FunctionalizeFallbackKernel.cpp`), by base name.
+/// Operators whose `Functionalize` kernel is written by hand in
+/// `crates/functionalize/src/manual.rs` (plan §3.5; torchgen's
+/// `MUTABLE_OPS_NOT_USING_FUNCTIONALIZATION` and the hand-written kernels of
+/// `FunctionalizeFallbackKernel.cpp`), by full name: their other overloads (`lift.out`,
+/// `_to_copy.out`, ...) are ordinary mutating operators and get generated kernels.
 pub const MANUAL_FUNCTIONALIZE: [&str; 8] = [
     "resize_",
     "resize_as_",
-    "set_",
+    "set_.source_Tensor",
     "lift",
     "lift_fresh",
     "lift_fresh_copy",
@@ -57,7 +59,7 @@ pub const MANUAL_FUNCTIONALIZE: [&str; 8] = [
 /// mutated, mode, [out_index,] <view arguments>)`. A view listed here gets a generated kernel
 /// (and its in-place form too); one not listed keeps reaching the fallback, which refuses it.
 /// Filled in as the inverses land.
-pub const VIEWS_WITH_INVERSES: [&str; 15] = [
+pub const VIEWS_WITH_INVERSES: [&str; 16] = [
     "view",
     "view.dtype",
     "permute",
@@ -73,6 +75,7 @@ pub const VIEWS_WITH_INVERSES: [&str; 15] = [
     "unbind.int",
     "alias",
     "detach",
+    "unfold",
 ];
 
 /// How many `mutations_<n>.rs` shards the mutation kernels are dealt into.
@@ -522,20 +525,26 @@ fn view_kernel(
         meta.push_str(".as_strided()");
     }
     let _ = writeln!(b, "    let meta = {meta};");
+    // The view itself (never its copy), run on a meta shadow of the input for the eager
+    // geometry of the output (plan §2.4).
+    let shadow = format!("&|s: &Tensor| {}::call(s{sep}{args})", op_path(v));
     if inplace.is_some() {
         if multi {
             return Err("in-place multi-output view".into());
         }
-        b.push_str("    mutate_view_meta(self_, meta)?;\n    Ok(self_.clone())\n");
+        let _ = writeln!(
+            b,
+            "    inplace_view(self_, meta, {shadow})?;\n    Ok(self_.clone())"
+        );
     } else if multi {
         let _ = writeln!(
             b,
-            "    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply {{ {}::call(v{sep}{args}) }} else {{ {}::call(v{sep}{args}) }})",
+            "    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply {{ {}::call(v{sep}{args}) }} else {{ {}::call(v{sep}{args}) }}, {shadow})",
             op_path(v),
             op_path(copy)
         );
     } else {
-        b.push_str("    view_output(self_, meta)\n");
+        let _ = writeln!(b, "    view_output(self_, meta, {shadow})");
     }
     signature_fn(f, &kernel_name(f), &b).map_err(|e| format!("unsupported type {}", e.0))
 }
@@ -609,8 +618,7 @@ pub fn generate(
         if f.manual_kernel_registration {
             continue;
         }
-        let base = f.schema.name.name.to_string();
-        if MANUAL_FUNCTIONALIZE.contains(&base.as_str()) {
+        if MANUAL_FUNCTIONALIZE.contains(&full_name(f).as_str()) {
             continue;
         }
         let is_view = f.schema.is_view_op() && f.kind() == SchemaKind::Functional;
@@ -801,10 +809,27 @@ mod tests {
             assert!(has(&report.views, v), "{v} not generated");
         }
         assert!(has(&report.composite, "reshape"));
-        // Views without a scatter inverse wait for the hand-written inverses.
-        assert!(report.views_left.iter().any(|(n, _)| n == "unfold"));
-        // Hand-written ones are not generated.
-        assert!(!has(&report.mutations, "resize_"));
+        // Every view of ops.yaml has an inverse (scatter or hand-written).
+        assert!(has(&report.views, "unfold"), "{:?}", report.views_left);
+        assert!(report.views_left.is_empty(), "{:?}", report.views_left);
+        // Hand-written kernels are not generated, but their other overloads are.
+        for manual in [
+            "resize_",
+            "set_.source_Tensor",
+            "lift",
+            "_to_copy",
+            "_unsafe_view",
+        ] {
+            assert!(!has(&report.mutations, manual) && !has(&report.views, manual));
+        }
+        for out in [
+            "lift.out",
+            "_to_copy.out",
+            "lift_fresh_copy.out",
+            "set.source_Tensor_out",
+        ] {
+            assert!(has(&report.mutations, out), "{out} not generated");
+        }
         let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         assert!(names.contains(&"crates/functionalize/src/generated/mutations_3.rs"));
         let views = &files
@@ -815,6 +840,11 @@ mod tests {
         assert!(views.contains("op::slice_scatter::call(b, m, dim, start, end, step)"));
         assert!(views.contains("op::slice_copy_Tensor::call(b, dim, start, end, step)"));
         assert!(views.contains(".as_strided()"));
+        // Eager geometry from the view itself on a meta shadow, in both modes.
+        assert!(views.contains("view_output(self_, meta, &|s: &Tensor| op::slice_Tensor::call(s, dim, start, end, step))"));
+        assert!(views.contains(
+            "inplace_view(self_, meta, &|s: &Tensor| op::transpose_int::call(s, dim0, dim1))?;"
+        ));
     }
 }
 

@@ -1357,8 +1357,8 @@ pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, 
     Ok(out.clone())
 }
 
-/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__unsafe_view_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1367,20 +1367,20 @@ pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format
         }
         let r = {
             let _below = below();
-            op::clone_out::call(&self__u, memory_format, &out_u)?
+            op::_unsafe_view_out::call(&self__u, size, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::clone::call(&self__u, memory_format)?
+        op::_unsafe_view::call(&self__u, size)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1389,20 +1389,20 @@ pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offse
         }
         let r = {
             let _below = below();
-            op::diagonal_copy_out::call(&self__u, offset, dim1, dim2, &out_u)?
+            op::uniform_out::call(&self__u, from, to, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
+        op::uniform::call(&self__u, from, to, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1411,20 +1411,20 @@ pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (
         }
         let r = {
             let _below = below();
-            op::detach_copy_out::call(&self__u, &out_u)?
+            op::permute_copy_out::call(&self__u, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::detach_copy::call(&self__u)?
+        op::permute_copy::call(&self__u, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1433,20 +1433,20 @@ pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, d
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_dims_out::call(&self__u, dim, &out_u)?
+            op::squeeze_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy_dims::call(&self__u, dim)?
+        op::squeeze_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1455,20 +1455,42 @@ pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out
         }
         let r = {
             let _below = below();
-            op::view_copy_out::call(&self__u, size, &out_u)?
+            op::transpose_copy_int_out::call(&self__u, dim0, dim1, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::view_copy::call(&self__u, size)?
+        op::transpose_copy_int::call(&self__u, dim0, dim1)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let grad_in_u = unwrap_synced(grad_in)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(grad_in) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::unfold_backward_out::call(&grad_in_u, input_sizes, dim, size, step, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::unfold_backward::call(&grad_in_u, input_sizes, dim, size, step)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_lift_fresh_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1477,13 +1499,13 @@ pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&
         }
         let r = {
             let _below = below();
-            op::alias_copy_out::call(&self__u, &out_u)?
+            op::lift_fresh_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::alias_copy::call(&self__u)?
+        op::lift_fresh_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -1340,8 +1340,8 @@ pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (
     Ok(out.clone())
 }
 
-/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1350,20 +1350,20 @@ pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         }
         let r = {
             let _below = below();
-            op::zero_out::call(&self__u, &out_u)?
+            op::clone_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::zero::call(&self__u)?
+        op::clone::call(&self__u, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1372,20 +1372,20 @@ pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, i
         }
         let r = {
             let _below = below();
-            op::expand_copy_out::call(&self__u, size, implicit, &out_u)?
+            op::as_strided_copy_out::call(&self__u, size, stride, storage_offset, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::expand_copy::call(&self__u, size, implicit)?
+        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1394,20 +1394,20 @@ pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, d
         }
         let r = {
             let _below = below();
-            op::slice_copy_Tensor_out::call(&self__u, dim, start, end, step, &out_u)?
+            op::select_copy_int_out::call(&self__u, dim, index, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
+        op::select_copy_int::call(&self__u, dim, index)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1416,20 +1416,20 @@ pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tens
         }
         let r = {
             let _below = below();
-            op::t_copy_out::call(&self__u, &out_u)?
+            op::squeeze_copy_dim_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::t_copy::call(&self__u)?
+        op::squeeze_copy_dim::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
+/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1438,13 +1438,35 @@ pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dty
         }
         let r = {
             let _below = below();
-            op::view_copy_dtype_out::call(&self__u, dtype, &out_u)?
+            op::unsqueeze_copy_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::view_copy_dtype::call(&self__u, dtype)?
+        op::unsqueeze_copy::call(&self__u, dim)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::unfold_copy_out::call(&self__u, dimension, size, step, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::unfold_copy::call(&self__u, dimension, size, step)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

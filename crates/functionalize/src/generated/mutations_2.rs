@@ -1346,8 +1346,8 @@ pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&
     Ok(out.clone())
 }
 
-/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1356,20 +1356,20 @@ pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, g
         }
         let r = {
             let _below = below();
-            op::uniform_out::call(&self__u, from, to, generator, &out_u)?
+            op::zero_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::uniform::call(&self__u, from, to, generator)?
+        op::zero::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1378,20 +1378,20 @@ pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, 
         }
         let r = {
             let _below = below();
-            op::permute_copy_out::call(&self__u, dims, &out_u)?
+            op::diagonal_copy_out::call(&self__u, offset, dim1, dim2, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::permute_copy::call(&self__u, dims)?
+        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1400,20 +1400,20 @@ pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): 
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_out::call(&self__u, &out_u)?
+            op::detach_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy::call(&self__u)?
+        op::detach_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1422,35 +1422,57 @@ pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::transpose_copy_int_out::call(&self__u, dim0, dim1, &out_u)?
+            op::squeeze_copy_dims_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::transpose_copy_int::call(&self__u, dim0, dim1)?
+        op::squeeze_copy_dims::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let grad_in_u = unwrap_synced(grad_in)?;
+/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(grad_in) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::unfold_backward_out::call(&grad_in_u, input_sizes, dim, size, step, &out_u)?
+            op::view_copy_out::call(&self__u, size, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unfold_backward::call(&grad_in_u, input_sizes, dim, size, step)?
+        op::view_copy::call(&self__u, size)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::alias_copy_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::alias_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

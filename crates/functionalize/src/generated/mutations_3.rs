@@ -1342,8 +1342,8 @@ pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, 
     Ok(out.clone())
 }
 
-/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+/// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__to_copy_out(_ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1352,20 +1352,20 @@ pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, siz
         }
         let r = {
             let _below = below();
-            op::as_strided_copy_out::call(&self__u, size, stride, storage_offset, &out_u)?
+            op::_to_copy_out::call(&self__u, non_blocking, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
+        op::_to_copy::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, non_blocking, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1374,20 +1374,20 @@ pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim
         }
         let r = {
             let _below = below();
-            op::select_copy_int_out::call(&self__u, dim, index, &out_u)?
+            op::expand_copy_out::call(&self__u, size, implicit, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::select_copy_int::call(&self__u, dim, index)?
+        op::expand_copy::call(&self__u, size, implicit)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1396,20 +1396,20 @@ pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, di
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_dim_out::call(&self__u, dim, &out_u)?
+            op::slice_copy_Tensor_out::call(&self__u, dim, start, end, step, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy_dim::call(&self__u, dim)?
+        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1418,20 +1418,20 @@ pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim,
         }
         let r = {
             let _below = below();
-            op::unsqueeze_copy_out::call(&self__u, dim, &out_u)?
+            op::t_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unsqueeze_copy::call(&self__u, dim)?
+        op::t_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1440,13 +1440,35 @@ pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimensi
         }
         let r = {
             let _below = below();
-            op::unfold_copy_out::call(&self__u, dimension, size, step, &out_u)?
+            op::view_copy_dtype_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unfold_copy::call(&self__u, dimension, size, step)?
+        op::view_copy_dtype::call(&self__u, dtype)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_lift_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::lift_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::lift::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -3,12 +3,11 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 307 mutation kernels, 27 view kernels, 26 composite kernels.
+//! Generated: 311 mutation kernels, 28 view kernels, 26 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
-//! View operators left to the fallback (which refuses them by name) (1):
-//! * `unfold`: no `*_scatter` inverse and not in VIEWS_WITH_INVERSES
+//! View operators left to the fallback (which refuses them by name) (0):
 
 #![allow(non_snake_case)]
 
@@ -277,8 +276,10 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("prod.out", Kernel::typed::<op::prod_out>(functionalize_prod_out).debug("functionalize_prod_out"))?;
     lib.impl_("flip.out", Kernel::typed::<op::flip_out>(functionalize_flip_out).debug("functionalize_flip_out"))?;
     lib.impl_("roll.out", Kernel::typed::<op::roll_out>(functionalize_roll_out).debug("functionalize_roll_out"))?;
+    lib.impl_("_unsafe_view.out", Kernel::typed::<op::_unsafe_view_out>(functionalize__unsafe_view_out).debug("functionalize__unsafe_view_out"))?;
     lib.impl_("clone.out", Kernel::typed::<op::clone_out>(functionalize_clone_out).debug("functionalize_clone_out"))?;
     lib.impl_("zero.out", Kernel::typed::<op::zero_out>(functionalize_zero_out).debug("functionalize_zero_out"))?;
+    lib.impl_("_to_copy.out", Kernel::typed::<op::_to_copy_out>(functionalize__to_copy_out).debug("functionalize__to_copy_out"))?;
     lib.impl_("uniform.out", Kernel::typed::<op::uniform_out>(functionalize_uniform_out).debug("functionalize_uniform_out"))?;
     lib.impl_("as_strided_copy.out", Kernel::typed::<op::as_strided_copy_out>(functionalize_as_strided_copy_out).debug("functionalize_as_strided_copy_out"))?;
     lib.impl_("diagonal_copy.out", Kernel::typed::<op::diagonal_copy_out>(functionalize_diagonal_copy_out).debug("functionalize_diagonal_copy_out"))?;
@@ -298,6 +299,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unfold_backward.out", Kernel::typed::<op::unfold_backward_out>(functionalize_unfold_backward_out).debug("functionalize_unfold_backward_out"))?;
     lib.impl_("unfold_copy.out", Kernel::typed::<op::unfold_copy_out>(functionalize_unfold_copy_out).debug("functionalize_unfold_copy_out"))?;
     lib.impl_("alias_copy.out", Kernel::typed::<op::alias_copy_out>(functionalize_alias_copy_out).debug("functionalize_alias_copy_out"))?;
+    lib.impl_("lift.out", Kernel::typed::<op::lift_out>(functionalize_lift_out).debug("functionalize_lift_out"))?;
+    lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(functionalize_lift_fresh_copy_out).debug("functionalize_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(functionalize_native_layer_norm_out).debug("functionalize_native_layer_norm_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(functionalize_native_dropout_out).debug("functionalize_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(functionalize_convolution_out).debug("functionalize_convolution_out"))?;
@@ -358,6 +361,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unbind.int", Kernel::typed::<op::unbind_int>(functionalize_unbind_int).debug("functionalize_unbind_int"))?;
     lib.impl_("view", Kernel::typed::<op::view>(functionalize_view).debug("functionalize_view"))?;
     lib.impl_("view.dtype", Kernel::typed::<op::view_dtype>(functionalize_view_dtype).debug("functionalize_view_dtype"))?;
+    lib.impl_("unfold", Kernel::typed::<op::unfold>(functionalize_unfold).debug("functionalize_unfold"))?;
     lib.impl_("alias", Kernel::typed::<op::alias>(functionalize_alias).debug("functionalize_alias"))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(functionalize_chunk).debug("functionalize_chunk"))?;
     lib.impl_("contiguous", Kernel::typed::<op::contiguous>(functionalize_contiguous).debug("functionalize_contiguous"))?;

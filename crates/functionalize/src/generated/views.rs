@@ -30,7 +30,7 @@ pub(crate) fn functionalize_as_strided(_ks: DispatchKeySet, (self_, size, stride
             move |b: &Tensor, m: &Tensor, _: usize| op::as_strided_scatter::call(b, m, &size, &stride, storage_offset)
         },
     ).as_strided();
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::as_strided::call(s, &size, &stride, storage_offset))
 }
 
 /// `as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a!)`
@@ -53,7 +53,7 @@ pub(crate) fn functionalize_as_strided_(_ks: DispatchKeySet, (self_, size, strid
             move |b: &Tensor, m: &Tensor, _: usize| op::as_strided_scatter::call(b, m, &size, &stride, storage_offset)
         },
     ).as_strided();
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::as_strided::call(s, &size, &stride, storage_offset))?;
     Ok(self_.clone())
 }
 
@@ -73,7 +73,7 @@ pub(crate) fn functionalize_diagonal(_ks: DispatchKeySet, (self_, offset, dim1, 
             move |b: &Tensor, m: &Tensor, _: usize| op::diagonal_scatter::call(b, m, offset, dim1, dim2)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::diagonal::call(s, offset, dim1, dim2))
 }
 
 /// `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
@@ -94,7 +94,7 @@ pub(crate) fn functionalize_expand(_ks: DispatchKeySet, (self_, size, implicit):
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::expand_inverse(b, m, InverseMode::for_reapply(reapply), &size, implicit)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::expand::call(s, &size, implicit))
 }
 
 /// `permute(Tensor(a) self, int[] dims) -> Tensor(a)`
@@ -115,7 +115,7 @@ pub(crate) fn functionalize_permute(_ks: DispatchKeySet, (self_, dims): (&Tensor
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::permute_inverse(b, m, InverseMode::for_reapply(reapply), &dims)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::permute::call(s, &dims))
 }
 
 /// `select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)`
@@ -134,7 +134,7 @@ pub(crate) fn functionalize_select_int(_ks: DispatchKeySet, (self_, dim, index):
             move |b: &Tensor, m: &Tensor, _: usize| op::select_scatter::call(b, m, dim, index)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::select_int::call(s, dim, index))
 }
 
 /// `detach(Tensor(a) self) -> Tensor(a)`
@@ -153,7 +153,7 @@ pub(crate) fn functionalize_detach(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::detach_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::detach::call(s))
 }
 
 /// `detach_(Tensor(a!) self) -> Tensor(a!)`
@@ -172,7 +172,7 @@ pub(crate) fn functionalize_detach_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::detach_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::detach::call(s))?;
     Ok(self_.clone())
 }
 
@@ -192,7 +192,7 @@ pub(crate) fn functionalize_slice_Tensor(_ks: DispatchKeySet, (self_, dim, start
             move |b: &Tensor, m: &Tensor, _: usize| op::slice_scatter::call(b, m, dim, start, end, step)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::slice_Tensor::call(s, dim, start, end, step))
 }
 
 /// `split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]`
@@ -211,7 +211,7 @@ pub(crate) fn functionalize_split_Tensor(_ks: DispatchKeySet, (self_, split_size
             move |b: &Tensor, m: &Tensor, i: usize| crate::inverses::split_Tensor_inverse(b, m, InverseMode::for_reapply(reapply), i, split_size, dim)
         },
     );
-    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::split_Tensor::call(v, split_size, dim) } else { op::split_copy_Tensor::call(v, split_size, dim) })
+    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::split_Tensor::call(v, split_size, dim) } else { op::split_copy_Tensor::call(v, split_size, dim) }, &|s: &Tensor| op::split_Tensor::call(s, split_size, dim))
 }
 
 /// `split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]`
@@ -232,7 +232,7 @@ pub(crate) fn functionalize_split_with_sizes(_ks: DispatchKeySet, (self_, split_
             move |b: &Tensor, m: &Tensor, i: usize| crate::inverses::split_with_sizes_inverse(b, m, InverseMode::for_reapply(reapply), i, &split_sizes, dim)
         },
     );
-    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::split_with_sizes::call(v, &split_sizes, dim) } else { op::split_with_sizes_copy::call(v, &split_sizes, dim) })
+    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::split_with_sizes::call(v, &split_sizes, dim) } else { op::split_with_sizes_copy::call(v, &split_sizes, dim) }, &|s: &Tensor| op::split_with_sizes::call(s, &split_sizes, dim))
 }
 
 /// `squeeze(Tensor(a) self) -> Tensor(a)`
@@ -251,7 +251,7 @@ pub(crate) fn functionalize_squeeze(_ks: DispatchKeySet, (self_,): (&Tensor,)) -
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::squeeze::call(s))
 }
 
 /// `squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)`
@@ -270,7 +270,7 @@ pub(crate) fn functionalize_squeeze_dim(_ks: DispatchKeySet, (self_, dim): (&Ten
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dim_inverse(b, m, InverseMode::for_reapply(reapply), dim)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::squeeze_dim::call(s, dim))
 }
 
 /// `squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)`
@@ -291,7 +291,7 @@ pub(crate) fn functionalize_squeeze_dims(_ks: DispatchKeySet, (self_, dim): (&Te
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dims_inverse(b, m, InverseMode::for_reapply(reapply), &dim)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::squeeze_dims::call(s, &dim))
 }
 
 /// `squeeze_(Tensor(a!) self) -> Tensor(a!)`
@@ -310,7 +310,7 @@ pub(crate) fn functionalize_squeeze_(_ks: DispatchKeySet, (self_,): (&Tensor,)) 
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::squeeze::call(s))?;
     Ok(self_.clone())
 }
 
@@ -330,7 +330,7 @@ pub(crate) fn functionalize_squeeze__dim(_ks: DispatchKeySet, (self_, dim): (&Te
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dim_inverse(b, m, InverseMode::for_reapply(reapply), dim)
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::squeeze_dim::call(s, dim))?;
     Ok(self_.clone())
 }
 
@@ -352,7 +352,7 @@ pub(crate) fn functionalize_squeeze__dims(_ks: DispatchKeySet, (self_, dim): (&T
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::squeeze_dims_inverse(b, m, InverseMode::for_reapply(reapply), &dim)
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::squeeze_dims::call(s, &dim))?;
     Ok(self_.clone())
 }
 
@@ -372,7 +372,7 @@ pub(crate) fn functionalize_t(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::t_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::t::call(s))
 }
 
 /// `t_(Tensor(a!) self) -> Tensor(a!)`
@@ -391,7 +391,7 @@ pub(crate) fn functionalize_t_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Res
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::t_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::t::call(s))?;
     Ok(self_.clone())
 }
 
@@ -411,7 +411,7 @@ pub(crate) fn functionalize_transpose_int(_ks: DispatchKeySet, (self_, dim0, dim
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::transpose_int_inverse(b, m, InverseMode::for_reapply(reapply), dim0, dim1)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::transpose_int::call(s, dim0, dim1))
 }
 
 /// `transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)`
@@ -430,7 +430,7 @@ pub(crate) fn functionalize_transpose_(_ks: DispatchKeySet, (self_, dim0, dim1):
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::transpose_int_inverse(b, m, InverseMode::for_reapply(reapply), dim0, dim1)
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::transpose_int::call(s, dim0, dim1))?;
     Ok(self_.clone())
 }
 
@@ -450,7 +450,7 @@ pub(crate) fn functionalize_unsqueeze(_ks: DispatchKeySet, (self_, dim): (&Tenso
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::unsqueeze_inverse(b, m, InverseMode::for_reapply(reapply), dim)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::unsqueeze::call(s, dim))
 }
 
 /// `unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)`
@@ -469,7 +469,7 @@ pub(crate) fn functionalize_unsqueeze_(_ks: DispatchKeySet, (self_, dim): (&Tens
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::unsqueeze_inverse(b, m, InverseMode::for_reapply(reapply), dim)
         },
     );
-    mutate_view_meta(self_, meta)?;
+    inplace_view(self_, meta, &|s: &Tensor| op::unsqueeze::call(s, dim))?;
     Ok(self_.clone())
 }
 
@@ -489,7 +489,7 @@ pub(crate) fn functionalize_unbind_int(_ks: DispatchKeySet, (self_, dim): (&Tens
             move |b: &Tensor, m: &Tensor, i: usize| crate::inverses::unbind_int_inverse(b, m, InverseMode::for_reapply(reapply), i, dim)
         },
     );
-    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::unbind_int::call(v, dim) } else { op::unbind_copy_int::call(v, dim) })
+    view_outputs(self_, meta.multi_output(0), &|v: &Tensor| if reapply { op::unbind_int::call(v, dim) } else { op::unbind_copy_int::call(v, dim) }, &|s: &Tensor| op::unbind_int::call(s, dim))
 }
 
 /// `view(Tensor(a) self, SymInt[] size) -> Tensor(a)`
@@ -510,7 +510,7 @@ pub(crate) fn functionalize_view(_ks: DispatchKeySet, (self_, size): (&Tensor, &
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::view_inverse(b, m, InverseMode::for_reapply(reapply), &size)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::view::call(s, &size))
 }
 
 /// `view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)`
@@ -529,7 +529,26 @@ pub(crate) fn functionalize_view_dtype(_ks: DispatchKeySet, (self_, dtype): (&Te
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::view_dtype_inverse(b, m, InverseMode::for_reapply(reapply), dtype)
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::view_dtype::call(s, dtype))
+}
+
+/// `unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)`
+pub(crate) fn functionalize_unfold(_ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    if !is_functional(self_) {
+        let _below = below();
+        return op::unfold::call(self_, dimension, size, step);
+    }
+    let reapply = reapply_views();
+    let meta = ViewMeta::new(
+        "unfold",
+        {
+            move |b: &Tensor, _: usize| if reapply { op::unfold::call(b, dimension, size, step) } else { op::unfold_copy::call(b, dimension, size, step) }
+        },
+        {
+            move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::unfold_inverse(b, m, InverseMode::for_reapply(reapply), dimension, size, step)
+        },
+    );
+    view_output(self_, meta, &|s: &Tensor| op::unfold::call(s, dimension, size, step))
 }
 
 /// `alias(Tensor(a) self) -> Tensor(a)`
@@ -548,6 +567,6 @@ pub(crate) fn functionalize_alias(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
             move |b: &Tensor, m: &Tensor, _: usize| crate::inverses::alias_inverse(b, m, InverseMode::for_reapply(reapply), )
         },
     );
-    view_output(self_, meta)
+    view_output(self_, meta, &|s: &Tensor| op::alias::call(s))
 }
 

@@ -79,26 +79,35 @@ fn factories_inside_a_functionalized_region_are_wrapped() {
     assert!(!is_functional(&switchyard_ops::zeros(&[2]).unwrap()));
 }
 
-/// Operators that need a kernel of their own and have none yet (a view without an inverse,
-/// the hand-written `resize_`) reach the fallback: PyTorch's error naming the operator, and the
-/// input is unchanged.
+/// Operators that need a kernel of their own and have none reach the fallback: PyTorch's
+/// error naming the operator, and the input is unchanged. Every ATen view and mutation has a
+/// kernel, so the examples are custom operators defined here with alias annotations.
 #[test]
 fn mutating_and_view_ops_without_kernels_are_refused_by_name() {
     let a = to_functional(&Tensor::from_slice(&[1.0f32, 2.0]).unwrap()).unwrap();
-    let e = switchyard_ops::TensorOps::resize_(&a, &[3]).unwrap_err();
+    let e = crate::custom::call("fztest::alias_of", &a).unwrap_err();
     assert!(
         e.message().starts_with(
-            "Found a custom (non-ATen) operator that either mutates or its inputs: aten::resize_. Getting these operators to work with functionalization requires some extra work."
+            "Found a custom (non-ATen) operator that either mutates or its inputs: fztest::alias_of. Getting these operators to work with functionalization requires some extra work."
         ),
         "{e}"
     );
-    assert_eq!(values(&a), vec![1.0, 2.0]);
-    let e = switchyard_ops::TensorOps::unfold(&a, 0, 1, 1).unwrap_err();
+    let e = crate::custom::call("fztest::bump_", &a).unwrap_err();
     assert!(
         e.message()
-            .contains("operator that either mutates or its inputs: aten::unfold."),
+            .contains("operator that either mutates or its inputs: fztest::bump_."),
         "{e}"
     );
+    assert_eq!(values(&a), vec![1.0, 2.0]);
+    // Eagerly (plain tensors) the same operators run.
+    let p = Tensor::from_slice(&[1.0f32, 2.0]).unwrap();
+    assert!(
+        crate::custom::call("fztest::alias_of", &p)
+            .unwrap()
+            .is_alias_of(&p)
+    );
+    crate::custom::call("fztest::bump_", &p).unwrap();
+    assert_eq!(p.to_vec::<f32>().unwrap(), vec![2.0, 3.0]);
     // A generated kernel: writing a functional result into a plain out= tensor is refused.
     let out = Tensor::from_slice(&[0.0f32, 0.0]).unwrap();
     let e = switchyard_ops::add_out(&a, &a, &out).unwrap_err();

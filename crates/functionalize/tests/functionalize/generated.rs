@@ -343,13 +343,58 @@ fn as_strided_inplace_view() {
 }
 
 #[test]
-fn views_without_an_inverse_are_refused_by_the_fallback() {
-    // Views whose inverse is not wired in (not a `*_scatter` op, not in the generator's
-    // `VIEWS_WITH_INVERSES`; `unfold` needs `unfold_backward`) reach the fallback, which
-    // refuses them by name.
-    let x = to_functional(&ones(&[4])).unwrap();
-    let err = x.unfold(0, 2, 1).unwrap_err();
-    assert!(err.message().contains("aten::unfold."), "{err}");
+fn unfold_view_mutation() {
+    // Windows with gaps (step 3 > size 2) and a tail no window covers: the mutation of the
+    // windows reaches the base, the other elements keep their values (PyTorch's inverse,
+    // `unfold_backward` alone, would zero them).
+    for (size, step) in [(2, 3), (3, 3), (1, 2)] {
+        let (outs, ins) = check(
+            &move |_, x| {
+                let y = x[0].unfold(1, size, step)?;
+                y.mul_scalar_(10.0)?;
+                Ok(vec![y, Clone::clone(&x[0])])
+            },
+            &[arange(16, &[2, 8])],
+        );
+        assert_eq!(outs[1], ins[0]);
+        // Some elements (past 0) changed, some were left as they were.
+        let at = |f: f64| (1..16).any(|i| ins[0].2[i] == f * i as f64);
+        assert!(at(1.0) && at(10.0), "{ins:?}");
+    }
+    // A chain through unfold: select of a window, mutated in place.
+    let (_, ins) = check(
+        &|_, x| {
+            let w = x[0].unfold(0, 2, 2)?.select(0, 1)?;
+            w.fill_scalar_(-1.0)?;
+            Ok(vec![w])
+        },
+        &[arange(5, &[5])],
+    );
+    assert_eq!(ins[0].2, vec![0.0, 1.0, -1.0, -1.0, 4.0]);
+}
+
+#[test]
+fn overlapping_unfold_windows_are_refused_when_views_are_kept() {
+    // F32: windows of size 3 every 2 elements share an element. Keeping views, mutating them
+    // is PyTorch's internal-overlap error (raised when the update is applied); removing views,
+    // the mutation runs, its windows folded back by summing (as PyTorch does; not eager's
+    // result, which is not well defined for overlapping writes: PyTorch bans it in compile).
+    let x = to_functional(&ones(&[1, 5])).unwrap();
+    {
+        let _keep = ReapplyViewsGuard::new(true);
+        let t = x.unfold(1, 3, 2).unwrap();
+        let err = t.abs_().unwrap_err();
+        assert!(
+            err.message().starts_with(
+                "While executing unfold, functionalization encountered a tensor being mutated that has internal overlap."
+            ),
+            "{err}"
+        );
+    }
+    let x = to_functional(&ones(&[1, 5])).unwrap();
+    let t = x.unfold(1, 3, 2).unwrap();
+    t.abs_().unwrap();
+    assert_eq!(crate::values(&x).len(), 5);
 }
 
 #[test]

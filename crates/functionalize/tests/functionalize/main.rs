@@ -7,9 +7,12 @@ use switchyard_core::Tensor;
 use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
+mod custom;
 mod fallback;
 mod generated;
+mod geometry;
 mod inverses;
+mod manual;
 mod threads;
 mod transform;
 mod updates;
