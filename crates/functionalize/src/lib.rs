@@ -65,8 +65,14 @@
 //! `select.int`, `diagonal`, `as_strided`, `as_strided_`), and the composite kernels of
 //! CompositeImplicitAutograd views and mutating operators.
 //!
-//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5), the in-place
-//! meta check of mutation kernels and the tracer (§5.2).
+//! [`trace`] records what a program sends to the backend as a [`Graph`] (plan §5.2, `make_fx`):
+//! a boxed fallback at the `Python` key, below this layer, active only inside [`trace`]; the
+//! graph prints in the reference note's A.11 text, as Graphviz dot and as JSON, and replays.
+//! [`programs`] holds A.11's programs as data (the tests and the `switchyard functionalize`
+//! command run them).
+//!
+//! Not yet here (see `docs/functionalization-plan.md`): the hand-written kernels (`resize_`, `set_`, `lift*`, `_to_copy`, ..., §3.5) and the in-place
+//! meta check of mutation kernels.
 //!
 //! TODO(§2.4): eager geometry by meta shadow. Wrappers currently report their value's geometry
 //! (at wrapping, at [`create_view`] unless the caller passes the eager one, and after
@@ -79,9 +85,11 @@
 
 mod fallback;
 pub mod inverses;
+pub mod programs;
 mod storage;
 mod support;
 mod tensor;
+pub mod trace;
 mod transform;
 mod view_meta;
 
@@ -98,6 +106,7 @@ pub use tensor::{
     sync, sync_list, sync_optional_list, to_functional, to_functional_list,
     to_functional_optional_list, unsafe_reset_storage,
 };
+pub use trace::{Arg, Graph, Node, trace};
 pub use transform::{Remove, functionalize, run_functionalized};
 pub use view_meta::{
     ForwardFn, InverseMode, ReapplyViewsGuard, ReverseFn, ViewMeta, reapply_views,
@@ -106,10 +115,12 @@ pub use view_meta::{
 use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
 
 /// Registers the layer's kernels: the generated kernels of mutating, view and composite
-/// operators, and the boxed fallback at `Functionalize` for every other operator.
+/// operators, the boxed fallback at `Functionalize` for every other operator, and the
+/// tracer's fallback at `Python`.
 fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
     generated::register(d)?;
-    fallback::register(d)
+    fallback::register(d)?;
+    trace::register(d)
 }
 
 #[linkme::distributed_slice(STATIC_REGISTRATIONS)]
