@@ -9,6 +9,7 @@ use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
 mod fallback;
 mod generated;
+mod graphs;
 mod inverses;
 mod threads;
 mod transform;
