@@ -2,6 +2,7 @@
 
 mod demo;
 mod explain;
+mod functionalize;
 mod output;
 mod train;
 
@@ -104,6 +105,10 @@ enum Command {
         #[arg(long, default_value = "CPU")]
         backend: String,
     },
+    /// Functionalize a built-in program (the A.11 cases: `simple`, `everything`,
+    /// `view_inplace`, ...; see `--list`) and print the graph its backend sees, traced below
+    /// the functionalization layer.
+    Functionalize(functionalize::FunctionalizeArgs),
     /// Validate a native_functions.yaml-format file, or a backend yaml (recognised by its
     /// top-level `backend:` / `cpp_namespace:` keys; checked against the operators of this
     /// build), reporting every problem with its line.
@@ -318,6 +323,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Outcome<ExitCode> {
                 writeln!(out, "{:<48} {}", op.name(), serving(&op, key))?;
             }
         }
+        Command::Functionalize(args) => functionalize::run(&args, out)?,
         Command::YamlCheck { file } => {
             let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file, None)
                 .map_err(Error::value)?;

@@ -758,3 +758,111 @@ fn errors_name_the_operator_the_user_called() {
         ]
     );
 }
+
+#[test]
+fn functionalize_prints_the_traced_graph_as_text() {
+    let o = run(&["functionalize", "simple", "--remove", "mutations_and_views"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        stdout(&o),
+        "# simple (A.11 F1): one view of the input, mutated in place, then a read of the input
+# functionalize(f, remove='mutations_and_views'), traced below the layer
+graph(x):
+    %ones = ones([4,2])
+    %view_copy = view_copy(x, [4,2])
+    %add = add(%view_copy, %ones)
+    %view_copy_1 = view_copy(%add, [4,2])
+    %view_copy_2 = view_copy(%view_copy_1, [4,2])
+    %mul = mul(%view_copy_1, %view_copy_1)
+    copy_(x, %view_copy_1)  # write-back
+    return %view_copy_2
+"
+    );
+    // PyTorch's default keeps views; `--eager` shows the program before functionalization.
+    let o = run(&["functionalize"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("remove='mutations'"));
+    assert!(stdout(&o).contains("%view_1 = view(%add, [4,2])"));
+    let o = run(&["functionalize", "simple", "--eager"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(text.contains("# traced eagerly"), "{text}");
+    assert!(text.contains("    add_(%view, %ones)\n"), "{text}");
+}
+
+#[test]
+fn functionalize_lists_its_programs() {
+    let o = run(&["functionalize", "--list"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for name in ["simple ", "everything ", "view_inplace ", "split "] {
+        assert!(
+            text.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn functionalize_prints_dot() {
+    let o = run(&["functionalize", "view_inplace", "--format", "dot"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dot = stdout(&o);
+    assert!(dot.starts_with("digraph graph {\n"), "{dot}");
+    assert!(dot.contains("in0 [shape=ellipse, label=\"x\"];"), "{dot}");
+    // The write-back of the input's transpose_ and values: dashed.
+    assert!(
+        dot.contains("label=\"copy_(x, %transpose_4)\", style=dashed"),
+        "{dot}"
+    );
+    assert!(dot.trim_end().ends_with('}'));
+}
+
+#[test]
+fn functionalize_prints_json() {
+    let o = run(&[
+        "functionalize",
+        "everything",
+        "--remove",
+        "mutations_and_views",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(g["format"], "switchyard-graph");
+    assert_eq!(g["inputs"], json!(["x"]));
+    let nodes = g["nodes"].as_array().unwrap();
+    assert_eq!(
+        nodes[0],
+        json!({"op": "aten::ones", "name": "ones",
+               "args": [{"ints": [2, 2]}, null, null, null, null],
+               "outputs": [{"value": "ones"}], "write_back": false})
+    );
+    // No view survives: every view is its *_copy operator.
+    for n in nodes {
+        let op = n["op"].as_str().unwrap();
+        assert!(
+            !["aten::view", "aten::transpose.int", "aten::split.Tensor"].contains(&op),
+            "{op}"
+        );
+    }
+    assert_eq!(g["outputs"], json!([{"value": "getitem_1"}]));
+}
+
+#[test]
+fn functionalize_refuses_a_bad_mode_or_program() {
+    let o = run(&["functionalize", "simple", "--remove", "views"]);
+    assert!(!o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "RuntimeError: functionalize(f, remove='mutations'): received invalid argument for remove=views. Valid options are:\n     remove='mutations': all inplace and out= operators will be removed from the program, and replaced with their out-of-place equivalents.\n     remove='mutations_and_views': In addition to the above, all aliasing operators {view} will be replaced with their non-aliasing counterparts, {view}_copy.\n\n"
+    );
+    let o = run(&["functionalize", "nope"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("unknown program 'nope'"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

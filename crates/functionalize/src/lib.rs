@@ -75,8 +75,14 @@
 //! the fallback reruns an operator on shadows when some input's value layout differs from its
 //! wrapper's, for eager output strides (operators without a Meta kernel keep the value's).
 //!
+//! [`trace`] records what a program sends to the backend as a [`Graph`] (plan §5.2, `make_fx`):
+//! a boxed fallback at the `Python` key, below this layer, active only inside [`trace`]; the
+//! graph prints in the reference note's A.11 text, as Graphviz dot and as JSON, and replays.
+//! [`programs`] holds A.11's programs as data (the tests and the `switchyard functionalize`
+//! command run them).
+//!
 //! Not yet here (see `docs/functionalization-plan.md`): the in-place meta check of mutation
-//! kernels, the tracer (§5.2).
+//! kernels.
 //!
 //! Locking: a wrapper's state and its storage's state are never locked together, and the
 //! wrapper lock is never held across an operator call; the storage lock is held while updates
@@ -87,9 +93,11 @@ mod fallback;
 mod geometry;
 pub mod inverses;
 mod manual;
+pub mod programs;
 mod storage;
 mod support;
 mod tensor;
+pub mod trace;
 mod transform;
 mod view_meta;
 
@@ -108,6 +116,7 @@ pub use tensor::{
     regenerate_from_base, replace_, set__impl, sync, sync_list, sync_optional_list, to_functional,
     to_functional_list, to_functional_optional_list, unsafe_reset_storage,
 };
+pub use trace::{Arg, Graph, Node, trace};
 pub use transform::{Remove, functionalize, run_functionalized};
 pub use view_meta::{
     ForwardFn, InverseMode, ReapplyViewsGuard, ReverseFn, ViewMeta, reapply_views,
@@ -116,12 +125,13 @@ pub use view_meta::{
 use switchyard_dispatch::{Dispatcher, STATIC_REGISTRATIONS, StaticRegistration};
 
 /// Registers the layer's kernels: the generated kernels of mutating, view and composite
-/// operators, the hand-written ones, and the boxed fallback at `Functionalize` for every other
-/// operator.
+/// operators, the hand-written ones, the boxed fallback at `Functionalize` for every other
+/// operator, and the tracer's fallback at `Python`.
 fn register(d: &'static Dispatcher) -> switchyard_core::Result<()> {
     generated::register(d)?;
     manual::register(d)?;
-    fallback::register(d)
+    fallback::register(d)?;
+    trace::register(d)
 }
 
 #[linkme::distributed_slice(STATIC_REGISTRATIONS)]

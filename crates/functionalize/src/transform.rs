@@ -138,6 +138,8 @@ fn write_back(orig: &Tensor, w: &Tensor) -> Result<()> {
         return Ok(());
     }
     let _skip = auto_dispatch_skip_functionalize();
+    // A trace tags these calls, so that `Graph::mutating_nodes` leaves them out.
+    let _tag = crate::trace::write_back_scope();
     let target = w.geometry();
     if orig.numel() != w.numel() {
         orig.resize_(target.sizes())?;

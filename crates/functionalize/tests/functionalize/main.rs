@@ -11,6 +11,7 @@ mod custom;
 mod fallback;
 mod generated;
 mod geometry;
+mod graphs;
 mod inverses;
 mod manual;
 mod threads;

@@ -1,0 +1,93 @@
+//! `switchyard functionalize`: runs one of the A.11 programs (`switchyard_functionalize::programs`)
+//! through the functionalize transform and prints the graph the backend saw, traced below the
+//! layer (plan §5.3), as text, Graphviz dot or JSON.
+
+use crate::Outcome;
+use std::io::Write;
+use switchyard_core::{Error, Result, Tensor};
+use switchyard_functionalize::programs::{PROGRAMS, Program, program};
+use switchyard_functionalize::{Graph, Remove, run_functionalized, trace};
+
+/// How the graph is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// One statement per line (`%view_copy = view_copy(x, [4,2])`), as in the reference note.
+    Text,
+    /// Graphviz's dot language (`... | dot -Tsvg`).
+    Dot,
+    /// The graph as JSON (`Graph::to_json`: inputs, constants, nodes with every argument).
+    Json,
+}
+
+/// The arguments of `switchyard functionalize`.
+#[derive(clap::Args)]
+pub(crate) struct FunctionalizeArgs {
+    /// The program to run (`--list` shows them all).
+    #[arg(default_value = "simple")]
+    program: String,
+    /// What functionalization removes: `mutations` (views stay views, PyTorch's default) or
+    /// `mutations_and_views` (views become their `*_copy` operators).
+    #[arg(long, value_name = "MODE", conflicts_with = "eager")]
+    remove: Option<String>,
+    /// How to print the graph.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Trace the program as written, without functionalizing it.
+    #[arg(long)]
+    eager: bool,
+    /// List the programs and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+fn find(name: &str) -> Result<&'static Program> {
+    program(name).ok_or_else(|| {
+        Error::value(format!(
+            "unknown program '{name}' (try `switchyard functionalize --list`)"
+        ))
+    })
+}
+
+/// Runs `p` (functionalized with `remove`, or eagerly) under the tracer.
+fn traced(p: &Program, remove: Option<Remove>) -> Result<Graph> {
+    let inputs = (p.inputs)()?;
+    let f = |x: &[Tensor]| match remove {
+        Some(r) => run_functionalized(&p.run, x, r),
+        None => (p.run)(x),
+    };
+    Ok(trace(&f, &inputs, p.input_names)?.1)
+}
+
+/// The command.
+pub(crate) fn run(args: &FunctionalizeArgs, out: &mut dyn Write) -> Outcome<()> {
+    if args.list {
+        for p in PROGRAMS {
+            writeln!(out, "{:<52} {:<4} {}", p.name, p.case, p.about)?;
+        }
+        return Ok(());
+    }
+    // Parsed first: an invalid mode is PyTorch's error whatever the program.
+    let remove = match (&args.remove, args.eager) {
+        (_, true) => None,
+        (Some(text), false) => Some(text.parse::<Remove>()?),
+        (None, false) => Some(Remove::Mutations),
+    };
+    let p = find(&args.program)?;
+    let graph = traced(p, remove)?;
+    match args.format {
+        Format::Text => {
+            writeln!(out, "# {} (A.11 {}): {}", p.name, p.case, p.about)?;
+            match remove {
+                Some(r) => writeln!(
+                    out,
+                    "# functionalize(f, remove='{r}'), traced below the layer"
+                )?,
+                None => writeln!(out, "# traced eagerly (not functionalized)")?,
+            }
+            write!(out, "{graph}")?;
+        }
+        Format::Dot => write!(out, "{}", graph.to_dot())?,
+        Format::Json => writeln!(out, "{}", graph.to_json()?)?,
+    }
+    Ok(())
+}
