@@ -27,6 +27,7 @@ pub mod local_dispatch;
 pub mod promotion;
 pub mod scalar;
 pub mod scalar_type;
+mod set_once;
 pub mod shape;
 mod shared;
 pub mod storage;

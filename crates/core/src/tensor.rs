@@ -20,6 +20,7 @@ use crate::element::{Element, read_element};
 use crate::geometry::{GeometryCell, NewGeometry};
 use crate::keys::{DispatchKey, DispatchKeySet, NUM_BACKENDS, sets, tensor_key_set};
 use crate::local_dispatch::is_inference_mode_enabled;
+use crate::set_once::SetOnce;
 use crate::shape::{self, DimVec, fmt_dims};
 use crate::shared::Shared;
 use crate::storage::{Access, Storage, StorageData, StorageLocks};
@@ -87,7 +88,7 @@ pub struct TensorImpl {
     wrapped_number: AtomicBool,
     /// Set at most once (a tensor's autograd identity never changes), so the autograd layer's
     /// hot path reads it without a lock and borrows it without touching a reference count.
-    autograd_meta: OnceLock<Extension>,
+    autograd_meta: SetOnce<Extension>,
     payload: Option<Extension>,
 }
 
@@ -211,7 +212,7 @@ impl Tensor {
                 addr_of_mut!((*p).version).write(version);
                 addr_of_mut!((*p).requires_grad).write(AtomicBool::new(false));
                 addr_of_mut!((*p).wrapped_number).write(AtomicBool::new(false));
-                addr_of_mut!((*p).autograd_meta).write(OnceLock::new());
+                addr_of_mut!((*p).autograd_meta).write(SetOnce::new());
                 addr_of_mut!((*p).payload).write(payload);
             }
         };
@@ -598,6 +599,7 @@ impl Tensor {
         self.0
             .autograd_meta
             .set(meta)
+            .map(|_| ())
             .map_err(|_| Error::runtime("internal error: the tensor already has autograd metadata"))
     }
 
