@@ -1,13 +1,13 @@
 //! The `switchyard` command.
 
 mod demo;
-mod explain;
 mod output;
 mod train;
 
 use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
+use switchyard_call::explain;
 use switchyard_core::{BackendComponent, Device, DispatchKey, Error, Result};
 use switchyard_dispatch::{Dispatcher, OperatorHandle};
 
