@@ -155,6 +155,8 @@ CASES = [
     "torch.ops.aten.index_select.default(torch.ones(2, 3), 5, torch.tensor([0]))",
     "torch.ops.aten.index_select.default(torch.ones(2, 3), 0, torch.tensor([7]))",
     "torch.ops.aten.transpose.int(torch.zeros(2, 3), 0, 1).stride()",
+    "[o for o in torch.ops.aten.add.overloads() if o in ('Tensor', 'Scalar', 'out', 'Scalar_out')]",
+    "[o for o in torch.ops.aten.mul.overloads() if o in ('Tensor', 'Scalar', 'out', 'Scalar_out')]",
     "torch.ops.aten.nosuch",
     "torch.ops.aten.add.nosuch",
     "torch.ops.aten.mm.default(torch.ones(2, 3), torch.ones(2, 3))",

@@ -6,7 +6,8 @@
 //! - [`types`]: the `dtype`, `device` and `Size` objects;
 //! - [`ops`]: `switchyard.ops.<ns>.<name>.<overload>`, calls by schema as `torch.ops` makes them;
 //! - [`convert`]: Python objects to and from switchyard values;
-//! - [`errors`]: switchyard errors as Python exceptions, and the panic guard of every entry.
+//! - [`errors`]: switchyard errors as Python exceptions, and the panic guard of every entry;
+//! - [`generated`]: tables generated from ops.yaml (`cargo run -p switchyard-codegen -- generate`).
 //!
 //! The package's Python half (`python/switchyard/`) re-exports these names and adds what
 //! PyTorch writes in Python. Linking `switchyard-cpu` registers its kernels; importing the
@@ -19,6 +20,8 @@ use switchyard_cpu as _;
 
 pub mod convert;
 pub mod errors;
+#[rustfmt::skip]
+pub mod generated;
 pub mod ops;
 pub mod tensor;
 pub mod types;

@@ -5,8 +5,8 @@
 //! or fails with every overload's reason.
 //!
 //! Packets are looked up in the dispatcher when first asked for (`_get_packet`), so operators
-//! defined later appear too. Until the generated tables (plan step 3) give ops.yaml's order, a
-//! packet's overloads are in name order, the default overload first.
+//! defined later appear too. A packet tries its overloads in ops.yaml's order with the out=
+//! overloads last (the generated `OVERLOADS` table), as `torch.ops` does.
 
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use switchyard_schema::FunctionSchema;
 
 use crate::convert::{PySource, returns_to_py};
 use crate::errors::{OrRaise, guard};
+use crate::generated::overloads::OVERLOADS;
 
 /// `switchyard.ops.aten.add.Tensor`: one overload of an operator.
 #[pyclass(frozen, name = "OpOverload", module = "switchyard._ops")]
@@ -257,7 +258,17 @@ pub fn _get_packet(namespace: &str, name: &str) -> PyResult<OpOverloadPacket> {
                 "'_OpNamespace' '{namespace}' object has no attribute '{name}'"
             )));
         }
-        overloads.sort_by(|a, b| (!a.0.is_empty(), &a.0).cmp(&(!b.0.is_empty(), &b.0)));
+        // ops.yaml's order (out= overloads last) for its operators; name order, the default
+        // first, for the others (and after them, for overloads defined at run time).
+        let table = OVERLOADS
+            .binary_search_by(|(n, _)| (*n).cmp(qualified.as_str()))
+            .ok()
+            .map(|i| OVERLOADS[i].1)
+            .unwrap_or(&[]);
+        overloads.sort_by_key(|(o, _)| {
+            let position = table.iter().position(|t| t == o).unwrap_or(usize::MAX);
+            (position, !o.is_empty(), o.clone())
+        });
         Ok(OpOverloadPacket {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
