@@ -14,13 +14,14 @@ use pyo3::exceptions::{PyAttributeError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use switchyard_call::args::match_call_args;
-use switchyard_core::{Device, Stack};
-use switchyard_dispatch::{Dispatcher, OperatorHandle};
+use switchyard_core::{Device, IValue, Stack};
+use switchyard_dispatch::{Dispatcher, OperatorHandle, ReturnAlias};
 use switchyard_schema::FunctionSchema;
 
-use crate::convert::{PySource, returns_to_py};
+use crate::convert::{PySource, ivalue_to_py, returns_to_py};
 use crate::errors::{OrRaise, guard};
 use crate::generated::overloads::OVERLOADS;
+use crate::tensor::PyTensor;
 
 /// `switchyard.ops.aten.add.Tensor`: one overload of an operator.
 #[pyclass(frozen, name = "OpOverload", module = "switchyard._ops")]
@@ -101,13 +102,54 @@ fn match_args<'py>(
     match_call_args(&PySource(py), schema, &pos, &kw, Device::CPU)
 }
 
+/// The Python object given for each argument of `schema` (by position or by keyword).
+fn objects_by_argument<'a, 'py>(
+    schema: &FunctionSchema,
+    positional: &'a [Bound<'py, PyAny>],
+    keywords: &'a [(String, Bound<'py, PyAny>)],
+) -> Vec<Option<&'a Bound<'py, PyAny>>> {
+    let mut by_index: Vec<Option<&Bound<'py, PyAny>>> = vec![None; schema.arguments.len()];
+    for (slot, obj) in by_index.iter_mut().zip(positional) {
+        *slot = Some(obj);
+    }
+    for (name, obj) in keywords {
+        if let Some(i) = schema.arguments.iter().position(|a| a.name == *name) {
+            by_index[i] = Some(obj);
+        }
+    }
+    by_index
+}
+
+/// Calls `handle` with `stack` and converts the returns. A return the schema marks as the
+/// written argument (`Tensor(a!) self -> Tensor(a!)`, `out=`) is the caller's own object, as in
+/// PyTorch (`torch.ops.aten.add_.Tensor(x, 1) is x`), when it is still the same tensor.
 fn call_with_stack<'py>(
     py: Python<'py>,
     handle: &OperatorHandle,
     mut stack: Stack,
+    objects: &[Option<&Bound<'py, PyAny>>],
 ) -> PyResult<Bound<'py, PyAny>> {
+    let facts = handle.require_schema_facts().or_raise(py)?;
     handle.call_boxed(&mut stack).or_raise(py)?;
-    returns_to_py(py, stack)
+    if stack.len() != facts.returns.len() {
+        return returns_to_py(py, stack);
+    }
+    let mut items = Vec::with_capacity(stack.len());
+    for (value, ret) in stack.into_iter().zip(&facts.returns) {
+        if let (ReturnAlias::MutatedArgument(i), IValue::Tensor(t)) = (ret.alias, &value)
+            && let Some(Some(obj)) = objects.get(i)
+            && obj.cast::<PyTensor>().is_ok_and(|p| p.get().t.is_same(t))
+        {
+            items.push((*obj).clone());
+            continue;
+        }
+        items.push(ivalue_to_py(py, value)?);
+    }
+    match items.len() {
+        0 => Ok(py.None().into_bound(py)),
+        1 => Ok(items.swap_remove(0)),
+        _ => Ok(PyTuple::new(py, items)?.into_any()),
+    }
 }
 
 #[pymethods]
@@ -122,7 +164,8 @@ impl OpOverload {
         guard(|| {
             let (positional, keywords) = split_args(args, kwargs)?;
             let stack = match_args(py, &self.schema, &positional, &keywords).or_raise(py)?;
-            call_with_stack(py, &self.handle, stack)
+            let objects = objects_by_argument(&self.schema, &positional, &keywords);
+            call_with_stack(py, &self.handle, stack, &objects)
         })
     }
 
@@ -216,7 +259,10 @@ impl OpOverloadPacket {
             for (_, handle) in &self.overloads {
                 let schema = handle.require_schema().or_raise(py)?;
                 match match_args(py, &schema, &positional, &keywords) {
-                    Ok(stack) => return call_with_stack(py, handle, stack),
+                    Ok(stack) => {
+                        let objects = objects_by_argument(&schema, &positional, &keywords);
+                        return call_with_stack(py, handle, stack, &objects);
+                    }
                     Err(e) => {
                         reasons.push_str(e.message());
                         reasons.push_str("\n\n");
