@@ -87,3 +87,23 @@ def test_errors_name_the_operator_in_a_note():
         "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
     )
     assert any("aten::add.Tensor" in note for note in getattr(info.value, "__notes__", []))
+
+
+def test_dispatch_introspection():
+    table = switchyard._C._dispatch_dump_table("aten::add.Tensor")
+    assert "CPU: wrapper_CPU_add_Tensor [kernel]" in table.splitlines()
+    state = switchyard._C._dispatch_dump("aten::add.Tensor")
+    assert "schema: aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor" in state
+    # PyTorch returns an empty string for an operator it does not know.
+    assert switchyard._C._dispatch_dump("aten::nosuch") == ""
+    assert switchyard._C._dispatch_dump_table("aten::nosuch") == ""
+
+
+def test_dispatch_explain_uses_the_callers_arguments():
+    a = switchyard.tensor([1.0, 2.0], requires_grad=True)
+    text = switchyard._C._dispatch_explain(switchyard.ops.aten.mul.Tensor, a, 2)
+    assert "[callBoxed] aten::mul.Tensor at AutogradCPU -> autograd_mul_Tensor" in text
+    assert "result 0: grad_fn=<MulBackward0>" in text
+    assert text.rstrip().endswith("result: tensor([2., 4.], grad_fn=<MulBackward0>)")
+    with pytest.raises(RuntimeError, match="Expected a value of type 'Tensor' for argument 'other'"):
+        switchyard._C._dispatch_explain(switchyard.ops.aten.mul.Tensor, a, "x")

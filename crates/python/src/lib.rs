@@ -5,6 +5,7 @@
 //! - [`tensor`]: the `Tensor` class and `switchyard.tensor(...)`;
 //! - [`types`]: the `dtype`, `device` and `Size` objects;
 //! - [`ops`]: `switchyard.ops.<ns>.<name>.<overload>`, calls by schema as `torch.ops` makes them;
+//! - [`introspect`]: dispatch-table dumps and call explanations (`_dispatch_dump_table`, ...);
 //! - [`convert`]: Python objects to and from switchyard values;
 //! - [`errors`]: switchyard errors as Python exceptions, and the panic guard of every entry;
 //! - [`generated`]: tables generated from ops.yaml (`cargo run -p switchyard-codegen -- generate`).
@@ -22,6 +23,7 @@ pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
+pub mod introspect;
 pub mod ops;
 pub mod tensor;
 pub mod types;
@@ -44,5 +46,8 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_function(wrap_pyfunction!(tensor::tensor, m)?)?;
     m.add_function(wrap_pyfunction!(ops::_get_packet, m)?)?;
+    m.add_function(wrap_pyfunction!(introspect::_dispatch_dump, m)?)?;
+    m.add_function(wrap_pyfunction!(introspect::_dispatch_dump_table, m)?)?;
+    m.add_function(wrap_pyfunction!(introspect::_dispatch_explain, m)?)?;
     Ok(())
 }

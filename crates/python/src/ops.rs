@@ -152,6 +152,24 @@ fn call_with_stack<'py>(
     }
 }
 
+impl OpOverload {
+    /// The operator.
+    pub fn handle(&self) -> &OperatorHandle {
+        &self.handle
+    }
+
+    /// The stack of a call with these Python arguments (`torch.ops`' matching and messages).
+    pub fn match_python_args<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Stack> {
+        let (positional, keywords) = split_args(args, kwargs)?;
+        match_args(py, &self.schema, &positional, &keywords).or_raise(py)
+    }
+}
+
 #[pymethods]
 impl OpOverload {
     #[pyo3(signature = (*args, **kwargs))]
