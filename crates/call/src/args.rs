@@ -214,7 +214,13 @@ fn convert_argument<S: ArgSource>(
     value: &S::Value,
     device: Device,
 ) -> Result<IValue> {
-    src.convert(&schema.arguments[index].ty, value, device)
+    let Some(arg) = schema.arguments.get(index) else {
+        return Err(schema_error(
+            schema,
+            format!("{}() has no argument {index}", base_name(schema)),
+        ));
+    };
+    src.convert(&arg.ty, value, device)
         .map_err(|e| src.mismatch(schema, index, value, &e))
 }
 
@@ -258,7 +264,12 @@ pub fn default_value(schema: &FunctionSchema, index: usize, device: Device) -> R
 /// The command line's message for argument `index` of `schema`, whose text `text` failed to
 /// convert with `e`.
 fn argument_error(schema: &FunctionSchema, index: usize, text: &str, e: &Error) -> Error {
-    let arg = &schema.arguments[index];
+    let Some(arg) = schema.arguments.get(index) else {
+        return schema_error(
+            schema,
+            format!("{}() has no argument {index}", base_name(schema)),
+        );
+    };
     // A long value (a big tensor literal) is shown by its start.
     let shown: String = if text.chars().count() > 80 {
         format!("{}...", text.chars().take(77).collect::<String>())
@@ -505,7 +516,12 @@ pub fn type_mismatch_error(
     value: &str,
     details: &str,
 ) -> Error {
-    let arg = &schema.arguments[index];
+    let Some(arg) = schema.arguments.get(index) else {
+        return schema_error(
+            schema,
+            format!("{}() has no argument {index}", base_name(schema)),
+        );
+    };
     schema_error(
         schema,
         format!(
