@@ -1,7 +1,6 @@
 //! The `switchyard` command.
 
 mod demo;
-mod explain;
 mod functionalize;
 mod output;
 mod train;
@@ -9,6 +8,7 @@ mod train;
 use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
+use switchyard_call::explain;
 use switchyard_core::{BackendComponent, Device, DispatchKey, Error, Result};
 use switchyard_dispatch::{Dispatcher, OperatorHandle};
 

@@ -8,6 +8,7 @@ pub mod from_model;
 pub mod functionalize;
 pub mod input;
 pub mod operators;
+pub mod python;
 pub mod registration;
 pub mod rust;
 pub mod workspace;

@@ -108,6 +108,10 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
                 .map(|(p, c)| (PathBuf::from(p), c)),
         );
     }
+    if root.join(super::python::PYTHON_CRATE).exists() {
+        let python = super::python::generate(&model);
+        files.extend(python.into_iter().map(|(p, c)| (PathBuf::from(p), c)));
+    }
     for (yaml, dir) in BACKEND_YAMLS {
         let dir = Path::new(dir);
         let yaml = root.join(yaml);

@@ -1,7 +1,9 @@
-//! `switchyard explain`: the key-set computation of a call and every dispatch hop, as in the
-//! walk-through of `torch.add` in PyTorch's "Codegen + Structured Kernels" wiki page.
+//! A call explained: the key-set computation and every dispatch hop, as in the walk-through of
+//! `torch.add` in PyTorch's "Codegen + Structured Kernels" wiki page. `switchyard explain` runs
+//! it on sample arguments ([`sample_stack`]); the Python module on the caller's own
+//! ([`explain_stack`]).
 
-use switchyard::args::{default_value, parse_argument};
+use crate::args::{default_value, parse_argument};
 use switchyard_core::local_dispatch::tls_local_dispatch_key_set;
 use switchyard_core::{Device, DispatchKeySet, IValue, Result, ScalarType, Stack, Tensor};
 use switchyard_dispatch::{OperatorHandle, trace};
@@ -47,15 +49,30 @@ fn sample(
     parse_argument(schema, index, text, device)
 }
 
-/// Explains a call of `op` with sample arguments on `device`.
-pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Result<String> {
+/// Sample arguments for a call of `op`: defaults where the schema has them, 2×2 float tensors
+/// on `device` (requiring grad if `requires_grad`), and simple values otherwise.
+pub fn sample_stack(op: &OperatorHandle, device: Device, requires_grad: bool) -> Result<Stack> {
     let schema = op.require_schema()?;
-    let mut stack: Stack = schema
+    schema
         .arguments
         .iter()
         .enumerate()
         .map(|(i, _)| sample(&schema, i, device, requires_grad))
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// Explains a call of `op` with sample arguments on `device`.
+pub fn explain(op: OperatorHandle, device: Device, requires_grad: bool) -> Result<String> {
+    let stack = sample_stack(&op, device, requires_grad)?;
+    explain_stack(&op, stack)
+}
+
+/// Explains a call of `op` with the arguments in `stack` (in schema order): the dispatch keys
+/// of each tensor argument, their union, the thread-local include/exclude sets, the
+/// fallthrough mask, the key that wins, then the call itself, traced hop by hop, what autograd
+/// recorded and the result (or the error the call failed with).
+pub fn explain_stack(op: &OperatorHandle, mut stack: Stack) -> Result<String> {
+    let schema = op.require_schema()?;
     let mut out = format!(
         "operator: {}\nschema:   {schema}\n\n1. Dispatch keys of the tensor arguments\n",
         op.name()

@@ -1,5 +1,6 @@
 //! The JSON literals of the command line (tensors, lists and their elements), read into a small
-//! tree that keeps every integer exactly.
+//! tree that keeps every integer exactly. The Python module builds the same tree from Python
+//! data (nested lists and tuples of numbers) to share [`crate::data`]'s `torch.tensor` rules.
 //!
 //! serde_json turns an integer beyond `u64` into a float, so `[100000000000000000000]` would
 //! become `1e20` and be stored into an int64 tensor as a float (saturated) instead of failing as
@@ -13,7 +14,7 @@ const MAX_DEPTH: usize = 128;
 
 /// A parsed literal.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Lit {
+pub enum Lit {
     /// `null`.
     Null,
     /// `true` / `false`.
@@ -34,7 +35,7 @@ pub(crate) enum Lit {
 
 impl Lit {
     /// What kind of value this is, for messages (`an integer`, `a list`).
-    pub(crate) fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Lit::Null => "null",
             Lit::Bool(_) => "a bool",
@@ -47,13 +48,47 @@ impl Lit {
     }
 
     /// The value as a float, for numbers (big integers rounded, as Python's `float(int)`).
-    pub(crate) fn as_f64(&self) -> Option<f64> {
+    pub fn as_f64(&self) -> Option<f64> {
         match self {
             Lit::Int(i) => Some(*i as f64),
             Lit::BigInt(s) => s.parse::<f64>().ok(),
             Lit::Float(f) => Some(*f),
             _ => None,
         }
+    }
+}
+
+impl Lit {
+    /// An integer; one outside `i64` is kept as its decimal text ([`Lit::BigInt`]).
+    pub fn from_integer_text(text: &str) -> Lit {
+        match text.parse::<i64>() {
+            Ok(i) => Lit::Int(i),
+            Err(_) => Lit::BigInt(text.to_owned()),
+        }
+    }
+}
+
+impl From<bool> for Lit {
+    fn from(b: bool) -> Lit {
+        Lit::Bool(b)
+    }
+}
+
+impl From<i64> for Lit {
+    fn from(i: i64) -> Lit {
+        Lit::Int(i)
+    }
+}
+
+impl From<f64> for Lit {
+    fn from(f: f64) -> Lit {
+        Lit::Float(f)
+    }
+}
+
+impl From<Vec<Lit>> for Lit {
+    fn from(items: Vec<Lit>) -> Lit {
+        Lit::List(items)
     }
 }
 
@@ -92,7 +127,7 @@ impl fmt::Display for Lit {
 
 /// Parses `text` as one JSON value (surrounding whitespace allowed). The error says what was
 /// expected and at which character (1-based).
-pub(crate) fn parse(text: &str) -> Result<Lit, String> {
+pub fn parse(text: &str) -> Result<Lit, String> {
     let mut p = Parser {
         bytes: text.as_bytes(),
         text,

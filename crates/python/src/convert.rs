@@ -1,0 +1,420 @@
+//! Conversions between Python objects and switchyard values.
+//!
+//! - [`PySource`]: Python objects as arguments of a call by schema, with `torch.ops`' rules
+//!   (`toIValue` in PyTorch's `torch/csrc/jit/python/pybind_utils.h`) and messages: a Tensor
+//!   argument takes a `Tensor` or a Python number (a wrapped scalar), `Scalar` a number, `int`
+//!   an integer, a sized list such as `int[2]` a bare number too, `T?` also `None`.
+//! - [`ivalue_to_py`] / [`returns_to_py`]: results back to Python (tensors, numbers, lists,
+//!   tuples of several returns).
+//! - [`data_to_lit`]: the data of `switchyard.tensor(data)` (nested lists and tuples of
+//!   numbers, bools and tensors) as a [`Lit`] tree for `switchyard_call::data`.
+
+use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
+use switchyard_call::args::{ArgSource, type_mismatch_error};
+use switchyard_call::literal::Lit;
+use switchyard_core::{
+    Device, Error, IValue, MemoryFormat, Result, Scalar, ScalarType, Stack, Tensor,
+};
+use switchyard_schema::{BaseType, FunctionSchema, Type};
+
+use crate::errors::OrRaise;
+use crate::tensor::{PyTensor, tensor_scalars};
+use crate::types::{PyDType, device_from_py, device_object, dtype_object, is_sequence};
+
+/// Python objects as the values of a call by schema (`switchyard.ops.aten.<op>.<overload>`).
+pub struct PySource<'py>(pub Python<'py>);
+
+impl<'py> ArgSource for PySource<'py> {
+    type Value = Bound<'py, PyAny>;
+
+    fn convert(&self, ty: &Type, value: &Bound<'py, PyAny>, device: Device) -> Result<IValue> {
+        convert(ty, value, device)
+    }
+
+    fn show(&self, value: &Bound<'py, PyAny>) -> String {
+        value
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "<unprintable object>".to_owned())
+    }
+
+    fn mismatch(
+        &self,
+        schema: &FunctionSchema,
+        index: usize,
+        value: &Bound<'py, PyAny>,
+        error: &Error,
+    ) -> Error {
+        let found = type_name(value);
+        type_mismatch_error(schema, index, &found, &self.show(value), error.message())
+    }
+}
+
+/// `type(obj).__name__`.
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".to_owned())
+}
+
+/// `str(obj)`, for messages.
+fn text(obj: &Bound<'_, PyAny>) -> String {
+    obj.str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "<unprintable object>".to_owned())
+}
+
+/// pybind11's message for a value its caster refuses.
+fn cannot_cast(obj: &Bound<'_, PyAny>) -> Error {
+    let ty = obj
+        .get_type()
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<class 'object'>".to_owned());
+    Error::type_error(format!(
+        "Unable to cast Python instance of type {ty} to C++ type '?' (#define PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)"
+    ))
+}
+
+/// A Python `bool`, `int` or `float` as a [`Scalar`]; `None` for anything else.
+pub fn py_scalar(obj: &Bound<'_, PyAny>) -> Result<Option<Scalar>> {
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Some(Scalar::Bool(b.is_true())));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj
+            .extract::<i64>()
+            .map(|i| Some(Scalar::Int(i)))
+            .map_err(|_| Error::runtime("Overflow when unpacking long"));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Some(Scalar::Float(f.value())));
+    }
+    Ok(None)
+}
+
+fn convert(ty: &Type, obj: &Bound<'_, PyAny>, device: Device) -> Result<IValue> {
+    if obj.is_none() {
+        return if ty.is_optional() {
+            Ok(IValue::None)
+        } else if ty.is_tensor() {
+            Err(Error::type_error("Unable to cast None to Tensor"))
+        } else {
+            Err(cannot_cast(obj))
+        };
+    }
+    match ty {
+        Type::Optional(inner) => convert(inner, obj, device),
+        Type::Base(b) => convert_base(*b, obj, device),
+        Type::List { elem, size } => convert_list(elem, *size, obj, device),
+        Type::CustomClass(c) => Err(Error::not_implemented(format!(
+            "custom class {c} values can't be passed from Python yet"
+        ))),
+    }
+}
+
+fn int_of(obj: &Bound<'_, PyAny>) -> Result<i64> {
+    if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyString>() {
+        return Err(cannot_cast(obj));
+    }
+    obj.extract::<i64>().map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) {
+            Error::runtime("Overflow when unpacking long")
+        } else {
+            cannot_cast(obj)
+        }
+    })
+}
+
+fn float_of(obj: &Bound<'_, PyAny>) -> Result<f64> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyTensor>() {
+        return Err(cannot_cast(obj));
+    }
+    obj.extract::<f64>().map_err(|_| cannot_cast(obj))
+}
+
+fn convert_base(b: BaseType, obj: &Bound<'_, PyAny>, _device: Device) -> Result<IValue> {
+    Ok(match b {
+        BaseType::Tensor => {
+            if let Ok(t) = obj.cast::<PyTensor>() {
+                return Ok(IValue::Tensor(t.get().t.clone()));
+            }
+            match py_scalar(obj)? {
+                Some(s) => IValue::Tensor(Tensor::wrapped_scalar(s)?),
+                None => {
+                    return Err(Error::type_error(format!(
+                        "Unable to cast {} to Tensor",
+                        text(obj)
+                    )));
+                }
+            }
+        }
+        BaseType::Scalar => match py_scalar(obj)? {
+            Some(Scalar::Bool(b)) => IValue::Bool(b),
+            Some(Scalar::Int(i)) => IValue::Int(i),
+            Some(Scalar::Float(f)) => IValue::Double(f),
+            None => {
+                return Err(Error::type_error(format!(
+                    "Cannot cast {} to number",
+                    text(obj)
+                )));
+            }
+        },
+        BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => IValue::Int(int_of(obj)?),
+        BaseType::Float => IValue::Double(float_of(obj)?),
+        BaseType::Bool | BaseType::SymBool => match obj.cast::<PyBool>() {
+            Ok(b) => IValue::Bool(b.is_true()),
+            Err(_) => return Err(cannot_cast(obj)),
+        },
+        BaseType::Str => match obj.cast::<PyString>() {
+            Ok(s) => IValue::from(s.to_str().map_err(|_| cannot_cast(obj))?),
+            Err(_) => return Err(cannot_cast(obj)),
+        },
+        BaseType::ScalarType => {
+            if let Ok(d) = obj.cast::<PyDType>() {
+                IValue::ScalarType(d.get().ty)
+            } else {
+                let i = int_of(obj)?;
+                IValue::ScalarType(ScalarType::from_i64(i).ok_or_else(|| cannot_cast(obj))?)
+            }
+        }
+        BaseType::Device => IValue::Device(device_from_py(obj).map_err(|_| cannot_cast(obj))?),
+        BaseType::MemoryFormat => {
+            let i = int_of(obj)?;
+            IValue::MemoryFormat(MemoryFormat::from_i64(i).ok_or_else(|| cannot_cast(obj))?)
+        }
+        other => {
+            return Err(Error::not_implemented(format!(
+                "{} values can't be passed from Python yet",
+                other.name()
+            )));
+        }
+    })
+}
+
+fn items<'py>(obj: &Bound<'py, PyAny>) -> Result<Vec<Bound<'py, PyAny>>> {
+    if !is_sequence(obj) {
+        return Err(cannot_cast(obj));
+    }
+    obj.try_iter()
+        .and_then(|it| it.collect::<PyResult<Vec<_>>>())
+        .map_err(|_| cannot_cast(obj))
+}
+
+fn convert_list(
+    elem: &Type,
+    size: Option<usize>,
+    obj: &Bound<'_, PyAny>,
+    device: Device,
+) -> Result<IValue> {
+    // A bare number for a sized list of numbers is repeated (`int[2] stride=1`,
+    // `max_pool2d(x, 2)`, `int[1]? dim=1`), as PyTorch does.
+    if let Some(n) = size
+        && !is_sequence(obj)
+    {
+        match elem {
+            Type::Base(BaseType::Int | BaseType::SymInt) => {
+                return Ok(IValue::IntList(vec![int_of(obj)?; n]));
+            }
+            Type::Base(BaseType::Float) => {
+                return Ok(IValue::DoubleList(vec![float_of(obj)?; n]));
+            }
+            _ => {}
+        }
+    }
+    let items = items(obj)?;
+    Ok(match elem {
+        Type::Base(BaseType::Tensor) => IValue::TensorList(
+            items
+                .iter()
+                .map(|v| match v.cast::<PyTensor>() {
+                    Ok(t) => Ok(t.get().t.clone()),
+                    Err(_) => Err(cannot_cast(obj)),
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Type::Optional(t) if t.is_tensor() => IValue::OptionalTensorList(
+            items
+                .iter()
+                .map(|v| {
+                    if v.is_none() {
+                        Ok(None)
+                    } else {
+                        match v.cast::<PyTensor>() {
+                            Ok(t) => Ok(Some(t.get().t.clone())),
+                            Err(_) => Err(cannot_cast(obj)),
+                        }
+                    }
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Type::Base(BaseType::Int | BaseType::SymInt) => {
+            IValue::IntList(items.iter().map(int_of).collect::<Result<_>>()?)
+        }
+        Type::Base(BaseType::Float) => {
+            IValue::DoubleList(items.iter().map(float_of).collect::<Result<_>>()?)
+        }
+        Type::Base(BaseType::Bool) => IValue::BoolList(
+            items
+                .iter()
+                .map(|v| {
+                    v.cast::<PyBool>()
+                        .map(|b| b.is_true())
+                        .map_err(|_| cannot_cast(obj))
+                })
+                .collect::<Result<_>>()?,
+        ),
+        other => IValue::GenericList(
+            items
+                .iter()
+                .map(|v| convert(other, v, device))
+                .collect::<Result<_>>()?,
+        ),
+    })
+}
+
+/// One result as a Python object.
+pub fn ivalue_to_py(py: Python<'_>, v: IValue) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match v {
+        IValue::None => py.None().into_bound(py),
+        IValue::Tensor(t) => Bound::new(py, PyTensor { t })?.into_any(),
+        IValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+        IValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        IValue::Double(f) => f.into_pyobject(py)?.into_any(),
+        IValue::String(s) => PyString::new(py, &s).into_any(),
+        IValue::Device(d) => device_object(py, d)?.into_any(),
+        IValue::ScalarType(t) => dtype_object(py, t)?.into_any(),
+        // TorchScript passes layouts and memory formats as integers.
+        IValue::Layout(l) => (l as i64).into_pyobject(py)?.into_any(),
+        IValue::MemoryFormat(m) => (m as i64).into_pyobject(py)?.into_any(),
+        IValue::Generator(_) => {
+            return Err(PyNotImplementedError::new_err(
+                "generator results are not available in Python yet",
+            ));
+        }
+        IValue::TensorList(ts) => PyList::new(
+            py,
+            ts.into_iter()
+                .map(|t| Bound::new(py, PyTensor { t }))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        IValue::OptionalTensorList(ts) => PyList::new(
+            py,
+            ts.into_iter()
+                .map(|t| ivalue_to_py(py, t.map_or(IValue::None, IValue::Tensor)))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        IValue::IntList(v) => PyList::new(py, v)?.into_any(),
+        IValue::DoubleList(v) => PyList::new(py, v)?.into_any(),
+        IValue::BoolList(v) => PyList::new(py, v)?.into_any(),
+        IValue::Tuple(items) => PyTuple::new(
+            py,
+            items
+                .into_iter()
+                .map(|v| ivalue_to_py(py, v))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        IValue::GenericList(items) => PyList::new(
+            py,
+            items
+                .into_iter()
+                .map(|v| ivalue_to_py(py, v))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+    })
+}
+
+/// The returns left on `stack` by a boxed call: `None` for none, the value for one, a tuple
+/// for several (as `torch.ops` returns them).
+pub fn returns_to_py(py: Python<'_>, stack: Stack) -> PyResult<Bound<'_, PyAny>> {
+    match stack.len() {
+        0 => Ok(py.None().into_bound(py)),
+        1 => {
+            let v = stack.into_iter().next().unwrap_or(IValue::None);
+            ivalue_to_py(py, v)
+        }
+        _ => ivalue_to_py(py, IValue::Tuple(stack)),
+    }
+}
+
+/// How deeply `switchyard.tensor`'s data may nest (PyTorch's tensors have at most 64
+/// dimensions); bounds the recursion on hostile data.
+const MAX_DATA_DEPTH: usize = 64;
+
+/// The data of `switchyard.tensor(data)` as a literal tree: bools, integers (an integer
+/// beyond int64 is PyTorch's `ValueError`), floats, lists and tuples, and tensors (their
+/// values, nested as their shape).
+pub fn data_to_lit(obj: &Bound<'_, PyAny>) -> PyResult<Lit> {
+    data_to_lit_at(obj, 0)
+}
+
+fn data_to_lit_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Lit> {
+    let py = obj.py();
+    if depth > MAX_DATA_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "too many dimensions '{}'",
+            type_name(obj)
+        )));
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Lit::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj
+            .extract::<i64>()
+            .map(Lit::Int)
+            .map_err(|_| PyValueError::new_err("Overflow when unpacking long long"));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Lit::Float(f.value()));
+    }
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        let t = &t.get().t;
+        let values = tensor_scalars(t).or_raise(py)?;
+        let sizes = t.sizes();
+        let mut it = values.into_iter();
+        return Ok(nest_lit(&sizes, &mut it));
+    }
+    if is_sequence(obj) {
+        let items = obj
+            .try_iter()?
+            .map(|item| data_to_lit_at(&item?, depth + 1))
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(Lit::List(items));
+    }
+    if obj.is_none() {
+        return Err(PyRuntimeError::new_err("Could not infer dtype of NoneType"));
+    }
+    // NumPy scalars and other numbers: integers by `__index__`, reals by `__float__`.
+    if obj.hasattr("__index__")? && !obj.is_instance_of::<PyString>() {
+        return Ok(Lit::Int(obj.extract::<i64>().map_err(|_| {
+            PyValueError::new_err("Overflow when unpacking long long")
+        })?));
+    }
+    if obj.hasattr("__float__")? && !obj.is_instance_of::<PyString>() {
+        return Ok(Lit::Float(obj.extract::<f64>()?));
+    }
+    Err(PyTypeError::new_err(format!(
+        "new(): invalid data type '{}'",
+        type_name(obj)
+    )))
+}
+
+fn nest_lit(sizes: &[i64], values: &mut impl Iterator<Item = Scalar>) -> Lit {
+    match sizes.split_first() {
+        None => match values.next() {
+            Some(Scalar::Bool(b)) => Lit::Bool(b),
+            Some(Scalar::Int(i)) => Lit::Int(i),
+            Some(Scalar::Float(f)) => Lit::Float(f),
+            None => Lit::List(Vec::new()),
+        },
+        Some((&n, rest)) => Lit::List((0..n).map(|_| nest_lit(rest, values)).collect()),
+    }
+}

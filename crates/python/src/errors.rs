@@ -1,0 +1,75 @@
+//! switchyard errors as Python exceptions, and the guard that keeps Rust panics out of Python.
+//!
+//! An [`Error`] becomes the builtin exception its kind names (`RuntimeError`, `IndexError`,
+//! `ValueError`, `TypeError`, `NotImplementedError`) with PyTorch's message exactly
+//! ([`Error::message`], not `Display`, which appends the operator), so `str(e)` equals
+//! PyTorch's; the operator the error passed through goes into a PEP 678 note, which tracebacks
+//! print after the message.
+//!
+//! Every entry point from Python runs inside [`guard`]: a panic becomes a `RuntimeError`
+//! saying it is an internal error, never pyo3's `PanicException` (a `BaseException` that
+//! `except Exception` does not catch).
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use switchyard_core::{Error, ErrorKind};
+
+/// `e` as the Python exception PyTorch raises for it, with the operator as a note.
+pub fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
+    let message = e.message().to_owned();
+    let err = match e.kind() {
+        ErrorKind::RuntimeError => PyRuntimeError::new_err(message),
+        ErrorKind::IndexError => PyIndexError::new_err(message),
+        ErrorKind::ValueError => PyValueError::new_err(message),
+        ErrorKind::TypeError => PyTypeError::new_err(message),
+        ErrorKind::NotImplementedError => PyNotImplementedError::new_err(message),
+    };
+    if let Some(op) = e.operator() {
+        let note = match e.raised_in() {
+            Some(inner) => format!("(switchyard: in operator {op}, raised in {inner})"),
+            None => format!("(switchyard: in operator {op})"),
+        };
+        // A note is context only: failing to attach it must not hide the error itself.
+        let _ = err.add_note(py, note);
+    }
+    err
+}
+
+/// Converts a switchyard result into a Python one.
+pub trait OrRaise<T> {
+    /// The value, or the error as a Python exception ([`to_py_err`]).
+    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for switchyard_core::Result<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py_err(py, &e))
+    }
+}
+
+/// Runs `f`, turning a panic into `RuntimeError("switchyard internal error (a Rust panic):
+/// ...; please report it")`.
+pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => Err(PyRuntimeError::new_err(format!(
+            "switchyard internal error (a Rust panic): {}; please report it",
+            panic_message(payload.as_ref())
+        ))),
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
