@@ -14,6 +14,7 @@ mod geometry;
 mod graphs;
 mod inverses;
 mod manual;
+mod property;
 mod threads;
 mod transform;
 mod updates;
