@@ -4,9 +4,13 @@
 
 use crate::Outcome;
 use std::io::Write;
-use switchyard_core::{Error, Result, Tensor};
+use switchyard_call::explain;
+use switchyard_core::{Device, Error, IValue, Result, Tensor};
+use switchyard_dispatch::OperatorHandle;
 use switchyard_functionalize::programs::{PROGRAMS, Program, program};
-use switchyard_functionalize::{Graph, Remove, run_functionalized, trace};
+use switchyard_functionalize::{
+    Graph, ReapplyViewsGuard, Remove, run_functionalized, to_functional, trace,
+};
 
 /// How the graph is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -90,4 +94,77 @@ pub(crate) fn run(args: &FunctionalizeArgs, out: &mut dyn Write) -> Outcome<()> 
         Format::Json => writeln!(out, "{}", graph.to_json()?)?,
     }
     Ok(())
+}
+
+/// `switchyard explain OP --functionalize`: the hops of a call whose tensor arguments are
+/// functional wrappers (the `Functionalize` kernel and what it calls below the layer), then
+/// the graph the backend sees for the same call under `functionalize(f, remove)`.
+pub(crate) fn explain_functionalized(
+    op: &OperatorHandle,
+    device: Device,
+    requires_grad: bool,
+    remove: Remove,
+) -> Result<String> {
+    let schema = op.require_schema()?;
+    let tensor_positions = |stack: &[IValue]| -> Vec<usize> {
+        stack
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| matches!(v, IValue::Tensor(_)))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    // The hops: the sample tensors wrapped, as inside a `functionalize()` region.
+    let mut wrapped = explain::sample_stack(op, device, requires_grad)?;
+    let positions = tensor_positions(&wrapped);
+    let mut text = {
+        let _views = ReapplyViewsGuard::new(remove == Remove::Mutations);
+        for &i in &positions {
+            if let IValue::Tensor(t) = &wrapped[i] {
+                let w = to_functional(t)?;
+                wrapped[i] = IValue::Tensor(w);
+            }
+        }
+        explain::explain_stack(op, wrapped)?
+    };
+    // The graph: the same call on fresh samples, functionalized and traced below the layer.
+    let stack = explain::sample_stack(op, device, requires_grad)?;
+    let inputs: Vec<Tensor> = positions
+        .iter()
+        .filter_map(|&i| match &stack[i] {
+            IValue::Tensor(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = positions
+        .iter()
+        .filter_map(|&i| schema.arguments.get(i).map(|a| a.name.as_str()))
+        .collect();
+    let call = |ts: &[Tensor]| -> Result<Vec<Tensor>> {
+        let mut s = stack.clone();
+        for (&i, t) in positions.iter().zip(ts) {
+            s[i] = IValue::Tensor(t.clone());
+        }
+        op.call_boxed(&mut s)?;
+        Ok(s.iter()
+            .flat_map(|v| v.tensors().into_iter().cloned())
+            .collect())
+    };
+    let traced = trace(
+        &|ts: &[Tensor]| run_functionalized(&call, ts, remove),
+        &inputs,
+        &names,
+    );
+    text.push_str(&format!(
+        "\n8. Below the Functionalize layer: functionalize(f, remove='{remove}') traced\n"
+    ));
+    match traced {
+        Ok((_, graph)) => {
+            for line in graph.to_string().lines() {
+                text.push_str(&format!("   {line}\n"));
+            }
+        }
+        Err(e) => text.push_str(&format!("   the functionalized call failed: {e}\n")),
+    }
+    Ok(text)
 }

@@ -70,6 +70,14 @@ enum Command {
         /// Make the sample tensors require gradients.
         #[arg(long)]
         requires_grad: bool,
+        /// Wrap the sample tensors as functional tensors: show the Functionalize hop and the
+        /// graph the backend sees below the layer.
+        #[arg(long)]
+        functionalize: bool,
+        /// With --functionalize: what functionalization removes (`mutations`, PyTorch's
+        /// default, or `mutations_and_views`).
+        #[arg(long, value_name = "MODE", requires = "functionalize")]
+        remove: Option<String>,
     },
     /// Call an operator by name with arguments parsed according to its schema.
     ///
@@ -290,11 +298,36 @@ fn run(cli: Cli, out: &mut dyn Write) -> Outcome<ExitCode> {
             op,
             device: device_text,
             requires_grad,
+            functionalize: false,
+            ..
         } => write!(
             out,
             "{}",
             explain::explain(find_op(&op)?, device(&device_text)?, requires_grad)?
         )?,
+        Command::Explain {
+            op,
+            device: device_text,
+            requires_grad,
+            functionalize: true,
+            remove,
+        } => {
+            // Parsed first: an invalid mode is PyTorch's error whatever the operator.
+            let remove = match remove {
+                Some(text) => text.parse::<switchyard_functionalize::Remove>()?,
+                None => switchyard_functionalize::Remove::Mutations,
+            };
+            write!(
+                out,
+                "{}",
+                functionalize::explain_functionalized(
+                    &find_op(&op)?,
+                    device(&device_text)?,
+                    requires_grad,
+                    remove
+                )?
+            )?
+        }
         Command::Call {
             op,
             args,

@@ -866,3 +866,55 @@ fn functionalize_refuses_a_bad_mode_or_program() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn explain_functionalize_shows_the_layer_and_the_graph_below_it() {
+    // An in-place operator: the Functionalize kernel calls the functional variant below the
+    // layer, and the backend's graph has no mutation but the transform's write-back.
+    let o = run(&["explain", "add_.Tensor", "--functionalize"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "[redispatch] aten::add_.Tensor at Functionalize -> functionalize_add__Tensor"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("[call] aten::add.Tensor at CPU"), "{text}");
+    let graph = &text[text.find("8. Below the Functionalize layer").unwrap()..];
+    assert!(graph.contains("remove='mutations'"), "{graph}");
+    assert!(graph.contains("%add = add(self, other)"), "{graph}");
+    assert!(graph.contains("copy_(self, %add)  # write-back"), "{graph}");
+    assert!(!graph.contains("add_("), "{graph}");
+    // A view, with views removed: the backend sees `transpose_copy`.
+    let o = run(&[
+        "explain",
+        "transpose.int",
+        "--functionalize",
+        "--remove",
+        "mutations_and_views",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(
+        text.contains("at Functionalize -> functionalize_transpose_int"),
+        "{text}"
+    );
+    let graph = &text[text.find("8. Below the Functionalize layer").unwrap()..];
+    assert!(graph.contains("= transpose_copy(self,"), "{graph}");
+    // PyTorch's error for an invalid mode.
+    let o = run(&[
+        "explain",
+        "add.Tensor",
+        "--functionalize",
+        "--remove",
+        "bogus",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("received invalid argument for remove=bogus. Valid options are:"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
