@@ -89,6 +89,7 @@
 //! are applied (those calls run below the layer and cannot re-enter it). Using a group from one
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
+pub mod autograd;
 mod fallback;
 mod geometry;
 pub mod inverses;

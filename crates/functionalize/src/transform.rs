@@ -103,7 +103,11 @@ pub fn run_functionalized(
         let _include = IncludeDispatchKeyGuard::new(DispatchKey::Functionalize);
         let wrapped = inputs
             .iter()
-            .map(to_functional)
+            .map(|x| {
+                let w = to_functional(x)?;
+                crate::autograd::connect_input(x, &w)?;
+                Ok(w)
+            })
             .collect::<Result<Vec<_>>>()?;
         let outputs = f(&wrapped)?;
         (wrapped, outputs)
@@ -116,7 +120,7 @@ pub fn run_functionalized(
         .map(|o| {
             if is_functional(o) {
                 sync(o)?;
-                from_functional(o)
+                crate::autograd::connect_output(o, from_functional(o)?)
             } else {
                 Ok(Clone::clone(o))
             }

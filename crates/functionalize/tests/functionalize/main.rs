@@ -7,6 +7,7 @@ use switchyard_core::Tensor;
 use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
+mod autograd;
 mod custom;
 mod fallback;
 mod generated;
