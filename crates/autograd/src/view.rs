@@ -393,12 +393,16 @@ impl Node for CopySlices {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
             .ok_or_else(|| Error::runtime(ERR_BACKWARD_TWICE))?;
-        let result = op::empty_strided::call(
+        // Dispatched on `grad` (PyTorch's `grad.new_empty_strided`), so a layer above the
+        // backend makes the result its own kind of tensor (a functional wrapper when the
+        // gradient is one) before the gradient is copied in.
+        let result = op::new_empty_strided::call(
+            &grad,
             &self.base_sizes,
             &self.base_strides,
-            Some(grad.dtype()),
             None,
-            Some(grad.device()),
+            None,
+            None,
             None,
         )?;
         op::copy_::call(&result, &grad, false)?;

@@ -7984,6 +7984,15 @@ pub(crate) fn autograd_empty_like(ks: DispatchKeySet, (self_, dtype, layout, dev
     Ok(result)
 }
 
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn autograd_new_empty_strided(ks: DispatchKeySet, (self_, size, stride, dtype, layout, device, pin_memory): (&Tensor, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::new_empty_strided::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, dtype, layout, device, pin_memory)?
+    };
+    Ok(result)
+}
+
 /// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 pub(crate) fn autograd_eye(ks: DispatchKeySet, (n, dtype, layout, device, pin_memory): (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (false);
@@ -13159,6 +13168,26 @@ pub(crate) fn inplace_or_view_empty_like_out(ks: DispatchKeySet, (self_, memory_
     let result = {
         let _guard = auto_dispatch_below_ad_inplace_or_view();
         op::empty_like_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, memory_format, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
+/// `new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_new_empty_strided_out(ks: DispatchKeySet, (self_, size, stride, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
+        return Err(out_requires_grad_error("new_empty_strided"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::new_empty_strided_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, out)
+}
+
+/// `new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_new_empty_strided_out(ks: DispatchKeySet, (self_, size, stride, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::new_empty_strided_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, size, stride, out)?
     };
     out.bump_version();
     Ok(result)

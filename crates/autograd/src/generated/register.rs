@@ -327,6 +327,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("arange.start_out", Kernel::typed::<op::arange_start_out>(autograd_arange_start_out).debug("autograd_arange_start_out"))?;
     lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(autograd_empty_memory_format).debug("autograd_empty_memory_format"))?;
     lib.impl_("empty_like", Kernel::typed::<op::empty_like>(autograd_empty_like).debug("autograd_empty_like"))?;
+    lib.impl_("new_empty_strided", Kernel::typed::<op::new_empty_strided>(autograd_new_empty_strided).debug("autograd_new_empty_strided"))?;
     lib.impl_("eye", Kernel::typed::<op::eye>(autograd_eye).debug("autograd_eye"))?;
     lib.impl_("eye.m", Kernel::typed::<op::eye_m>(autograd_eye_m).debug("autograd_eye_m"))?;
     lib.impl_("eye.out", Kernel::typed::<op::eye_out>(autograd_eye_out).debug("autograd_eye_out"))?;
@@ -547,6 +548,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(autograd_bitwise_xor_Scalar_Tensor_out).debug("autograd_bitwise_xor_Scalar_Tensor_out"))?;
     lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(autograd_remainder_Scalar_Tensor_out).debug("autograd_remainder_Scalar_Tensor_out"))?;
     lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(autograd_empty_like_out).debug("autograd_empty_like_out"))?;
+    lib.impl_("new_empty_strided.out", Kernel::typed::<op::new_empty_strided_out>(autograd_new_empty_strided_out).debug("autograd_new_empty_strided_out"))?;
     lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(autograd_full_like_out).debug("autograd_full_like_out"))?;
     lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(autograd_ones_like_out).debug("autograd_ones_like_out"))?;
     lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(autograd_zeros_like_out).debug("autograd_zeros_like_out"))?;
@@ -890,6 +892,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(inplace_or_view_bitwise_xor_Scalar_Tensor_out).debug("inplace_or_view_bitwise_xor_Scalar_Tensor_out"))?;
     lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(inplace_or_view_remainder_Scalar_Tensor_out).debug("inplace_or_view_remainder_Scalar_Tensor_out"))?;
     lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(inplace_or_view_empty_like_out).debug("inplace_or_view_empty_like_out"))?;
+    lib.impl_("new_empty_strided.out", Kernel::typed::<op::new_empty_strided_out>(inplace_or_view_new_empty_strided_out).debug("inplace_or_view_new_empty_strided_out"))?;
     lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(inplace_or_view_full_like_out).debug("inplace_or_view_full_like_out"))?;
     lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(inplace_or_view_ones_like_out).debug("inplace_or_view_ones_like_out"))?;
     lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(inplace_or_view_zeros_like_out).debug("inplace_or_view_zeros_like_out"))?;

@@ -1577,8 +1577,8 @@ pub(crate) fn functionalize_remainder_Scalar_Tensor_out(_ks: DispatchKeySet, (se
     Ok(out.clone())
 }
 
-/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1587,20 +1587,20 @@ pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_f
         }
         let r = {
             let _below = below();
-            op::zeros_like_out::call(&self__u, memory_format, &out_u)?
+            op::ones_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::zeros_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::ones_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1609,68 +1609,42 @@ pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_,
         }
         let r = {
             let _below = below();
-            op::rand_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
+            op::rand_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::rand_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::rand_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_index_put_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
+/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let indices_u = unwrap_synced_opt_list(indices)?;
-    let values_u = unwrap_synced(values)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::index_put_out::call(&self__u, &indices_u, &values_u, accumulate, &out_u)?
+            op::normal_out::call(&self__u, mean, std, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
+        op::normal_functional::call(&self__u, mean, std, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn functionalize_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let self__u = unwrap_synced(self_)?;
-    let out0_u = unwrap_synced(out0)?;
-    let out1_u = unwrap_synced(out1)?;
-    if !(is_functional(out0) && is_functional(out1)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::var_mean_correction_out::call(&self__u, dim, correction, keepdim, &out0_u, &out1_u)?
-        };
-        return Ok((out0.clone(), out1.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::var_mean_correction::call(&self__u, dim, correction, keepdim)?
-    };
-    propagate_out(out0, &tmp.0)?;
-    propagate_out(out1, &tmp.1)?;
-    Ok((out0.clone(), out1.clone()))
-}
-
-/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1679,13 +1653,35 @@ pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out
         }
         let r = {
             let _below = below();
-            op::repeat_out::call(&self__u, repeats, &out_u)?
+            op::sum_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::repeat::call(&self__u, repeats)?
+        op::sum::call(&self__u, dtype)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::isinf_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::isinf::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

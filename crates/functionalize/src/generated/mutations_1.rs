@@ -1566,31 +1566,8 @@ pub(crate) fn functionalize_empty_like_out(_ks: DispatchKeySet, (self_, memory_f
     Ok(out.clone())
 }
 
-/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let p_u = unwrap_synced(p)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(p) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::bernoulli_Tensor_out::call(&self__u, &p_u, generator, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_zeros_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1599,43 +1576,20 @@ pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_f
         }
         let r = {
             let _below = below();
-            op::randn_like_out::call(&self__u, memory_format, &out_u)?
+            op::zeros_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::randn_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::zeros_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let mask_u = unwrap_synced(mask)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mask) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::masked_fill_Scalar_out::call(&self__u, &mask_u, value, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_rand_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1644,20 +1598,68 @@ pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         }
         let r = {
             let _below = below();
-            op::isnan_out::call(&self__u, &out_u)?
+            op::rand_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::isnan::call(&self__u)?
+        op::rand_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
+/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_index_put_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let indices_u = unwrap_synced_opt_list(indices)?;
+    let values_u = unwrap_synced(values)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::index_put_out::call(&self__u, &indices_u, &values_u, accumulate, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn functionalize_var_mean_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let self__u = unwrap_synced(self_)?;
+    let out0_u = unwrap_synced(out0)?;
+    let out1_u = unwrap_synced(out1)?;
+    if !(is_functional(out0) && is_functional(out1)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::var_mean_correction_out::call(&self__u, dim, correction, keepdim, &out0_u, &out1_u)?
+        };
+        return Ok((out0.clone(), out1.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::var_mean_correction::call(&self__u, dim, correction, keepdim)?
+    };
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_repeat_out(_ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1666,13 +1668,13 @@ pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad
         }
         let r = {
             let _below = below();
-            op::constant_pad_nd_out::call(&self__u, pad, value, &out_u)?
+            op::repeat_out::call(&self__u, repeats, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::constant_pad_nd::call(&self__u, pad, value)?
+        op::repeat::call(&self__u, repeats)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -1546,8 +1546,8 @@ pub(crate) fn functionalize_bitwise_or_Scalar_Tensor_out(_ks: DispatchKeySet, (s
     Ok(out.clone())
 }
 
-/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_new_empty_strided_out(_ks: DispatchKeySet, (self_, size, stride, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1556,20 +1556,43 @@ pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_valu
         }
         let r = {
             let _below = below();
-            op::full_like_out::call(&self__u, fill_value, memory_format, &out_u)?
+            op::new_empty_strided_out::call(&self__u, size, stride, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::full_like::call(&self__u, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::new_empty_strided::call(&self__u, size, stride, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli_Tensor_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let p_u = unwrap_synced(p)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(p) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::bernoulli_Tensor_out::call(&self__u, &p_u, generator, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randn_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1578,66 +1601,43 @@ pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, 
         }
         let r = {
             let _below = below();
-            op::bernoulli_float_out::call(&self__u, p, generator, &out_u)?
+            op::randn_like_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bernoulli_p::call(&self__u, p, generator)?
+        op::randn_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randn_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::randn_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::randn_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_fill_Scalar_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let mask_u = unwrap_synced(mask)?;
-    let value_u = unwrap_synced(value)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mask) || is_functional(value) {
+        if is_functional(self_) || is_functional(mask) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::masked_fill_Tensor_out::call(&self__u, &mask_u, &value_u, &out_u)?
+            op::masked_fill_Scalar_out::call(&self__u, &mask_u, value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
+        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_isnan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1646,36 +1646,35 @@ pub(crate) fn functionalize_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         }
         let r = {
             let _below = below();
-            op::relu_out::call(&self__u, &out_u)?
+            op::isnan_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::relu::call(&self__u)?
+        op::isnan::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
-    let weight_u = unwrap_synced(weight)?;
-    let indices_u = unwrap_synced(indices)?;
+/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_constant_pad_nd_out(_ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(weight) || is_functional(indices) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::embedding_out::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse, &out_u)?
+            op::constant_pad_nd_out::call(&self__u, pad, value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::embedding::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse)?
+        op::constant_pad_nd::call(&self__u, pad, value)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -1542,8 +1542,8 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor_out(_ks: DispatchKeySet, (
     Ok(out.clone())
 }
 
-/// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_full_like_out(_ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1552,20 +1552,20 @@ pub(crate) fn functionalize_ones_like_out(_ks: DispatchKeySet, (self_, memory_fo
         }
         let r = {
             let _below = below();
-            op::ones_like_out::call(&self__u, memory_format, &out_u)?
+            op::full_like_out::call(&self__u, fill_value, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::ones_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::full_like::call(&self__u, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli_float_out(_ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1574,20 +1574,20 @@ pub(crate) fn functionalize_rand_like_out(_ks: DispatchKeySet, (self_, memory_fo
         }
         let r = {
             let _below = below();
-            op::rand_like_out::call(&self__u, memory_format, &out_u)?
+            op::bernoulli_float_out::call(&self__u, p, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::rand_like::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
+        op::bernoulli_p::call(&self__u, p, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randn_like_generator_out(_ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1596,42 +1596,44 @@ pub(crate) fn functionalize_normal_out(_ks: DispatchKeySet, (self_, mean, std, g
         }
         let r = {
             let _below = below();
-            op::normal_out::call(&self__u, mean, std, generator, &out_u)?
+            op::randn_like_generator_out::call(&self__u, generator, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::normal_functional::call(&self__u, mean, std, generator)?
+        op::randn_like_generator::call(&self__u, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sum_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_fill_Tensor_out(_ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let mask_u = unwrap_synced(mask)?;
+    let value_u = unwrap_synced(value)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) {
+        if is_functional(self_) || is_functional(mask) || is_functional(value) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::sum_out::call(&self__u, dtype, &out_u)?
+            op::masked_fill_Tensor_out::call(&self__u, &mask_u, &value_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::sum::call(&self__u, dtype)?
+        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_relu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1640,13 +1642,36 @@ pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         }
         let r = {
             let _below = below();
-            op::isinf_out::call(&self__u, &out_u)?
+            op::relu_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::isinf::call(&self__u)?
+        op::relu::call(&self__u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_embedding_out(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
+    let weight_u = unwrap_synced(weight)?;
+    let indices_u = unwrap_synced(indices)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(weight) || is_functional(indices) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::embedding_out::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::embedding::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

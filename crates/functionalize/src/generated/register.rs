@@ -3,7 +3,7 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 311 mutation kernels, 28 view kernels, 26 composite kernels.
+//! Generated: 312 mutation kernels, 28 view kernels, 26 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
@@ -314,6 +314,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(functionalize_bitwise_xor_Scalar_Tensor_out).debug("functionalize_bitwise_xor_Scalar_Tensor_out"))?;
     lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(functionalize_remainder_Scalar_Tensor_out).debug("functionalize_remainder_Scalar_Tensor_out"))?;
     lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(functionalize_empty_like_out).debug("functionalize_empty_like_out"))?;
+    lib.impl_("new_empty_strided.out", Kernel::typed::<op::new_empty_strided_out>(functionalize_new_empty_strided_out).debug("functionalize_new_empty_strided_out"))?;
     lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(functionalize_full_like_out).debug("functionalize_full_like_out"))?;
     lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(functionalize_ones_like_out).debug("functionalize_ones_like_out"))?;
     lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(functionalize_zeros_like_out).debug("functionalize_zeros_like_out"))?;

@@ -5047,6 +5047,12 @@ pub fn empty_like_out_with(self_: &Tensor, memory_format: Option<MemoryFormat>, 
     op::empty_like_out::call(self_, memory_format, out)
 }
 
+/// `aten::new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn new_empty_strided_out(self_: &Tensor, size: &[i64], stride: &[i64], out: &Tensor) -> Result<Tensor> {
+    op::new_empty_strided_out::call(self_, size, stride, out)
+}
+
 /// `aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.

@@ -14645,6 +14645,47 @@ impl empty_like {
     }
 }
 
+/// `aten::new_empty_strided`: `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct new_empty_strided;
+
+impl OpSignature for new_empty_strided {
+    type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>);
+    type Output = Tensor;
+}
+
+impl Operator for new_empty_strided {
+    const QUALIFIED_NAME: &'static str = "aten::new_empty_strided";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl new_empty_strided {
+    /// `aten::new_empty_strided`.
+    pub const NAME: &'static str = "aten::new_empty_strided";
+    /// The schema.
+    pub const SCHEMA: &'static str = "new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<new_empty_strided>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.call((self_, size, stride, dtype, layout, device, pin_memory))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, size, stride, dtype, layout, device, pin_memory))
+    }
+}
+
 /// `aten::eye`: `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 #[allow(non_camel_case_types)]
 pub struct eye;
@@ -24629,6 +24670,48 @@ impl empty_like_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, memory_format: Option<MemoryFormat>, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, memory_format, out))
+    }
+}
+
+/// `aten::new_empty_strided.out`: `new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct new_empty_strided_out;
+
+impl OpSignature for new_empty_strided_out {
+    type Args<'a> = (&'a Tensor, &'a [i64], &'a [i64], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for new_empty_strided_out {
+    const QUALIFIED_NAME: &'static str = "aten::new_empty_strided.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl new_empty_strided_out {
+    /// `aten::new_empty_strided.out`.
+    pub const NAME: &'static str = "aten::new_empty_strided.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<new_empty_strided_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, size: &[i64], stride: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((self_, size, stride, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, size: &[i64], stride: &[i64], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, size, stride, out))
     }
 }
 

@@ -370,6 +370,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
     defs.def("empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor")?;
+    defs.def("new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
     defs.def("eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
     defs.def("eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")?;
     defs.def("eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -610,6 +611,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
@@ -641,6 +643,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("arange.start_step", Kernel::typed::<op::arange_start_step>(wrapper_BackendSelect_arange_start_step).debug("wrapper_BackendSelect_arange_start_step"))?;
     lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_BackendSelect_empty_memory_format).debug("wrapper_BackendSelect_empty_memory_format"))?;
     lib.impl_("empty_like", Kernel::typed::<op::empty_like>(wrapper_BackendSelect_empty_like).debug("wrapper_BackendSelect_empty_like"))?;
+    lib.impl_("new_empty_strided", Kernel::typed::<op::new_empty_strided>(wrapper_BackendSelect_new_empty_strided).debug("wrapper_BackendSelect_new_empty_strided"))?;
     lib.impl_("eye", Kernel::typed::<op::eye>(wrapper_BackendSelect_eye).debug("wrapper_BackendSelect_eye"))?;
     lib.impl_("eye.m", Kernel::typed::<op::eye_m>(wrapper_BackendSelect_eye_m).debug("wrapper_BackendSelect_eye_m"))?;
     lib.impl_("full", Kernel::typed::<op::full>(wrapper_BackendSelect_full).debug("wrapper_BackendSelect_full"))?;
@@ -1234,6 +1237,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bitwise_xor.Scalar_Tensor_out", Kernel::typed::<op::bitwise_xor_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_bitwise_xor_Scalar_Tensor_out"))?;
     lib.impl_("remainder.Scalar_Tensor_out", Kernel::typed::<op::remainder_Scalar_Tensor_out>(wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out).debug("wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out"))?;
     lib.impl_("empty_like.out", Kernel::typed::<op::empty_like_out>(wrapper_CompositeExplicitAutograd_empty_like_out).debug("wrapper_CompositeExplicitAutograd_empty_like_out"))?;
+    lib.impl_("new_empty_strided.out", Kernel::typed::<op::new_empty_strided_out>(wrapper_CompositeExplicitAutograd_new_empty_strided_out).debug("wrapper_CompositeExplicitAutograd_new_empty_strided_out"))?;
     lib.impl_("full_like.out", Kernel::typed::<op::full_like_out>(wrapper_CompositeExplicitAutograd_full_like_out).debug("wrapper_CompositeExplicitAutograd_full_like_out"))?;
     lib.impl_("ones_like.out", Kernel::typed::<op::ones_like_out>(wrapper_CompositeExplicitAutograd_ones_like_out).debug("wrapper_CompositeExplicitAutograd_ones_like_out"))?;
     lib.impl_("zeros_like.out", Kernel::typed::<op::zeros_like_out>(wrapper_CompositeExplicitAutograd_zeros_like_out).debug("wrapper_CompositeExplicitAutograd_zeros_like_out"))?;
@@ -1286,6 +1290,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_unfold_copy"))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(wrapper_CompositeExplicitAutogradNonFunctional_alias_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_alias_copy"))?;
     lib.impl_("lift_fresh_copy", Kernel::typed::<op::lift_fresh_copy>(wrapper_CompositeExplicitAutogradNonFunctional_lift_fresh_copy).debug("wrapper_CompositeExplicitAutogradNonFunctional_lift_fresh_copy"))?;
+    lib.impl_("new_empty_strided", Kernel::typed::<op::new_empty_strided>(wrapper_CompositeExplicitAutogradNonFunctional_new_empty_strided).debug("wrapper_CompositeExplicitAutogradNonFunctional_new_empty_strided"))?;
     lib.impl_("bernoulli.p", Kernel::typed::<op::bernoulli_p>(wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p).debug("wrapper_CompositeExplicitAutogradNonFunctional_bernoulli_p"))?;
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out).debug("wrapper_CompositeExplicitAutogradNonFunctional_logsumexp_out"))?;
     lib.leak();
@@ -3838,6 +3843,17 @@ fn wrapper_BackendSelect_empty_like(_ks: DispatchKeySet, (self_, dtype, layout, 
     crate::op::empty_like::redispatch(ks, self_, dtype, layout, device, pin_memory, memory_format)
 }
 
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_CompositeExplicitAutogradNonFunctional_new_empty_strided(_ks: DispatchKeySet, (self_, size, stride, dtype, layout, device, pin_memory): (&Tensor, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    crate::native::new_empty_strided(self_, size, stride, dtype, layout, device, pin_memory)
+}
+
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+fn wrapper_BackendSelect_new_empty_strided(_ks: DispatchKeySet, (self_, size, stride, dtype, layout, device, pin_memory): (&Tensor, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let ks = backend_select_key_set(dtype, layout, device, Some(self_.key_set()))?;
+    crate::op::new_empty_strided::redispatch(ks, self_, size, stride, dtype, layout, device, pin_memory)
+}
+
 /// `eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
 fn wrapper_CompositeExplicitAutograd_eye(_ks: DispatchKeySet, (n, dtype, layout, device, pin_memory): (i64, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
     crate::native::eye(n, dtype, layout, device, pin_memory)
@@ -5621,6 +5637,13 @@ fn wrapper_CompositeExplicitAutograd_remainder_Scalar_Tensor_out(_ks: DispatchKe
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_empty_like_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::empty_like::call(self_, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_new_empty_strided_out(_ks: DispatchKeySet, (self_, size, stride, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::new_empty_strided::call(self_, size, stride, Some(out.dtype()), Some(out.layout()), Some(out.device()), None)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
 }

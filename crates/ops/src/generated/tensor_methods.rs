@@ -521,6 +521,10 @@ pub trait TensorOps {
     fn where_self(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
     /// `aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor`
     fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor>;
+    /// `aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    fn new_empty_strided(&self, size: &[i64], stride: &[i64]) -> Result<Tensor>;
+    /// `aten::new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    fn new_empty_strided_with(&self, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor>;
     /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
     fn bernoulli(&self) -> Result<Tensor>;
     /// `aten::bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
@@ -1771,6 +1775,14 @@ impl TensorOps for Tensor {
     #[inline]
     fn where_scalarother(&self, condition: &Tensor, other: impl Into<Scalar>) -> Result<Tensor> {
         op::where_ScalarOther::call(condition, self, other.into())
+    }
+    #[inline]
+    fn new_empty_strided(&self, size: &[i64], stride: &[i64]) -> Result<Tensor> {
+        op::new_empty_strided::call(self, size, stride, None, None, None, None)
+    }
+    #[inline]
+    fn new_empty_strided_with(&self, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor> {
+        op::new_empty_strided::call(self, size, stride, dtype, layout, device, pin_memory)
     }
     #[inline]
     fn bernoulli(&self) -> Result<Tensor> {

@@ -242,6 +242,28 @@ pub fn empty_like(
     }
 }
 
+/// `new_empty_strided`: an uninitialised tensor of `size` and `stride` with `self`'s dtype and
+/// device unless given. Dispatched on `self`, unlike `empty_strided`, so a layer above the
+/// backend (functionalization) makes the result its own kind of tensor.
+pub fn new_empty_strided(
+    self_: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<ScalarType>,
+    layout: Option<Layout>,
+    device: Option<Device>,
+    pin_memory: Option<bool>,
+) -> Result<Tensor> {
+    crate::op::empty_strided::call(
+        size,
+        stride,
+        Some(dtype.unwrap_or(self_.dtype())),
+        layout,
+        Some(device.unwrap_or(self_.device())),
+        pin_memory,
+    )
+}
+
 /// `empty_like(self, options)` filled with `value`.
 fn filled_like(
     self_: &Tensor,

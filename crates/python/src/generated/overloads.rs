@@ -178,6 +178,7 @@ pub static OVERLOADS: &[(&str, &[&str])] = &[
     ("aten::ne_", &["Scalar", "Tensor"]),
     ("aten::neg", &["", "out"]),
     ("aten::neg_", &[""]),
+    ("aten::new_empty_strided", &["", "out"]),
     ("aten::nll_loss", &["", "out"]),
     ("aten::nll_loss_forward", &["", "output"]),
     ("aten::nll_loss_nd", &[""]),
