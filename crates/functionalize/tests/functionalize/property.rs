@@ -523,9 +523,13 @@ proptest! {
         check(&steps, &x, Device::CPU);
     }
 
-    /// Plan §7.2's property on the reference external backend.
+    /// Plan §7.2's property on the reference external backend. Besides the discrepancies of
+    /// `random_programs_cpu` and `known_sidecar_view_of_regenerated_slice`: the sidecar's eager
+    /// kernels check no memory overlap (`x.expand(..).add_(..)` succeeds there), while the
+    /// layer raises eager CPU's overlap errors on every device (PyTorch's functionalization
+    /// likewise raises its meta run's internal-overlap error whatever the backend).
     #[test]
-    #[ignore = "known discrepancies: see random_programs_cpu, known_sidecar_view_of_regenerated_slice"]
+    #[ignore = "known discrepancies: see random_programs_cpu, known_sidecar_view_of_regenerated_slice; sidecar eager checks no overlap"]
     fn random_programs_sidecar((shapes, raw) in program_strategy()) {
         let dev = sidecar();
         let x = inputs(&shapes, dev);
