@@ -216,9 +216,9 @@ fn pick_operand(env: &[Entry], dest: &Tensor, c: u32, g: Gen) -> Operand {
 /// What the generator may produce. [`Gen::FULL`] is the property of plan §7.2;
 /// [`Gen::CHECKED_OVERLAP`] leaves out the writes where eager raises no overlap error and the
 /// layer cannot reproduce eager's values (see [`known_fill_expanded_view`],
-/// [`known_undecidable_overlap_operand`]) and `as_strided` on permuted clones (see
-/// [`known_clone_of_view_as_strided`]); [`Gen::NO_OVERLAP`] leaves out every write into an
-/// expanded view and every operand that may alias the written tensor.
+/// [`known_undecidable_overlap_operand`]); [`Gen::NO_OVERLAP`] leaves out every write into an
+/// expanded view and every operand that may alias the written tensor. Both leave out
+/// `as_strided` on permuted clones (see [`known_clone_of_view_as_strided`]).
 #[derive(Clone, Copy)]
 struct Gen {
     /// In-place / out= writes into a tensor with a 0 stride over a size > 1 (an expanded view).
@@ -258,7 +258,7 @@ impl Gen {
         unchecked_overlapping_writes: false,
         aliased_operands: false,
         undecidable_operands: false,
-        as_strided_on_permuted_clones: true,
+        as_strided_on_permuted_clones: false,
     };
 }
 
