@@ -28,11 +28,26 @@ pub(crate) fn shadow_guard() -> ExcludeDispatchKeyGuard {
 /// alias group's storage held when the group was made (eager's storage, which views such as
 /// `as_strided` may reach past the wrapper's own elements).
 pub fn meta_shadow(t: &Tensor) -> Result<Tensor> {
-    let g = t.geometry();
-    let itemsize = t.element_size();
-    let own = usize::try_from(g.required_elements()).unwrap_or(0) * itemsize;
+    shadow_on(Storage::new(shadow_nbytes(t), Device::META)?, t)
+}
+
+/// Meta shadows of wrappers `a` and `b` of one alias group on one storage, as eager's two
+/// tensors share one: memory-overlap checks then see what they would see eagerly.
+pub(crate) fn meta_shadow_pair(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let storage = Storage::new(shadow_nbytes(a).max(shadow_nbytes(b)), Device::META)?;
+    Ok((shadow_on(storage.clone(), a)?, shadow_on(storage, b)?))
+}
+
+/// The bytes a meta shadow of `t` holds (see [`meta_shadow`]).
+fn shadow_nbytes(t: &Tensor) -> usize {
+    let own = usize::try_from(t.geometry().required_elements()).unwrap_or(0) * t.element_size();
     let group = functional_payload(t).map_or(0, |ft| ft.storage().nbytes());
-    let storage = Storage::new(own.max(group), Device::META)?;
+    own.max(group)
+}
+
+/// A tensor on `storage` with `t`'s eager geometry and dtype.
+fn shadow_on(storage: Storage, t: &Tensor) -> Result<Tensor> {
+    let g = t.geometry();
     Tensor::from_storage(
         storage,
         g.sizes(),

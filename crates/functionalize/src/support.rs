@@ -1,10 +1,12 @@
 //! Non-generic helpers of the generated kernels (`src/generated/`): every operator gets a
 //! kernel, so the per-operator code stays a few calls into these.
 
-use crate::geometry::{shadow_view, shadow_views};
-use crate::tensor::{FunctionalTensor, functional_payload, mutate_view_meta_to};
+use crate::geometry::{meta_shadow_pair, shadow_view, shadow_views};
+use crate::tensor::{FunctionalTensor, are_aliased, functional_payload, mutate_view_meta_to};
 use crate::view_meta::{ViewMeta, reapply_views};
 use switchyard_core::{Error, Result, Tensor};
+use switchyard_ops::meta::index_support::{assert_no_internal_overlap, assert_no_partial_overlap};
+use switchyard_ops::native::has_copy_kernel;
 
 // What the generated kernels call; not every helper has a user in every ops.yaml (no mutable
 // operator with fresh outputs today).
@@ -79,6 +81,73 @@ pub(crate) fn propagate_inplace(w: &Tensor, new: &Tensor) -> Result<()> {
 /// theirs (the result's dtype castable to `out`'s, same device); a size change resizes `out`.
 pub(crate) fn propagate_out(w: &Tensor, new: &Tensor) -> Result<()> {
     switchyard_ops::runtime::check_backend_out(w, new)?;
+    propagate_mutation(w, new)
+}
+
+/// Eager's memory-overlap checks of an elementwise write into wrapper `w` (TensorIterator's
+/// `compute_mem_overlaps`; plan §6 `inplace_meta_check`), on eager geometry: `w` may not have
+/// elements sharing memory (an expanded view: "more than one element of the written-to tensor
+/// refers to a single memory location"), nor share only part of its memory with an input of
+/// its alias group ("some elements of the input tensor and the written-to tensor refer to a
+/// single memory location"). A wrapper reports its eager geometry, and wrappers of one alias
+/// group are views of one storage in eager; partial overlaps are decided on meta shadows of
+/// the two on one storage, so the checks and their messages are eager's own. Plain and meta
+/// tensors are not checked (eager checks no meta tensor; a plain tensor shares no storage with
+/// a wrapper).
+pub(crate) fn check_overlaps(w: &Tensor, inputs: &[Option<&Tensor>]) -> Result<()> {
+    if !is_functional(w) || w.is_meta() {
+        return Ok(());
+    }
+    assert_no_internal_overlap(w)?;
+    for input in inputs.iter().flatten() {
+        if input.is_same(w) || !are_aliased(w, input) {
+            continue;
+        }
+        let (w_shadow, input_shadow) = meta_shadow_pair(w, input)?;
+        assert_no_partial_overlap(&w_shadow, &input_shadow)?;
+    }
+    Ok(())
+}
+
+/// `copy_`'s overlap checks on wrappers, in eager's order: nothing when `src` is `self_` or
+/// the same elements of its alias group in the same layout and dtype, nor when a device has no
+/// copy kernel of its own (eager then hands the copy to the backend's `_copy_from`); else
+/// [`check_overlaps`]. Runs before the functional `copy`, whose shape errors eager raises
+/// after these.
+pub(crate) fn check_copy_overlaps(self_: &Tensor, src: &Tensor) -> Result<()> {
+    if self_.is_same(src) || !has_copy_kernel(self_.device()) || !has_copy_kernel(src.device()) {
+        return Ok(());
+    }
+    let same_data = are_aliased(self_, src)
+        && self_.geometry() == src.geometry()
+        && self_.dtype() == src.dtype();
+    if same_data {
+        return Ok(());
+    }
+    check_overlaps(self_, &[Some(src)])
+}
+
+/// [`propagate_inplace`] of an elementwise in-place operator: eager's checks of `self`, then
+/// its memory-overlap checks against `inputs` ([`check_overlaps`]), in TensorIterator's order.
+pub(crate) fn propagate_inplace_checked(
+    w: &Tensor,
+    new: &Tensor,
+    inputs: &[Option<&Tensor>],
+) -> Result<()> {
+    switchyard_ops::runtime::check_backend_self(w, new)?;
+    check_overlaps(w, inputs)?;
+    propagate_mutation(w, new)
+}
+
+/// [`propagate_out`] of an elementwise out= operator: eager's checks of `out`, then its
+/// memory-overlap checks against `inputs` ([`check_overlaps`]), in TensorIterator's order.
+pub(crate) fn propagate_out_checked(
+    w: &Tensor,
+    new: &Tensor,
+    inputs: &[Option<&Tensor>],
+) -> Result<()> {
+    switchyard_ops::runtime::check_backend_out(w, new)?;
+    check_overlaps(w, inputs)?;
     propagate_mutation(w, new)
 }
 

@@ -7,7 +7,8 @@
 //!   is then PyTorch's "mutating a non-functional tensor with a functional tensor" error); else
 //!   call the functional variant below, `replace_` + `commit_update` + `sync` each mutated
 //!   argument with its new value (checked first as eager checks in-place `self` and out=
-//!   arguments: no resize of `self`, a castable result dtype; out= may resize), return the
+//!   arguments: no resize of `self`, a castable result dtype; out= may resize; then eager's
+//!   memory-overlap checks on the wrappers' eager geometry, see [`OverlapCheck`]), return the
 //!   mutated arguments. Operators without a functional
 //!   variant are listed in a comment of `register.rs` and keep reaching the fallback, which
 //!   refuses them by name;
@@ -80,6 +81,34 @@ pub const VIEWS_WITH_INVERSES: [&str; 16] = [
 
 /// How many `mutations_<n>.rs` shards the mutation kernels are dealt into.
 pub const MUTATION_SHARDS: usize = 4;
+
+/// Which of eager's memory-overlap checks a mutation kernel runs before it commits (plan §6
+/// `inplace_meta_check`): the layer computes on separate values, so only these checks, on the
+/// wrappers' eager geometry, give eager's errors for writes into expanded views and for inputs
+/// partially overlapping the written tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverlapCheck {
+    /// Eager checks nothing (`fill_`, `zero_`, reductions, ...), or the kernel cannot tell.
+    None,
+    /// A `pointwise` operator: its in-place `self` or out= argument goes through
+    /// TensorIterator's `compute_mem_overlaps`, after the shape and dtype checks.
+    Elementwise,
+    /// `copy_`: its own checks, before its shape checks.
+    Copy,
+}
+
+impl OverlapCheck {
+    /// The check eager runs for the operator of full name `name`, tagged `pointwise` or not.
+    pub fn of(name: &str, pointwise: bool) -> OverlapCheck {
+        if pointwise {
+            OverlapCheck::Elementwise
+        } else if name == "copy_" {
+            OverlapCheck::Copy
+        } else {
+            OverlapCheck::None
+        }
+    }
+}
 
 /// What the generator did with each operator, for the report in `register.rs` and tests.
 #[derive(Clone, Debug, Default)]
@@ -252,7 +281,11 @@ fn functional_args(m: &GenFunction, func: &GenFunction) -> Result<Vec<String>, S
 }
 
 /// The body of a mutating operator's kernel, or why it cannot be generated.
-fn mutation_kernel(m: &GenFunction, func: &GenFunction) -> Result<String, String> {
+fn mutation_kernel(
+    m: &GenFunction,
+    func: &GenFunction,
+    overlap: OverlapCheck,
+) -> Result<String, String> {
     let s = &m.schema;
     let dests = destinations(s);
     if dests.len() != func.schema.returns.len() {
@@ -340,6 +373,37 @@ fn mutation_kernel(m: &GenFunction, func: &GenFunction) -> Result<String, String
         "        return Ok({});\n    }}",
         tuple_expr(&plain_returns)
     );
+    // The tensors eager's overlap checks compare a single written tensor with.
+    let single_write = match writes.as_slice() {
+        [w] if w.ty.is_tensor() => Some(arg_name(&w.name)),
+        _ => None,
+    };
+    let read_tensors: Vec<String> = tensors
+        .iter()
+        .filter(|a| !a.is_write())
+        .filter_map(|a| {
+            let n = arg_name(&a.name);
+            if a.ty.is_tensor() {
+                Some(format!("Some({n})"))
+            } else if a.ty.is_optional_tensor() {
+                Some(n)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let overlap = if single_write.is_some() {
+        overlap
+    } else {
+        OverlapCheck::None
+    };
+    if let (OverlapCheck::Copy, Some(w)) = (overlap, &single_write) {
+        let src = tensors
+            .iter()
+            .find(|a| !a.is_write() && a.ty.is_tensor())
+            .ok_or("`copy_` without a source tensor")?;
+        let _ = writeln!(b, "    check_copy_overlaps({w}, {})?;", arg_name(&src.name));
+    }
     let _ = writeln!(
         b,
         "    let tmp = {{\n        let _below = below();\n        {}::call({})?\n    }};",
@@ -385,7 +449,16 @@ fn mutation_kernel(m: &GenFunction, func: &GenFunction) -> Result<String, String
                     } else {
                         "propagate_mutation"
                     };
-                    let _ = writeln!(b, "    {helper}({n}, &{})?;", tmp(k));
+                    if overlap == OverlapCheck::Elementwise && helper != "propagate_mutation" {
+                        let _ = writeln!(
+                            b,
+                            "    {helper}_checked({n}, &{}, &[{}])?;",
+                            tmp(k),
+                            read_tensors.join(", ")
+                        );
+                    } else {
+                        let _ = writeln!(b, "    {helper}({n}, &{})?;", tmp(k));
+                    }
                 }
                 if let Dest::Aliased(j, _) = d {
                     returns[*j] = if a.ty.is_tensor_list() {
@@ -694,7 +767,8 @@ pub fn generate(
                 .push((full_name(f), "no functional variant".into()));
             continue;
         };
-        match mutation_kernel(f, &functions[func]) {
+        let overlap = OverlapCheck::of(&full_name(f), nf.functions[i].has_tag("pointwise"));
+        match mutation_kernel(f, &functions[func], overlap) {
             Ok(code) => {
                 let shard = &mut shards[n_mut % MUTATION_SHARDS];
                 shard.push_str(&code);

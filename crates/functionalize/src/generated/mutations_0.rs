@@ -389,7 +389,7 @@ pub(crate) fn functionalize_div__Tensor(_ks: DispatchKeySet, (self_, other): (&T
         let _below = below();
         op::div_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -407,7 +407,7 @@ pub(crate) fn functionalize_div__Scalar(_ks: DispatchKeySet, (self_, other): (&T
         let _below = below();
         op::div_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -425,7 +425,7 @@ pub(crate) fn functionalize_mul__Scalar(_ks: DispatchKeySet, (self_, other): (&T
         let _below = below();
         op::mul_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -447,7 +447,7 @@ pub(crate) fn functionalize_logical_xor_(_ks: DispatchKeySet, (self_, other): (&
         let _below = below();
         op::logical_xor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -469,7 +469,7 @@ pub(crate) fn functionalize_logical_or_(_ks: DispatchKeySet, (self_, other): (&T
         let _below = below();
         op::logical_or::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -491,7 +491,7 @@ pub(crate) fn functionalize_clamp_out(_ks: DispatchKeySet, (self_, min, max, out
         let _below = below();
         op::clamp::call(&self__u, min, max)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -513,7 +513,7 @@ pub(crate) fn functionalize_clamp_max_out(_ks: DispatchKeySet, (self_, max, out)
         let _below = below();
         op::clamp_max::call(&self__u, max)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -535,7 +535,7 @@ pub(crate) fn functionalize_clamp_min_out(_ks: DispatchKeySet, (self_, min, out)
         let _below = below();
         op::clamp_min::call(&self__u, min)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -558,7 +558,7 @@ pub(crate) fn functionalize_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_and_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -581,7 +581,7 @@ pub(crate) fn functionalize_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, o
         let _below = below();
         op::bitwise_or_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -604,7 +604,7 @@ pub(crate) fn functionalize_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_xor_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -626,7 +626,7 @@ pub(crate) fn functionalize_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ne_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -648,7 +648,7 @@ pub(crate) fn functionalize_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::eq_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -742,7 +742,7 @@ pub(crate) fn functionalize_fmod_Scalar_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::fmod_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -764,7 +764,7 @@ pub(crate) fn functionalize_remainder_Scalar_out(_ks: DispatchKeySet, (self_, ot
         let _below = below();
         op::remainder_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -787,7 +787,7 @@ pub(crate) fn functionalize_maximum_out(_ks: DispatchKeySet, (self_, other, out)
         let _below = below();
         op::maximum::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -809,7 +809,7 @@ pub(crate) fn functionalize_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, e
         let _below = below();
         op::pow_Tensor_Scalar::call(&self__u, exponent)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -993,7 +993,7 @@ pub(crate) fn functionalize_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::abs::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1015,7 +1015,7 @@ pub(crate) fn functionalize_logical_not_out(_ks: DispatchKeySet, (self_, out): (
         let _below = below();
         op::logical_not::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1037,7 +1037,7 @@ pub(crate) fn functionalize_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::cos::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1059,7 +1059,7 @@ pub(crate) fn functionalize_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::exp::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1081,7 +1081,7 @@ pub(crate) fn functionalize_floor_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::floor::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1103,7 +1103,7 @@ pub(crate) fn functionalize_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::log::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1125,7 +1125,7 @@ pub(crate) fn functionalize_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::log2::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1147,7 +1147,7 @@ pub(crate) fn functionalize_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::neg::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1169,7 +1169,7 @@ pub(crate) fn functionalize_round_decimals_out(_ks: DispatchKeySet, (self_, deci
         let _below = below();
         op::round_decimals::call(&self__u, decimals)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1187,7 +1187,7 @@ pub(crate) fn functionalize_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _below = below();
         op::rsqrt::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1205,7 +1205,7 @@ pub(crate) fn functionalize_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) 
         let _below = below();
         op::sigmoid::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1223,7 +1223,7 @@ pub(crate) fn functionalize_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::sqrt::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1241,7 +1241,7 @@ pub(crate) fn functionalize_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::tanh::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1259,7 +1259,7 @@ pub(crate) fn functionalize_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::sign::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 

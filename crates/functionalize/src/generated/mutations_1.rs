@@ -355,7 +355,7 @@ pub(crate) fn functionalize_add__Tensor(_ks: DispatchKeySet, (self_, other, alph
         let _below = below();
         op::add_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -378,7 +378,7 @@ pub(crate) fn functionalize_div_out(_ks: DispatchKeySet, (self_, other, out): (&
         let _below = below();
         op::div_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -396,7 +396,7 @@ pub(crate) fn functionalize_div__Scalar_mode(_ks: DispatchKeySet, (self_, other,
         let _below = below();
         op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -419,7 +419,7 @@ pub(crate) fn functionalize_sub_out(_ks: DispatchKeySet, (self_, other, alpha, o
         let _below = below();
         op::sub_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -442,7 +442,7 @@ pub(crate) fn functionalize_logical_xor_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::logical_xor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -465,7 +465,7 @@ pub(crate) fn functionalize_logical_or_out(_ks: DispatchKeySet, (self_, other, o
         let _below = below();
         op::logical_or::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -489,7 +489,7 @@ pub(crate) fn functionalize_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, m
         let _below = below();
         op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), min, max])?;
     Ok(out.clone())
 }
 
@@ -512,7 +512,7 @@ pub(crate) fn functionalize_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, ma
         let _below = below();
         op::clamp_max_Tensor::call(&self__u, &max_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(max)])?;
     Ok(out.clone())
 }
 
@@ -535,7 +535,7 @@ pub(crate) fn functionalize_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, mi
         let _below = below();
         op::clamp_min_Tensor::call(&self__u, &min_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(min)])?;
     Ok(out.clone())
 }
 
@@ -557,7 +557,7 @@ pub(crate) fn functionalize_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_and_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -579,7 +579,7 @@ pub(crate) fn functionalize_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, o
         let _below = below();
         op::bitwise_or_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -601,7 +601,7 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, 
         let _below = below();
         op::bitwise_xor_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -624,7 +624,7 @@ pub(crate) fn functionalize_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ne_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -647,7 +647,7 @@ pub(crate) fn functionalize_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::eq_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -753,7 +753,7 @@ pub(crate) fn functionalize_fmod__Scalar(_ks: DispatchKeySet, (self_, other): (&
         let _below = below();
         op::fmod_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -771,7 +771,7 @@ pub(crate) fn functionalize_remainder__Scalar(_ks: DispatchKeySet, (self_, other
         let _below = below();
         op::remainder_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -794,7 +794,7 @@ pub(crate) fn functionalize_minimum_out(_ks: DispatchKeySet, (self_, other, out)
         let _below = below();
         op::minimum::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -812,7 +812,7 @@ pub(crate) fn functionalize_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): 
         let _below = below();
         op::pow_Tensor_Scalar::call(&self__u, exponent)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -997,7 +997,7 @@ pub(crate) fn functionalize_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor
         let _below = below();
         op::bitwise_not::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1015,7 +1015,7 @@ pub(crate) fn functionalize_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::ceil::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1033,7 +1033,7 @@ pub(crate) fn functionalize_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::erf::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1051,7 +1051,7 @@ pub(crate) fn functionalize_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _below = below();
         op::expm1::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1069,7 +1069,7 @@ pub(crate) fn functionalize_nan_to_num_(_ks: DispatchKeySet, (self_, nan, posinf
         let _below = below();
         op::nan_to_num::call(&self__u, nan, posinf, neginf)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1087,7 +1087,7 @@ pub(crate) fn functionalize_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _below = below();
         op::log1p::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1105,7 +1105,7 @@ pub(crate) fn functionalize_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,
         let _below = below();
         op::reciprocal::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1123,7 +1123,7 @@ pub(crate) fn functionalize_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _below = below();
         op::round::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1141,7 +1141,7 @@ pub(crate) fn functionalize_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::relu::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1163,7 +1163,7 @@ pub(crate) fn functionalize_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::rsqrt::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1185,7 +1185,7 @@ pub(crate) fn functionalize_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Ten
         let _below = below();
         op::sigmoid::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1207,7 +1207,7 @@ pub(crate) fn functionalize_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::sqrt::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1229,7 +1229,7 @@ pub(crate) fn functionalize_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::tanh::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1251,7 +1251,7 @@ pub(crate) fn functionalize_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::sign::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 

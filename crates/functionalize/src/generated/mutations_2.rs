@@ -69,6 +69,7 @@ pub(crate) fn functionalize_copy_(_ks: DispatchKeySet, (self_, src, non_blocking
         };
         return Ok(self_.clone());
     }
+    check_copy_overlaps(self_, src)?;
     let tmp = {
         let _below = below();
         op::copy::call(&self__u, &src_u, non_blocking)?
@@ -366,7 +367,7 @@ pub(crate) fn functionalize_add_out(_ks: DispatchKeySet, (self_, other, alpha, o
         let _below = below();
         op::add_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -388,7 +389,7 @@ pub(crate) fn functionalize_div__Tensor_mode(_ks: DispatchKeySet, (self_, other,
         let _below = below();
         op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -410,7 +411,7 @@ pub(crate) fn functionalize_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&T
         let _below = below();
         op::mul_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -432,7 +433,7 @@ pub(crate) fn functionalize_sub__Tensor(_ks: DispatchKeySet, (self_, other, alph
         let _below = below();
         op::sub_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -454,7 +455,7 @@ pub(crate) fn functionalize_logical_and_(_ks: DispatchKeySet, (self_, other): (&
         let _below = below();
         op::logical_and::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -472,7 +473,7 @@ pub(crate) fn functionalize_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Ten
         let _below = below();
         op::clamp::call(&self__u, min, max)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -490,7 +491,7 @@ pub(crate) fn functionalize_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tens
         let _below = below();
         op::clamp_max::call(&self__u, max)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -508,7 +509,7 @@ pub(crate) fn functionalize_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tens
         let _below = below();
         op::clamp_min::call(&self__u, min)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -544,7 +545,7 @@ pub(crate) fn functionalize_bitwise_and__Scalar(_ks: DispatchKeySet, (self_, oth
         let _below = below();
         op::bitwise_and_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -562,7 +563,7 @@ pub(crate) fn functionalize_bitwise_or__Scalar(_ks: DispatchKeySet, (self_, othe
         let _below = below();
         op::bitwise_or_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -580,7 +581,7 @@ pub(crate) fn functionalize_bitwise_xor__Scalar(_ks: DispatchKeySet, (self_, oth
         let _below = below();
         op::bitwise_xor_Scalar::call(&self__u, other)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -620,7 +621,7 @@ pub(crate) fn functionalize_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ge_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -642,7 +643,7 @@ pub(crate) fn functionalize_le_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::le_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -664,7 +665,7 @@ pub(crate) fn functionalize_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::gt_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -686,7 +687,7 @@ pub(crate) fn functionalize_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::lt_Scalar::call(&self__u, other)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -709,7 +710,7 @@ pub(crate) fn functionalize_atan2_out(_ks: DispatchKeySet, (self_, other, out): 
         let _below = below();
         op::atan2::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -732,7 +733,7 @@ pub(crate) fn functionalize_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::fmod_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -755,7 +756,7 @@ pub(crate) fn functionalize_remainder_Tensor_out(_ks: DispatchKeySet, (self_, ot
         let _below = below();
         op::remainder_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -778,7 +779,7 @@ pub(crate) fn functionalize_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, e
         let _below = below();
         op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(exponent)])?;
     Ok(out.clone())
 }
 
@@ -800,7 +801,7 @@ pub(crate) fn functionalize_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): 
         let _below = below();
         op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(exponent)])?;
     Ok(self_.clone())
 }
 
@@ -982,7 +983,7 @@ pub(crate) fn functionalize_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (
         let _below = below();
         op::bitwise_not::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1004,7 +1005,7 @@ pub(crate) fn functionalize_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::ceil::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1026,7 +1027,7 @@ pub(crate) fn functionalize_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::erf::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1048,7 +1049,7 @@ pub(crate) fn functionalize_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::expm1::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1070,7 +1071,7 @@ pub(crate) fn functionalize_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, pos
         let _below = below();
         op::nan_to_num::call(&self__u, nan, posinf, neginf)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1092,7 +1093,7 @@ pub(crate) fn functionalize_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::log1p::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1114,7 +1115,7 @@ pub(crate) fn functionalize_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&
         let _below = below();
         op::reciprocal::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1136,7 +1137,7 @@ pub(crate) fn functionalize_round_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::round::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1176,7 +1177,7 @@ pub(crate) fn functionalize_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::silu::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1194,7 +1195,7 @@ pub(crate) fn functionalize_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::sin::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1212,7 +1213,7 @@ pub(crate) fn functionalize_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::tan::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1230,7 +1231,7 @@ pub(crate) fn functionalize_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _below = below();
         op::trunc::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 

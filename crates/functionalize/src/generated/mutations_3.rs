@@ -349,7 +349,7 @@ pub(crate) fn functionalize_add__Scalar(_ks: DispatchKeySet, (self_, other, alph
         let _below = below();
         op::add_Scalar::call(&self__u, other, alpha)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -372,7 +372,7 @@ pub(crate) fn functionalize_div_out_mode(_ks: DispatchKeySet, (self_, other, rou
         let _below = below();
         op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -395,7 +395,7 @@ pub(crate) fn functionalize_mul_out(_ks: DispatchKeySet, (self_, other, out): (&
         let _below = below();
         op::mul_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -413,7 +413,7 @@ pub(crate) fn functionalize_sub__Scalar(_ks: DispatchKeySet, (self_, other, alph
         let _below = below();
         op::sub_Scalar::call(&self__u, other, alpha)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -436,7 +436,7 @@ pub(crate) fn functionalize_logical_and_out(_ks: DispatchKeySet, (self_, other, 
         let _below = below();
         op::logical_and::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -459,7 +459,7 @@ pub(crate) fn functionalize_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max)
         let _below = below();
         op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[min, max])?;
     Ok(self_.clone())
 }
 
@@ -481,7 +481,7 @@ pub(crate) fn functionalize_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max):
         let _below = below();
         op::clamp_max_Tensor::call(&self__u, &max_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(max)])?;
     Ok(self_.clone())
 }
 
@@ -503,7 +503,7 @@ pub(crate) fn functionalize_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min):
         let _below = below();
         op::clamp_min_Tensor::call(&self__u, &min_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(min)])?;
     Ok(self_.clone())
 }
 
@@ -547,7 +547,7 @@ pub(crate) fn functionalize_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, oth
         let _below = below();
         op::bitwise_and_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -569,7 +569,7 @@ pub(crate) fn functionalize_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, othe
         let _below = below();
         op::bitwise_or_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -591,7 +591,7 @@ pub(crate) fn functionalize_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, oth
         let _below = below();
         op::bitwise_xor_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -636,7 +636,7 @@ pub(crate) fn functionalize_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::ge_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -659,7 +659,7 @@ pub(crate) fn functionalize_le_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::le_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -682,7 +682,7 @@ pub(crate) fn functionalize_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::gt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -705,7 +705,7 @@ pub(crate) fn functionalize_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         let _below = below();
         op::lt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -727,7 +727,7 @@ pub(crate) fn functionalize_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor
         let _below = below();
         op::atan2::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -749,7 +749,7 @@ pub(crate) fn functionalize_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&
         let _below = below();
         op::fmod_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -771,7 +771,7 @@ pub(crate) fn functionalize_remainder__Tensor(_ks: DispatchKeySet, (self_, other
         let _below = below();
         op::remainder_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -793,7 +793,7 @@ pub(crate) fn functionalize_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent
         let _below = below();
         op::pow_Scalar::call(self_, &exponent_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(exponent)])?;
     Ok(out.clone())
 }
 
@@ -992,7 +992,7 @@ pub(crate) fn functionalize_logical_not_(_ks: DispatchKeySet, (self_,): (&Tensor
         let _below = below();
         op::logical_not::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1010,7 +1010,7 @@ pub(crate) fn functionalize_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::cos::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1028,7 +1028,7 @@ pub(crate) fn functionalize_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::exp::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1046,7 +1046,7 @@ pub(crate) fn functionalize_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) ->
         let _below = below();
         op::floor::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1064,7 +1064,7 @@ pub(crate) fn functionalize_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::log::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1082,7 +1082,7 @@ pub(crate) fn functionalize_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> 
         let _below = below();
         op::log2::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1100,7 +1100,7 @@ pub(crate) fn functionalize_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> R
         let _below = below();
         op::neg::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1118,7 +1118,7 @@ pub(crate) fn functionalize_round__decimals(_ks: DispatchKeySet, (self_, decimal
         let _below = below();
         op::round_decimals::call(&self__u, decimals)?
     };
-    propagate_inplace(self_, &tmp)?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
@@ -1158,7 +1158,7 @@ pub(crate) fn functionalize_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         let _below = below();
         op::silu::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1180,7 +1180,7 @@ pub(crate) fn functionalize_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::sin::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1202,7 +1202,7 @@ pub(crate) fn functionalize_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor,
         let _below = below();
         op::tan::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -1224,7 +1224,7 @@ pub(crate) fn functionalize_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         let _below = below();
         op::trunc::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 

@@ -15,6 +15,7 @@ use proptest::prelude::*;
 use switchyard_core::{Device, Result, Tensor};
 use switchyard_functionalize::{Remove, is_functional, run_functionalized, trace};
 use switchyard_ops::TensorOps;
+use switchyard_ops::native::is_non_overlapping_and_dense;
 
 /// Where a step's second tensor operand comes from.
 #[derive(Clone, Debug)]
@@ -186,11 +187,24 @@ fn broadcasts_to(from: &[i64], to: &[i64]) -> bool {
             .all(|(f, t)| *f == 1 || f == t)
 }
 
-/// An operand for destination shape `shape`: an environment tensor that broadcasts to it, or a
+/// Whether `g` allows `operand` as an input of a write into `dest`: not when they alias each
+/// other in a way eager cannot decide (one of them not non-overlapping and dense), unless
+/// `g.undecidable_operands`.
+fn operand_allowed(operand: &Tensor, dest: &Tensor, g: Gen) -> bool {
+    let dense = |t: &Tensor| is_non_overlapping_and_dense(&t.sizes(), &t.strides());
+    g.undecidable_operands
+        || operand.is_same(dest)
+        || !operand.is_alias_of(dest)
+        || (dense(operand) && dense(dest))
+}
+
+/// An operand for a write into `dest`: an environment tensor that broadcasts to its shape, or a
 /// fresh one.
-fn pick_operand(env: &[Entry], shape: &[i64], c: u32, g: Gen) -> Operand {
+fn pick_operand(env: &[Entry], dest: &Tensor, c: u32, g: Gen) -> Operand {
+    let shape = dest.sizes();
     let candidates: Vec<usize> = (0..env.len())
-        .filter(|&i| broadcasts_to(&env[i].t.sizes(), shape))
+        .filter(|&i| broadcasts_to(&env[i].t.sizes(), &shape))
+        .filter(|&i| operand_allowed(&env[i].t, dest, g))
         .collect();
     if !g.aliased_operands || c.is_multiple_of(3) || candidates.is_empty() {
         Operand::Fresh(shape.to_vec(), c / 3)
@@ -199,26 +213,52 @@ fn pick_operand(env: &[Entry], shape: &[i64], c: u32, g: Gen) -> Operand {
     }
 }
 
-/// What the generator may produce. [`Gen::FULL`] is the property of plan §7.2; [`Gen::NO_OVERLAP`]
-/// leaves out the two write patterns where eager raises an overlap error and the layer does not
-/// (see [`known_expanded_view_inplace`], [`known_partial_overlap_operand`]).
+/// What the generator may produce. [`Gen::FULL`] is the property of plan §7.2;
+/// [`Gen::CHECKED_OVERLAP`] leaves out the writes where eager raises no overlap error and the
+/// layer cannot reproduce eager's values (see [`known_fill_expanded_view`],
+/// [`known_undecidable_overlap_operand`]); [`Gen::NO_OVERLAP`] leaves out every write into an
+/// expanded view and every operand that may alias the written tensor. Both leave out
+/// `as_strided` on permuted clones (see [`known_clone_of_view_as_strided`]).
 #[derive(Clone, Copy)]
 struct Gen {
     /// In-place / out= writes into a tensor with a 0 stride over a size > 1 (an expanded view).
     overlapping_writes: bool,
+    /// Among those, `fill_` and `zero_`, which eager does not check for overlap.
+    unchecked_overlapping_writes: bool,
     /// Second operands (and out='s first operand) taken from the environment, so possibly
     /// aliasing the written tensor.
     aliased_operands: bool,
+    /// Among those, operands aliasing the written tensor where one of the two is not
+    /// non-overlapping and dense: eager cannot tell how they overlap (PyTorch's `TOO_HARD`),
+    /// raises nothing, and its values depend on its loop order.
+    undecidable_operands: bool,
+    /// `as_strided` also on clones that are dense but not contiguous (a clone of a transposed
+    /// view), whose layout under the layer is not eager's (see
+    /// [`known_clone_of_view_as_strided`]).
+    as_strided_on_permuted_clones: bool,
 }
 
 impl Gen {
     const FULL: Gen = Gen {
         overlapping_writes: true,
+        unchecked_overlapping_writes: true,
         aliased_operands: true,
+        undecidable_operands: true,
+        as_strided_on_permuted_clones: true,
+    };
+    const CHECKED_OVERLAP: Gen = Gen {
+        overlapping_writes: true,
+        unchecked_overlapping_writes: false,
+        aliased_operands: true,
+        undecidable_operands: false,
+        as_strided_on_permuted_clones: false,
     };
     const NO_OVERLAP: Gen = Gen {
         overlapping_writes: false,
+        unchecked_overlapping_writes: false,
         aliased_operands: false,
+        undecidable_operands: false,
+        as_strided_on_permuted_clones: false,
     };
 }
 
@@ -241,6 +281,9 @@ fn choose(raw: &Raw, env: &[Entry], g: Gen) -> Option<Step> {
         .zip(&sizes)
         .any(|(st, sz)| *st == 0 && *sz > 1);
     if overlapping && !g.overlapping_writes && (9..=15).contains(&(kind % 18)) {
+        return None;
+    }
+    if overlapping && !g.unchecked_overlapping_writes && (12..=13).contains(&(kind % 18)) {
         return None;
     }
     Some(match kind % 18 {
@@ -285,6 +328,7 @@ fn choose(raw: &Raw, env: &[Entry], g: Gen) -> Option<Step> {
         6 => {
             let roots: Vec<usize> = (0..env.len())
                 .filter(|&k| env[k].root && env[k].t.numel() > 0)
+                .filter(|&k| g.as_strided_on_permuted_clones || env[k].t.is_contiguous())
                 .collect();
             if roots.is_empty() {
                 return None;
@@ -312,22 +356,23 @@ fn choose(raw: &Raw, env: &[Entry], g: Gen) -> Option<Step> {
             let dim = pick(b, rank);
             Step::Split(i, 1 + pick(c, sizes[dim as usize]), dim)
         }
-        9 => Step::AddInplace(i, pick_operand(env, &sizes, c, g)),
-        10 => Step::MulInplace(i, pick_operand(env, &sizes, c, g)),
-        11 => Step::Copy(i, pick_operand(env, &sizes, c, g)),
+        9 => Step::AddInplace(i, pick_operand(env, x, c, g)),
+        10 => Step::MulInplace(i, pick_operand(env, x, c, g)),
+        11 => Step::Copy(i, pick_operand(env, x, c, g)),
         12 => Step::Fill(i, pick(b, 7) - 3),
         13 => Step::Zero(i),
         14 | 15 => {
             // out = x; the first operand has out's shape, the second broadcasts to it.
             let same: Vec<usize> = (0..env.len())
                 .filter(|&k| env[k].t.sizes().as_slice() == sizes.as_slice())
+                .filter(|&k| operand_allowed(&env[k].t, x, g))
                 .collect();
             let first = if g.aliased_operands {
                 same[b as usize % same.len()]
             } else {
                 i
             };
-            let second = pick_operand(env, &sizes, c, g);
+            let second = pick_operand(env, x, c, g);
             if kind % 18 == 14 {
                 Step::AddOut(first, second, i)
             } else {
@@ -458,18 +503,33 @@ fn sidecar() -> Device {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// Plan §7.2's property. Fails today on the two discrepancies of the `known_*` tests.
+    /// Plan §7.2's property. Fails on `known_fill_expanded_view`,
+    /// `known_undecidable_overlap_operand` and (rarely) `known_clone_of_view_as_strided`.
     #[test]
-    #[ignore = "eager overlap errors are not raised by the layer: see known_expanded_view_inplace, known_partial_overlap_operand"]
+    #[ignore = "known discrepancies: see known_fill_expanded_view, known_undecidable_overlap_operand, known_clone_of_view_as_strided"]
     fn random_programs_cpu((shapes, raw) in program_strategy()) {
         let x = inputs(&shapes, Device::CPU);
         let steps = decode(&raw, &x, Device::CPU, Gen::FULL);
         check(&steps, &x, Device::CPU);
     }
 
-    /// Plan §7.2's property on the reference external backend.
+    /// The property with every write into expanded views and operands aliasing the written
+    /// tensor, except `fill_` / `zero_` into expanded views: eager's overlap errors must come
+    /// out of the functionalized runs too.
     #[test]
-    #[ignore = "eager overlap errors are not raised by the layer: see known_expanded_view_inplace, known_partial_overlap_operand"]
+    fn random_programs_checked_overlap_cpu((shapes, raw) in program_strategy()) {
+        let x = inputs(&shapes, Device::CPU);
+        let steps = decode(&raw, &x, Device::CPU, Gen::CHECKED_OVERLAP);
+        check(&steps, &x, Device::CPU);
+    }
+
+    /// Plan §7.2's property on the reference external backend. Besides the discrepancies of
+    /// `random_programs_cpu` and `known_sidecar_view_of_regenerated_slice`: the sidecar's eager
+    /// kernels check no memory overlap (`x.expand(..).add_(..)` succeeds there), while the
+    /// layer raises eager CPU's overlap errors on every device (PyTorch's functionalization
+    /// likewise raises its meta run's internal-overlap error whatever the backend).
+    #[test]
+    #[ignore = "known discrepancies: see random_programs_cpu, known_sidecar_view_of_regenerated_slice; sidecar eager checks no overlap"]
     fn random_programs_sidecar((shapes, raw) in program_strategy()) {
         let dev = sidecar();
         let x = inputs(&shapes, dev);
@@ -500,10 +560,9 @@ proptest! {
 
 /// Found by the property: an in-place add into an expanded view of a view. Eager raises
 /// `unsupported operation: more than one element of the written-to tensor refers to a single
-/// memory location. Please clone() the tensor before performing the operation.`; the layer has
-/// no `inplace_meta_check` (plan §6) and succeeds.
+/// memory location. Please clone() the tensor before performing the operation.`; so does the
+/// layer (plan §6 `inplace_meta_check`: the check on the wrapper's eager geometry).
 #[test]
-#[ignore = "known discrepancy: no internal-overlap check on in-place writes under functionalize"]
 fn known_expanded_view_inplace() {
     let steps = vec![
         Step::Select(0, 0, 0),
@@ -515,11 +574,11 @@ fn known_expanded_view_inplace() {
 
 /// Found by the property: `v.add_(x)` where `v = x.view([1])` of a 0-d `x`. Eager CPU raises
 /// `unsupported operation: some elements of the input tensor and the written-to tensor refer to
-/// a single memory location. ...` (partial overlap: same memory, other geometry); under the
-/// layer the operand is a separate value and the call succeeds (PyTorch's functionalization
-/// has the same gap).
+/// a single memory location. ...` (partial overlap: same memory, other geometry). Under the
+/// layer the operand is a separate value; the error comes from the check on the eager
+/// geometries of the two wrappers of one alias group (PyTorch's functionalization has no such
+/// check and succeeds).
 #[test]
-#[ignore = "known discrepancy: no partial-overlap check between operand and written tensor under functionalize"]
 fn known_partial_overlap_operand() {
     let steps = vec![Step::View(0, vec![1]), Step::AddInplace(1, Operand::Env(0))];
     check(&steps, &inputs(&[vec![]], Device::CPU), Device::CPU);
@@ -547,4 +606,134 @@ fn known_sidecar_view_of_regenerated_slice() {
         Step::View(2, vec![2]),
     ];
     check(&steps, &inputs(&[vec![2, 2]], dev), dev);
+}
+
+/// Found by the property once the overlap checks landed: `x.expand([2, 2]).fill_(-1)` of a
+/// `[1]` input. Eager's `fill_` checks no overlap and writes -1 into `x`; the layer's
+/// `expand_inverse` (PyTorch's rule, `base + sum_to(mutated_view - base)`) adds the change of
+/// each of the four copies, so `x` ends at `x + 4 * (-1 - x)`. PyTorch's functionalization
+/// gives the same. `zero_` is alike.
+#[test]
+#[ignore = "known discrepancy: the expand inverse sums the changes of the copies of an element"]
+fn known_fill_expanded_view() {
+    let steps = vec![Step::Expand(0, vec![2, 2]), Step::Fill(1, -1)];
+    check(&steps, &inputs(&[vec![1]], Device::CPU), Device::CPU);
+}
+
+/// Found by the property once the overlap checks landed: `v.add_(a)` where `v = x.view([2, 1,
+/// 2])` and `a = x.as_strided([2], [2], 0)` of a `[4]` input. `a` is not dense, so eager cannot
+/// tell how it overlaps `v` (PyTorch's `TOO_HARD`), raises nothing and reads elements of `a`
+/// its own loop already wrote; the layer reads `a` as it was before the call. PyTorch's
+/// functionalization gives the same.
+#[test]
+#[ignore = "known discrepancy: eager's result depends on its loop order when the overlap is undecidable"]
+fn known_undecidable_overlap_operand() {
+    let steps = vec![
+        Step::AsStrided(0, vec![2], vec![2], 0),
+        Step::View(0, vec![2, 1, 2]),
+        Step::AddInplace(2, Operand::Env(1)),
+    ];
+    check(&steps, &inputs(&[vec![4]], Device::CPU), Device::CPU);
+}
+
+/// Found by the property (no write involved): `x.diagonal(-2, 1, 0).clone().as_strided([2, 1],
+/// [1, 1], 0)` of a `[3, 4, 2]` input differs under `Remove::MutationsAndViews`. Eager's
+/// diagonal is not dense, so its clone gets dense strides in the diagonal's stride order; under
+/// the layer the clone is of the contiguous `diagonal_copy`, so the clone's value has another
+/// layout than eager's and `as_strided` reads other elements. Not diagnosed further.
+#[test]
+#[ignore = "known discrepancy: clone of a *_copy output has another layout than eager's clone"]
+fn known_clone_of_view_as_strided() {
+    let steps = vec![
+        Step::Diagonal(0, -2, 1, 0),
+        Step::Clone(1),
+        Step::AsStrided(2, vec![2, 1], vec![1, 1], 0),
+    ];
+    check(&steps, &inputs(&[vec![3, 4, 2]], Device::CPU), Device::CPU);
+}
+
+/// Checks `steps` as [`check`] does, after asserting that eager fails with a message containing
+/// `error` (`None`: eager succeeds), so that the comparison covers the case it is named for.
+fn check_with_eager(steps: &[Step], x: &[Tensor], error: Option<&str>) {
+    let eager = observe(steps, x, Device::CPU, None);
+    match (error, &eager) {
+        (Some(text), Err(e)) => assert!(e.contains(text), "eager failed otherwise: {e}"),
+        (None, Ok(_)) => {}
+        _ => panic!("eager gave {eager:?}, expected error {error:?}"),
+    }
+    check(steps, x, Device::CPU);
+}
+
+const INTERNAL: &str =
+    "more than one element of the written-to tensor refers to a single memory location";
+const PARTIAL: &str =
+    "some elements of the input tensor and the written-to tensor refer to a single memory location";
+
+/// `copy_` into an expanded view: eager's internal-overlap error.
+#[test]
+fn overlap_copy_into_expanded_view() {
+    let steps = vec![
+        Step::Expand(0, vec![2, 2]),
+        Step::Copy(1, Operand::Fresh(vec![2, 2], 0)),
+    ];
+    check_with_eager(&steps, &inputs(&[vec![1]], Device::CPU), Some(INTERNAL));
+}
+
+/// `copy_` between two overlapping slices of one input: eager's partial-overlap error.
+#[test]
+fn overlap_copy_partial() {
+    let steps = vec![
+        Step::Slice(0, 0, 0, 2, 1),
+        Step::Slice(0, 0, 1, 3, 1),
+        Step::Copy(1, Operand::Env(2)),
+    ];
+    check_with_eager(&steps, &inputs(&[vec![4]], Device::CPU), Some(PARTIAL));
+}
+
+/// `add.out` into a slice overlapping its first operand: eager's partial-overlap error.
+#[test]
+fn overlap_add_out_partial() {
+    let steps = vec![
+        Step::Slice(0, 0, 0, 2, 1),
+        Step::Slice(0, 0, 1, 3, 1),
+        Step::AddOut(2, Operand::Fresh(vec![2], 0), 1),
+    ];
+    check_with_eager(&steps, &inputs(&[vec![4]], Device::CPU), Some(PARTIAL));
+}
+
+/// `mul_` with an operand of the same elements in the same layout (another view of the same
+/// alias group): a full overlap, which eager allows.
+#[test]
+fn overlap_full_is_allowed() {
+    let steps = vec![
+        Step::View(0, vec![2, 2]),
+        Step::View(0, vec![2, 2]),
+        Step::MulInplace(1, Operand::Env(2)),
+        Step::AddInplace(1, Operand::Env(1)),
+    ];
+    check_with_eager(&steps, &inputs(&[vec![4]], Device::CPU), None);
+}
+
+/// `copy_` from the same elements (another view of them, same layout): a no-op in eager, also
+/// for an expanded destination, and no error.
+#[test]
+fn overlap_copy_same_data_is_allowed() {
+    let steps = vec![
+        Step::Expand(0, vec![2, 2]),
+        Step::Expand(0, vec![2, 2]),
+        Step::Copy(1, Operand::Env(2)),
+    ];
+    check_with_eager(&steps, &inputs(&[vec![1]], Device::CPU), None);
+}
+
+/// Writes into an expanded view of another alias group's tensor with an operand of an
+/// unrelated group: only the internal-overlap error, as eager.
+#[test]
+fn overlap_out_into_expanded_view() {
+    let steps = vec![
+        Step::Expand(1, vec![2, 2]),
+        Step::AddOut(0, Operand::Fresh(vec![2, 2], 0), 2),
+    ];
+    let x = inputs(&[vec![2, 2], vec![1]], Device::CPU);
+    check_with_eager(&steps, &x, Some(INTERNAL));
 }

@@ -224,7 +224,7 @@ fn copy_kernel(device: DeviceType) -> Option<&'static CopyKernel> {
 }
 
 /// Whether `copy_` moves data for this device itself (PyTorch's `is_supported_device`).
-fn has_copy_kernel(device: Device) -> bool {
+pub fn has_copy_kernel(device: Device) -> bool {
     copy_kernel(device.kind()).is_some()
 }
 
