@@ -82,3 +82,39 @@ fn gradients_through_inplace_on_a_view_match_eager() {
 fn gradients_through_a_mutated_slice_of_a_view_chain_match_eager() {
     check(slice_of_view_chain);
 }
+
+/// In-place on a leaf that requires grad is refused as eagerly, with autograd's message (the
+/// wrapper has a history, so the refusal comes when the mutation is written back to the leaf).
+#[test]
+fn inplace_on_a_leaf_that_requires_grad_is_refused_as_eagerly() {
+    fn add_one_in_place(x: &[Tensor]) -> Result<Vec<Tensor>> {
+        x[0].add_(&switchyard_ops::ones(&[2])?)?;
+        Ok(vec![])
+    }
+    let leaf = || {
+        Tensor::from_vec(vec![1.0f32, 2.0], &[2])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+    };
+    let eager = add_one_in_place(&[leaf()]).unwrap_err().to_string();
+    assert!(
+        eager
+            .contains("a leaf Variable that requires grad is being used in an in-place operation."),
+        "{eager}"
+    );
+    for r in [Remove::Mutations, Remove::MutationsAndViews] {
+        let x = leaf();
+        let err = run_functionalized(&add_one_in_place, &[Clone::clone(&x)], r)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "a leaf Variable that requires grad is being used in an in-place operation."
+            ),
+            "{r}: {err}"
+        );
+        // Nothing was written to the leaf.
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    }
+}
