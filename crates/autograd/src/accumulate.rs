@@ -59,17 +59,16 @@ impl AccumulateGrad {
             .accumulate_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let current = leaf_meta.lock().grad.clone();
-        let hooks: Vec<_> = leaf_meta
-            .lock()
-            .leaf()
-            .map(|leaf| {
+        let (current, hooks): (Option<Tensor>, Vec<_>) = {
+            let st = leaf_meta.lock();
+            let hooks = st.leaf().map_or_else(Vec::new, |leaf| {
                 leaf.post_accumulate_hooks
                     .iter()
                     .map(|(_, h)| h.clone())
                     .collect()
-            })
-            .unwrap_or_default();
+            });
+            (st.grad.clone(), hooks)
+        };
         let updated = match current {
             None => {
                 // The pass's own handle is the only one: nothing the user can see refers to

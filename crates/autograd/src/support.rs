@@ -86,18 +86,6 @@ pub fn edges_opt_list(ts: &[Option<Tensor>]) -> Result<Vec<Edge>> {
     ts.iter().map(|t| edge_opt(t.as_ref())).collect()
 }
 
-/// The node a generated kernel just allocated, for completing it after the forward call
-/// (output metadata, saved outputs). Nothing else holds it yet, so this never fails in a
-/// generated kernel; the error is for a kernel written by hand that shared it too early.
-#[inline]
-pub fn unshared<T>(node: &mut Arc<T>) -> Result<&mut T> {
-    Arc::get_mut(node).ok_or_else(|| {
-        Error::runtime(
-            "internal error: a backward node was shared before its outputs were recorded",
-        )
-    })
-}
-
 /// Makes `t` output `nr` of `node`, if its dtype can carry gradients (integer and bool
 /// outputs never require grad).
 pub fn set_output_history(t: &Tensor, node: &NodeRef, nr: u32) -> Result<()> {

@@ -106,17 +106,14 @@ pub(crate) fn explain_functionalized(
     remove: Remove,
 ) -> Result<String> {
     let schema = op.require_schema()?;
-    let tensor_positions = |stack: &[IValue]| -> Vec<usize> {
-        stack
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| matches!(v, IValue::Tensor(_)))
-            .map(|(i, _)| i)
-            .collect()
-    };
     // The hops: the sample tensors wrapped, as inside a `functionalize()` region.
     let mut wrapped = explain::sample_stack(op, device, requires_grad)?;
-    let positions = tensor_positions(&wrapped);
+    let positions: Vec<usize> = wrapped
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| matches!(v, IValue::Tensor(_)))
+        .map(|(i, _)| i)
+        .collect();
     let mut text = {
         let _views = ReapplyViewsGuard::new(remove == Remove::Mutations);
         for &i in &positions {

@@ -126,7 +126,7 @@ fn functionalize_fallback(
 /// Whether `t` is a wrapper whose value's layout differs from its eager geometry (a
 /// `*_copy`-produced value of a transposed view, for example).
 fn value_layout_differs(t: &Tensor) -> bool {
-    functional_payload(t).is_some_and(|ft| ft.value().geometry() != t.geometry())
+    functional_payload(t).is_some_and(|ft| ft.value_geometry() != t.geometry())
 }
 
 /// The operator's returns when run on meta shadows of its tensor arguments (plan §2.4), if some

@@ -72,6 +72,12 @@ impl FunctionalTensor {
         self.lock().value.clone()
     }
 
+    /// The current value's sizes, strides and offset (not synced), read without a new handle
+    /// to the value (the fallback asks this of every argument of every call).
+    pub(crate) fn value_geometry(&self) -> switchyard_core::geometry::Geometry {
+        self.lock().value.geometry()
+    }
+
     /// The alias group.
     pub fn storage(&self) -> Arc<FunctionalStorage> {
         self.lock().storage.clone()
