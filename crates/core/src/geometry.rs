@@ -486,6 +486,34 @@ impl GeometryCell {
         })
     }
 
+    /// Whether `self` and `other` hold the same sizes, strides and offset, compared in place
+    /// (no [`Geometry`] is built: a layer asking this of every argument of every call would pay
+    /// two full copies and a byte comparison for it).
+    pub(crate) fn same_as(&self, other: &GeometryCell) -> bool {
+        if std::ptr::eq(self, other) {
+            return true;
+        }
+        self.read_consistent(|a| {
+            other.read_consistent(|b| {
+                let rank = a.rank.load(Ordering::Relaxed);
+                if rank != b.rank.load(Ordering::Relaxed)
+                    || a.storage_offset.load(Ordering::Relaxed)
+                        != b.storage_offset.load(Ordering::Relaxed)
+                {
+                    return false;
+                }
+                if rank > INLINE_DIMS {
+                    return a.load_spilled() == b.load_spilled();
+                }
+                (0..rank).all(|i| {
+                    a.dims[i].load(Ordering::Relaxed) == b.dims[i].load(Ordering::Relaxed)
+                        && a.dims[INLINE_DIMS + i].load(Ordering::Relaxed)
+                            == b.dims[INLINE_DIMS + i].load(Ordering::Relaxed)
+                })
+            })
+        })
+    }
+
     /// Sizes then strides of a rank above [`INLINE_DIMS`].
     fn load_spilled(&self) -> Box<[i64]> {
         self.spilled

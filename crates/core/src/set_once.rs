@@ -38,6 +38,15 @@ impl<T> SetOnce<T> {
         }
     }
 
+    /// A cell already holding `value`: no atomic operation, unlike filling an empty one.
+    #[inline]
+    pub(crate) const fn with_value(value: T) -> SetOnce<T> {
+        SetOnce {
+            state: AtomicU8::new(READY),
+            value: UnsafeCell::new(MaybeUninit::new(value)),
+        }
+    }
+
     /// The value, if set.
     #[inline]
     pub(crate) fn get(&self) -> Option<&T> {
@@ -129,6 +138,15 @@ impl<T> Drop for SetOnce<T> {
     }
 }
 
+impl<T: std::fmt::Debug> std::fmt::Debug for SetOnce<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.get() {
+            Some(v) => f.debug_tuple("SetOnce").field(v).finish(),
+            None => f.write_str("SetOnce(<unset>)"),
+        }
+    }
+}
+
 impl<T> Default for SetOnce<T> {
     fn default() -> SetOnce<T> {
         SetOnce::new()
@@ -141,6 +159,18 @@ mod tests {
     use super::SetOnce;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn born_set_cell_reads_and_refuses_and_drops() {
+        let v = Arc::new(7);
+        let c = SetOnce::with_value(Arc::clone(&v));
+        assert_eq!(**c.get().unwrap(), 7);
+        assert_eq!(**c.get_or_init(|| Arc::new(8)), 7);
+        assert!(c.set(Arc::new(9)).is_err());
+        assert_eq!(Arc::strong_count(&v), 2);
+        drop(c);
+        assert_eq!(Arc::strong_count(&v), 1);
+    }
 
     #[test]
     fn set_once_then_refuse() {

@@ -29,8 +29,8 @@ use smallvec::SmallVec;
 use std::any::Any;
 use std::mem::MaybeUninit;
 use std::ptr::addr_of_mut;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 /// A counter bumped by every in-place mutation, shared by a tensor and all its views; autograd
 /// uses it to reject a backward pass through data modified after it was saved.
@@ -39,7 +39,7 @@ use std::sync::{Arc, OnceLock};
 /// are temporaries that are never viewed or modified, and an allocation per tensor is a
 /// measurable part of a tiny operator call. Until then the version is 0.
 #[derive(Debug, Default)]
-pub struct VersionCounter(OnceLock<Arc<AtomicU32>>);
+pub struct VersionCounter(SetOnce<Arc<AtomicU32>>);
 
 impl VersionCounter {
     fn cell(&self) -> &Arc<AtomicU32> {
@@ -63,9 +63,10 @@ impl VersionCounter {
 }
 
 impl Clone for VersionCounter {
-    /// Shares the counter (a view's counter is its base's).
+    /// Shares the counter (a view's counter is its base's). The clone is born set: every view
+    /// clones its base's counter, and `OnceLock::from` would pay a `Once` call for it.
     fn clone(&self) -> Self {
-        VersionCounter(OnceLock::from(self.cell().clone()))
+        VersionCounter(SetOnce::with_value(self.cell().clone()))
     }
 }
 
@@ -420,6 +421,13 @@ impl Tensor {
     /// A consistent snapshot of sizes, strides and offset.
     pub fn geometry(&self) -> Geometry {
         self.0.geometry.load()
+    }
+
+    /// Whether `self` and `other` have the same sizes, strides and storage offset (compared
+    /// without copying either geometry).
+    #[inline]
+    pub fn has_same_geometry(&self, other: &Tensor) -> bool {
+        self.0.geometry.same_as(&other.0.geometry)
     }
 
     /// The cell holding the geometry (for the crate's lean readers).
@@ -1096,6 +1104,32 @@ mod tests {
         let other = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
         assert!(!other.version_counter().is_shared_with(t.version_counter()));
         assert_eq!(other.version(), 0);
+    }
+
+    #[test]
+    fn same_geometry_compares_sizes_strides_and_offset() {
+        let t = Tensor::from_vec((0..12).map(|x| x as f32).collect(), &[3, 4]).unwrap();
+        let same = t.as_strided_view(&[3, 4], &[4, 1], 0).unwrap();
+        assert!(t.has_same_geometry(&t) && t.has_same_geometry(&same));
+        let transposed = t.as_strided_view(&[4, 3], &[1, 4], 0).unwrap();
+        let restrided = t.as_strided_view(&[3, 4], &[1, 3], 0).unwrap();
+        let shifted = t.as_strided_view(&[3, 3], &[4, 1], 1).unwrap();
+        let narrower = t.as_strided_view(&[3, 3], &[4, 1], 0).unwrap();
+        let flat = t.as_strided_view(&[12], &[1], 0).unwrap();
+        for other in [&transposed, &restrided, &shifted, &narrower, &flat] {
+            assert!(!t.has_same_geometry(other), "{:?}", other.geometry());
+            assert!(!other.has_same_geometry(&t));
+        }
+        // Above the inline rank the spilled dimensions are compared.
+        let big = Tensor::from_vec(vec![0.0f32; 64], &[2; 6]).unwrap();
+        let big_same = big
+            .as_strided_view(&[2; 6], &[32, 16, 8, 4, 2, 1], 0)
+            .unwrap();
+        let big_other = big
+            .as_strided_view(&[2; 6], &[32, 16, 8, 4, 1, 2], 0)
+            .unwrap();
+        assert!(big.has_same_geometry(&big_same));
+        assert!(!big.has_same_geometry(&big_other));
     }
 
     #[test]

@@ -7,14 +7,13 @@
 
 use crate::geometry::{meta_shadow, shadow_guard};
 use crate::tensor::{
-    below, from_functional, from_functional_list, from_functional_optional_list,
-    functional_payload, is_functional, is_functional_list, is_functional_optional_list, sync,
-    sync_list, sync_optional_list, to_functional, to_functional_list, to_functional_optional_list,
+    below, from_functional_list, from_functional_optional_list, functional_payload,
+    is_functional_list, is_functional_optional_list, sync_list, sync_optional_list, unwrap_current,
+    wrap_output,
 };
+use smallvec::SmallVec;
 use switchyard_core::{DispatchKey, DispatchKeySet, Error, IValue, Result, Stack, Tensor};
-use switchyard_dispatch::{
-    Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias, TensorArgument,
-};
+use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias};
 
 /// PyTorch's error for an alias-annotated operator reaching the fallback.
 fn alias_annotated_error(op: &OperatorHandle) -> Error {
@@ -24,53 +23,55 @@ fn alias_annotated_error(op: &OperatorHandle) -> Error {
     ))
 }
 
-/// Syncs and unwraps the functional tensors of one argument in place; returns whether it held
-/// a tensor (an absent `Tensor?` does not count) and whether one was functional.
-fn unwrap_argument(v: &mut IValue) -> Result<(bool, bool)> {
-    match v {
-        IValue::Tensor(t) => {
-            if !is_functional(t) {
-                return Ok((true, false));
+/// The unwrapped form of one tensor argument (synced values of its functional tensors), or
+/// `None` if it holds none; also whether some value's layout differs from its wrapper's.
+fn unwrap_argument(v: &IValue) -> Result<Option<(IValue, bool)>> {
+    Ok(match v {
+        IValue::Tensor(t) => match functional_payload(t) {
+            Some(ft) => {
+                let (value, differs) = unwrap_current(t, ft)?;
+                Some((IValue::Tensor(value), differs))
             }
-            sync(t)?;
-            *v = IValue::Tensor(from_functional(t)?);
-            Ok((true, true))
-        }
-        IValue::TensorList(ts) => {
-            if !is_functional_list(ts) {
-                return Ok((true, false));
-            }
+            None => None,
+        },
+        IValue::TensorList(ts) if is_functional_list(ts) => {
             sync_list(ts)?;
-            *v = IValue::TensorList(from_functional_list(ts));
-            Ok((true, true))
+            let differs = ts.iter().any(value_layout_differs);
+            Some((IValue::TensorList(from_functional_list(ts)), differs))
         }
-        IValue::OptionalTensorList(ts) => {
-            if !is_functional_optional_list(ts) {
-                return Ok((true, false));
-            }
+        IValue::OptionalTensorList(ts) if is_functional_optional_list(ts) => {
             sync_optional_list(ts)?;
-            *v = IValue::OptionalTensorList(from_functional_optional_list(ts));
-            Ok((true, true))
+            let differs = ts.iter().flatten().any(value_layout_differs);
+            Some((
+                IValue::OptionalTensorList(from_functional_optional_list(ts)),
+                differs,
+            ))
         }
-        _ => Ok((false, false)),
-    }
+        _ => None,
+    })
 }
 
 /// Wraps the tensors of one return in place.
 fn wrap_return(v: &mut IValue) -> Result<()> {
-    match v {
-        IValue::Tensor(t) => *v = IValue::Tensor(to_functional(t)?),
-        IValue::TensorList(ts) => *v = IValue::TensorList(to_functional_list(ts)?),
-        IValue::OptionalTensorList(ts) => {
-            *v = IValue::OptionalTensorList(to_functional_optional_list(ts)?);
+    match std::mem::replace(v, IValue::None) {
+        IValue::Tensor(t) => *v = IValue::Tensor(wrap_output(t)?),
+        IValue::TensorList(ts) => {
+            *v = IValue::TensorList(ts.into_iter().map(wrap_output).collect::<Result<_>>()?);
         }
-        _ => {}
+        IValue::OptionalTensorList(ts) => {
+            *v = IValue::OptionalTensorList(
+                ts.into_iter()
+                    .map(|t| t.map(wrap_output).transpose())
+                    .collect::<Result<_>>()?,
+            );
+        }
+        other => *v = other,
     }
     Ok(())
 }
 
 /// The fallback body (A.4.1).
-fn functionalize_fallback(
+pub(crate) fn functionalize_fallback(
     op: &OperatorHandle,
     _ks: DispatchKeySet,
     stack: &mut Stack,
@@ -92,15 +93,33 @@ fn functionalize_fallback(
                 stack.len()
             ))
         })?;
-    let shadow_returns = shadow_run(op, stack, start, &facts.tensor_arguments);
+    // Unwrapped arguments are collected first and stored after the shadow run, which needs
+    // the wrappers' eager geometry.
+    let mut unwrapped: SmallVec<[(usize, IValue); 4]> = SmallVec::new();
     let mut any_tensor_input = false;
-    let mut any_functional_input = false;
+    let mut layout_differs = false;
     for a in &facts.tensor_arguments {
+        let index = start + a.index;
         // An absent `Tensor?` is `IValue::None`, which holds no tensor.
-        if let Some(v) = stack.get_mut(start + a.index) {
-            let (tensor, functional) = unwrap_argument(v)?;
-            any_tensor_input |= tensor;
-            any_functional_input |= functional;
+        let Some(v) = stack.get(index) else { continue };
+        any_tensor_input |= matches!(
+            v,
+            IValue::Tensor(_) | IValue::TensorList(_) | IValue::OptionalTensorList(_)
+        );
+        if let Some((value, differs)) = unwrap_argument(v)? {
+            layout_differs |= differs;
+            unwrapped.push((index, value));
+        }
+    }
+    let any_functional_input = !unwrapped.is_empty();
+    let shadow_returns = if layout_differs {
+        shadow_run(op, stack, start)
+    } else {
+        None
+    };
+    for (index, value) in unwrapped {
+        if let Some(slot) = stack.get_mut(index) {
+            *slot = value;
         }
     }
     {
@@ -129,27 +148,12 @@ fn value_layout_differs(t: &Tensor) -> bool {
     functional_payload(t).is_some_and(|ft| ft.value_geometry() != t.geometry())
 }
 
-/// The operator's returns when run on meta shadows of its tensor arguments (plan §2.4), if some
-/// functional argument's value has another layout than its wrapper (otherwise the backend's
-/// output strides are eager's already). `None` also when the shadow run fails (an operator
-/// without a Meta kernel, such as `nonzero`): the outputs then keep their value's geometry.
-fn shadow_run(
-    op: &OperatorHandle,
-    stack: &Stack,
-    start: usize,
-    tensor_arguments: &[TensorArgument],
-) -> Option<Vec<IValue>> {
-    let differs = tensor_arguments
-        .iter()
-        .any(|a| match stack.get(start + a.index) {
-            Some(IValue::Tensor(t)) => value_layout_differs(t),
-            Some(IValue::TensorList(ts)) => ts.iter().any(value_layout_differs),
-            Some(IValue::OptionalTensorList(ts)) => ts.iter().flatten().any(value_layout_differs),
-            _ => false,
-        });
-    if !differs {
-        return None;
-    }
+/// The operator's returns when run on meta shadows of its tensor arguments (plan §2.4), called
+/// when some functional argument's value has another layout than its wrapper (otherwise the
+/// backend's output strides are eager's already). `None` when the shadow run fails (an
+/// operator without a Meta kernel, such as `nonzero`): the outputs then keep their value's
+/// geometry.
+fn shadow_run(op: &OperatorHandle, stack: &Stack, start: usize) -> Option<Vec<IValue>> {
     let shadow = |t: &Tensor| {
         if t.is_wrapped_number() {
             Ok(t.clone())

@@ -94,6 +94,7 @@ mod fallback;
 mod geometry;
 pub mod inverses;
 mod manual;
+mod pass_through;
 pub mod programs;
 mod storage;
 mod support;

@@ -63,7 +63,12 @@ impl FunctionalStorage {
                 "internal error: the base of a functional storage must not be a functional tensor",
             ));
         }
-        Ok(Arc::new(FunctionalStorage {
+        Ok(Self::of_value(base))
+    }
+
+    /// [`FunctionalStorage::new`] for a base known to be below the layer (a wrapper's value).
+    pub(crate) fn of_value(base: Tensor) -> Arc<FunctionalStorage> {
+        Arc::new(FunctionalStorage {
             generation: AtomicU64::new(0),
             frozen: AtomicBool::new(false),
             state: Mutex::new(StorageState {
@@ -73,7 +78,7 @@ impl FunctionalStorage {
             }),
             mutations: AtomicU64::new(0),
             mutations_no_grad_or_inference: AtomicU64::new(0),
-        }))
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, StorageState> {

@@ -36,7 +36,11 @@ pub struct FunctionalTensor {
 #[derive(Clone)]
 struct WrapperState {
     value: Tensor,
-    storage: Arc<FunctionalStorage>,
+    /// The alias group; `None` until first needed (a view, a mutation, a question about the
+    /// group) for a wrapper of a fresh operator output, which most never need: the group's
+    /// base is then `value`, unchanged since wrapping (everything that replaces the value or
+    /// records a view makes the group first, [`WrapperState::group`]).
+    storage: Option<Arc<FunctionalStorage>>,
     /// Copied on push: chains are short, and a snapshot is cheap to hand to an update.
     view_metas: Arc<[ViewMeta]>,
     generation: u64,
@@ -45,14 +49,31 @@ struct WrapperState {
     was_storage_changed: bool,
 }
 
+/// What the slow paths read of a wrapper's state at once (see [`FunctionalTensor::snapshot`]).
+struct Snapshot {
+    value: Tensor,
+    storage: Arc<FunctionalStorage>,
+    view_metas: Arc<[ViewMeta]>,
+    generation: u64,
+    is_multi_output_view: bool,
+}
+
 impl fmt::Debug for FunctionalTensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.snapshot();
+        let st = self.lock();
         f.debug_struct("FunctionalTensor")
             .field("generation", &st.generation)
             .field("storage", &st.storage)
             .field("view_metas", &st.view_metas)
             .finish_non_exhaustive()
+    }
+}
+
+impl WrapperState {
+    /// The alias group, made now (base: the current value, generation 0) if not yet made.
+    fn group(&mut self) -> &Arc<FunctionalStorage> {
+        self.storage
+            .get_or_insert_with(|| FunctionalStorage::of_value(self.value.clone()))
     }
 }
 
@@ -62,9 +83,30 @@ impl FunctionalTensor {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A copy of the state: the wrapper lock is never held across an operator call.
-    fn snapshot(&self) -> WrapperState {
-        self.lock().clone()
+    /// A copy of the state, its alias group made: the wrapper lock is never held across an
+    /// operator call.
+    fn snapshot(&self) -> Snapshot {
+        let mut st = self.lock();
+        let storage = st.group().clone();
+        Snapshot {
+            value: st.value.clone(),
+            storage,
+            view_metas: st.view_metas.clone(),
+            generation: st.generation,
+            is_multi_output_view: st.is_multi_output_view,
+        }
+    }
+
+    /// The value if no update of the group is newer, with whether its layout differs from
+    /// `wrapper`'s (its eager geometry), under one lock: the boxed fallback asks this of every
+    /// argument of every call.
+    pub(crate) fn current_value(&self, wrapper: &Tensor) -> Option<(Tensor, bool)> {
+        let st = self.lock();
+        let up_to_date = st
+            .storage
+            .as_ref()
+            .is_none_or(|s| s.generation() == st.generation);
+        up_to_date.then(|| (st.value.clone(), !st.value.has_same_geometry(wrapper)))
     }
 
     /// The current value (not synced).
@@ -73,14 +115,14 @@ impl FunctionalTensor {
     }
 
     /// The current value's sizes, strides and offset (not synced), read without a new handle
-    /// to the value (the fallback asks this of every argument of every call).
+    /// to the value.
     pub(crate) fn value_geometry(&self) -> switchyard_core::geometry::Geometry {
         self.lock().value.geometry()
     }
 
     /// The alias group.
     pub fn storage(&self) -> Arc<FunctionalStorage> {
-        self.lock().storage.clone()
+        self.lock().group().clone()
     }
 
     /// The view records deriving this tensor from its group's base (empty for a base).
@@ -96,7 +138,9 @@ impl FunctionalTensor {
     /// Whether no update of the group is newer than this tensor's value.
     pub fn is_up_to_date(&self) -> bool {
         let st = self.lock();
-        st.generation == st.storage.generation()
+        st.storage
+            .as_ref()
+            .is_none_or(|s| s.generation() == st.generation)
     }
 
     /// Whether the tensor's metadata was mutated (in-place view ops, storage growth).
@@ -113,6 +157,15 @@ impl FunctionalTensor {
     pub fn was_storage_changed(&self) -> bool {
         self.lock().was_storage_changed
     }
+}
+
+/// An empty view chain. `Arc::from([])` allocates a header per call; every fresh output's
+/// wrapper needs one, so each thread keeps one to share.
+fn no_view_metas() -> Arc<[ViewMeta]> {
+    thread_local! {
+        static EMPTY: Arc<[ViewMeta]> = Arc::from([]);
+    }
+    EMPTY.with(Arc::clone)
 }
 
 /// The key set of a wrapper around a value with keys `value_keys` (A.2.1): the value's keys
@@ -203,8 +256,8 @@ pub fn to_functional(t: &Tensor) -> Result<Tensor> {
     new_wrapper(
         WrapperState {
             value: t.clone(),
-            storage,
-            view_metas: Arc::from([]),
+            storage: Some(storage),
+            view_metas: no_view_metas(),
             generation,
             has_metadata_mutation: false,
             is_multi_output_view: false,
@@ -213,6 +266,56 @@ pub fn to_functional(t: &Tensor) -> Result<Tensor> {
         &t.geometry(),
         None,
     )
+}
+
+/// Wraps `t`, a fresh output of an operator called below the layer, as [`to_functional`] does,
+/// cheaper: the alias group is made when first needed, and the wrapper has a version counter
+/// of its own (nothing else holds `t`, so nobody can observe its counter). A wrapped number is
+/// returned unchanged.
+pub(crate) fn wrap_output(t: Tensor) -> Result<Tensor> {
+    if t.is_wrapped_number() {
+        return Ok(t);
+    }
+    if is_functional(&t) {
+        return Err(Error::runtime(
+            "internal error: an operator called below the functionalization layer returned a functional tensor",
+        ));
+    }
+    let geometry = t.geometry();
+    let dtype = t.dtype();
+    let device = t.device();
+    let key_set = wrapper_key_set(t.key_set());
+    Ok(Tensor::from_payload_parts(PayloadParts {
+        payload: Arc::new(FunctionalTensor {
+            state: Mutex::new(WrapperState {
+                value: t,
+                storage: None,
+                view_metas: no_view_metas(),
+                generation: 0,
+                has_metadata_mutation: false,
+                is_multi_output_view: false,
+                was_storage_changed: false,
+            }),
+        }),
+        geometry: &geometry,
+        dtype,
+        device,
+        key_set,
+        version: None,
+    }))
+}
+
+/// The up-to-date value of wrapper `t` (payload `ft`; synced first if its group has newer
+/// updates), and whether its layout differs from `t`'s eager geometry: one wrapper lock on the
+/// common path, for the kernels that only read their inputs.
+pub(crate) fn unwrap_current(t: &Tensor, ft: &FunctionalTensor) -> Result<(Tensor, bool)> {
+    if let Some(current) = ft.current_value(t) {
+        return Ok(current);
+    }
+    sync(t)?;
+    ft.current_value(t).ok_or_else(|| {
+        Error::runtime("internal error: a functional tensor was updated concurrently while synced")
+    })
 }
 
 /// [`to_functional`] of every element.
@@ -282,7 +385,7 @@ pub fn create_view(
     new_wrapper(
         WrapperState {
             value: view_value,
-            storage: b.storage,
+            storage: Some(b.storage),
             view_metas,
             generation: b.generation,
             has_metadata_mutation: false,
@@ -377,7 +480,12 @@ pub fn replace_(w: &Tensor, other: &Tensor, lazy: bool) -> Result<()> {
         let strides = switchyard_core::shape::contiguous_strides(&sizes);
         w.set_geometry(&sizes, &strides, 0)?;
     }
-    ft.lock().value = value;
+    {
+        let mut st = ft.lock();
+        // The group's base is the value being replaced if the group is made only now.
+        st.group();
+        st.value = value;
+    }
     if !lazy {
         mark_mutation(w)?;
     }
@@ -424,6 +532,8 @@ pub(crate) fn mutate_view_meta_to(
     let g = eager_geometry.cloned().unwrap_or_else(|| value.geometry());
     w.set_geometry(g.sizes(), g.strides(), g.storage_offset())?;
     let mut st = ft.lock();
+    // The group's base is the value the view was taken of if the group is made only now.
+    st.group();
     st.is_multi_output_view |= meta.is_multi_output;
     st.view_metas = st.view_metas.iter().cloned().chain([meta]).collect();
     st.value = value;
@@ -487,11 +597,15 @@ pub fn maybe_replace_storage(w: &Tensor, bigger: &Tensor, eager_geometry: &Geome
     {
         let mut st = ft.lock();
         // This wrapper's reference is the only one when no other member is alive.
-        if Arc::strong_count(&st.storage) != 1 || !st.view_metas.is_empty() {
+        let shared = st
+            .storage
+            .as_ref()
+            .is_some_and(|s| Arc::strong_count(s) != 1);
+        if shared || !st.view_metas.is_empty() {
             return Err(resize_view_error());
         }
         st.generation = storage.generation();
-        st.storage = storage;
+        st.storage = Some(storage);
         st.value = bigger.clone();
         st.has_metadata_mutation = true;
     }
@@ -513,14 +627,17 @@ pub fn set__impl(w: &Tensor, source: &Tensor) -> Result<()> {
     let geometry = source.geometry();
     {
         let mut st = ft.lock();
-        if !Arc::ptr_eq(&st.storage, &src.storage) {
-            st.storage.freeze();
+        // A group never made has no other member to freeze.
+        if let Some(old) = &st.storage
+            && !Arc::ptr_eq(old, &src.storage)
+        {
+            old.freeze();
         }
         st.value = src.value;
         st.generation = src.generation;
         st.view_metas = src.view_metas;
         st.is_multi_output_view = src.is_multi_output_view;
-        st.storage = src.storage;
+        st.storage = Some(src.storage);
         st.was_storage_changed = true;
     }
     w.set_geometry(
@@ -557,7 +674,7 @@ pub fn unsafe_reset_storage(w: &Tensor) -> Result<()> {
     let storage = FunctionalStorage::new(ft.value())?;
     let mut st = ft.lock();
     st.generation = storage.generation();
-    st.storage = storage;
-    st.view_metas = Arc::from([]);
+    st.storage = Some(storage);
+    st.view_metas = no_view_metas();
     Ok(())
 }

@@ -21,10 +21,15 @@
 //! * **CompositeImplicitAutograd views and mutating operators**: their composite kernel,
 //!   registered at `Functionalize` too, so that they decompose before anything is recorded also
 //!   when the autograd keys are excluded (torchgen's "composite view ops in the
-//!   functionalization pass"). Other composite operators use the fallback.
+//!   functionalization pass"). Other composite operators use the fallback;
+//! * **the functional variants of those mutation groups** that reach the layer: a typed
+//!   pass-through kernel (unwrap, call below, wrap: the boxed fallback's work without boxing the
+//!   arguments, plan §7.4), falling back to the boxed fallback when an input's value has another
+//!   layout than its wrapper. Other functional operators use the fallback.
 //!
-//! Generated files: `mod.rs`, `views.rs`, `mutations_{0..3}.rs` (operators dealt round-robin,
-//! so the crate's codegen units build in parallel), `composite.rs`, `register.rs`.
+//! Generated files: `mod.rs`, `views.rs`, `mutations_{0..3}.rs` and `pass_through_{0,1}.rs`
+//! (operators dealt round-robin, so the crate's codegen units build in parallel),
+//! `composite.rs`, `register.rs`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -82,6 +87,9 @@ pub const VIEWS_WITH_INVERSES: [&str; 16] = [
 /// How many `mutations_<n>.rs` shards the mutation kernels are dealt into.
 pub const MUTATION_SHARDS: usize = 4;
 
+/// How many `pass_through_<n>.rs` shards the pass-through kernels are dealt into.
+pub const PASS_THROUGH_SHARDS: usize = 2;
+
 /// Which of eager's memory-overlap checks a mutation kernel runs before it commits (plan §6
 /// `inplace_meta_check`): the layer computes on separate values, so only these checks, on the
 /// wrappers' eager geometry, give eager's errors for writes into expanded views and for inputs
@@ -124,6 +132,10 @@ pub struct FunctionalizeReport {
     pub mutations_left: Vec<(String, String)>,
     /// View operators left to the fallback (no inverse yet), with the reason.
     pub views_left: Vec<(String, String)>,
+    /// Functional operators with a typed pass-through kernel.
+    pub pass_through: Vec<String>,
+    /// Functional variants of mutation groups left to the boxed fallback, with the reason.
+    pub pass_through_left: Vec<(String, String)>,
 }
 
 fn full_name(f: &GenFunction) -> String {
@@ -622,6 +634,73 @@ fn view_kernel(
     signature_fn(f, &kernel_name(f), &b).map_err(|e| format!("unsupported type {}", e.0))
 }
 
+/// The typed kernel of a functional operator (`crate::pass_through`): unwrap the inputs, call
+/// below the layer, wrap the outputs, as the boxed fallback does, without boxing; the fallback
+/// itself when an input's value has another layout than its wrapper. (`passthrough`: no
+/// schema argument has that name.) `Err` (the operator keeps
+/// the fallback) for tensor-list arguments and returns other than tensors.
+fn pass_through_kernel(f: &GenFunction) -> Result<String, String> {
+    let s = &f.schema;
+    if s.returns.is_empty() || !s.returns.iter().all(|r| r.ty.is_tensor()) {
+        return Err("returns other than tensors".into());
+    }
+    if s.arguments
+        .iter()
+        .any(|a| a.ty.is_tensor_list() || a.ty.is_optional_tensor_list())
+    {
+        return Err("a tensor-list argument".into());
+    }
+    // With only absent `Tensor?` arguments the fallback wraps the outputs as a factory's.
+    if !s.arguments.iter().any(|a| a.ty.is_tensor()) {
+        return Err("no `Tensor` argument".into());
+    }
+    let unsupported = |e: UnsupportedType| format!("unsupported type {}", e.0);
+    let types = args_tuple_type(s, "")
+        .map_err(unsupported)?
+        .replace("& ", "&");
+    let out_ty = output_type(s).map_err(unsupported)?;
+    let mut body = String::from("    let mut passthrough = PassThrough::default();\n");
+    for (k, a) in s.arguments.iter().enumerate() {
+        let helper = if a.ty.is_tensor() {
+            "arg"
+        } else if a.ty.is_optional_tensor() {
+            "opt_arg"
+        } else {
+            continue;
+        };
+        let _ = writeln!(
+            body,
+            "    let {} = passthrough.{helper}(args.{k})?;",
+            unwrapped(&a.name)
+        );
+    }
+    let op = op_path(f);
+    let _ = writeln!(
+        body,
+        "    if passthrough.needs_fallback() {{\n        return PassThrough::boxed::<{op}>(ks, args);\n    }}"
+    );
+    let _ = writeln!(body, "    let {} = args;", pattern(f));
+    let call_args: Vec<String> = s.arguments.iter().map(pass_expr).collect();
+    let _ = writeln!(
+        body,
+        "    let out = {{\n        let _below = below();\n        {op}::call({})?\n    }};",
+        call_args.join(", ")
+    );
+    if s.returns.len() == 1 {
+        body.push_str("    passthrough.wrap(out)\n");
+    } else {
+        let parts: Vec<String> = (0..s.returns.len())
+            .map(|j| format!("passthrough.wrap(out.{j})?"))
+            .collect();
+        let _ = writeln!(body, "    Ok(({}))", parts.join(", "));
+    }
+    Ok(format!(
+        "/// `{}`\npub(crate) fn {}(ks: DispatchKeySet, args: {types}) -> Result<{out_ty}> {{\n{body}}}\n",
+        schema_text(f),
+        kernel_name(f)
+    ))
+}
+
 fn registration(f: &GenFunction) -> String {
     let name = kernel_name(f);
     format!(
@@ -651,6 +730,12 @@ fn composite_kernel(f: &GenFunction, kernel: &str) -> Result<String, Unsupported
 
 const PRELUDE: &str = "#![allow(non_snake_case, unused_variables, clippy::all)]\n\n\
 use crate::support::*;\n\
+use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
+use switchyard_ops::op;\n";
+
+const PASS_THROUGH_PRELUDE: &str = "#![allow(non_snake_case, unused_variables, clippy::all)]\n\n\
+use crate::pass_through::PassThrough;\n\
+use crate::tensor::below;\n\
 use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
 use switchyard_ops::op;\n";
 
@@ -687,6 +772,8 @@ pub fn generate(
         .filter_map(|g| g.view_inplace.map(|i| (i, g.view)))
         .collect();
     let mut n_mut = 0usize;
+    // The functional variants of the generated mutation kernels, in ops.yaml order.
+    let mut pass_through_candidates = std::collections::BTreeSet::new();
     for (i, f) in functions.iter().enumerate() {
         if f.manual_kernel_registration {
             continue;
@@ -770,6 +857,7 @@ pub fn generate(
         let overlap = OverlapCheck::of(&full_name(f), nf.functions[i].has_tag("pointwise"));
         match mutation_kernel(f, &functions[func], overlap) {
             Ok(code) => {
+                pass_through_candidates.insert(func);
                 let shard = &mut shards[n_mut % MUTATION_SHARDS];
                 shard.push_str(&code);
                 shard.push('\n');
@@ -780,18 +868,53 @@ pub fn generate(
             Err(why) => report.mutations_left.push((full_name(f), why)),
         }
     }
+    // Functional operators reaching the layer (not CompositeImplicitAutograd, which decompose
+    // first, and not hand-written) get a typed pass-through kernel.
+    let mut pass_shards = vec![String::new(); PASS_THROUGH_SHARDS];
+    let mut pass_regs = Vec::new();
+    for &k in &pass_through_candidates {
+        let f = &functions[k];
+        if f.manual_kernel_registration
+            || MANUAL_FUNCTIONALIZE.contains(&full_name(f).as_str())
+            || f.kernel(DispatchKey::CompositeImplicitAutograd).is_some()
+        {
+            continue;
+        }
+        match pass_through_kernel(f) {
+            Ok(code) => {
+                let shard = &mut pass_shards[pass_regs.len() % PASS_THROUGH_SHARDS];
+                shard.push_str(&code);
+                shard.push('\n');
+                pass_regs.push(registration(f));
+                report.pass_through.push(full_name(f));
+            }
+            Err(why) => report.pass_through_left.push((full_name(f), why)),
+        }
+    }
     let dir = "crates/functionalize/src/generated";
     let h = |part: &str| header(&format!("functionalize {part}"));
     let mut files = vec![(
         format!("{dir}/mod.rs"),
         format!(
-            "{}//! Code generated from ops.yaml: the kernels at the Functionalize key and their\n//! registration.\n\n#![allow(unused_imports, missing_docs)]\n\nmod composite;\n{}mod register;\nmod views;\n\npub(crate) use register::register;\n",
+            "{}//! Code generated from ops.yaml: the kernels at the Functionalize key and their\n//! registration.\n\n#![allow(unused_imports, missing_docs)]\n\nmod composite;\n{}{}mod register;\nmod views;\n\npub(crate) use register::register;\n",
             h("mod"),
             (0..MUTATION_SHARDS)
                 .map(|n| format!("mod mutations_{n};\n"))
+                .collect::<String>(),
+            (0..PASS_THROUGH_SHARDS)
+                .map(|n| format!("mod pass_through_{n};\n"))
                 .collect::<String>()
         ),
     )];
+    for (n, code) in pass_shards.iter().enumerate() {
+        files.push((
+            format!("{dir}/pass_through_{n}.rs"),
+            format!(
+                "{}//! Typed kernels of functional operators (shard {n} of {PASS_THROUGH_SHARDS}): unwrap the inputs,\n//! call below the layer, wrap the outputs (the boxed fallback's work, unboxed).\n\n{PASS_THROUGH_PRELUDE}\n{code}",
+                h(&format!("pass_through_{n}"))
+            ),
+        ));
+    }
     files.push((
         format!("{dir}/views.rs"),
         format!(
@@ -819,10 +942,11 @@ pub fn generate(
     reg.push_str("//! Registration of the generated kernels at `Functionalize`.\n//!\n");
     let _ = writeln!(
         reg,
-        "//! Generated: {} mutation kernels, {} view kernels, {} composite kernels.",
+        "//! Generated: {} mutation kernels, {} view kernels, {} composite kernels, {} pass-through\n//! kernels.",
         report.mutations.len(),
         report.views.len(),
-        report.composite.len()
+        report.composite.len(),
+        report.pass_through.len()
     );
     let _ = writeln!(
         reg,
@@ -840,17 +964,28 @@ pub fn generate(
     for (n, why) in &report.views_left {
         let _ = writeln!(reg, "//! * `{n}`: {why}");
     }
+    let _ = writeln!(
+        reg,
+        "//!\n//! Functional variants left to the boxed fallback ({}):",
+        report.pass_through_left.len()
+    );
+    for (n, why) in &report.pass_through_left {
+        let _ = writeln!(reg, "//! * `{n}`: {why}");
+    }
     reg.push_str("\n#![allow(non_snake_case)]\n\nuse switchyard_core::{DispatchKey, Result};\nuse switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind};\nuse switchyard_ops::op;\n");
     reg.push_str("use super::composite::*;\n");
     for n in 0..MUTATION_SHARDS {
         let _ = writeln!(reg, "use super::mutations_{n}::*;");
+    }
+    for n in 0..PASS_THROUGH_SHARDS {
+        let _ = writeln!(reg, "use super::pass_through_{n}::*;");
     }
     reg.push_str("use super::views::*;\n\n");
     reg.push_str("/// Registers the generated kernels at `Functionalize`.\npub(crate) fn register(d: &'static Dispatcher) -> Result<()> {\n    let mut lib = Library::new_on(d, LibraryKind::Impl, \"aten\", Some(DispatchKey::Functionalize))?;\n");
     for (_, r) in &mut_regs {
         reg.push_str(r);
     }
-    for r in view_regs.iter().chain(&comp_regs) {
+    for r in view_regs.iter().chain(&comp_regs).chain(&pass_regs) {
         reg.push_str(r);
     }
     reg.push_str("    lib.leak();\n    Ok(())\n}\n");

@@ -11,6 +11,8 @@ mod mutations_0;
 mod mutations_1;
 mod mutations_2;
 mod mutations_3;
+mod pass_through_0;
+mod pass_through_1;
 mod register;
 mod views;
 

@@ -3,11 +3,36 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 312 mutation kernels, 28 view kernels, 26 composite kernels.
+//! Generated: 312 mutation kernels, 28 view kernels, 26 composite kernels, 188 pass-through
+//! kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
 //! View operators left to the fallback (which refuses them by name) (0):
+//!
+//! Functional variants left to the boxed fallback (22):
+//! * `cat`: a tensor-list argument
+//! * `empty_strided`: no `Tensor` argument
+//! * `index.Tensor`: a tensor-list argument
+//! * `split_copy.Tensor`: returns other than tensors
+//! * `split_with_sizes_copy`: returns other than tensors
+//! * `unbind_copy.int`: returns other than tensors
+//! * `arange`: no `Tensor` argument
+//! * `arange.start_step`: no `Tensor` argument
+//! * `eye`: no `Tensor` argument
+//! * `eye.m`: no `Tensor` argument
+//! * `full`: no `Tensor` argument
+//! * `linspace`: no `Tensor` argument
+//! * `ones`: no `Tensor` argument
+//! * `zeros`: no `Tensor` argument
+//! * `rand`: no `Tensor` argument
+//! * `randint`: no `Tensor` argument
+//! * `randint.generator`: no `Tensor` argument
+//! * `randint.low`: no `Tensor` argument
+//! * `randint.low_generator`: no `Tensor` argument
+//! * `index_put`: a tensor-list argument
+//! * `stack`: a tensor-list argument
+//! * `_index_put_impl`: a tensor-list argument
 
 #![allow(non_snake_case)]
 
@@ -19,6 +44,8 @@ use super::mutations_0::*;
 use super::mutations_1::*;
 use super::mutations_2::*;
 use super::mutations_3::*;
+use super::pass_through_0::*;
+use super::pass_through_1::*;
 use super::views::*;
 
 /// Registers the generated kernels at `Functionalize`.
@@ -390,6 +417,194 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("var.out", Kernel::typed::<op::var_out>(functionalize_var_out).debug("functionalize_var_out"))?;
     lib.impl_("max.out", Kernel::typed::<op::max_out>(functionalize_max_out).debug("functionalize_max_out"))?;
     lib.impl_("min.out", Kernel::typed::<op::min_out>(functionalize_min_out).debug("functionalize_min_out"))?;
+    lib.impl_("all.dim", Kernel::typed::<op::all_dim>(functionalize_all_dim).debug("functionalize_all_dim"))?;
+    lib.impl_("all.dims", Kernel::typed::<op::all_dims>(functionalize_all_dims).debug("functionalize_all_dims"))?;
+    lib.impl_("any.dim", Kernel::typed::<op::any_dim>(functionalize_any_dim).debug("functionalize_any_dim"))?;
+    lib.impl_("any.dims", Kernel::typed::<op::any_dims>(functionalize_any_dims).debug("functionalize_any_dims"))?;
+    lib.impl_("argmax", Kernel::typed::<op::argmax>(functionalize_argmax).debug("functionalize_argmax"))?;
+    lib.impl_("argmin", Kernel::typed::<op::argmin>(functionalize_argmin).debug("functionalize_argmin"))?;
+    lib.impl_("baddbmm", Kernel::typed::<op::baddbmm>(functionalize_baddbmm).debug("functionalize_baddbmm"))?;
+    lib.impl_("bmm", Kernel::typed::<op::bmm>(functionalize_bmm).debug("functionalize_bmm"))?;
+    lib.impl_("copy", Kernel::typed::<op::copy>(functionalize_copy).debug("functionalize_copy"))?;
+    lib.impl_("cumprod", Kernel::typed::<op::cumprod>(functionalize_cumprod).debug("functionalize_cumprod"))?;
+    lib.impl_("cumsum", Kernel::typed::<op::cumsum>(functionalize_cumsum).debug("functionalize_cumsum"))?;
+    lib.impl_("fill.Scalar", Kernel::typed::<op::fill_Scalar>(functionalize_fill_Scalar).debug("functionalize_fill_Scalar"))?;
+    lib.impl_("fill.Tensor", Kernel::typed::<op::fill_Tensor>(functionalize_fill_Tensor).debug("functionalize_fill_Tensor"))?;
+    lib.impl_("_log_softmax", Kernel::typed::<op::_log_softmax>(functionalize__log_softmax).debug("functionalize__log_softmax"))?;
+    lib.impl_("amax", Kernel::typed::<op::amax>(functionalize_amax).debug("functionalize_amax"))?;
+    lib.impl_("amin", Kernel::typed::<op::amin>(functionalize_amin).debug("functionalize_amin"))?;
+    lib.impl_("mm", Kernel::typed::<op::mm>(functionalize_mm).debug("functionalize_mm"))?;
+    lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(functionalize_narrow_copy).debug("functionalize_narrow_copy"))?;
+    lib.impl_("slice_scatter", Kernel::typed::<op::slice_scatter>(functionalize_slice_scatter).debug("functionalize_slice_scatter"))?;
+    lib.impl_("select_scatter", Kernel::typed::<op::select_scatter>(functionalize_select_scatter).debug("functionalize_select_scatter"))?;
+    lib.impl_("diagonal_scatter", Kernel::typed::<op::diagonal_scatter>(functionalize_diagonal_scatter).debug("functionalize_diagonal_scatter"))?;
+    lib.impl_("as_strided_scatter", Kernel::typed::<op::as_strided_scatter>(functionalize_as_strided_scatter).debug("functionalize_as_strided_scatter"))?;
+    lib.impl_("_softmax", Kernel::typed::<op::_softmax>(functionalize__softmax).debug("functionalize__softmax"))?;
+    lib.impl_("prod", Kernel::typed::<op::prod>(functionalize_prod).debug("functionalize_prod"))?;
+    lib.impl_("prod.dim_int", Kernel::typed::<op::prod_dim_int>(functionalize_prod_dim_int).debug("functionalize_prod_dim_int"))?;
+    lib.impl_("flip", Kernel::typed::<op::flip>(functionalize_flip).debug("functionalize_flip"))?;
+    lib.impl_("roll", Kernel::typed::<op::roll>(functionalize_roll).debug("functionalize_roll"))?;
+    lib.impl_("clone", Kernel::typed::<op::clone>(functionalize_clone).debug("functionalize_clone"))?;
+    lib.impl_("addmm", Kernel::typed::<op::addmm>(functionalize_addmm).debug("functionalize_addmm"))?;
+    lib.impl_("scatter.src", Kernel::typed::<op::scatter_src>(functionalize_scatter_src).debug("functionalize_scatter_src"))?;
+    lib.impl_("scatter.value", Kernel::typed::<op::scatter_value>(functionalize_scatter_value).debug("functionalize_scatter_value"))?;
+    lib.impl_("scatter.reduce", Kernel::typed::<op::scatter_reduce>(functionalize_scatter_reduce).debug("functionalize_scatter_reduce"))?;
+    lib.impl_("scatter.value_reduce", Kernel::typed::<op::scatter_value_reduce>(functionalize_scatter_value_reduce).debug("functionalize_scatter_value_reduce"))?;
+    lib.impl_("scatter_add", Kernel::typed::<op::scatter_add>(functionalize_scatter_add).debug("functionalize_scatter_add"))?;
+    lib.impl_("triu", Kernel::typed::<op::triu>(functionalize_triu).debug("functionalize_triu"))?;
+    lib.impl_("tril", Kernel::typed::<op::tril>(functionalize_tril).debug("functionalize_tril"))?;
+    lib.impl_("index_select", Kernel::typed::<op::index_select>(functionalize_index_select).debug("functionalize_index_select"))?;
+    lib.impl_("masked_select", Kernel::typed::<op::masked_select>(functionalize_masked_select).debug("functionalize_masked_select"))?;
+    lib.impl_("nonzero", Kernel::typed::<op::nonzero>(functionalize_nonzero).debug("functionalize_nonzero"))?;
+    lib.impl_("gather", Kernel::typed::<op::gather>(functionalize_gather).debug("functionalize_gather"))?;
+    lib.impl_("topk", Kernel::typed::<op::topk>(functionalize_topk).debug("functionalize_topk"))?;
+    lib.impl_("all", Kernel::typed::<op::all>(functionalize_all).debug("functionalize_all"))?;
+    lib.impl_("any", Kernel::typed::<op::any>(functionalize_any).debug("functionalize_any"))?;
+    lib.impl_("mse_loss", Kernel::typed::<op::mse_loss>(functionalize_mse_loss).debug("functionalize_mse_loss"))?;
+    lib.impl_("nll_loss_forward", Kernel::typed::<op::nll_loss_forward>(functionalize_nll_loss_forward).debug("functionalize_nll_loss_forward"))?;
+    lib.impl_("avg_pool2d", Kernel::typed::<op::avg_pool2d>(functionalize_avg_pool2d).debug("functionalize_avg_pool2d"))?;
+    lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(functionalize_max_pool2d_with_indices).debug("functionalize_max_pool2d_with_indices"))?;
+    lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(functionalize_linalg_vector_norm).debug("functionalize_linalg_vector_norm"))?;
+    lib.impl_("as_strided_copy", Kernel::typed::<op::as_strided_copy>(functionalize_as_strided_copy).debug("functionalize_as_strided_copy"))?;
+    lib.impl_("diagonal_copy", Kernel::typed::<op::diagonal_copy>(functionalize_diagonal_copy).debug("functionalize_diagonal_copy"))?;
+    lib.impl_("expand_copy", Kernel::typed::<op::expand_copy>(functionalize_expand_copy).debug("functionalize_expand_copy"))?;
+    lib.impl_("permute_copy", Kernel::typed::<op::permute_copy>(functionalize_permute_copy).debug("functionalize_permute_copy"))?;
+    lib.impl_("select_copy.int", Kernel::typed::<op::select_copy_int>(functionalize_select_copy_int).debug("functionalize_select_copy_int"))?;
+    lib.impl_("detach_copy", Kernel::typed::<op::detach_copy>(functionalize_detach_copy).debug("functionalize_detach_copy"))?;
+    lib.impl_("slice_copy.Tensor", Kernel::typed::<op::slice_copy_Tensor>(functionalize_slice_copy_Tensor).debug("functionalize_slice_copy_Tensor"))?;
+    lib.impl_("squeeze_copy", Kernel::typed::<op::squeeze_copy>(functionalize_squeeze_copy).debug("functionalize_squeeze_copy"))?;
+    lib.impl_("squeeze_copy.dim", Kernel::typed::<op::squeeze_copy_dim>(functionalize_squeeze_copy_dim).debug("functionalize_squeeze_copy_dim"))?;
+    lib.impl_("squeeze_copy.dims", Kernel::typed::<op::squeeze_copy_dims>(functionalize_squeeze_copy_dims).debug("functionalize_squeeze_copy_dims"))?;
+    lib.impl_("t_copy", Kernel::typed::<op::t_copy>(functionalize_t_copy).debug("functionalize_t_copy"))?;
+    lib.impl_("transpose_copy.int", Kernel::typed::<op::transpose_copy_int>(functionalize_transpose_copy_int).debug("functionalize_transpose_copy_int"))?;
+    lib.impl_("unsqueeze_copy", Kernel::typed::<op::unsqueeze_copy>(functionalize_unsqueeze_copy).debug("functionalize_unsqueeze_copy"))?;
+    lib.impl_("view_copy", Kernel::typed::<op::view_copy>(functionalize_view_copy).debug("functionalize_view_copy"))?;
+    lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(functionalize_view_copy_dtype).debug("functionalize_view_copy_dtype"))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(functionalize_unfold_backward).debug("functionalize_unfold_backward"))?;
+    lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(functionalize_unfold_copy).debug("functionalize_unfold_copy"))?;
+    lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(functionalize_alias_copy).debug("functionalize_alias_copy"))?;
+    lib.impl_("dot", Kernel::typed::<op::dot>(functionalize_dot).debug("functionalize_dot"))?;
+    lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(functionalize_native_layer_norm).debug("functionalize_native_layer_norm"))?;
+    lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(functionalize_native_dropout).debug("functionalize_native_dropout"))?;
+    lib.impl_("convolution", Kernel::typed::<op::convolution>(functionalize_convolution).debug("functionalize_convolution"))?;
+    lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(functionalize_add_Tensor).debug("functionalize_add_Tensor"))?;
+    lib.impl_("add.Scalar", Kernel::typed::<op::add_Scalar>(functionalize_add_Scalar).debug("functionalize_add_Scalar"))?;
+    lib.impl_("div.Tensor", Kernel::typed::<op::div_Tensor>(functionalize_div_Tensor).debug("functionalize_div_Tensor"))?;
+    lib.impl_("div.Tensor_mode", Kernel::typed::<op::div_Tensor_mode>(functionalize_div_Tensor_mode).debug("functionalize_div_Tensor_mode"))?;
+    lib.impl_("div.Scalar", Kernel::typed::<op::div_Scalar>(functionalize_div_Scalar).debug("functionalize_div_Scalar"))?;
+    lib.impl_("div.Scalar_mode", Kernel::typed::<op::div_Scalar_mode>(functionalize_div_Scalar_mode).debug("functionalize_div_Scalar_mode"))?;
+    lib.impl_("mul.Tensor", Kernel::typed::<op::mul_Tensor>(functionalize_mul_Tensor).debug("functionalize_mul_Tensor"))?;
+    lib.impl_("mul.Scalar", Kernel::typed::<op::mul_Scalar>(functionalize_mul_Scalar).debug("functionalize_mul_Scalar"))?;
+    lib.impl_("sub.Tensor", Kernel::typed::<op::sub_Tensor>(functionalize_sub_Tensor).debug("functionalize_sub_Tensor"))?;
+    lib.impl_("sub.Scalar", Kernel::typed::<op::sub_Scalar>(functionalize_sub_Scalar).debug("functionalize_sub_Scalar"))?;
+    lib.impl_("logical_xor", Kernel::typed::<op::logical_xor>(functionalize_logical_xor).debug("functionalize_logical_xor"))?;
+    lib.impl_("logical_and", Kernel::typed::<op::logical_and>(functionalize_logical_and).debug("functionalize_logical_and"))?;
+    lib.impl_("logical_or", Kernel::typed::<op::logical_or>(functionalize_logical_or).debug("functionalize_logical_or"))?;
+    lib.impl_("clamp", Kernel::typed::<op::clamp>(functionalize_clamp).debug("functionalize_clamp"))?;
+    lib.impl_("clamp.Tensor", Kernel::typed::<op::clamp_Tensor>(functionalize_clamp_Tensor).debug("functionalize_clamp_Tensor"))?;
+    lib.impl_("clamp_max", Kernel::typed::<op::clamp_max>(functionalize_clamp_max).debug("functionalize_clamp_max"))?;
+    lib.impl_("clamp_max.Tensor", Kernel::typed::<op::clamp_max_Tensor>(functionalize_clamp_max_Tensor).debug("functionalize_clamp_max_Tensor"))?;
+    lib.impl_("clamp_min", Kernel::typed::<op::clamp_min>(functionalize_clamp_min).debug("functionalize_clamp_min"))?;
+    lib.impl_("clamp_min.Tensor", Kernel::typed::<op::clamp_min_Tensor>(functionalize_clamp_min_Tensor).debug("functionalize_clamp_min_Tensor"))?;
+    lib.impl_("bitwise_and.Scalar", Kernel::typed::<op::bitwise_and_Scalar>(functionalize_bitwise_and_Scalar).debug("functionalize_bitwise_and_Scalar"))?;
+    lib.impl_("bitwise_and.Scalar_Tensor", Kernel::typed::<op::bitwise_and_Scalar_Tensor>(functionalize_bitwise_and_Scalar_Tensor).debug("functionalize_bitwise_and_Scalar_Tensor"))?;
+    lib.impl_("bitwise_and.Tensor", Kernel::typed::<op::bitwise_and_Tensor>(functionalize_bitwise_and_Tensor).debug("functionalize_bitwise_and_Tensor"))?;
+    lib.impl_("bitwise_or.Scalar", Kernel::typed::<op::bitwise_or_Scalar>(functionalize_bitwise_or_Scalar).debug("functionalize_bitwise_or_Scalar"))?;
+    lib.impl_("bitwise_or.Scalar_Tensor", Kernel::typed::<op::bitwise_or_Scalar_Tensor>(functionalize_bitwise_or_Scalar_Tensor).debug("functionalize_bitwise_or_Scalar_Tensor"))?;
+    lib.impl_("bitwise_or.Tensor", Kernel::typed::<op::bitwise_or_Tensor>(functionalize_bitwise_or_Tensor).debug("functionalize_bitwise_or_Tensor"))?;
+    lib.impl_("bitwise_xor.Scalar", Kernel::typed::<op::bitwise_xor_Scalar>(functionalize_bitwise_xor_Scalar).debug("functionalize_bitwise_xor_Scalar"))?;
+    lib.impl_("bitwise_xor.Scalar_Tensor", Kernel::typed::<op::bitwise_xor_Scalar_Tensor>(functionalize_bitwise_xor_Scalar_Tensor).debug("functionalize_bitwise_xor_Scalar_Tensor"))?;
+    lib.impl_("bitwise_xor.Tensor", Kernel::typed::<op::bitwise_xor_Tensor>(functionalize_bitwise_xor_Tensor).debug("functionalize_bitwise_xor_Tensor"))?;
+    lib.impl_("ne.Scalar", Kernel::typed::<op::ne_Scalar>(functionalize_ne_Scalar).debug("functionalize_ne_Scalar"))?;
+    lib.impl_("ne.Tensor", Kernel::typed::<op::ne_Tensor>(functionalize_ne_Tensor).debug("functionalize_ne_Tensor"))?;
+    lib.impl_("eq.Scalar", Kernel::typed::<op::eq_Scalar>(functionalize_eq_Scalar).debug("functionalize_eq_Scalar"))?;
+    lib.impl_("eq.Tensor", Kernel::typed::<op::eq_Tensor>(functionalize_eq_Tensor).debug("functionalize_eq_Tensor"))?;
+    lib.impl_("ge.Scalar", Kernel::typed::<op::ge_Scalar>(functionalize_ge_Scalar).debug("functionalize_ge_Scalar"))?;
+    lib.impl_("ge.Tensor", Kernel::typed::<op::ge_Tensor>(functionalize_ge_Tensor).debug("functionalize_ge_Tensor"))?;
+    lib.impl_("le.Scalar", Kernel::typed::<op::le_Scalar>(functionalize_le_Scalar).debug("functionalize_le_Scalar"))?;
+    lib.impl_("le.Tensor", Kernel::typed::<op::le_Tensor>(functionalize_le_Tensor).debug("functionalize_le_Tensor"))?;
+    lib.impl_("gt.Scalar", Kernel::typed::<op::gt_Scalar>(functionalize_gt_Scalar).debug("functionalize_gt_Scalar"))?;
+    lib.impl_("gt.Tensor", Kernel::typed::<op::gt_Tensor>(functionalize_gt_Tensor).debug("functionalize_gt_Tensor"))?;
+    lib.impl_("lt.Scalar", Kernel::typed::<op::lt_Scalar>(functionalize_lt_Scalar).debug("functionalize_lt_Scalar"))?;
+    lib.impl_("lt.Tensor", Kernel::typed::<op::lt_Tensor>(functionalize_lt_Tensor).debug("functionalize_lt_Tensor"))?;
+    lib.impl_("atan2", Kernel::typed::<op::atan2>(functionalize_atan2).debug("functionalize_atan2"))?;
+    lib.impl_("fmod.Scalar", Kernel::typed::<op::fmod_Scalar>(functionalize_fmod_Scalar).debug("functionalize_fmod_Scalar"))?;
+    lib.impl_("fmod.Tensor", Kernel::typed::<op::fmod_Tensor>(functionalize_fmod_Tensor).debug("functionalize_fmod_Tensor"))?;
+    lib.impl_("remainder.Scalar", Kernel::typed::<op::remainder_Scalar>(functionalize_remainder_Scalar).debug("functionalize_remainder_Scalar"))?;
+    lib.impl_("remainder.Tensor", Kernel::typed::<op::remainder_Tensor>(functionalize_remainder_Tensor).debug("functionalize_remainder_Tensor"))?;
+    lib.impl_("remainder.Scalar_Tensor", Kernel::typed::<op::remainder_Scalar_Tensor>(functionalize_remainder_Scalar_Tensor).debug("functionalize_remainder_Scalar_Tensor"))?;
+    lib.impl_("maximum", Kernel::typed::<op::maximum>(functionalize_maximum).debug("functionalize_maximum"))?;
+    lib.impl_("minimum", Kernel::typed::<op::minimum>(functionalize_minimum).debug("functionalize_minimum"))?;
+    lib.impl_("pow.Tensor_Tensor", Kernel::typed::<op::pow_Tensor_Tensor>(functionalize_pow_Tensor_Tensor).debug("functionalize_pow_Tensor_Tensor"))?;
+    lib.impl_("pow.Scalar", Kernel::typed::<op::pow_Scalar>(functionalize_pow_Scalar).debug("functionalize_pow_Scalar"))?;
+    lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(functionalize_pow_Tensor_Scalar).debug("functionalize_pow_Tensor_Scalar"))?;
+    lib.impl_("where.self", Kernel::typed::<op::where_self>(functionalize_where_self).debug("functionalize_where_self"))?;
+    lib.impl_("empty_like", Kernel::typed::<op::empty_like>(functionalize_empty_like).debug("functionalize_empty_like"))?;
+    lib.impl_("new_empty_strided", Kernel::typed::<op::new_empty_strided>(functionalize_new_empty_strided).debug("functionalize_new_empty_strided"))?;
+    lib.impl_("full_like", Kernel::typed::<op::full_like>(functionalize_full_like).debug("functionalize_full_like"))?;
+    lib.impl_("ones_like", Kernel::typed::<op::ones_like>(functionalize_ones_like).debug("functionalize_ones_like"))?;
+    lib.impl_("zeros_like", Kernel::typed::<op::zeros_like>(functionalize_zeros_like).debug("functionalize_zeros_like"))?;
+    lib.impl_("bernoulli", Kernel::typed::<op::bernoulli>(functionalize_bernoulli).debug("functionalize_bernoulli"))?;
+    lib.impl_("bernoulli.p", Kernel::typed::<op::bernoulli_p>(functionalize_bernoulli_p).debug("functionalize_bernoulli_p"))?;
+    lib.impl_("rand_like", Kernel::typed::<op::rand_like>(functionalize_rand_like).debug("functionalize_rand_like"))?;
+    lib.impl_("rand_like.generator", Kernel::typed::<op::rand_like_generator>(functionalize_rand_like_generator).debug("functionalize_rand_like_generator"))?;
+    lib.impl_("randn_like", Kernel::typed::<op::randn_like>(functionalize_randn_like).debug("functionalize_randn_like"))?;
+    lib.impl_("randn_like.generator", Kernel::typed::<op::randn_like_generator>(functionalize_randn_like_generator).debug("functionalize_randn_like_generator"))?;
+    lib.impl_("normal_functional", Kernel::typed::<op::normal_functional>(functionalize_normal_functional).debug("functionalize_normal_functional"))?;
+    lib.impl_("masked_fill.Scalar", Kernel::typed::<op::masked_fill_Scalar>(functionalize_masked_fill_Scalar).debug("functionalize_masked_fill_Scalar"))?;
+    lib.impl_("masked_fill.Tensor", Kernel::typed::<op::masked_fill_Tensor>(functionalize_masked_fill_Tensor).debug("functionalize_masked_fill_Tensor"))?;
+    lib.impl_("max.dim", Kernel::typed::<op::max_dim>(functionalize_max_dim).debug("functionalize_max_dim"))?;
+    lib.impl_("mean", Kernel::typed::<op::mean>(functionalize_mean).debug("functionalize_mean"))?;
+    lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(functionalize_mean_dim).debug("functionalize_mean_dim"))?;
+    lib.impl_("min.dim", Kernel::typed::<op::min_dim>(functionalize_min_dim).debug("functionalize_min_dim"))?;
+    lib.impl_("sum", Kernel::typed::<op::sum>(functionalize_sum).debug("functionalize_sum"))?;
+    lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(functionalize_sum_dim_IntList).debug("functionalize_sum_dim_IntList"))?;
+    lib.impl_("std.correction", Kernel::typed::<op::std_correction>(functionalize_std_correction).debug("functionalize_std_correction"))?;
+    lib.impl_("var.correction", Kernel::typed::<op::var_correction>(functionalize_var_correction).debug("functionalize_var_correction"))?;
+    lib.impl_("var_mean.correction", Kernel::typed::<op::var_mean_correction>(functionalize_var_mean_correction).debug("functionalize_var_mean_correction"))?;
+    lib.impl_("min", Kernel::typed::<op::min>(functionalize_min).debug("functionalize_min"))?;
+    lib.impl_("max", Kernel::typed::<op::max>(functionalize_max).debug("functionalize_max"))?;
+    lib.impl_("abs", Kernel::typed::<op::abs>(functionalize_abs).debug("functionalize_abs"))?;
+    lib.impl_("bitwise_not", Kernel::typed::<op::bitwise_not>(functionalize_bitwise_not).debug("functionalize_bitwise_not"))?;
+    lib.impl_("logical_not", Kernel::typed::<op::logical_not>(functionalize_logical_not).debug("functionalize_logical_not"))?;
+    lib.impl_("ceil", Kernel::typed::<op::ceil>(functionalize_ceil).debug("functionalize_ceil"))?;
+    lib.impl_("cos", Kernel::typed::<op::cos>(functionalize_cos).debug("functionalize_cos"))?;
+    lib.impl_("erf", Kernel::typed::<op::erf>(functionalize_erf).debug("functionalize_erf"))?;
+    lib.impl_("exp", Kernel::typed::<op::exp>(functionalize_exp).debug("functionalize_exp"))?;
+    lib.impl_("expm1", Kernel::typed::<op::expm1>(functionalize_expm1).debug("functionalize_expm1"))?;
+    lib.impl_("floor", Kernel::typed::<op::floor>(functionalize_floor).debug("functionalize_floor"))?;
+    lib.impl_("isnan", Kernel::typed::<op::isnan>(functionalize_isnan).debug("functionalize_isnan"))?;
+    lib.impl_("nan_to_num", Kernel::typed::<op::nan_to_num>(functionalize_nan_to_num).debug("functionalize_nan_to_num"))?;
+    lib.impl_("log", Kernel::typed::<op::log>(functionalize_log).debug("functionalize_log"))?;
+    lib.impl_("log1p", Kernel::typed::<op::log1p>(functionalize_log1p).debug("functionalize_log1p"))?;
+    lib.impl_("log2", Kernel::typed::<op::log2>(functionalize_log2).debug("functionalize_log2"))?;
+    lib.impl_("reciprocal", Kernel::typed::<op::reciprocal>(functionalize_reciprocal).debug("functionalize_reciprocal"))?;
+    lib.impl_("neg", Kernel::typed::<op::neg>(functionalize_neg).debug("functionalize_neg"))?;
+    lib.impl_("round", Kernel::typed::<op::round>(functionalize_round).debug("functionalize_round"))?;
+    lib.impl_("round.decimals", Kernel::typed::<op::round_decimals>(functionalize_round_decimals).debug("functionalize_round_decimals"))?;
+    lib.impl_("relu", Kernel::typed::<op::relu>(functionalize_relu).debug("functionalize_relu"))?;
+    lib.impl_("gelu", Kernel::typed::<op::gelu>(functionalize_gelu).debug("functionalize_gelu"))?;
+    lib.impl_("rsqrt", Kernel::typed::<op::rsqrt>(functionalize_rsqrt).debug("functionalize_rsqrt"))?;
+    lib.impl_("silu", Kernel::typed::<op::silu>(functionalize_silu).debug("functionalize_silu"))?;
+    lib.impl_("sigmoid", Kernel::typed::<op::sigmoid>(functionalize_sigmoid).debug("functionalize_sigmoid"))?;
+    lib.impl_("sin", Kernel::typed::<op::sin>(functionalize_sin).debug("functionalize_sin"))?;
+    lib.impl_("sqrt", Kernel::typed::<op::sqrt>(functionalize_sqrt).debug("functionalize_sqrt"))?;
+    lib.impl_("tan", Kernel::typed::<op::tan>(functionalize_tan).debug("functionalize_tan"))?;
+    lib.impl_("tanh", Kernel::typed::<op::tanh>(functionalize_tanh).debug("functionalize_tanh"))?;
+    lib.impl_("trunc", Kernel::typed::<op::trunc>(functionalize_trunc).debug("functionalize_trunc"))?;
+    lib.impl_("sign", Kernel::typed::<op::sign>(functionalize_sign).debug("functionalize_sign"))?;
+    lib.impl_("isinf", Kernel::typed::<op::isinf>(functionalize_isinf).debug("functionalize_isinf"))?;
+    lib.impl_("repeat", Kernel::typed::<op::repeat>(functionalize_repeat).debug("functionalize_repeat"))?;
+    lib.impl_("constant_pad_nd", Kernel::typed::<op::constant_pad_nd>(functionalize_constant_pad_nd).debug("functionalize_constant_pad_nd"))?;
+    lib.impl_("embedding", Kernel::typed::<op::embedding>(functionalize_embedding).debug("functionalize_embedding"))?;
+    lib.impl_("sort", Kernel::typed::<op::sort>(functionalize_sort).debug("functionalize_sort"))?;
+    lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(functionalize_sort_stable).debug("functionalize_sort_stable"))?;
+    lib.impl_("logsumexp", Kernel::typed::<op::logsumexp>(functionalize_logsumexp).debug("functionalize_logsumexp"))?;
+    lib.impl_("resize", Kernel::typed::<op::resize>(functionalize_resize).debug("functionalize_resize"))?;
+    lib.impl_("set.source_Tensor", Kernel::typed::<op::set_source_Tensor>(functionalize_set_source_Tensor).debug("functionalize_set_source_Tensor"))?;
+    lib.impl_("zero", Kernel::typed::<op::zero>(functionalize_zero).debug("functionalize_zero"))?;
+    lib.impl_("uniform", Kernel::typed::<op::uniform>(functionalize_uniform).debug("functionalize_uniform"))?;
+    lib.impl_("bernoulli.Tensor", Kernel::typed::<op::bernoulli_Tensor>(functionalize_bernoulli_Tensor).debug("functionalize_bernoulli_Tensor"))?;
     lib.leak();
     Ok(())
 }
