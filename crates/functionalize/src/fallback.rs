@@ -16,14 +16,6 @@ use switchyard_dispatch::{
     Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias, TensorArgument,
 };
 
-/// PyTorch's error for an alias-annotated operator reaching the fallback.
-fn alias_annotated_error(op: &OperatorHandle) -> Error {
-    Error::runtime(format!(
-        "Found a custom (non-ATen) operator that either mutates or its inputs: {}. Getting these operators to work with functionalization requires some extra work. For mutable ops you need to register a corresponding out-of-place variant of the op, and you also need to register a Functionalization kernel that performs some boilerplate, telling functionalization to map from the mutable op to the out-of-place op. See a more complete example of how to do this at https://gist.github.com/bdhirsh/7dadbf6296f8f7d1abcf4c482f438aaa. Please file a GitHub issue if you run into any problems.",
-        op.name()
-    ))
-}
-
 /// Syncs and unwraps the functional tensors of one argument in place; returns whether it held
 /// a tensor (an absent `Tensor?` does not count) and whether one was functional.
 fn unwrap_argument(v: &mut IValue) -> Result<(bool, bool)> {
@@ -79,7 +71,7 @@ fn functionalize_fallback(
     if facts.tensor_arguments.iter().any(|a| a.is_write)
         || facts.returns.iter().any(|r| r.alias != ReturnAlias::Fresh)
     {
-        return Err(alias_annotated_error(op));
+        return Err(crate::errors::alias_annotated_operator(op));
     }
     let start = stack
         .len()

@@ -90,6 +90,7 @@
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
 pub mod autograd;
+mod errors;
 mod fallback;
 mod geometry;
 pub mod inverses;

@@ -467,13 +467,6 @@ pub(crate) fn replace_last_view_meta(
     Ok(())
 }
 
-/// PyTorch's error for growing a view or an aliased tensor with `resize_`.
-fn resize_view_error() -> Error {
-    Error::runtime(
-        "Attempted to resize a view tensor to a larger size. This is not allowed in the functionalization pass",
-    )
-}
-
 /// Gives `w` a new alias group whose base is `bigger` (A.3 `maybe_replace_storage`, for
 /// `resize_` growing past its storage): `bigger` becomes `w`'s value, at generation 0, and `w`
 /// reports `eager_geometry`. Sets the metadata-mutation flag.
@@ -488,7 +481,7 @@ pub fn maybe_replace_storage(w: &Tensor, bigger: &Tensor, eager_geometry: &Geome
         let mut st = ft.lock();
         // This wrapper's reference is the only one when no other member is alive.
         if Arc::strong_count(&st.storage) != 1 || !st.view_metas.is_empty() {
-            return Err(resize_view_error());
+            return Err(crate::errors::resize_view_larger());
         }
         st.generation = storage.generation();
         st.storage = storage;

@@ -9,6 +9,7 @@ use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
 mod autograd;
 mod custom;
+mod errors;
 mod fallback;
 mod generated;
 mod geometry;
