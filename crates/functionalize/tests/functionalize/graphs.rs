@@ -2,7 +2,9 @@
 //! transform and compared with the expected text of the reference note's A.11, through
 //! [`assert_graph`] (names alpha-renamed by first use, whitespace ignored). Every functionalized
 //! graph has no mutating node (the transform's write-back aside), and with
-//! `Remove::MutationsAndViews` no view node either.
+//! `Remove::MutationsAndViews` no view node either. The graphs of cases whose programs are
+//! not in `programs.rs` (F4, F24, F25, F30, F32, F35) are in `cases.rs`, whose header maps
+//! every A.11 case to its tests.
 //!
 //! Differences from A.11's text, and why:
 //! * the note abbreviates: definitions of `%ones` it uses without defining (F11, F12) are
@@ -124,7 +126,7 @@ fn check_both(name: &str, expected: &str) {
 }
 
 /// `expected` with views reapplied: `<view>_copy(` becomes `<view>(` (`_to_copy` is no view).
-fn reapplied(expected: &str) -> String {
+pub(crate) fn reapplied(expected: &str) -> String {
     expected
         .replace("_to_copy(", "\u{1}")
         .replace("_copy(", "(")
@@ -570,45 +572,6 @@ fn every_program_traces_clean_in_both_modes() {
             traced(p.name, remove);
         }
     }
-}
-
-#[test]
-fn f04_tensor_ctr() {
-    let p = |_: &[Tensor]| {
-        let c = Tensor::from_slice(&[1i64, 2, 3])?;
-        let y = switchyard_ops::lift_fresh(&c)?;
-        let z = y.view(&[-1])?;
-        z.add_scalar_(1)?;
-        Ok(vec![y])
-    };
-    let f = |x: &[Tensor]| run_functionalized(&p, x, Remove::MutationsAndViews);
-    let (_, g) = trace(&f, &[], &[]).unwrap();
-    assert_graph(
-        &g,
-        "%c = lift_fresh_copy(<constant [1,2,3]>)
-         %v = view_copy(%c, [-1]); %a = add(%v, 1)
-         %b = view_copy(%a, [3]); %z = view_copy(%b, [-1])
-         return %b",
-    );
-}
-
-#[test]
-fn f25_resize_larger_valid() {
-    let p = |x: &[Tensor]| {
-        let y = x[0].add_scalar(1)?;
-        y.resize_(&[5, 5])?;
-        let y2 = y.view(&[25])?;
-        y2.fill_scalar_(1)?;
-        let out = y.add_scalar(1)?;
-        Ok(vec![y, out])
-    };
-    let f = |x: &[Tensor]| run_functionalized(&p, x, Remove::MutationsAndViews);
-    let (_, g) = trace(&f, &[switchyard_ops::ones(&[8, 2]).unwrap()], &["x"]).unwrap();
-    assert_graph(
-        &g,
-        "%a=add(x,1); %r=resize(%a,[5,5]); %v=view_copy(%r,[25]); %f=fill(%v,1)
-         %y=view_copy(%f,[5,5]); %v2=view_copy(%y,[25]); %o=add(%y,1); return (%y,%o)",
-    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
 mod autograd;
+mod cases;
 mod coverage;
 mod custom;
 mod errors;

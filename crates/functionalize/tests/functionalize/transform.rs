@@ -5,10 +5,10 @@
 //! eager's, outputs must be plain, and an input's version counter must move iff eager's did.
 //! Factories inside the program are wrapped (the transform includes the `Functionalize` key).
 //!
-//! Cases whose operators are not in ops.yaml yet (F3 `aminmax`, F6
-//! `_fused_moving_avg_obs_fq_helper`, F8 `block_diag`, F31 `_native_batch_norm_legit`, F36
-//! `instance_norm`) are not written here; F35 (`set_`, which eager CPU refuses across
-//! storages) is checked against hand-computed values in `manual.rs`.
+//! `cases.rs` maps every A.11 case to its tests. The cases of operators added for them (F3
+//! `aminmax`, F6 `_fused_moving_avg_obs_fq_helper`, F8 `block_diag`, F31
+//! `_native_batch_norm_legit`, F36 `instance_norm`) are in `op_cases.rs`; F35 (`set_`, which
+//! eager CPU refuses across storages) is checked against hand-computed values in `manual.rs`.
 
 use switchyard_core::{DimVec, Error, Result, ScalarType, Tensor};
 use switchyard_functionalize::{Remove, freeze, functionalize, is_functional, run_functionalized};
