@@ -755,3 +755,61 @@ fn dot_output() {
     );
     assert!(dot.trim_end().ends_with('}'));
 }
+
+#[test]
+fn json_records_the_input_types_and_fresh_inputs_follow_them() {
+    // A transposed float input and a long one: dtypes, sizes and strides as traced.
+    let x = Tensor::from_vec((0..6).map(|v| v as f32).collect(), &[2, 3])
+        .unwrap()
+        .t()
+        .unwrap();
+    let i = Tensor::from_slice(&[1i64, 0]).unwrap();
+    let (_, g) = trace(
+        &|x| Ok(vec![switchyard_ops::index_select(&x[0], 0, &x[1])?]),
+        &[x, i],
+        &["x", "i"],
+    )
+    .unwrap();
+    let expected = [
+        switchyard_functionalize::InputType {
+            dtype: switchyard_core::ScalarType::Float,
+            sizes: vec![3, 2],
+            strides: vec![1, 3],
+        },
+        switchyard_functionalize::InputType {
+            dtype: switchyard_core::ScalarType::Long,
+            sizes: vec![2],
+            strides: vec![1],
+        },
+    ];
+    assert_eq!(g.input_types, expected);
+    let back = Graph::from_json(&g.to_json().unwrap()).unwrap();
+    assert_eq!(back.input_types, expected);
+    let fresh = back.fresh_inputs(switchyard_core::Device::CPU).unwrap();
+    for (t, want) in fresh.iter().zip(&expected) {
+        assert_eq!(t.dtype(), want.dtype);
+        assert_eq!(t.sizes().as_slice(), want.sizes.as_slice());
+        assert_eq!(t.strides().as_slice(), want.strides.as_slice());
+        assert!(t.to_f64_vec().unwrap().iter().all(|v| *v == 1.0));
+    }
+    // ones: index_select picks row 1 of a ones matrix twice.
+    let out = back.replay(&fresh).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0; 4]);
+    // Without `input_types` (an older file) a graph still loads, but has no fresh inputs.
+    let mut json: serde_json::Value = serde_json::from_str(&g.to_json().unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("input_types");
+    let old = Graph::from_json(&json.to_string()).unwrap();
+    assert!(old.input_types.is_empty());
+    assert_eq!(
+        old.fresh_inputs(switchyard_core::Device::CPU)
+            .unwrap_err()
+            .message(),
+        "Graph::fresh_inputs: the graph does not record its inputs' dtypes and sizes ('input_types')"
+    );
+    // Malformed types are refused.
+    json["input_types"] = serde_json::json!([{"dtype": "float32", "sizes": [2], "strides": []}]);
+    assert_eq!(
+        Graph::from_json(&json.to_string()).unwrap_err().message(),
+        "invalid graph JSON: an input type has sizes [2] and strides []"
+    );
+}
