@@ -918,3 +918,213 @@ fn explain_functionalize_shows_the_layer_and_the_graph_below_it() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The graph part of `switchyard functionalize`'s text output (after its two `#` lines).
+fn graph_body(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    stdout(o)
+        .lines()
+        .skip_while(|l| l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("switchyard-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn functionalize_round_trips_a_recorded_graph() {
+    // F18 saved as traced eagerly, loaded back and functionalized: the same graph as
+    // functionalizing F18 itself, in both modes; replayed eagerly, the same eager graph.
+    let dir = scratch_dir("graphs");
+    for program in ["everything", "view_inplace", "optional_tensor_list"] {
+        let file = dir.join(format!("{program}.json"));
+        let path = file.to_str().unwrap();
+        for mode in [
+            &["--remove", "mutations_and_views"][..],
+            &["--remove", "mutations"],
+            &["--eager"],
+        ] {
+            let direct = run(&[&["functionalize", program, "--save-graph", path], mode].concat());
+            let loaded = run(&[&["functionalize", "--load-graph", path], mode].concat());
+            assert_eq!(
+                graph_body(&loaded),
+                graph_body(&direct),
+                "{program} {mode:?}"
+            );
+            assert!(
+                stdout(&loaded).starts_with(&format!(
+                    "# {path}: a recorded graph, replayed on fresh inputs\n"
+                )),
+                "{}",
+                stdout(&loaded)
+            );
+        }
+        // What was saved is the eager program: its input's type, and its in-place calls.
+        let g: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            g["input_types"],
+            json!([{"dtype": "float32", "sizes": [4, 2], "strides": [2, 1]}])
+        );
+        let ops: Vec<&str> = g["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["op"].as_str().unwrap())
+            .collect();
+        let inplace = match program {
+            "everything" => "aten::unsqueeze_",
+            "view_inplace" => "aten::transpose_",
+            _ => "aten::index_put_",
+        };
+        assert!(ops.contains(&inplace), "{program}: {ops:?}");
+    }
+    // `--format json` output loads too: a functionalized graph replayed and functionalized
+    // again is the same graph (no mutation left to remove but the write-back).
+    let file = dir.join("functional.json");
+    let o = run(&[
+        "functionalize",
+        "simple",
+        "--remove",
+        "mutations_and_views",
+        "--format",
+        "json",
+    ]);
+    std::fs::write(&file, stdout(&o)).unwrap();
+    let loaded = run(&[
+        "functionalize",
+        "--load-graph",
+        file.to_str().unwrap(),
+        "--remove",
+        "mutations_and_views",
+    ]);
+    let text = graph_body(&loaded);
+    assert!(text.contains("%add = add(%view_copy, %ones)"), "{text}");
+    assert!(!text.contains("add_("), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn functionalize_refuses_bad_recorded_graphs() {
+    let dir = scratch_dir("bad-graphs");
+    let err = |args: &[&str]| {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let missing = dir.join("missing.json");
+    let e = err(&["functionalize", "--load-graph", missing.to_str().unwrap()]);
+    assert!(
+        e.starts_with(&format!("ValueError: cannot read {}: ", missing.display())),
+        "{e}"
+    );
+    let cases = [
+        (
+            "{not json",
+            "invalid graph JSON: key must be a string at line 1 column 2",
+        ),
+        (
+            r#"{"format": "other"}"#,
+            r#"invalid graph JSON: expected "format": "switchyard-graph""#,
+        ),
+        (
+            r#"{"format": "switchyard-graph", "version": 1, "inputs": ["x"], "constants": [],
+                "nodes": [{"op": "aten::neg", "name": "n", "args": [{"value": "y"}], "outputs": [], "write_back": false}],
+                "outputs": [{"value": "n"}]}"#,
+            "invalid graph JSON: node 0 (aten::neg) uses %y before it is defined",
+        ),
+        (
+            r#"{"format": "switchyard-graph", "version": 1, "inputs": ["x"], "constants": [],
+                "input_types": [{"dtype": "float32", "sizes": [2], "strides": [1]}, {"dtype": "float32", "sizes": [2], "strides": [1]}],
+                "nodes": [], "outputs": [{"value": "x"}]}"#,
+            "invalid graph JSON: 2 input types for 1 inputs",
+        ),
+        (
+            r#"{"format": "switchyard-graph", "version": 1, "inputs": ["x"], "constants": [],
+                "input_types": [{"dtype": "float99", "sizes": [2], "strides": [1]}],
+                "nodes": [], "outputs": [{"value": "x"}]}"#,
+            "float99",
+        ),
+        (
+            r#"{"format": "switchyard-graph", "version": 1, "inputs": ["x"], "constants": [],
+                "nodes": [], "outputs": [{"value": "x"}]}"#,
+            "the graph does not record its inputs' dtypes and sizes ('input_types'), which replaying it needs",
+        ),
+    ];
+    for (i, (text, message)) in cases.iter().enumerate() {
+        let file = dir.join(format!("bad{i}.json"));
+        std::fs::write(&file, text).unwrap();
+        let e = err(&["functionalize", "--load-graph", file.to_str().unwrap()]);
+        assert!(
+            e.starts_with(&format!("ValueError: {}: ", file.display())) || i == 4,
+            "{e}"
+        );
+        assert!(e.contains(message), "{i}: {e}");
+    }
+    // A graph and a built-in program at once.
+    let file = dir.join("bad0.json");
+    let o = run(&[
+        "functionalize",
+        "simple",
+        "--load-graph",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("the argument '[PROGRAM]' cannot be used with '--load-graph <FILE>'"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn functionalize_on_the_reference_backend() {
+    // The program's eager recording replayed on the sidecar: the same graph as on the CPU,
+    // its factories on the device.
+    for mode in ["mutations", "mutations_and_views"] {
+        for program in [
+            "simple",
+            "simple_out",
+            "everything",
+            "index_mutation_on_non_input",
+        ] {
+            let cpu = graph_body(&run(&["functionalize", program, "--remove", mode]));
+            let o = run(&[
+                "functionalize",
+                program,
+                "--remove",
+                mode,
+                "--device",
+                "sidecar",
+            ]);
+            let sidecar = graph_body(&o);
+            // The factories of these programs: `ones`, `empty`, `zeros` with a size only.
+            let on_device: String = cpu
+                .lines()
+                .map(|l| {
+                    let factory = ["= ones(", "= empty(", "= zeros("]
+                        .iter()
+                        .any(|f| l.contains(f));
+                    match l.strip_suffix(')') {
+                        Some(call) if factory => format!("{call}, device=sidecar:0)\n"),
+                        _ => format!("{l}\n"),
+                    }
+                })
+                .collect();
+            assert_ne!(on_device, cpu, "{program}: no factory");
+            assert_eq!(sidecar, on_device, "{program} {mode}");
+            assert!(
+                stdout(&o).contains(&format!(
+                    "# functionalize(f, remove='{mode}'), traced below the layer, on sidecar:0\n"
+                )),
+                "{}",
+                stdout(&o)
+            );
+        }
+    }
+}

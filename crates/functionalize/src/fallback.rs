@@ -15,14 +15,6 @@ use smallvec::SmallVec;
 use switchyard_core::{DispatchKey, DispatchKeySet, Error, IValue, Result, Stack, Tensor};
 use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias};
 
-/// PyTorch's error for an alias-annotated operator reaching the fallback.
-fn alias_annotated_error(op: &OperatorHandle) -> Error {
-    Error::runtime(format!(
-        "Found a custom (non-ATen) operator that either mutates or its inputs: {}. Getting these operators to work with functionalization requires some extra work. For mutable ops you need to register a corresponding out-of-place variant of the op, and you also need to register a Functionalization kernel that performs some boilerplate, telling functionalization to map from the mutable op to the out-of-place op. See a more complete example of how to do this at https://gist.github.com/bdhirsh/7dadbf6296f8f7d1abcf4c482f438aaa. Please file a GitHub issue if you run into any problems.",
-        op.name()
-    ))
-}
-
 /// The unwrapped form of one tensor argument (synced values of its functional tensors), or
 /// `None` if it holds none; also whether some value's layout differs from its wrapper's.
 fn unwrap_argument(v: &IValue) -> Result<Option<(IValue, bool)>> {
@@ -80,7 +72,7 @@ pub(crate) fn functionalize_fallback(
     if facts.tensor_arguments.iter().any(|a| a.is_write)
         || facts.returns.iter().any(|r| r.alias != ReturnAlias::Fresh)
     {
-        return Err(alias_annotated_error(op));
+        return Err(crate::errors::alias_annotated_operator(op));
     }
     let start = stack
         .len()

@@ -454,14 +454,6 @@ pub fn detach_inverse(base: &Tensor, mutated_view: &Tensor, mode: InverseMode) -
     Ok(mutated_view.clone())
 }
 
-/// PyTorch's error for a mutated `unfold` view whose windows overlap, in
-/// [`InverseMode::ViewOrScatterInverse`].
-fn unfold_overlap_error() -> Error {
-    Error::runtime(
-        "While executing unfold, functionalization encountered a tensor being mutated that has internal overlap. When using torch.compile (or running functionalization directly), this is banned as the behavior is not well defined. Consider cloning the tensor before mutating it, or removing the mutation from your model.",
-    )
-}
-
 /// Inverse of `unfold(dimension, size, step)`: the windows of `mutated_view` folded back into
 /// `base` with `unfold_backward`, which sums the windows into a tensor of `base`'s sizes.
 ///
@@ -484,7 +476,7 @@ pub fn unfold_inverse(
     let _below = below();
     match mode {
         InverseMode::AlwaysView => as_strided_like_base(base, mutated_view),
-        InverseMode::ViewOrScatterInverse if size > step => Err(unfold_overlap_error()),
+        InverseMode::ViewOrScatterInverse if size > step => Err(crate::errors::unfold_overlap()),
         InverseMode::ViewOrScatterInverse | InverseMode::NeverView => {
             let sizes = base.sizes();
             let folded = op::unfold_backward::call(mutated_view, &sizes, dimension, size, step)?;

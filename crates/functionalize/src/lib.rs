@@ -90,6 +90,7 @@
 //! thread at a time is the expected pattern; the locks make other use safe, not meaningful.
 
 pub mod autograd;
+mod errors;
 mod fallback;
 mod geometry;
 pub mod inverses;
@@ -118,7 +119,7 @@ pub use tensor::{
     regenerate_from_base, replace_, set__impl, sync, sync_list, sync_optional_list, to_functional,
     to_functional_list, to_functional_optional_list, unsafe_reset_storage,
 };
-pub use trace::{Arg, Graph, Node, trace};
+pub use trace::{Arg, Graph, InputType, Node, trace};
 pub use transform::{Remove, functionalize, run_functionalized};
 pub use view_meta::{
     ForwardFn, InverseMode, ReapplyViewsGuard, ReverseFn, ViewMeta, reapply_views,

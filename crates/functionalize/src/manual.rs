@@ -131,12 +131,8 @@ fn functionalize_set__source_Tensor(
             let _below = below();
             op::set__source_Tensor::call(self_, source)
         }
-        (false, true) => Err(Error::runtime(
-            "set__functionalize: Tried to mutate a non-functional tensor with a functional tensor, which is not allowed",
-        )),
-        (true, false) => Err(Error::runtime(
-            "set__functionalize: We do not currently support x.set_(y) where y is not a FunctionalTensor. Please file an issue",
-        )),
+        (false, true) => Err(crate::errors::set_plain_to_functional()),
+        (true, false) => Err(crate::errors::set_functional_to_plain()),
         (true, true) => {
             switchyard_ops::meta::set_tensor_checks(self_, source)?;
             set__impl(self_, source)?;

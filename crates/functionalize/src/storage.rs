@@ -1,10 +1,11 @@
 //! The alias group of functional tensors ([`FunctionalStorage`], A.2.2): the base every view of
 //! the group is derived from, and the queue of updates made through its members.
 
+use crate::autograd::LeafGrad;
 use crate::below;
 use crate::view_meta::ViewMeta;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use switchyard_core::{DeviceType, Error, Result, Tensor};
 
@@ -43,6 +44,8 @@ pub struct FunctionalStorage {
     state: Mutex<StorageState>,
     mutations: AtomicU64,
     mutations_no_grad_or_inference: AtomicU64,
+    /// A [`crate::autograd::LeafGrad`], set by the transform (plan §7.3).
+    leaf_requires_grad: AtomicU8,
 }
 
 impl fmt::Debug for FunctionalStorage {
@@ -78,6 +81,7 @@ impl FunctionalStorage {
             }),
             mutations: AtomicU64::new(0),
             mutations_no_grad_or_inference: AtomicU64::new(0),
+            leaf_requires_grad: AtomicU8::new(LeafGrad::No as u8),
         })
     }
 
@@ -145,7 +149,7 @@ impl FunctionalStorage {
     /// except on XLA as in PyTorch.
     pub fn add_update(&self, new_value: Tensor, view_metas: Arc<[ViewMeta]>) -> Result<()> {
         if self.is_frozen() {
-            return Err(Error::runtime("cannot mutate tensors with frozen storage"));
+            return Err(crate::errors::frozen_storage());
         }
         // Record 0 may be an `as_strided` (its inverse sees the whole base); a later one may not.
         if new_value.device().kind() != DeviceType::Xla
@@ -155,11 +159,7 @@ impl FunctionalStorage {
                 .skip(1)
                 .find_map(|(i, m)| m.is_as_strided.then_some(i))
         {
-            // "today,so" (no space) is PyTorch's text.
-            return Err(Error::runtime(format!(
-                "During torch.compile, encountered a mutation on a view chain of length {}, where view {i} was an as_strided() call. as_strided() is non-compositional, and therefore is not possible to functionalize properly today,so this behavior is banned in compile. As a workaround, you can either remove the mutation from the model code, or you can insert a graph break right before the mutation with torch._dynamo.graph_break(). If you would like this behavior to work properly, please comment on https://github.com/pytorch/pytorch/issues/104505.",
-                view_metas.len()
-            )));
+            return Err(crate::errors::as_strided_in_view_chain(view_metas.len(), i));
         }
         let mut st = self.lock();
         st.updates.push(Update {
@@ -209,6 +209,16 @@ impl FunctionalStorage {
     /// Of [`FunctionalStorage::mutation_count`], those made under no-grad or inference mode.
     pub fn mutation_count_no_grad_or_inference(&self) -> u64 {
         self.mutations_no_grad_or_inference.load(Ordering::Acquire)
+    }
+
+    /// Whether the group was made from a leaf that requires grad, or from a view of one.
+    pub(crate) fn leaf_requires_grad(&self) -> LeafGrad {
+        LeafGrad::from_u8(self.leaf_requires_grad.load(Ordering::Relaxed))
+    }
+
+    /// Records what the tensor the group was made from is to autograd (the transform's inputs).
+    pub(crate) fn set_leaf_requires_grad(&self, leaf: LeafGrad) {
+        self.leaf_requires_grad.store(leaf as u8, Ordering::Relaxed);
     }
 }
 

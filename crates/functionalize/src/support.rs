@@ -45,27 +45,43 @@ pub(crate) fn unwrap_synced_opt_list(ts: &[Option<Tensor>]) -> Result<Vec<Option
         .collect()
 }
 
-/// PyTorch's error for a plain tensor mutated with a functional argument (the body of its
-/// internal assert, without file and line).
-pub(crate) fn mixed_mutation_error() -> Error {
-    Error::runtime(
-        "mutating a non-functional tensor with a functional tensor is not allowed. Please ensure that all of your inputs are wrapped inside of a functionalize() call.",
-    )
-}
+// The generated kernels' name for PyTorch's error for a plain tensor mutated with a functional
+// argument.
+pub(crate) use crate::errors::mixed_mutation as mixed_mutation_error;
 
 /// Makes `new` (the functional variant's value for mutated wrapper `w`) `w`'s value and
 /// commits it to `w`'s alias group, then syncs `w` (plan §4 `propagate_mutation`: the
-/// immediate sync regenerates `w` from the updated base). A new value of another dtype is
-/// converted, one of other sizes resizes `w` (out=).
+/// immediate sync regenerates `w` from the updated base), after [`check_mutable`]. A new value
+/// of another dtype is converted, one of other sizes resizes `w` (out=).
+// Called by the kernels of mutable operators that are neither in-place nor out= (ops.yaml may
+// have none).
+#[allow(dead_code)]
 pub(crate) fn propagate_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
-    // A frozen group refuses the mutation before `w`'s value is replaced, so that the failed
-    // mutation leaves `w` as it was (`commit_update` checks again).
-    if functional_payload(w).is_some_and(|ft| ft.storage().is_frozen()) {
-        return Err(Error::runtime("cannot mutate tensors with frozen storage"));
-    }
+    check_mutable(w)?;
+    commit_mutation(w, new)
+}
+
+/// [`propagate_mutation`] after [`check_mutable`].
+fn commit_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
     replace_(w, new, false)?;
     commit_update(w)?;
     sync(w)
+}
+
+/// Refuses a change of wrapper `w` that must not happen, before anything changes: an input
+/// that is a leaf requiring grad, or a view of one, changed in place while grad mode is on
+/// (autograd's error, as eager raises it; plan §7.3), or a member of a frozen group (which
+/// `commit_update` checks again). One flag of the group each; nothing for a plain tensor.
+pub(crate) fn check_mutable(w: &Tensor) -> Result<()> {
+    let Some(ft) = functional_payload(w) else {
+        return Ok(());
+    };
+    let storage = ft.storage();
+    crate::autograd::check_leaf_mutation(w, storage.leaf_requires_grad())?;
+    if storage.is_frozen() {
+        return Err(crate::errors::frozen_storage());
+    }
+    Ok(())
 }
 
 /// [`propagate_mutation`] for `self` of an in-place operator, checked first as the eager
@@ -73,15 +89,17 @@ pub(crate) fn propagate_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
 /// match the broadcast shape [2, 2]") and the result must be castable to its dtype ("result
 /// type Float can't be cast to the desired output type Long").
 pub(crate) fn propagate_inplace(w: &Tensor, new: &Tensor) -> Result<()> {
+    check_mutable(w)?;
     switchyard_ops::runtime::check_backend_self(w, new)?;
-    propagate_mutation(w, new)
+    commit_mutation(w, new)
 }
 
 /// [`propagate_mutation`] for an out= argument, checked first as the eager out= kernels check
 /// theirs (the result's dtype castable to `out`'s, same device); a size change resizes `out`.
 pub(crate) fn propagate_out(w: &Tensor, new: &Tensor) -> Result<()> {
+    check_mutable(w)?;
     switchyard_ops::runtime::check_backend_out(w, new)?;
-    propagate_mutation(w, new)
+    commit_mutation(w, new)
 }
 
 /// Eager's memory-overlap checks of an elementwise write into wrapper `w` (TensorIterator's
@@ -115,6 +133,8 @@ pub(crate) fn check_overlaps(w: &Tensor, inputs: &[Option<&Tensor>]) -> Result<(
 /// [`check_overlaps`]. Runs before the functional `copy`, whose shape errors eager raises
 /// after these.
 pub(crate) fn check_copy_overlaps(self_: &Tensor, src: &Tensor) -> Result<()> {
+    // First, as eager's autograd check comes before the copy kernel's.
+    check_mutable(self_)?;
     if self_.is_same(src) || !has_copy_kernel(self_.device()) || !has_copy_kernel(src.device()) {
         return Ok(());
     }
@@ -134,9 +154,10 @@ pub(crate) fn propagate_inplace_checked(
     new: &Tensor,
     inputs: &[Option<&Tensor>],
 ) -> Result<()> {
+    check_mutable(w)?;
     switchyard_ops::runtime::check_backend_self(w, new)?;
     check_overlaps(w, inputs)?;
-    propagate_mutation(w, new)
+    commit_mutation(w, new)
 }
 
 /// [`propagate_out`] of an elementwise out= operator: eager's checks of `out`, then its
@@ -146,9 +167,10 @@ pub(crate) fn propagate_out_checked(
     new: &Tensor,
     inputs: &[Option<&Tensor>],
 ) -> Result<()> {
+    check_mutable(w)?;
     switchyard_ops::runtime::check_backend_out(w, new)?;
     check_overlaps(w, inputs)?;
-    propagate_mutation(w, new)
+    commit_mutation(w, new)
 }
 
 /// [`propagate_mutation`] of every element of a mutated tensor list (`out` lists are checked
@@ -161,6 +183,9 @@ pub(crate) fn propagate_mutation_list(ws: &[Tensor], news: &[Tensor], out: bool)
             ws.len()
         )));
     }
+    for w in ws {
+        check_mutable(w)?;
+    }
     if out {
         for (w, n) in ws.iter().zip(news) {
             switchyard_ops::runtime::check_backend_out(w, n)?;
@@ -168,7 +193,7 @@ pub(crate) fn propagate_mutation_list(ws: &[Tensor], news: &[Tensor], out: bool)
     }
     ws.iter()
         .zip(news)
-        .try_for_each(|(w, n)| propagate_mutation(w, n))
+        .try_for_each(|(w, n)| commit_mutation(w, n))
 }
 
 /// The view of wrapper `base` recorded by `meta`: replays `meta` on `base`'s value (not synced:
@@ -230,6 +255,11 @@ pub(crate) fn inplace_view(
     meta: ViewMeta,
     view: &dyn Fn(&Tensor) -> Result<Tensor>,
 ) -> Result<()> {
+    // `transpose_` of a leaf that requires grad is autograd's error too (a frozen group takes
+    // metadata changes, as in PyTorch).
+    if let Some(ft) = functional_payload(w) {
+        crate::autograd::check_leaf_mutation(w, ft.storage().leaf_requires_grad())?;
+    }
     let eager = shadow_view(w, view)?;
     mutate_view_meta_to(w, meta, Some(&eager))
 }

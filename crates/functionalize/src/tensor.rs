@@ -577,13 +577,6 @@ pub(crate) fn replace_last_view_meta(
     Ok(())
 }
 
-/// PyTorch's error for growing a view or an aliased tensor with `resize_`.
-fn resize_view_error() -> Error {
-    Error::runtime(
-        "Attempted to resize a view tensor to a larger size. This is not allowed in the functionalization pass",
-    )
-}
-
 /// Gives `w` a new alias group whose base is `bigger` (A.3 `maybe_replace_storage`, for
 /// `resize_` growing past its storage): `bigger` becomes `w`'s value, at generation 0, and `w`
 /// reports `eager_geometry`. Sets the metadata-mutation flag.
@@ -602,7 +595,7 @@ pub fn maybe_replace_storage(w: &Tensor, bigger: &Tensor, eager_geometry: &Geome
             .as_ref()
             .is_some_and(|s| Arc::strong_count(s) != 1);
         if shared || !st.view_metas.is_empty() {
-            return Err(resize_view_error());
+            return Err(crate::errors::resize_view_larger());
         }
         st.generation = storage.generation();
         st.storage = Some(storage);

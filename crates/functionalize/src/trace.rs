@@ -166,11 +166,25 @@ impl Node {
     }
 }
 
+/// The dtype and layout of a graph input, as traced: what [`Graph::fresh_inputs`] makes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputType {
+    /// The element type.
+    pub dtype: ScalarType,
+    /// The sizes.
+    pub sizes: Vec<i64>,
+    /// The strides.
+    pub strides: Vec<i64>,
+}
+
 /// A recorded program: named inputs, nodes in call order, constants and the outputs.
 #[derive(Clone, Debug)]
 pub struct Graph {
     /// The inputs' names, in order.
     pub inputs: Vec<String>,
+    /// The inputs' dtypes and layouts when traced, in order (empty for a graph read from JSON
+    /// that does not record them).
+    pub input_types: Vec<InputType>,
     /// The nodes, in the order they were called.
     pub nodes: Vec<Node>,
     /// The constants the nodes and outputs refer to.
@@ -227,6 +241,7 @@ struct Recorder {
     /// Names in use.
     taken: HashSet<String>,
     inputs: Vec<String>,
+    input_types: Vec<InputType>,
     nodes: Vec<Node>,
 }
 
@@ -508,6 +523,11 @@ pub fn trace(
             .entry(t.object_id())
             .or_insert_with(|| name.to_owned());
         rec.inputs.push(name.to_owned());
+        rec.input_types.push(InputType {
+            dtype: t.dtype(),
+            sizes: t.sizes().to_vec(),
+            strides: t.strides().to_vec(),
+        });
         rec.held.push(t.clone());
     }
     let nested = RECORDER.with(|r| {
@@ -535,6 +555,7 @@ pub fn trace(
     let out_args = outputs.iter().map(|t| rec.tensor_arg(t)).collect();
     let graph = Graph {
         inputs: rec.inputs,
+        input_types: rec.input_types,
         nodes: rec.nodes,
         constants: rec.constants,
         outputs: out_args,
@@ -1106,10 +1127,42 @@ fn constant_from_json(v: &Json) -> Result<Constant> {
     Ok(Constant { tensor })
 }
 
+fn ints_from_json(v: &Json, what: &str) -> Result<Vec<i64>> {
+    v.as_array()
+        .ok_or_else(|| bad_json(format!("{what} must be an array of integers, got {v}")))?
+        .iter()
+        .map(|s| {
+            s.as_i64()
+                .ok_or_else(|| bad_json(format!("bad {what} entry {s}")))
+        })
+        .collect()
+}
+
+fn input_type_from_json(v: &Json) -> Result<InputType> {
+    let dtype = ScalarType::parse(
+        v["dtype"]
+            .as_str()
+            .ok_or_else(|| bad_json(format!("an input type needs a 'dtype', got {v}")))?,
+    )?;
+    let sizes = ints_from_json(&v["sizes"], "an input type's 'sizes'")?;
+    let strides = ints_from_json(&v["strides"], "an input type's 'strides'")?;
+    if sizes.len() != strides.len() || sizes.iter().chain(&strides).any(|x| *x < 0) {
+        return Err(bad_json(format!(
+            "an input type has sizes {sizes:?} and strides {strides:?}"
+        )));
+    }
+    Ok(InputType {
+        dtype,
+        sizes,
+        strides,
+    })
+}
+
 impl Graph {
     /// The graph as JSON: `{"format": "switchyard-graph", "version": 1, "inputs": [...],
-    /// "constants": [{"dtype", "sizes", "values", "wrapped_number"}], "nodes": [{"op", "name",
-    /// "args", "outputs", "write_back"}], "outputs": [...]}`. Arguments are objects with one
+    /// "input_types": [{"dtype", "sizes", "strides"}], "constants": [{"dtype", "sizes",
+    /// "values", "wrapped_number"}], "nodes": [{"op", "name", "args", "outputs",
+    /// "write_back"}], "outputs": [...]}` (`input_types` only when known). Arguments are objects with one
     /// field naming their kind (`{"value": "x"}`, `{"int": 1}`, `{"ints": [4, 2]}`,
     /// `{"dtype": "float32"}`, ...) or `null`.
     ///
@@ -1128,7 +1181,7 @@ impl Graph {
                 })
             })
             .collect();
-        let doc = json!({
+        let mut doc = json!({
             "format": JSON_FORMAT,
             "version": JSON_VERSION,
             "inputs": self.inputs,
@@ -1136,12 +1189,30 @@ impl Graph {
             "nodes": nodes,
             "outputs": self.outputs.iter().map(arg_json).collect::<Vec<_>>(),
         });
+        if !self.input_types.is_empty() {
+            doc["input_types"] = self
+                .input_types
+                .iter()
+                .map(|t| {
+                    json!({
+                        "dtype": t.dtype.python_name(),
+                        "sizes": t.sizes,
+                        "strides": t.strides,
+                    })
+                })
+                .collect();
+        }
         serde_json::to_string_pretty(&doc)
             .map_err(|e| Error::runtime(format!("Graph::to_json: {e}")))
     }
 
-    /// Reads a graph written by [`Graph::to_json`]. Checks the format and version, and that
-    /// every value is defined (as an input or an earlier node's result) before it is used.
+    /// Reads a graph written by [`Graph::to_json`]. Checks the format and version, that every
+    /// value is defined (as an input or an earlier node's result) before it is used, and that
+    /// `input_types`, when present, describes each input once.
+    ///
+    /// Errors ("invalid graph JSON: ..."): text that is not JSON, a field missing or of the
+    /// wrong kind, an unknown argument kind, dtype or device, a value used before it is
+    /// defined, a constant that does not exist.
     pub fn from_json(text: &str) -> Result<Graph> {
         let doc: Json = serde_json::from_str(text).map_err(bad_json)?;
         if doc["format"] != JSON_FORMAT {
@@ -1166,6 +1237,25 @@ impl Graph {
                     .ok_or_else(|| bad_json(format!("bad input name {v}")))
             })
             .collect::<Result<_>>()?;
+        let input_types: Vec<InputType> = match &doc["input_types"] {
+            Json::Null => Vec::new(),
+            Json::Array(types) => types
+                .iter()
+                .map(input_type_from_json)
+                .collect::<Result<_>>()?,
+            other => {
+                return Err(bad_json(format!(
+                    "'input_types' must be an array, got {other}"
+                )));
+            }
+        };
+        if !input_types.is_empty() && input_types.len() != inputs.len() {
+            return Err(bad_json(format!(
+                "{} input types for {} inputs",
+                input_types.len(),
+                inputs.len()
+            )));
+        }
         let constants: Vec<Constant> = array("constants")?
             .iter()
             .map(constant_from_json)
@@ -1199,6 +1289,7 @@ impl Graph {
         let outputs = args_of(&doc["outputs"], "outputs")?;
         let graph = Graph {
             inputs,
+            input_types,
             nodes,
             constants,
             outputs,
@@ -1246,6 +1337,42 @@ impl Graph {
     ///
     /// Errors: a wrong input count, an unknown operator, an operator's own error.
     pub fn replay(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        self.replay_on(inputs, None)
+    }
+
+    /// Fresh inputs for the graph: for each input, a tensor of its traced dtype, sizes and
+    /// strides (over a storage just large enough) on `device`, filled with ones.
+    ///
+    /// Errors if the graph does not record its inputs' types (a JSON file without
+    /// `input_types`), or a tensor cannot be made.
+    pub fn fresh_inputs(&self, device: Device) -> Result<Vec<Tensor>> {
+        if self.input_types.len() != self.inputs.len() {
+            return Err(Error::value(
+                "Graph::fresh_inputs: the graph does not record its inputs' dtypes and sizes ('input_types')",
+            ));
+        }
+        self.input_types
+            .iter()
+            .map(|t| {
+                let elements = switchyard_core::geometry::Geometry::new(&t.sizes, &t.strides, 0)?
+                    .required_elements();
+                let flat = switchyard_ops::ones_with(
+                    &[elements],
+                    Some(t.dtype),
+                    None,
+                    Some(device),
+                    None,
+                )?;
+                switchyard_ops::as_strided_with(&flat, &t.sizes, &t.strides, Some(0))
+            })
+            .collect()
+    }
+
+    /// [`Graph::replay`] on `device`: factories (operators without tensor arguments) that were
+    /// traced without a device are called with `device`, and constant tensors (not wrapped
+    /// numbers) are copied to it first; everything else follows the inputs. `None` replays as
+    /// traced.
+    pub fn replay_on(&self, inputs: &[Tensor], device: Option<Device>) -> Result<Vec<Tensor>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::value(format!(
                 "Graph::replay: the graph takes {} inputs but got {}",
@@ -1259,12 +1386,30 @@ impl Graph {
             .map(String::as_str)
             .zip(inputs.iter().map(|t| IValue::Tensor(t.clone())))
             .collect();
+        let constants: Vec<Tensor> = self
+            .constants
+            .iter()
+            .map(|c| match device {
+                Some(device) if !c.tensor.is_wrapped_number() && c.tensor.device() != device => {
+                    switchyard_ops::_to_copy_with(
+                        &c.tensor,
+                        None,
+                        None,
+                        Some(device),
+                        None,
+                        false,
+                        None,
+                    )
+                }
+                _ => Ok(c.tensor.clone()),
+            })
+            .collect::<Result<_>>()?;
         let d = Dispatcher::singleton();
         for n in &self.nodes {
             let args: Vec<IValue> = n
                 .args
                 .iter()
-                .map(|a| self.ivalue(a, &env))
+                .map(|a| self.ivalue(a, &env, &constants))
                 .collect::<Result<_>>()?;
             let result = if n.op == GETITEM {
                 let (Some(container), Some(IValue::Int(i))) = (args.first(), args.get(1)) else {
@@ -1286,6 +1431,15 @@ impl Graph {
                 })?;
                 let facts = op.require_schema_facts()?;
                 let mut stack: Stack = args;
+                if let Some(device) = device
+                    && facts.tensor_arguments.is_empty()
+                {
+                    for &i in &facts.device_arguments {
+                        if let Some(v @ IValue::None) = stack.get_mut(i) {
+                            *v = IValue::Device(device);
+                        }
+                    }
+                }
                 op.call_boxed(&mut stack)?;
                 let returns = stack.split_off(stack.len().saturating_sub(facts.num_returns));
                 match <[IValue; 1]>::try_from(returns) {
@@ -1299,7 +1453,7 @@ impl Graph {
         }
         self.outputs
             .iter()
-            .map(|o| match self.ivalue(o, &env)? {
+            .map(|o| match self.ivalue(o, &env, &constants)? {
                 IValue::Tensor(t) => Ok(t),
                 other => Err(Error::runtime(format!(
                     "Graph::replay: an output is a {}, not a tensor",
@@ -1309,9 +1463,9 @@ impl Graph {
             .collect()
     }
 
-    fn ivalue(&self, a: &Arg, env: &HashMap<&str, IValue>) -> Result<IValue> {
+    fn ivalue(&self, a: &Arg, env: &HashMap<&str, IValue>, constants: &[Tensor]) -> Result<IValue> {
         let tensor = |a: &Arg| -> Result<Option<Tensor>> {
-            match self.ivalue(a, env)? {
+            match self.ivalue(a, env, constants)? {
                 IValue::Tensor(t) => Ok(Some(t)),
                 IValue::None => Ok(None),
                 other => Err(Error::runtime(format!(
@@ -1327,9 +1481,9 @@ impl Graph {
                 .cloned()
                 .ok_or_else(|| Error::runtime(format!("Graph::replay: %{v} is not defined")))?,
             Arg::Constant(c) => IValue::Tensor(
-                self.constants
+                constants
                     .get(*c)
-                    .map(|c| c.tensor.clone())
+                    .cloned()
                     .ok_or_else(|| Error::runtime(format!("Graph::replay: no constant {c}")))?,
             ),
             Arg::Bool(b) => IValue::Bool(*b),
@@ -1356,7 +1510,7 @@ impl Graph {
             }
             Arg::List(xs) => IValue::GenericList(
                 xs.iter()
-                    .map(|x| self.ivalue(x, env))
+                    .map(|x| self.ivalue(x, env, constants))
                     .collect::<Result<_>>()?,
             ),
         })

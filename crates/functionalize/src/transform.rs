@@ -54,16 +54,9 @@ impl FromStr for Remove {
         match s {
             "mutations" => Ok(Remove::Mutations),
             "mutations_and_views" => Ok(Remove::MutationsAndViews),
-            other => Err(Error::runtime(format!(
-                "functionalize(f, remove='mutations'): received invalid argument for remove={other}. Valid options are:\n     remove='mutations': all inplace and out= operators will be removed from the program, and replaced with their out-of-place equivalents.\n     remove='mutations_and_views': In addition to the above, all aliasing operators {{view}} will be replaced with their non-aliasing counterparts, {{view}}_copy.\n"
-            ))),
+            other => Err(crate::errors::invalid_remove(other)),
         }
     }
-}
-
-/// The error for a `functionalize` call inside a functionalized region.
-fn nested_error() -> Error {
-    Error::runtime("nested functionalize() is not supported")
 }
 
 /// Runs `f` on functional wrappers of `inputs` and returns its outputs unwrapped (plan §5.1,
@@ -96,7 +89,7 @@ pub fn run_functionalized(
 ) -> Result<Vec<Tensor>> {
     if tls_is_dispatch_key_included(DispatchKey::Functionalize) || inputs.iter().any(is_functional)
     {
-        return Err(nested_error());
+        return Err(crate::errors::nested_functionalize());
     }
     let _reapply = ReapplyViewsGuard::new(remove.reapply_views());
     let (wrapped, outputs) = {
@@ -142,6 +135,12 @@ fn write_back(orig: &Tensor, w: &Tensor) -> Result<()> {
         return Ok(());
     }
     let _skip = auto_dispatch_skip_functionalize();
+    // A leaf that requires grad (or a view of one) was changed under `no_grad` only (with grad
+    // mode on, the change was refused): eager changed it without history, and each change
+    // moved its version counter (which the wrapper shares) already. Written back below
+    // autograd, so without history and without another bump, which would invalidate the
+    // tensors the program saved for backward.
+    let _below = crate::autograd::write_back_without_grad(w).then(crate::tensor::below);
     // A trace tags these calls, so that `Graph::mutating_nodes` leaves them out.
     let _tag = crate::trace::write_back_scope();
     let target = w.geometry();

@@ -201,11 +201,7 @@ fn mixed_plain_and_functional_arguments() {
     assert!(is_functional(&z));
     z.add_(&plain).unwrap();
     assert_eq!(observe(&z).2, vec![3.0, 3.0]);
-    let err = plain.add_(&x).unwrap_err();
-    assert_eq!(
-        err.message(),
-        "mutating a non-functional tensor with a functional tensor is not allowed. Please ensure that all of your inputs are wrapped inside of a functionalize() call."
-    );
+    // (`plain.add_(&x)` is refused: `errors.rs`.)
     // Nothing functional: the kernel calls the in-place op below and mutates the plain tensor.
     let p = ones(&[2]);
     p.add_(&ones(&[2])).unwrap();
@@ -371,30 +367,6 @@ fn unfold_view_mutation() {
         &[arange(5, &[5])],
     );
     assert_eq!(ins[0].2, vec![0.0, 1.0, -1.0, -1.0, 4.0]);
-}
-
-#[test]
-fn overlapping_unfold_windows_are_refused_when_views_are_kept() {
-    // F32: windows of size 3 every 2 elements share an element. Keeping views, mutating them
-    // is PyTorch's internal-overlap error (raised when the update is applied); removing views,
-    // the mutation runs, its windows folded back by summing (as PyTorch does; not eager's
-    // result, which is not well defined for overlapping writes: PyTorch bans it in compile).
-    let x = to_functional(&ones(&[1, 5])).unwrap();
-    {
-        let _keep = ReapplyViewsGuard::new(true);
-        let t = x.unfold(1, 3, 2).unwrap();
-        let err = t.abs_().unwrap_err();
-        assert!(
-            err.message().starts_with(
-                "While executing unfold, functionalization encountered a tensor being mutated that has internal overlap."
-            ),
-            "{err}"
-        );
-    }
-    let x = to_functional(&ones(&[1, 5])).unwrap();
-    let t = x.unfold(1, 3, 2).unwrap();
-    t.abs_().unwrap();
-    assert_eq!(crate::values(&x).len(), 5);
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! transform and compared with the expected text of the reference note's A.11, through
 //! [`assert_graph`] (names alpha-renamed by first use, whitespace ignored). Every functionalized
 //! graph has no mutating node (the transform's write-back aside), and with
-//! `Remove::MutationsAndViews` no view node either.
+//! `Remove::MutationsAndViews` no view node either. The graphs of cases whose programs are
+//! not in `programs.rs` (F4, F24, F25, F30, F32, F35) are in `cases.rs`, whose header maps
+//! every A.11 case to its tests.
 //!
 //! Differences from A.11's text, and why:
 //! * the note abbreviates: definitions of `%ones` it uses without defining (F11, F12) are
@@ -124,7 +126,7 @@ fn check_both(name: &str, expected: &str) {
 }
 
 /// `expected` with views reapplied: `<view>_copy(` becomes `<view>(` (`_to_copy` is no view).
-fn reapplied(expected: &str) -> String {
+pub(crate) fn reapplied(expected: &str) -> String {
     expected
         .replace("_to_copy(", "\u{1}")
         .replace("_copy(", "(")
@@ -572,45 +574,6 @@ fn every_program_traces_clean_in_both_modes() {
     }
 }
 
-#[test]
-fn f04_tensor_ctr() {
-    let p = |_: &[Tensor]| {
-        let c = Tensor::from_slice(&[1i64, 2, 3])?;
-        let y = switchyard_ops::lift_fresh(&c)?;
-        let z = y.view(&[-1])?;
-        z.add_scalar_(1)?;
-        Ok(vec![y])
-    };
-    let f = |x: &[Tensor]| run_functionalized(&p, x, Remove::MutationsAndViews);
-    let (_, g) = trace(&f, &[], &[]).unwrap();
-    assert_graph(
-        &g,
-        "%c = lift_fresh_copy(<constant [1,2,3]>)
-         %v = view_copy(%c, [-1]); %a = add(%v, 1)
-         %b = view_copy(%a, [3]); %z = view_copy(%b, [-1])
-         return %b",
-    );
-}
-
-#[test]
-fn f25_resize_larger_valid() {
-    let p = |x: &[Tensor]| {
-        let y = x[0].add_scalar(1)?;
-        y.resize_(&[5, 5])?;
-        let y2 = y.view(&[25])?;
-        y2.fill_scalar_(1)?;
-        let out = y.add_scalar(1)?;
-        Ok(vec![y, out])
-    };
-    let f = |x: &[Tensor]| run_functionalized(&p, x, Remove::MutationsAndViews);
-    let (_, g) = trace(&f, &[switchyard_ops::ones(&[8, 2]).unwrap()], &["x"]).unwrap();
-    assert_graph(
-        &g,
-        "%a=add(x,1); %r=resize(%a,[5,5]); %v=view_copy(%r,[25]); %f=fill(%v,1)
-         %y=view_copy(%f,[5,5]); %v2=view_copy(%y,[25]); %o=add(%y,1); return (%y,%o)",
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // The tracer itself
 // ---------------------------------------------------------------------------------------------
@@ -791,4 +754,62 @@ fn dot_output() {
         "{dot}"
     );
     assert!(dot.trim_end().ends_with('}'));
+}
+
+#[test]
+fn json_records_the_input_types_and_fresh_inputs_follow_them() {
+    // A transposed float input and a long one: dtypes, sizes and strides as traced.
+    let x = Tensor::from_vec((0..6).map(|v| v as f32).collect(), &[2, 3])
+        .unwrap()
+        .t()
+        .unwrap();
+    let i = Tensor::from_slice(&[1i64, 0]).unwrap();
+    let (_, g) = trace(
+        &|x| Ok(vec![switchyard_ops::index_select(&x[0], 0, &x[1])?]),
+        &[x, i],
+        &["x", "i"],
+    )
+    .unwrap();
+    let expected = [
+        switchyard_functionalize::InputType {
+            dtype: switchyard_core::ScalarType::Float,
+            sizes: vec![3, 2],
+            strides: vec![1, 3],
+        },
+        switchyard_functionalize::InputType {
+            dtype: switchyard_core::ScalarType::Long,
+            sizes: vec![2],
+            strides: vec![1],
+        },
+    ];
+    assert_eq!(g.input_types, expected);
+    let back = Graph::from_json(&g.to_json().unwrap()).unwrap();
+    assert_eq!(back.input_types, expected);
+    let fresh = back.fresh_inputs(switchyard_core::Device::CPU).unwrap();
+    for (t, want) in fresh.iter().zip(&expected) {
+        assert_eq!(t.dtype(), want.dtype);
+        assert_eq!(t.sizes().as_slice(), want.sizes.as_slice());
+        assert_eq!(t.strides().as_slice(), want.strides.as_slice());
+        assert!(t.to_f64_vec().unwrap().iter().all(|v| *v == 1.0));
+    }
+    // ones: index_select picks row 1 of a ones matrix twice.
+    let out = back.replay(&fresh).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0; 4]);
+    // Without `input_types` (an older file) a graph still loads, but has no fresh inputs.
+    let mut json: serde_json::Value = serde_json::from_str(&g.to_json().unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("input_types");
+    let old = Graph::from_json(&json.to_string()).unwrap();
+    assert!(old.input_types.is_empty());
+    assert_eq!(
+        old.fresh_inputs(switchyard_core::Device::CPU)
+            .unwrap_err()
+            .message(),
+        "Graph::fresh_inputs: the graph does not record its inputs' dtypes and sizes ('input_types')"
+    );
+    // Malformed types are refused.
+    json["input_types"] = serde_json::json!([{"dtype": "float32", "sizes": [2], "strides": []}]);
+    assert_eq!(
+        Graph::from_json(&json.to_string()).unwrap_err().message(),
+        "invalid graph JSON: an input type has sizes [2] and strides []"
+    );
 }

@@ -8,7 +8,10 @@ use switchyard_cpu as _;
 use switchyard_functionalize::{ViewMeta, from_functional, sync};
 
 mod autograd;
+mod cases;
+mod coverage;
 mod custom;
+mod errors;
 mod fallback;
 mod generated;
 mod geometry;
