@@ -14,6 +14,7 @@ use switchyard_backend::{
     Access, Device, DeviceType, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar,
     ScalarType, StorageData, Tensor, call_fallback, with_tensors,
 };
+use switchyard_ops::meta::index_support::{infer_dense_strides, is_non_overlapping_and_dense};
 use switchyard_ops::op;
 
 use crate::generated::SidecarNativeFunctions;
@@ -120,6 +121,32 @@ fn upload(src: &Tensor, dst: &Tensor) -> Result<()> {
         .host_to_device_bytes
         .fetch_add(bytes.len() as u64, Ordering::Relaxed);
     scatter(dst, &bytes)
+}
+
+/// Copies a sidecar tensor to a new CPU tensor laid out as `Tensor::cpu()` lays it out
+/// (PyTorch's `_to_copy` with the memory format preserved): a non-overlapping and dense tensor
+/// keeps its strides, any other gets dense strides in its own stride order. One
+/// device-to-host transfer, then a copy on the host when the layout is not contiguous.
+///
+/// The CPU fallback runs CPU kernels on these copies, and a kernel's output layout follows its
+/// inputs' (an elementwise operator on a transposed tensor gives a transposed result, a
+/// `clone` keeps the stride order): with contiguous copies the sidecar's results would have
+/// other strides than the CPU's and than the Meta kernels predict, which `as_strided` and
+/// `view` observe.
+fn download_preserving_layout(t: &Tensor) -> Result<Tensor> {
+    let host = download(t)?;
+    let g = t.geometry();
+    let strides: Vec<i64> = if is_non_overlapping_and_dense(g.sizes(), g.strides()) {
+        g.strides().to_vec()
+    } else {
+        infer_dense_strides(g.sizes(), g.strides()).to_vec()
+    };
+    if strides.as_slice() == host.strides().as_slice() {
+        return Ok(host);
+    }
+    let laid_out = Tensor::allocate_strided(g.sizes(), &strides, t.dtype(), Device::CPU)?;
+    op::copy_::call(&laid_out, &host, false)?;
+    Ok(laid_out)
 }
 
 fn is_sidecar(t: &Tensor) -> bool {
@@ -233,14 +260,15 @@ impl SidecarNativeFunctions for Sidecar {
     }
 
     /// The batched transfer the CPU fallback uses: one call is one batch, however many
-    /// tensors it carries. CPU tensors pass through.
+    /// tensors it carries. CPU tensors pass through; sidecar tensors keep their layout as
+    /// `Tensor::cpu()` keeps it.
     fn _to_cpu(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
         COUNTERS.to_cpu_batches.fetch_add(1, Ordering::Relaxed);
         tensors
             .iter()
             .map(|t| {
                 if is_sidecar(t) {
-                    download(t)
+                    download_preserving_layout(t)
                 } else {
                     Ok(t.clone())
                 }

@@ -333,6 +333,95 @@ fn generated_wrappers_check_before_they_write() {
     assert_eq!(to_cpu(&ints).unwrap().to_vec::<i64>().unwrap(), [1, 2]);
 }
 
+const INTERNAL: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+const PARTIAL: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
+
+/// Writes into memory other arguments share behave as on the CPU, whichever way the call goes:
+/// through the CPU fallback (`sub_`, `fill_`), whose arguments sharing memory with a written
+/// one travel as one piece of storage and so are aliased on the CPU too, and through the
+/// generated wrappers of `pointwise` operators (`add_`, `add.out`), which make
+/// TensorIterator's overlap checks. Refused calls leave the memory as it was.
+#[test]
+fn writes_into_shared_memory_behave_as_on_the_cpu() {
+    let _g = serial();
+    let values = [1.0f32, 2.0, 3.0, 4.0];
+    let x = to_sidecar(&f32s(&values, &[4])).unwrap();
+    let (a, b) = (
+        x.slice_with(0, Some(1), Some(3), 1).unwrap(),
+        x.slice_with(0, Some(0), Some(2), 1).unwrap(),
+    );
+    let cpu = f32s(&values, &[4]);
+    let cpu_err = cpu
+        .slice_with(0, Some(1), Some(3), 1)
+        .unwrap()
+        .sub_(&cpu.slice_with(0, Some(0), Some(2), 1).unwrap())
+        .unwrap_err();
+    assert_eq!(cpu_err.message(), PARTIAL);
+    // Through the fallback: the two slices travel as one piece, the three elements they reach.
+    let c0 = counters();
+    let err = a.sub_(&b).unwrap_err();
+    let c1 = counters();
+    assert_eq!(err.message(), PARTIAL);
+    assert_eq!(c1.device_to_host - c0.device_to_host, 1);
+    assert_eq!(c1.device_to_host_bytes - c0.device_to_host_bytes, 12);
+    assert_eq!(host_f32(&x), values);
+    // Through the generated wrappers.
+    assert_eq!(a.add_(&b).unwrap_err().message(), PARTIAL);
+    let err = switchyard_ops::add_out(&b, &b, &a).unwrap_err();
+    assert_eq!(err.message(), PARTIAL);
+    assert_eq!(host_f32(&x), values);
+    // A full overlap (the same elements in the same layout) is allowed, and reads what it
+    // writes as the CPU does: x * x, then x + x.
+    let (v, w) = (x.view(&[2, 2]).unwrap(), x.view(&[2, 2]).unwrap());
+    v.mul_(&w).unwrap();
+    assert_eq!(host_f32(&x), [1.0, 4.0, 9.0, 16.0]);
+    v.sub_(&w).unwrap();
+    assert_eq!(host_f32(&x), [0.0; 4]);
+
+    // An expanded view: pointwise writes refuse it, fill_ (which checks nothing on the CPU
+    // either) writes the element.
+    let y = to_sidecar(&f32s(&[5.0], &[1])).unwrap();
+    let e = y.expand(&[3]).unwrap();
+    let ones = to_sidecar(&f32s(&[1.0; 3], &[3])).unwrap();
+    assert_eq!(e.sub_(&ones).unwrap_err().message(), INTERNAL);
+    assert_eq!(e.add_(&ones).unwrap_err().message(), INTERNAL);
+    let err = switchyard_ops::add_out(&ones, &ones, &e).unwrap_err();
+    assert_eq!(err.message(), INTERNAL);
+    assert_eq!(host_f32(&y), [5.0]);
+    e.fill_scalar_(7.0).unwrap();
+    assert_eq!(host_f32(&y), [7.0]);
+}
+
+/// The fallback's CPU copies have the layouts `Tensor::cpu()` gives (the sidecar's `_to_cpu`),
+/// so its results have the CPU's strides: a clone of a transposed view stays transposed, one
+/// of a diagonal gets dense strides in the diagonal's order, an elementwise result follows its
+/// input.
+#[test]
+fn fallback_results_have_the_cpus_layouts() {
+    let _g = serial();
+    let values: Vec<f32> = (0..24).map(|v| v as f32).collect();
+    let cpu = f32s(&values, &[2, 3, 4]);
+    let dev = to_sidecar(&cpu).unwrap();
+    let views: [&dyn Fn(&Tensor) -> Tensor; 3] = [
+        &|t| t.transpose(0, 2).unwrap(),
+        &|t| t.diagonal_with(0, 2, 1).unwrap(),
+        &|t| t.permute(&[1, 2, 0]).unwrap(),
+    ];
+    for view in views {
+        let (c, d) = (view(&cpu), view(&dev));
+        let (cc, dc) = (
+            switchyard_ops::clone(&c).unwrap(),
+            switchyard_ops::clone(&d).unwrap(),
+        );
+        assert_eq!(dc.device(), device());
+        assert_eq!(dc.strides(), cc.strides());
+        assert_eq!(host_f32(&dc), cc.to_vec::<f32>().unwrap());
+        let (ce, de) = (c.exp().unwrap(), d.exp().unwrap());
+        assert_eq!(de.strides(), ce.strides());
+        assert_eq!(host_f32(&de), ce.to_vec::<f32>().unwrap());
+    }
+}
+
 #[test]
 fn optional_tensors_and_tensor_lists() {
     let _g = serial();

@@ -10,7 +10,10 @@
 //! 1. every defined tensor argument (plain, optional, inside `Tensor[]` and `Tensor?[]`) goes
 //!    to the CPU in **one** call of the batched `aten::_to_cpu(Tensor[])` operator, which a
 //!    backend can implement to transfer everything at once; absent optionals stay absent;
-//!    `Device` arguments become `cpu` and the last one is remembered as the target device;
+//!    arguments sharing memory with a written argument go as one piece of their storage and
+//!    become views of its CPU copy, so that the CPU kernel sees the aliasing (its overlap
+//!    checks, its reads of what it wrote); `Device` arguments become `cpu` and the last one is
+//!    remembered as the target device;
 //! 2. the operator runs at the CPU key (below autograd: the fallback sits at a backend key);
 //! 3. every written argument (`Tensor(a!)`, also inside lists) gets the CPU result copied back
 //!    with `_copy_from_and_resize`;
@@ -144,16 +147,37 @@ pub fn cpu_fallback_with(
         .map(|a| (a.index, stack[base + a.index].clone()))
         .collect();
     if !batch.is_empty() {
-        let on_cpu = op::_to_cpu::call(&batch)?;
-        if on_cpu.len() != batch.len() {
+        let is_written: Vec<bool> = slots
+            .iter()
+            .map(|s| {
+                facts
+                    .tensor_arguments
+                    .iter()
+                    .any(|a| a.index == s.argument && a.is_write)
+            })
+            .collect();
+        let (transfer, sources) = plan_transfer(&batch, &is_written)?;
+        let on_cpu = op::_to_cpu::call(&transfer)?;
+        if on_cpu.len() != transfer.len() {
             return Err(Error::runtime(format!(
                 "_to_cpu returned {} tensors for {} inputs",
                 on_cpu.len(),
-                batch.len()
+                transfer.len()
             )));
         }
-        for (slot, t) in slots.iter().zip(on_cpu) {
-            put(&mut stack[base + slot.argument], slot.element, t)?;
+        for ((slot, source), t) in slots.iter().zip(&sources).zip(&batch) {
+            let cpu = match *source {
+                Source::Own(k) => on_cpu[k].clone(),
+                Source::Piece { piece, start } => {
+                    let g = t.geometry();
+                    on_cpu[piece].as_strided_view(
+                        g.sizes(),
+                        g.strides(),
+                        g.storage_offset() - start,
+                    )?
+                }
+            };
+            put(&mut stack[base + slot.argument], slot.element, cpu)?;
         }
     }
     for &i in &facts.device_arguments {
@@ -203,6 +227,96 @@ pub fn cpu_fallback_with(
         }
     }
     Ok(())
+}
+
+/// Where the CPU copy of one tensor argument comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Element `k` of the transfer: the argument itself.
+    Own(usize),
+    /// A view of element `piece` of the transfer, a piece of the argument's storage starting at
+    /// element `start` of it.
+    Piece { piece: usize, start: i64 },
+}
+
+/// The tensors to move to the CPU for the arguments `batch` (`is_written[i]`: argument `i` is
+/// written), and where each argument's CPU copy comes from.
+///
+/// Arguments are moved one by one, except where the memory they share matters to the CPU
+/// kernel: a written argument sharing its storage with another argument (`x[1:].add_(x[:2])`,
+/// `add(a, b, out=a)`), or with elements sharing memory (an expanded view). Those arguments
+/// travel as one piece of their storage, the elements from the first any of them reaches to
+/// the last, and become views of its CPU copy with their own strides and offsets: the CPU
+/// kernel then sees the aliasing eager sees on a device, makes its memory-overlap checks and
+/// reads what it has written where eager would. (PyTorch's `cpu_fallback` copies every
+/// argument separately, so a mutation through one of them is not seen through the others
+/// during the call, and the overlap errors never come.) Arguments of different dtypes on one
+/// storage, and CPU arguments, travel as they are.
+fn plan_transfer(batch: &[Tensor], is_written: &[bool]) -> Result<(Vec<Tensor>, Vec<Source>)> {
+    use switchyard_ops::meta::index_support::has_internal_overlap;
+    let on_device = |t: &Tensor| !t.is_cpu() && t.has_storage() && t.numel() > 0;
+    let shares = |a: &Tensor, b: &Tensor| a.is_alias_of(b) && on_device(a) && on_device(b);
+    // The piece each argument travels in, if any: the index of the first argument of its group.
+    let mut group: Vec<Option<usize>> = vec![None; batch.len()];
+    for (i, t) in batch.iter().enumerate() {
+        if !is_written[i] || group[i].is_some() || !on_device(t) {
+            continue;
+        }
+        let members: Vec<usize> = (0..batch.len())
+            .filter(|&j| group[j].is_none() && shares(&batch[j], t))
+            .collect();
+        let needed = members.len() > 1 || has_internal_overlap(t) == Some(true);
+        let one_dtype = members.iter().all(|&j| batch[j].dtype() == t.dtype());
+        if needed && one_dtype {
+            let first = members[0];
+            for j in members {
+                group[j] = Some(first);
+            }
+        }
+    }
+    let mut transfer = Vec::with_capacity(batch.len());
+    let mut sources = Vec::with_capacity(batch.len());
+    for (i, t) in batch.iter().enumerate() {
+        match group[i] {
+            None => {
+                sources.push(Source::Own(transfer.len()));
+                transfer.push(t.clone());
+            }
+            Some(first) if first == i => {
+                let (start, end) = (0..batch.len())
+                    .filter(|&j| group[j] == Some(first))
+                    .map(|j| element_span(&batch[j]))
+                    .fold((i64::MAX, i64::MIN), |(s, e), (a, b)| (s.min(a), e.max(b)));
+                sources.push(Source::Piece {
+                    piece: transfer.len(),
+                    start,
+                });
+                transfer.push(t.as_strided_view(&[end - start], &[1], start)?);
+            }
+            Some(first) => {
+                let Source::Piece { piece, start } = sources[first] else {
+                    return Err(Error::runtime("internal error: a fallback piece vanished"));
+                };
+                sources.push(Source::Piece { piece, start });
+            }
+        }
+    }
+    Ok((transfer, sources))
+}
+
+/// The storage elements `[first, last + 1)` a tensor with at least one element reaches.
+fn element_span(t: &Tensor) -> (i64, i64) {
+    let g = t.geometry();
+    let (mut first, mut last) = (g.storage_offset(), g.storage_offset());
+    for (&size, &stride) in g.sizes().iter().zip(g.strides()) {
+        let reach = (size - 1) * stride;
+        if reach < 0 {
+            first += reach;
+        } else {
+            last += reach;
+        }
+    }
+    (first, last + 1)
 }
 
 /// The device returns go to: the last `Device` argument, else the device of the first tensor

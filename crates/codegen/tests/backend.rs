@@ -162,13 +162,17 @@ fn factory_tuple_and_list_out_variants_are_generated() {
 
 #[test]
 fn wrapper_bodies_call_the_functional_kernel_then_copy() {
-    let files = generate("backend: XLA\ncpp_namespace: x\nsupported: [abs]\n");
+    let files = generate("backend: XLA\ncpp_namespace: x\nsupported: [abs, add.Tensor, mm]\n");
     let reg = &files["register.rs"];
     let body = |name: &str| {
         let start = reg.find(&format!("fn {name}<")).unwrap();
         let end = reg[start..].find("\n}\n").unwrap();
         reg[start..start + end].to_string()
     };
+    // Operators tagged `pointwise` (`abs.out`, `add_.Tensor`, `add.out`) check the written
+    // tensor for memory overlap with itself and the tensors read, as TensorIterator checks it;
+    // the others (`abs_`, untagged as in PyTorch's yaml, and `mm.out`) copy without them, as
+    // the functionalization layer's kernels of the same operators do.
     let inplace = body("wrapper_XLA_abs_");
     assert!(inplace.contains("let functional_result = K::abs(self_)?;"));
     assert!(
@@ -178,10 +182,23 @@ fn wrapper_bodies_call_the_functional_kernel_then_copy() {
     assert!(inplace.contains("Ok(self_.clone())"));
     let out = body("wrapper_XLA_abs_out");
     assert!(out.contains("let functional_result = K::abs(self_)?;"));
-    assert!(
-        out.contains("switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;")
-    );
+    assert!(out.contains(
+        "switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;"
+    ));
     assert!(out.contains("Ok(out.clone())"));
+    let add_ = body("wrapper_XLA_add__Tensor");
+    assert!(
+        add_.contains("copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;")
+    );
+    let add_out = body("wrapper_XLA_add_out");
+    assert!(add_out.contains(
+        "copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;"
+    ));
+    let mm_out = body("wrapper_XLA_mm_out");
+    assert!(mm_out.contains("let functional_result = K::mm(self_, mat2)?;"));
+    assert!(
+        mm_out.contains("switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;")
+    );
     let functional = body("wrapper_XLA_abs");
     assert!(functional.contains("K::abs(self_)"));
     for (name, key) in [("abs", "XLA"), ("abs.out", "XLA"), ("abs_", "XLA")] {
@@ -269,7 +286,10 @@ fn autograd_kernels_take_the_key_set_and_their_wrappers_pass_it_on() {
     assert!(functional.contains("K::sub_Tensor(ks, self_, other, alpha)"));
     let inplace = body("wrapper_AutogradXLA_sub__Tensor");
     assert!(inplace.contains("let functional_result = K::sub_Tensor(ks, self_, other, alpha)?;"));
-    assert!(inplace.contains("copy_to_backend_self(self_, &functional_result)?;"));
+    assert!(
+        inplace
+            .contains("copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;")
+    );
     // The out= wrapper refuses arguments that require grad before anything runs.
     let out = body("wrapper_AutogradXLA_sub_out");
     let check = out

@@ -6,6 +6,7 @@
 //! one reaching this fallback is an error naming it, worded as PyTorch's.
 
 use crate::geometry::{meta_shadow, shadow_guard};
+use crate::storage::same_layout;
 use crate::tensor::{
     below, from_functional_list, from_functional_optional_list, functional_payload,
     is_functional_list, is_functional_optional_list, sync_list, sync_optional_list, unwrap_current,
@@ -14,6 +15,8 @@ use crate::tensor::{
 use smallvec::SmallVec;
 use switchyard_core::{DispatchKey, DispatchKeySet, Error, IValue, Result, Stack, Tensor};
 use switchyard_dispatch::{Dispatcher, Kernel, Library, LibraryKind, OperatorHandle, ReturnAlias};
+use switchyard_ops::meta::index_support::has_internal_overlap;
+use switchyard_ops::op;
 
 /// The unwrapped form of one tensor argument (synced values of its functional tensors), or
 /// `None` if it holds none; also whether some value's layout differs from its wrapper's.
@@ -122,6 +125,9 @@ pub(crate) fn functionalize_fallback(
     // thread's included key set, inside a functionalized region.
     if any_functional_input || !any_tensor_input {
         let returns_start = stack.len().saturating_sub(facts.num_returns);
+        if let Some(shadows) = &shadow_returns {
+            lay_out_as_eager(stack, returns_start, shadows)?;
+        }
         for v in stack.iter_mut().skip(returns_start) {
             wrap_return(v)?;
         }
@@ -174,6 +180,44 @@ fn shadow_run(op: &OperatorHandle, stack: &Stack, start: usize) -> Option<Vec<IV
     let _g = shadow_guard();
     op.call_boxed(&mut shadow_stack).ok()?;
     Some(shadow_stack)
+}
+
+/// Gives each tensor return (below the layer, not yet wrapped) whose layout differs from its
+/// shadow's the shadow's strides: the functional `copy(new_empty_strided(value, ..), value)`.
+/// Only called when the operator ran on shadows (some input's value has another layout than
+/// its wrapper, e.g. a `*_copy` value of a transposed view under `Remove::MutationsAndViews`).
+///
+/// A fresh output is the base of a new alias group, and the group's view records replay on
+/// that value: `as_strided` addresses its storage, so it must be laid out as eager's output
+/// (eager's `clone` of a non-dense view gets dense strides in the view's stride order, the
+/// clone of the contiguous `diagonal_copy` does not; PyTorch issue #133512). Shadows with
+/// internal overlap (an expanding operator) are left alone.
+fn lay_out_as_eager(stack: &mut Stack, returns_start: usize, shadows: &[IValue]) -> Result<()> {
+    let lay_out = |t: &mut Tensor, s: &Tensor| -> Result<()> {
+        let g = s.geometry();
+        if t.sizes().as_slice() != g.sizes()
+            || same_layout(&t.geometry(), &g)
+            || has_internal_overlap(s) == Some(true)
+        {
+            return Ok(());
+        }
+        let _below = below();
+        let empty = op::new_empty_strided::call(t, g.sizes(), g.strides(), None, None, None, None)?;
+        *t = op::copy::call(&empty, t, false)?;
+        Ok(())
+    };
+    for (v, s) in stack.iter_mut().skip(returns_start).zip(shadows) {
+        match (v, s) {
+            (IValue::Tensor(t), IValue::Tensor(s)) => lay_out(t, s)?,
+            (IValue::TensorList(ts), IValue::TensorList(ss)) => {
+                for (t, s) in ts.iter_mut().zip(ss) {
+                    lay_out(t, s)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Gives the wrappers of return `v` the geometry of the matching shadow return `s`, where the

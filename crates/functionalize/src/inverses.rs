@@ -18,8 +18,8 @@
 //! whose inverse is a scatter operator (`slice.Tensor` → `slice_scatter`, `select.int` →
 //! `select_scatter`, `diagonal` → `diagonal_scatter`, `as_strided` → `as_strided_scatter`)
 //! call that operator directly and have no function here. The inverses are not true inverses
-//! in every case: `expand`'s accumulates the changes made to the broadcast copies (see
-//! [`expand_inverse`]).
+//! in every case: `expand`'s assumes the broadcast copies of an element were written one value
+//! (see [`expand_inverse`]).
 //!
 //! All functions take and return tensors below the layer and run their operators with the
 //! layer and autograd excluded ([`crate::below`]). [`InverseMode::AlwaysView`] follows PyTorch
@@ -70,6 +70,12 @@ fn size_at(base: &Tensor, dim: usize) -> i64 {
 
 /// Inverse of `view(size)`: `mutated_view` reshaped to `base`'s sizes (`view_copy` in
 /// [`InverseMode::NeverView`], `view` otherwise).
+///
+/// Where views are allowed but `mutated_view`'s layout cannot be viewed with `base`'s sizes,
+/// `view_copy` (which reshapes, as PyTorch's does): the mutated value of a view is whatever its
+/// operator returned (`add.out` of a contiguous operand into a transposed view gives a
+/// contiguous value, whose transpose back cannot be viewed), while eager wrote into memory
+/// that needed no reshaping. PyTorch's inverse calls `view` and fails there.
 pub fn view_inverse(
     base: &Tensor,
     mutated_view: &Tensor,
@@ -79,11 +85,12 @@ pub fn view_inverse(
     let _ = size;
     let _below = below();
     let sizes = base.sizes();
-    if views_allowed(mode) {
-        op::view::call(mutated_view, &sizes)
-    } else {
-        op::view_copy::call(mutated_view, &sizes)
+    if views_allowed(mode)
+        && let Ok(v) = op::view::call(mutated_view, &sizes)
+    {
+        return Ok(v);
     }
+    op::view_copy::call(mutated_view, &sizes)
 }
 
 /// Inverse of `view.dtype(dtype)`: `mutated_view` reinterpreted as `base`'s dtype
@@ -265,51 +272,27 @@ pub fn squeeze_dims_inverse(
     unsqueeze_to(mutated_view, &sizes, |d| mask[d], mode)
 }
 
-/// `t` summed down to `shape`, the inverse of broadcasting `shape` to `t`'s sizes (PyTorch's
-/// `at::sum_to`): leading dimensions are summed away, dimensions where `shape` has 1 and `t`
-/// does not are summed keeping the dimension. The sum keeps `t`'s dtype. Errors if `shape`
-/// does not broadcast to `t`'s sizes.
-fn sum_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    let sizes = t.sizes();
-    if sizes[..] == shape[..] {
-        return Ok(t.clone());
-    }
-    let broadcastable = sizes.len() >= shape.len()
-        && shape
-            .iter()
-            .zip(&sizes[sizes.len() - shape.len()..])
-            .all(|(&s, &t)| s == t || s == 1);
-    if !broadcastable {
-        return Err(Error::runtime(format!(
-            "expand_inverse: the base's sizes {shape:?} do not broadcast to the view's sizes {:?}",
-            &sizes[..]
-        )));
-    }
-    let leading = sizes.len() - shape.len();
-    let mut r = t.clone();
-    let dtype = Some(t.dtype());
-    if leading > 0 {
-        let dims: Vec<i64> = (0..leading as i64).collect();
-        r = op::sum_dim_IntList::call(&r, Some(&dims), false, dtype)?;
-    }
-    let ones: Vec<i64> = shape
-        .iter()
-        .zip(&sizes[leading..])
-        .enumerate()
-        .filter(|(_, (s, t))| **s == 1 && **t != 1)
-        .map(|(i, _)| i as i64)
-        .collect();
-    if !ones.is_empty() {
-        r = op::sum_dim_IntList::call(&r, Some(&ones), true, dtype)?;
-    }
-    Ok(r)
-}
-
-/// Inverse of `expand(size, implicit)`: `base + sum_to(mutated_view - base, base.sizes)`
-/// (PyTorch's current rule): the changes made to the broadcast copies of each element are
-/// added up and applied to that element. So this is not a true inverse: `expand` of the result
-/// equals `mutated_view` only when at most one copy of each element changed. In
+/// Inverse of `expand(size, implicit)`: each element of `base` takes the value written into
+/// its broadcast copies in `mutated_view`, or keeps its own where no copy changed.
+///
+/// Eager's copies of an element are one memory location, so a write through the expanded view
+/// (or through a view of it) writes the element. The writes eager allows there give all the
+/// copies they write one value: pointwise in-place and out= operators refuse an expanded output
+/// (internal overlap) before the inverse runs, and those that do not check (`fill_`, `zero_`,
+/// `masked_fill_`, `index_fill_`) write a single value, into every copy or into some (`x.expand(4,
+/// 3)[1:3].fill_(v)`, `x.expand(4, 3)[0].add_(y)`). So the copies of an element hold at most two
+/// values, the element's own and the new one, and with `hi` / `lo` the largest / smallest copy,
+/// the new value is `where(hi != base, hi, lo)`: `amax`, `amin`, `ne`, `where` over the expanded
+/// dimensions, then `view` (`view_copy` in [`InverseMode::NeverView`]) to drop the dimensions
+/// `expand` added; `mutated_view` itself when nothing was expanded. (A device's `copy_` into an
+/// expanded view, handed to its `_copy_from`, is the exception: its copies get different values
+/// and which one lands last is the backend's loop order.)
+///
+/// PyTorch's rule, `base + sum_to(mutated_view - base)`, adds up the changes of all copies
+/// (`x.expand(2, 2).fill_(v)` would leave `x + 4 * (v - x)`), which eager never computes. In
 /// [`InverseMode::AlwaysView`], `mutated_view` with `base`'s geometry.
+///
+/// Errors if `base`'s sizes do not broadcast to `mutated_view`'s.
 pub fn expand_inverse(
     base: &Tensor,
     mutated_view: &Tensor,
@@ -322,16 +305,46 @@ pub fn expand_inverse(
     if mode == InverseMode::AlwaysView {
         return as_strided_like_base(base, mutated_view);
     }
-    if mutated_view.dim() < base.dim() {
+    let (shape, sizes) = (base.sizes(), mutated_view.sizes());
+    let lead = sizes.len().saturating_sub(shape.len());
+    let broadcastable = sizes.len() >= shape.len()
+        && shape
+            .iter()
+            .zip(&sizes[lead..])
+            .all(|(&s, &t)| s == t || s == 1);
+    if !broadcastable {
         return Err(Error::runtime(format!(
-            "expand_inverse: the view has fewer dims ({}) than the base ({})",
-            mutated_view.dim(),
-            base.dim()
+            "expand_inverse: the base's sizes {:?} do not broadcast to the view's sizes {:?}",
+            &shape[..],
+            &sizes[..]
         )));
     }
-    let delta = op::sub_Tensor::call(mutated_view, base, Scalar::Int(1))?;
-    let delta = sum_to(&delta, &base.sizes())?;
-    op::add_Tensor::call(base, &delta, Scalar::Int(1))
+    // The dimensions `expand` added, and those it broadcast from size 1.
+    let dims: Vec<i64> = (0..lead)
+        .chain(
+            shape
+                .iter()
+                .zip(&sizes[lead..])
+                .enumerate()
+                .filter(|(_, (s, t))| **s == 1 && **t != 1)
+                .map(|(d, _)| lead + d),
+        )
+        .map(|d| d as i64)
+        .collect();
+    if dims.is_empty() {
+        return Ok(mutated_view.clone());
+    }
+    let hi = op::amax::call(mutated_view, &dims, true)?;
+    let lo = op::amin::call(mutated_view, &dims, true)?;
+    let changed = op::ne_Tensor::call(&hi, base)?;
+    let picked = op::where_self::call(&changed, &hi, &lo)?;
+    if lead == 0 {
+        Ok(picked)
+    } else if views_allowed(mode) {
+        op::view::call(&picked, &shape)
+    } else {
+        op::view_copy::call(&picked, &shape)
+    }
 }
 
 /// Inverse of output `out_index` of `split.Tensor(split_size, dim)`: `slice_scatter` of

@@ -7,7 +7,10 @@ use crate::view_meta::ViewMeta;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use switchyard_core::geometry::Geometry;
 use switchyard_core::{DeviceType, Error, Result, Tensor};
+use switchyard_ops::meta::index_support::has_internal_overlap;
+use switchyard_ops::op;
 
 /// A pending mutation of an alias group: the new value of the mutated member and the view chain
 /// that derives that member from the base.
@@ -185,7 +188,7 @@ impl FunctionalStorage {
         }
         while let Some(update) = st.updates.first() {
             let new_base = apply_update(update, &st.base)?;
-            st.base = new_base;
+            st.base = keep_layout(&st.base, new_base)?;
             st.updates.remove(0);
         }
         Ok(true)
@@ -220,6 +223,44 @@ impl FunctionalStorage {
     pub(crate) fn set_leaf_requires_grad(&self, leaf: LeafGrad) {
         self.leaf_requires_grad.store(leaf as u8, Ordering::Relaxed);
     }
+}
+
+/// `new_base` in `old_base`'s layout (sizes, strides, storage offset and the rest of its
+/// storage), when the two have the same sizes and dtype but another geometry: the functional
+/// `copy(old_base, new_base)` (PyTorch issue #133512: "preserve the old layout when replacing a
+/// strided tensor").
+///
+/// Eager writes into the base's memory and never changes its layout, while the functional
+/// operators and view inverses return tensors in the layouts their kernels chose (an update
+/// through a transposed view on a backend whose kernels return contiguous results gives a
+/// transposed base). The layer's view records replay on the base's value: `as_strided`
+/// addresses its storage, and a reapplied `view` needs a layout that can be viewed, as eager's
+/// can. So a group's base keeps the eager base's layout: that of the tensor the group was made
+/// from (an input, or a fresh output laid out as eager's by the fallback). An old base with
+/// internal overlap (an expanded input) cannot be laid out again; it is left as it is.
+fn keep_layout(old_base: &Tensor, new_base: Tensor) -> Result<Tensor> {
+    if new_base.dtype() != old_base.dtype() || new_base.sizes() != old_base.sizes() {
+        return Ok(new_base);
+    }
+    if same_layout(&old_base.geometry(), &new_base.geometry())
+        || has_internal_overlap(old_base) == Some(true)
+    {
+        return Ok(new_base);
+    }
+    op::copy::call(old_base, &new_base, false)
+}
+
+/// Whether two geometries of the same sizes put every element at the same storage position
+/// (strides of dimensions of size 1 do not matter, nor anything when there is no element).
+pub(crate) fn same_layout(a: &Geometry, b: &Geometry) -> bool {
+    if a.numel() == 0 {
+        return true;
+    }
+    a.storage_offset() == b.storage_offset()
+        && a.sizes()
+            .iter()
+            .zip(a.strides().iter().zip(b.strides()))
+            .all(|(&size, (x, y))| size == 1 || x == y)
 }
 
 /// The new base after `update` (A.3 `apply_update`): replays all but the last view record to

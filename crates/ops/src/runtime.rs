@@ -94,6 +94,38 @@ pub fn copy_to_backend_out(out: &Tensor, result: &Tensor) -> Result<()> {
     op::copy_::call(out, result, false).map(|_| ())
 }
 
+/// [`copy_to_backend_out`] for a `pointwise` operator: after [`check_backend_out`], `out` is
+/// checked against `inputs` for memory overlap ([`check_backend_overlaps`]), then resized and
+/// written.
+pub fn copy_to_backend_out_checked(
+    out: &Tensor,
+    result: &Tensor,
+    inputs: &[Option<&Tensor>],
+) -> Result<()> {
+    check_backend_out(out, result)?;
+    check_backend_overlaps(out, inputs)?;
+    crate::structured::resize_output(out, &result.sizes())?;
+    op::copy_::call(out, result, false).map(|_| ())
+}
+
+/// The memory-overlap checks of TensorIterator (`compute_mem_overlaps`) for the tensor
+/// `written` by a `pointwise` operator reading `inputs`, made by the generated in-place and
+/// out= wrappers of external backends as the CPU's kernels make them: `written` may not have
+/// elements sharing memory ("unsupported operation: more than one element of the written-to
+/// tensor refers to a single memory location. ...", an expanded view) nor share only part of
+/// its memory with an input ("unsupported operation: some elements of the input tensor and the
+/// written-to tensor refer to a single memory location. ..."). The backend's functional kernel
+/// and its copy into `written` check neither (the copy goes to the backend's `_copy_from`), and
+/// would otherwise give values no eager kernel gives.
+pub fn check_backend_overlaps(written: &Tensor, inputs: &[Option<&Tensor>]) -> Result<()> {
+    use crate::meta::index_support::{assert_no_internal_overlap, assert_no_partial_overlap};
+    assert_no_internal_overlap(written)?;
+    inputs
+        .iter()
+        .flatten()
+        .try_for_each(|input| assert_no_partial_overlap(written, input))
+}
+
 /// [`copy_to_backend_out`] for tensor-list outputs: every pair is checked before any `out` is
 /// changed.
 pub fn copy_list_to_backend_out(outs: &[Tensor], results: &[Tensor]) -> Result<()> {
@@ -158,6 +190,18 @@ pub fn check_backend_self(self_: &Tensor, result: &Tensor) -> Result<()> {
 /// the result copied into `self_`.
 pub fn copy_to_backend_self(self_: &Tensor, result: &Tensor) -> Result<()> {
     check_backend_self(self_, result)?;
+    op::copy_::call(self_, result, false).map(|_| ())
+}
+
+/// [`copy_to_backend_self`] for a `pointwise` operator: after [`check_backend_self`], `self_`
+/// is checked against `inputs` for memory overlap ([`check_backend_overlaps`]), then written.
+pub fn copy_to_backend_self_checked(
+    self_: &Tensor,
+    result: &Tensor,
+    inputs: &[Option<&Tensor>],
+) -> Result<()> {
+    check_backend_self(self_, result)?;
+    check_backend_overlaps(self_, inputs)?;
     op::copy_::call(self_, result, false).map(|_| ())
 }
 

@@ -103,14 +103,14 @@ fn wrapper_PrivateUse1_add_Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -122,14 +122,14 @@ fn wrapper_PrivateUse1_mul_Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: SidecarNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -161,7 +161,7 @@ fn wrapper_AutogradPrivateUse1_relu_out<K: SidecarNativeFunctions>(ks: DispatchK
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_AutogradPrivateUse1_relu_<K: SidecarNativeFunctions>(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::relu(ks, self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 

@@ -25,7 +25,9 @@
 //!   does (§4.5): it calls the backend's functional kernel, checks the result against the
 //!   mutated arguments as the CPU's kernels check theirs (an in-place `self` keeps its shape
 //!   and an out= tensor may receive only a safe cast, every one checked before any is
-//!   changed), then copies the result into `self` (`switchyard_ops::runtime::copy_to_backend_self`)
+//!   changed; the one tensor a `pointwise` operator writes is checked for memory overlap with
+//!   itself and its inputs, as TensorIterator checks it, which PyTorch's wrappers do not),
+//!   then copies the result into `self` (`switchyard_ops::runtime::copy_to_backend_self`)
 //!   or resizes and copies it into the out arguments (`copy_to_backend_out`), and returns the
 //!   mutated argument(s). The copies run inside the call's ADInplaceOrView kernel, below
 //!   its key, so the call bumps the version counter once, as PyTorch's does. At
@@ -43,7 +45,7 @@
 use super::input::{GenFunction, GenInput};
 use super::operators::schema_text;
 use super::registration::{
-    OutCopy, copy_into_outs_body, functional_args, wrapper_fn,
+    OutCopy, copy_into_outs_body, functional_args, outs_names, wrapper_fn,
     wrapper_name as registration_wrapper_name,
 };
 use super::rust::{
@@ -310,6 +312,7 @@ fn generated_body(
     functional: &GenFunction,
     kind: BackendKernelKind,
     autograd: bool,
+    pointwise: bool,
 ) -> Result<String, UnsupportedType> {
     let call = format!(
         "K::{}({})?",
@@ -317,6 +320,7 @@ fn generated_body(
         call_args(autograd, functional_args(f, functional)?)
     );
     let rt = "switchyard_ops::runtime";
+    let overlap_inputs = if pointwise { overlap_inputs(f) } else { None };
     if kind == BackendKernelKind::GeneratedInplace {
         let selfs: Vec<String> = f
             .schema
@@ -327,9 +331,13 @@ fn generated_body(
             .collect();
         return Ok(if selfs.len() == 1 {
             let s = &selfs[0];
-            format!(
-                "    let functional_result = {call};\n    {rt}::copy_to_backend_self({s}, &functional_result)?;\n    Ok({s}.clone())\n"
-            )
+            let copy = match &overlap_inputs {
+                Some(inputs) => format!(
+                    "{rt}::copy_to_backend_self_checked({s}, &functional_result, &[{inputs}])"
+                ),
+                None => format!("{rt}::copy_to_backend_self({s}, &functional_result)"),
+            };
+            format!("    let functional_result = {call};\n    {copy}?;\n    Ok({s}.clone())\n")
         } else {
             let results: Vec<String> = (0..selfs.len())
                 .map(|i| format!("functional_result{i}"))
@@ -372,8 +380,47 @@ fn generated_body(
             f.schema.name.name.base,
         ));
     }
-    body.push_str(&copy_into_outs_body(f, &call, rt, &BACKEND_OUT_COPY));
+    match overlap_inputs {
+        Some(inputs) if !f.schema.returns.is_empty() => {
+            let o = &outs_names(f)[0];
+            body.push_str(&format!(
+                "    let functional_result = {call};\n    {rt}::copy_to_backend_out_checked({o}, &functional_result, &[{inputs}])?;\n    Ok({o}.clone())\n"
+            ));
+        }
+        _ => body.push_str(&copy_into_outs_body(f, &call, rt, &BACKEND_OUT_COPY)),
+    }
     Ok(body)
+}
+
+/// For a `pointwise` operator writing one tensor (an in-place `self` or one out= tensor): the
+/// tensors it reads, as the elements of a `&[Option<&Tensor>]` (`Some(other)`, an optional
+/// as it is). Its generated wrapper checks memory overlap with them as TensorIterator's
+/// `compute_mem_overlaps` does on the CPU: the written tensor may not be expanded ("more than
+/// one element of the written-to tensor refers to a single memory location") nor share part of
+/// its memory with an input. The functional kernel and the copy alone would accept both (the
+/// copy goes to a device's `_copy_from`, which checks nothing), and give values no eager
+/// kernel gives. `None` for other operators.
+fn overlap_inputs(f: &GenFunction) -> Option<String> {
+    let args = &f.schema.arguments;
+    let writes: Vec<&Argument> = args.iter().filter(|a| a.is_write()).collect();
+    if !matches!(writes.as_slice(), [w] if w.ty.is_tensor()) {
+        return None;
+    }
+    let inputs: Vec<String> = args
+        .iter()
+        .filter(|a| !a.is_write())
+        .filter_map(|a| {
+            let n = arg_name(&a.name);
+            if a.ty.is_tensor() {
+                Some(format!("Some({n})"))
+            } else if a.ty.is_optional_tensor() {
+                Some(n)
+            } else {
+                None
+            }
+        })
+        .collect();
+    Some(inputs.join(", "))
 }
 
 /// The helpers of an external backend's out= wrappers: every out argument is checked against
@@ -417,7 +464,8 @@ fn register_file(
                 let g = nf
                     .group_of(r.function)
                     .ok_or_else(|| BackendGenError(format!("{} has no group", f.schema)))?;
-                generated_body(f, &input.functions[g.functional], kind, autograd)?
+                let pointwise = nf.functions[r.function].has_tag("pointwise");
+                generated_body(f, &input.functions[g.functional], kind, autograd, pointwise)?
             }
         };
         let what = match r.kind {

@@ -98,7 +98,7 @@ fn wrapper_PrivateUse1_add_Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -122,7 +122,7 @@ fn wrapper_PrivateUse1_add_Scalar_out<K: FixtureNativeFunctions>(_ks: DispatchKe
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Scalar<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -134,14 +134,14 @@ fn wrapper_PrivateUse1_mul_Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -180,7 +180,7 @@ fn wrapper_PrivateUse1_abs<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_abs_out<K: FixtureNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::abs(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -205,14 +205,14 @@ fn wrapper_AutogradPrivateUse1_sub_Tensor<K: FixtureNativeFunctions>(ks: Dispatc
 fn wrapper_AutogradPrivateUse1_sub_out<K: FixtureNativeFunctions>(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     switchyard_ops::runtime::check_backend_autograd_out("sub", self_.requires_grad() || other.requires_grad() || out.requires_grad())?;
     let functional_result = K::sub_Tensor(ks, self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_AutogradPrivateUse1_sub__Tensor<K: FixtureNativeFunctions>(ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(ks, self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 

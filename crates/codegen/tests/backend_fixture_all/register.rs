@@ -1855,14 +1855,14 @@ fn wrapper_PrivateUse1_add_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_add_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -1881,7 +1881,7 @@ fn wrapper_PrivateUse1_add_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_add__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::add_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -1893,14 +1893,14 @@ fn wrapper_PrivateUse1_div_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -1912,14 +1912,14 @@ fn wrapper_PrivateUse1_div_Tensor_mode<K: AllNativeFunctions>(_ks: DispatchKeySe
 /// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_div_out_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Tensor_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
     let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -1938,7 +1938,7 @@ fn wrapper_PrivateUse1_div_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::div_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -1957,7 +1957,7 @@ fn wrapper_PrivateUse1_div_Scalar_mode_out<K: AllNativeFunctions>(_ks: DispatchK
 /// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_div__Scalar_mode<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     let functional_result = K::div_Scalar_mode(self_, other, rounding_mode)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -1969,14 +1969,14 @@ fn wrapper_PrivateUse1_mul_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_mul_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::mul_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -1995,7 +1995,7 @@ fn wrapper_PrivateUse1_mul_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_mul__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::mul_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2007,14 +2007,14 @@ fn wrapper_PrivateUse1_sub_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sub_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sub__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::sub_Tensor(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2033,7 +2033,7 @@ fn wrapper_PrivateUse1_sub_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sub__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let functional_result = K::sub_Scalar(self_, other, alpha)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2045,14 +2045,14 @@ fn wrapper_PrivateUse1_logical_xor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_xor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_xor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_xor_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_xor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2064,14 +2064,14 @@ fn wrapper_PrivateUse1_logical_and<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_and_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_and(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_and_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_and(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2083,14 +2083,14 @@ fn wrapper_PrivateUse1_logical_or<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_or_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_or(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_or_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_or(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2102,14 +2102,14 @@ fn wrapper_PrivateUse1_clamp<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let functional_result = K::clamp(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2121,14 +2121,14 @@ fn wrapper_PrivateUse1_clamp_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, 
 /// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_Tensor(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), min, max])?;
     Ok(out.clone())
 }
 
 /// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
     let functional_result = K::clamp_Tensor(self_, min, max)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[min, max])?;
     Ok(self_.clone())
 }
 
@@ -2140,14 +2140,14 @@ fn wrapper_PrivateUse1_clamp_max<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_max_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_max(self_, max)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_max_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::clamp_max(self_, max)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2159,14 +2159,14 @@ fn wrapper_PrivateUse1_clamp_max_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_max_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_max_Tensor(self_, max)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(max)])?;
     Ok(out.clone())
 }
 
 /// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_max__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_max_Tensor(self_, max)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(max)])?;
     Ok(self_.clone())
 }
 
@@ -2178,14 +2178,14 @@ fn wrapper_PrivateUse1_clamp_min<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_min_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_min(self_, min)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_min_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::clamp_min(self_, min)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2197,14 +2197,14 @@ fn wrapper_PrivateUse1_clamp_min_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_clamp_min_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_min_Tensor(self_, min)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(min)])?;
     Ok(out.clone())
 }
 
 /// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_clamp_min__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::clamp_min_Tensor(self_, min)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(min)])?;
     Ok(self_.clone())
 }
 
@@ -2216,7 +2216,7 @@ fn wrapper_PrivateUse1_eq_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eq_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eq_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -2235,7 +2235,7 @@ fn wrapper_PrivateUse1_eq_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_eq_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eq_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2254,14 +2254,14 @@ fn wrapper_PrivateUse1_bitwise_and_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_and__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2273,14 +2273,14 @@ fn wrapper_PrivateUse1_bitwise_and_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_and_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_and__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::bitwise_and_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2304,14 +2304,14 @@ fn wrapper_PrivateUse1_bitwise_or_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_or__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2323,14 +2323,14 @@ fn wrapper_PrivateUse1_bitwise_or_Scalar<K: AllNativeFunctions>(_ks: DispatchKey
 /// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_or_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_or__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::bitwise_or_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2354,14 +2354,14 @@ fn wrapper_PrivateUse1_bitwise_xor_Tensor<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_xor__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2373,14 +2373,14 @@ fn wrapper_PrivateUse1_bitwise_xor_Scalar<K: AllNativeFunctions>(_ks: DispatchKe
 /// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_xor_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_xor__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::bitwise_xor_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2404,7 +2404,7 @@ fn wrapper_PrivateUse1_ne_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ne_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ne_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -2423,7 +2423,7 @@ fn wrapper_PrivateUse1_ne_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ne_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ne_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2442,7 +2442,7 @@ fn wrapper_PrivateUse1_ge_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ge_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ge_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -2461,7 +2461,7 @@ fn wrapper_PrivateUse1_ge_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ge_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ge_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2480,7 +2480,7 @@ fn wrapper_PrivateUse1_le_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_le_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::le_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -2499,7 +2499,7 @@ fn wrapper_PrivateUse1_le_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_le_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::le_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2518,7 +2518,7 @@ fn wrapper_PrivateUse1_gt_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gt_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gt_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -2537,7 +2537,7 @@ fn wrapper_PrivateUse1_gt_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_gt_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::gt_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2556,7 +2556,7 @@ fn wrapper_PrivateUse1_lt_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_lt_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::lt_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -2575,7 +2575,7 @@ fn wrapper_PrivateUse1_lt_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (se
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_lt_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::lt_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2594,14 +2594,14 @@ fn wrapper_PrivateUse1_atan2<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_atan2_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::atan2(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_atan2_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::atan2(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2613,14 +2613,14 @@ fn wrapper_PrivateUse1_fmod_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fmod_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fmod_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fmod__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::fmod_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2632,14 +2632,14 @@ fn wrapper_PrivateUse1_fmod_Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_fmod_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fmod_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_fmod__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fmod_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2651,14 +2651,14 @@ fn wrapper_PrivateUse1_remainder_Scalar<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_remainder__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::remainder_Scalar(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -2670,14 +2670,14 @@ fn wrapper_PrivateUse1_remainder_Tensor<K: AllNativeFunctions>(_ks: DispatchKeyS
 /// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_remainder_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
 /// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_remainder__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::remainder_Tensor(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
 
@@ -2701,7 +2701,7 @@ fn wrapper_PrivateUse1_maximum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_maximum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::maximum(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2713,7 +2713,7 @@ fn wrapper_PrivateUse1_minimum<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_minimum_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::minimum(self_, other)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
@@ -2725,14 +2725,14 @@ fn wrapper_PrivateUse1_pow_Tensor_Tensor<K: AllNativeFunctions>(_ks: DispatchKey
 /// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Tensor_Tensor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(exponent)])?;
     Ok(out.clone())
 }
 
 /// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_pow__Tensor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(exponent)])?;
     Ok(self_.clone())
 }
 
@@ -2744,7 +2744,7 @@ fn wrapper_PrivateUse1_pow_Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(exponent)])?;
     Ok(out.clone())
 }
 
@@ -2756,14 +2756,14 @@ fn wrapper_PrivateUse1_pow_Tensor_Scalar<K: AllNativeFunctions>(_ks: DispatchKey
 /// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_pow_Tensor_Scalar_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_pow__Scalar<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
     let functional_result = K::pow_Tensor_Scalar(self_, exponent)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3423,7 +3423,7 @@ fn wrapper_PrivateUse1_abs<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_abs_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::abs(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
@@ -3442,14 +3442,14 @@ fn wrapper_PrivateUse1_bitwise_not<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_bitwise_not_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::bitwise_not(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_bitwise_not_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::bitwise_not(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3461,14 +3461,14 @@ fn wrapper_PrivateUse1_logical_not<K: AllNativeFunctions>(_ks: DispatchKeySet, (
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_logical_not_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::logical_not(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `logical_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_logical_not_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::logical_not(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3480,14 +3480,14 @@ fn wrapper_PrivateUse1_ceil<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_ceil_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::ceil(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `ceil_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_ceil_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::ceil(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3499,14 +3499,14 @@ fn wrapper_PrivateUse1_cos<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_cos_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::cos(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `cos_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_cos_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::cos(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3518,14 +3518,14 @@ fn wrapper_PrivateUse1_erf<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_erf_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::erf(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `erf_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_erf_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::erf(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3537,14 +3537,14 @@ fn wrapper_PrivateUse1_exp<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_exp_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::exp(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `exp_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_exp_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::exp(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3556,14 +3556,14 @@ fn wrapper_PrivateUse1_expm1<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_expm1_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::expm1(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `expm1_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_expm1_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::expm1(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3575,14 +3575,14 @@ fn wrapper_PrivateUse1_floor<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_floor_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::floor(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `floor_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_floor_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::floor(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3606,14 +3606,14 @@ fn wrapper_PrivateUse1_nan_to_num<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_nan_to_num_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
     let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_nan_to_num_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3625,14 +3625,14 @@ fn wrapper_PrivateUse1_log<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `log_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3644,14 +3644,14 @@ fn wrapper_PrivateUse1_log1p<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log1p_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log1p(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `log1p_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log1p_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log1p(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3663,14 +3663,14 @@ fn wrapper_PrivateUse1_log2<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_log2_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::log2(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `log2_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_log2_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log2(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3682,14 +3682,14 @@ fn wrapper_PrivateUse1_reciprocal<K: AllNativeFunctions>(_ks: DispatchKeySet, (s
 /// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_reciprocal_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::reciprocal(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_reciprocal_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::reciprocal(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3701,14 +3701,14 @@ fn wrapper_PrivateUse1_neg<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_neg_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::neg(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `neg_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_neg_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::neg(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3720,14 +3720,14 @@ fn wrapper_PrivateUse1_round<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_round_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::round(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `round_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_round_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::round(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3739,14 +3739,14 @@ fn wrapper_PrivateUse1_round_decimals<K: AllNativeFunctions>(_ks: DispatchKeySet
 /// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_round_decimals_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let functional_result = K::round_decimals(self_, decimals)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_round__decimals<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
     let functional_result = K::round_decimals(self_, decimals)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3765,7 +3765,7 @@ fn wrapper_PrivateUse1_relu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (sel
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_relu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::relu(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3796,14 +3796,14 @@ fn wrapper_PrivateUse1_rsqrt<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_rsqrt_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::rsqrt(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_rsqrt_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::rsqrt(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3815,14 +3815,14 @@ fn wrapper_PrivateUse1_silu<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_silu_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::silu(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `silu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_silu_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::silu(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3834,14 +3834,14 @@ fn wrapper_PrivateUse1_sigmoid<K: AllNativeFunctions>(_ks: DispatchKeySet, (self
 /// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sigmoid_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sigmoid(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sigmoid_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sigmoid(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3853,14 +3853,14 @@ fn wrapper_PrivateUse1_sin<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sin_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sin(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `sin_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sin_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sin(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3872,14 +3872,14 @@ fn wrapper_PrivateUse1_sqrt<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sqrt_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sqrt(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sqrt_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sqrt(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3891,14 +3891,14 @@ fn wrapper_PrivateUse1_tan<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,):
 /// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tan_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::tan(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `tan_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tan_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::tan(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3910,14 +3910,14 @@ fn wrapper_PrivateUse1_tanh<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_tanh_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::tanh(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `tanh_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_tanh_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::tanh(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3929,14 +3929,14 @@ fn wrapper_PrivateUse1_trunc<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_trunc_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::trunc(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `trunc_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_trunc_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::trunc(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 
@@ -3948,14 +3948,14 @@ fn wrapper_PrivateUse1_sign<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,)
 /// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
 fn wrapper_PrivateUse1_sign_out<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::sign(self_)?;
-    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
 }
 
 /// `sign_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_PrivateUse1_sign_<K: AllNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sign(self_)?;
-    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
 

@@ -97,7 +97,23 @@ fn view_reshapes_back_to_the_base_sizes() {
             &m,
         );
     }
+    // A mutated value whose layout cannot be viewed with the base's sizes (an operator's result
+    // in another layout than the view had): copied in every mode.
+    let base = arange(&[6]);
+    let m = transposed_arange(3, 2);
+    for mode in MODES {
+        let r = inv::view_inverse(&base, &m, mode, &[3, 2]).unwrap();
+        check(
+            &base,
+            &r,
+            &[0.0, 3.0, 1.0, 4.0, 2.0, 5.0],
+            |b| op::view_copy::call(b, &[3, 2]),
+            &m,
+        );
+        check_aliasing(mode, &r, &m, false);
+    }
     // A mutated value of the wrong size is an error, not a panic.
+    let base = transposed_arange(2, 3);
     let e = inv::view_inverse(&base, &negatives(&[5]), NeverView, &[6]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::RuntimeError);
 }
@@ -299,23 +315,41 @@ fn squeeze_unsqueezes_where_the_base_had_size_one() {
 }
 
 #[test]
-fn expand_adds_the_summed_changes_to_the_base() {
-    // base [3, 1] = [[0], [1], [2]] expanded to [2, 3, 4]; three copies changed.
+fn expand_takes_the_value_written_into_the_copies() {
+    // base [3, 1] = [[0], [1], [2]] expanded to [2, 3, 4]: element r has the eight copies
+    // [i, r, c], flat index 12 * i + 4 * r + c. Eager writes one value into the copies it
+    // writes (`fill_` of the whole view or of a view of some copies, an in-place op on a view
+    // holding one copy); the element ends with it.
     let base = arange(&[3, 1]);
     let mut mv = vals(&op::expand_copy::call(&base, &[2, 3, 4], false).unwrap());
-    mv[6] = 50.0; // [0, 1, 2]: 1 -> 50
-    mv[18] += 7.0; // [1, 1, 2]: 1 -> 8
-    mv[12] = -1.0; // [1, 0, 0]: 0 -> -1
+    mv[1] = -1.0; // two copies of element 0: -1
+    mv[14] = -1.0;
+    for c in [4, 5, 6, 7, 16, 17, 18, 19] {
+        mv[c] = 50.0; // every copy of element 1: 50
+    }
+    mv[20] = -7.0; // one copy of element 2, below its value: -7
     let m = tensor(&mv, &[2, 3, 4]);
+    // PyTorch's rule (base + sum_to(m - base)) would give [-2, 393, -7].
     for mode in MODES {
         let r = inv::expand_inverse(&base, &m, mode, &[2, 3, 4], false).unwrap();
-        // torch.func.functionalize of `x.expand(2, 3, 4).copy_(m)` gives the same.
         assert_eq!(sizes(&r), [3, 1]);
-        assert_eq!(vals(&r), [-1.0, 57.0, 2.0]);
+        assert_eq!(vals(&r), [-1.0, 50.0, -7.0]);
         assert!(!r.is_alias_of(&m) && !r.is_alias_of(&base));
     }
-    // Not a true inverse in general, but it is one when nothing is really broadcast (a
-    // leading dim of size 1) and when nothing changed.
+    // A true inverse whenever all copies of an element agree: `x.expand(..).fill_(v)` (eager:
+    // every copy and `x` hold v).
+    let filled = tensor(&[-3.0; 24], &[2, 3, 4]);
+    for mode in MODES {
+        let r = inv::expand_inverse(&base, &filled, mode, &[2, 3, 4], false).unwrap();
+        check(
+            &base,
+            &r,
+            &[-3.0, -3.0, -3.0],
+            |b| op::expand_copy::call(b, &[2, 3, 4], false),
+            &filled,
+        );
+    }
+    // ... when nothing is really broadcast (a leading dim of size 1) and when nothing changed.
     let base = transposed_arange(2, 3);
     let m = negatives(&[1, 2, 3]);
     for mode in MODES {
@@ -337,12 +371,19 @@ fn expand_adds_the_summed_changes_to_the_base() {
             &unchanged,
         );
     }
-    // Integer tensors keep their dtype.
+    // Integer tensors keep their dtype; a 0-dim base.
     let ibase = Tensor::from_vec(vec![1i32, 2], &[2, 1]).unwrap();
-    let im = Tensor::from_vec(vec![1i32, 4, 2, 2], &[2, 2]).unwrap();
+    let im = Tensor::from_vec(vec![1i32, 4, 2, 7], &[2, 2]).unwrap();
     let r = inv::expand_inverse(&ibase, &im, NeverView, &[2, 2], false).unwrap();
     assert_eq!(r.dtype(), ScalarType::Int);
-    assert_eq!(r.to_vec::<i32>().unwrap(), [4, 2]);
+    assert_eq!(r.to_vec::<i32>().unwrap(), [4, 7]);
+    let scalar = tensor(&[5.0], &[]);
+    let one_copy = tensor(&[5.0, 5.0, 5.0, 5.0, -6.0, 5.0], &[2, 3]);
+    for mode in MODES {
+        let r = inv::expand_inverse(&scalar, &one_copy, mode, &[2, 3], false).unwrap();
+        assert_eq!(sizes(&r), Vec::<i64>::new());
+        assert_eq!(vals(&r), [-6.0]);
+    }
     // A mutated value the base does not broadcast to is an error.
     let base = arange(&[3, 1]);
     assert!(inv::expand_inverse(&base, &negatives(&[3]), NeverView, &[3], false).is_err());
