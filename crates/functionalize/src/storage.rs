@@ -175,6 +175,33 @@ impl FunctionalStorage {
         Ok(())
     }
 
+    /// Makes `value` (a new value of the base member) the base, if the group is at
+    /// `generation` with no queued update: what queuing it and applying the queue would do, in
+    /// one step (the base's layout kept, as [`FunctionalStorage::apply_updates`] keeps it).
+    /// Returns the new base and generation, or `None` (nothing changed) if the group has moved
+    /// on. Errors as [`FunctionalStorage::add_update`] for a frozen group.
+    pub(crate) fn set_base(
+        &self,
+        generation: u64,
+        value: &Tensor,
+    ) -> Result<Option<(Tensor, u64)>> {
+        if self.is_frozen() {
+            return Err(crate::errors::frozen_storage());
+        }
+        let mut st = self.lock();
+        if !st.updates.is_empty() || self.generation() != generation {
+            return Ok(None);
+        }
+        let base = {
+            let _below = below();
+            keep_layout(&st.base, value.clone())?
+        };
+        st.base = base.clone();
+        // Bumped under the lock, as in `add_update`.
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        Ok(Some((base, generation)))
+    }
+
     /// Applies the queued updates to the base, in order, with the layer excluded; returns
     /// whether there were any. An update that fails stays queued (the ones before it are
     /// applied), so the error comes back on the next sync instead of being lost.

@@ -64,6 +64,9 @@ pub(crate) fn propagate_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
 /// [`propagate_mutation`] after [`check_mutable`].
 fn commit_mutation(w: &Tensor, new: &Tensor) -> Result<()> {
     replace_(w, new, false)?;
+    if crate::tensor::commit_base_update(w)? {
+        return Ok(());
+    }
     commit_update(w)?;
     sync(w)
 }

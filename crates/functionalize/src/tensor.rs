@@ -42,7 +42,7 @@ struct WrapperState {
     /// records a view makes the group first, [`WrapperState::group`]).
     storage: Option<Arc<FunctionalStorage>>,
     /// Copied on push: chains are short, and a snapshot is cheap to hand to an update.
-    view_metas: Arc<[ViewMeta]>,
+    view_metas: ViewChain,
     generation: u64,
     has_metadata_mutation: bool,
     is_multi_output_view: bool,
@@ -53,7 +53,7 @@ struct WrapperState {
 struct Snapshot {
     value: Tensor,
     storage: Arc<FunctionalStorage>,
-    view_metas: Arc<[ViewMeta]>,
+    view_metas: ViewChain,
     generation: u64,
     is_multi_output_view: bool,
 }
@@ -120,6 +120,11 @@ impl FunctionalTensor {
         self.lock().value.geometry()
     }
 
+    /// The address of the alias group, if made.
+    fn group_ptr(&self) -> Option<*const FunctionalStorage> {
+        self.lock().storage.as_ref().map(Arc::as_ptr)
+    }
+
     /// The alias group.
     pub fn storage(&self) -> Arc<FunctionalStorage> {
         self.lock().group().clone()
@@ -127,7 +132,7 @@ impl FunctionalTensor {
 
     /// The view records deriving this tensor from its group's base (empty for a base).
     pub fn view_metas(&self) -> Arc<[ViewMeta]> {
-        self.lock().view_metas.clone()
+        self.lock().view_metas.to_arc()
     }
 
     /// The group generation this tensor was last regenerated at.
@@ -159,13 +164,36 @@ impl FunctionalTensor {
     }
 }
 
-/// An empty view chain. `Arc::from([])` allocates a header per call; every fresh output's
-/// wrapper needs one, so each thread keeps one to share.
-fn no_view_metas() -> Arc<[ViewMeta]> {
-    thread_local! {
-        static EMPTY: Arc<[ViewMeta]> = Arc::from([]);
+/// A wrapper's view records from its group's base: no allocation for a base (every fresh
+/// output's wrapper is one; `Arc::from([])` allocates a header per call). Reads as a slice.
+#[derive(Clone, Default)]
+struct ViewChain(Option<Arc<[ViewMeta]>>);
+
+impl ViewChain {
+    /// The records as a shareable list (allocated for an empty chain: slow paths only).
+    fn to_arc(&self) -> Arc<[ViewMeta]> {
+        self.0.clone().unwrap_or_else(|| Arc::from([]))
     }
-    EMPTY.with(Arc::clone)
+}
+
+impl std::ops::Deref for ViewChain {
+    type Target = [ViewMeta];
+    fn deref(&self) -> &[ViewMeta] {
+        self.0.as_deref().unwrap_or(&[])
+    }
+}
+
+impl FromIterator<ViewMeta> for ViewChain {
+    fn from_iter<I: IntoIterator<Item = ViewMeta>>(iter: I) -> ViewChain {
+        let records: Arc<[ViewMeta]> = iter.into_iter().collect();
+        ViewChain((!records.is_empty()).then_some(records))
+    }
+}
+
+impl fmt::Debug for ViewChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// The key set of a wrapper around a value with keys `value_keys` (A.2.1): the value's keys
@@ -214,7 +242,13 @@ pub fn is_functional_optional_list(ts: &[Option<Tensor>]) -> bool {
 /// Whether `a` and `b` are functional tensors of the same alias group.
 pub fn are_aliased(a: &Tensor, b: &Tensor) -> bool {
     match (functional_payload(a), functional_payload(b)) {
-        (Some(x), Some(y)) => Arc::ptr_eq(&x.storage(), &y.storage()),
+        // A wrapper whose group is not made yet has no other member (no view was taken of it),
+        // so the question needs no group: asking it of every operand of every in-place call
+        // must not make one.
+        (Some(x), Some(y)) => {
+            std::ptr::eq(x, y)
+                || matches!((x.group_ptr(), y.group_ptr()), (Some(p), Some(q)) if p == q)
+        }
         _ => false,
     }
 }
@@ -257,7 +291,7 @@ pub fn to_functional(t: &Tensor) -> Result<Tensor> {
         WrapperState {
             value: t.clone(),
             storage: Some(storage),
-            view_metas: no_view_metas(),
+            view_metas: ViewChain::default(),
             generation,
             has_metadata_mutation: false,
             is_multi_output_view: false,
@@ -290,7 +324,7 @@ pub(crate) fn wrap_output(t: Tensor) -> Result<Tensor> {
             state: Mutex::new(WrapperState {
                 value: t,
                 storage: None,
-                view_metas: no_view_metas(),
+                view_metas: ViewChain::default(),
                 generation: 0,
                 has_metadata_mutation: false,
                 is_multi_output_view: false,
@@ -378,7 +412,7 @@ pub fn create_view(
     }
     let b = require_functional(base, "create_view")?.snapshot();
     let is_multi_output_view = meta.is_multi_output;
-    let view_metas: Arc<[ViewMeta]> = b.view_metas.iter().cloned().chain([meta]).collect();
+    let view_metas: ViewChain = b.view_metas.iter().cloned().chain([meta]).collect();
     let geometry = eager_geometry
         .cloned()
         .unwrap_or_else(|| view_value.geometry());
@@ -496,7 +530,30 @@ pub fn replace_(w: &Tensor, other: &Tensor, lazy: bool) -> Result<()> {
 /// not marked up to date: the next [`sync`] regenerates it from the updated base.
 pub fn commit_update(w: &Tensor) -> Result<()> {
     let st = require_functional(w, "commit_update")?.snapshot();
-    st.storage.add_update(st.value, st.view_metas)
+    st.storage.add_update(st.value, st.view_metas.to_arc())
+}
+
+/// [`commit_update`] then [`sync`] of wrapper `w` just given a new value by [`replace_`], done
+/// at once when `w` is its group's base (no view records), up to date, and the group has no
+/// queued update: the new value becomes the base directly, as applying the one-update queue
+/// would make it (the base's layout kept, `FunctionalStorage::set_base`), and `w` takes the
+/// base as its value at the new generation, as regenerating would. Returns `false`, changing
+/// nothing, when `w` is not such a base: the caller takes the general path.
+pub(crate) fn commit_base_update(w: &Tensor) -> Result<bool> {
+    let ft = require_functional(w, "commit_update")?;
+    let mut st = ft.lock();
+    if !st.view_metas.is_empty() {
+        return Ok(false);
+    }
+    let generation = st.generation;
+    let storage = st.group().clone();
+    // Lock order: wrapper, then storage (nothing takes them the other way round).
+    let Some((base, generation)) = storage.set_base(generation, &st.value)? else {
+        return Ok(false);
+    };
+    st.value = base;
+    st.generation = generation;
+    Ok(true)
 }
 
 /// Counts a data mutation of `w`'s alias group (separately when made under no-grad or
@@ -668,6 +725,6 @@ pub fn unsafe_reset_storage(w: &Tensor) -> Result<()> {
     let mut st = ft.lock();
     st.generation = storage.generation();
     st.storage = Some(storage);
-    st.view_metas = no_view_metas();
+    st.view_metas = ViewChain::default();
     Ok(())
 }
