@@ -73,7 +73,20 @@ fn find_info<'a>(
         let g = &nf.functions[i.func].func;
         g.kind() == SchemaKind::Functional && g.signature(true, false, false) == sig
     });
-    (functional, functional.is_some())
+    if functional.is_some() {
+        return (functional, true);
+    }
+    // The functional variant autogen adds to a mutable operator uses the mutable operator's
+    // formula (its first returns are the mutable operator's; torchgen's
+    // `match_differentiability_info`, rule 3).
+    if f.is_generated() && f.func.kind() == SchemaKind::Functional {
+        let mutable = d.infos.iter().find(|i| {
+            let g = &nf.functions[i.func].func;
+            g.kind() != SchemaKind::Functional && g.signature(true, false, false) == sig
+        });
+        return (mutable, mutable.is_some());
+    }
+    (None, false)
 }
 
 /// Every generated file of the autograd crate.
@@ -116,7 +129,10 @@ pub fn generate(
             autograd_regs.push(registration(f, &name));
         }
         if !implicit
-            && (is_view(f) || f.schema.modifies_arguments())
+            // torchgen's `modifies_arguments` of its ADInplaceOrView kernels: in-place and
+            // out= operators, not mutable ones (`_native_batch_norm_legit` leaves the version
+            // of the running statistics it writes alone, which its saved inputs rely on).
+            && (is_view(f) || matches!(kind(f), SchemaKind::Inplace | SchemaKind::Out))
             && !MANUAL_INPLACE_OR_VIEW.contains(&base.as_str())
         {
             let name = format!("inplace_or_view_{}", unambiguous_name(&f.schema.name));
@@ -706,11 +722,11 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             output_type(&f.schema)?
         ))
     };
-    // Out= and other mutating non-in-place variants: no gradients through them.
-    if matches!(
-        k,
-        SchemaKind::Out | SchemaKind::Mutable | SchemaKind::Scratch
-    ) {
+    // Out= and other mutating non-in-place variants: no gradients through them, except
+    // mutable operators with a formula (their returns are fresh, as a functional operator's).
+    if matches!(k, SchemaKind::Out | SchemaKind::Scratch)
+        || (k == SchemaKind::Mutable && op.info.is_none())
+    {
         let checks: Vec<String> = f
             .schema
             .arguments

@@ -3,7 +3,7 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 312 mutation kernels, 28 view kernels, 26 composite kernels.
+//! Generated: 321 mutation kernels, 28 view kernels, 27 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
@@ -46,6 +46,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(functionalize__log_softmax_out).debug("functionalize__log_softmax_out"))?;
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(functionalize_amax_out).debug("functionalize_amax_out"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(functionalize_amin_out).debug("functionalize_amin_out"))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(functionalize_aminmax_out).debug("functionalize_aminmax_out"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(functionalize_mm_out).debug("functionalize_mm_out"))?;
     lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(functionalize_narrow_copy_out).debug("functionalize_narrow_copy_out"))?;
     lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(functionalize__softmax_out).debug("functionalize__softmax_out"))?;
@@ -85,6 +86,10 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(functionalize_split_with_sizes_copy_out).debug("functionalize_split_with_sizes_copy_out"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(functionalize_dot_out).debug("functionalize_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(functionalize_linear_out).debug("functionalize_linear_out"))?;
+    lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(functionalize_native_batch_norm_out).debug("functionalize_native_batch_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(functionalize__native_batch_norm_legit).debug("functionalize__native_batch_norm_legit"))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(functionalize__native_batch_norm_legit_out).debug("functionalize__native_batch_norm_legit_out"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(functionalize__native_batch_norm_legit_no_stats_out).debug("functionalize__native_batch_norm_legit_no_stats_out"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(functionalize_add__Tensor).debug("functionalize_add__Tensor"))?;
     lib.impl_("add.out", Kernel::typed::<op::add_out>(functionalize_add_out).debug("functionalize_add_out"))?;
     lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(functionalize_add__Scalar).debug("functionalize_add__Scalar"))?;
@@ -262,6 +267,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sort.values", Kernel::typed::<op::sort_values>(functionalize_sort_values).debug("functionalize_sort_values"))?;
     lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(functionalize_sort_values_stable).debug("functionalize_sort_values_stable"))?;
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(functionalize_logsumexp_out).debug("functionalize_logsumexp_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper>(functionalize__fused_moving_avg_obs_fq_helper).debug("functionalize__fused_moving_avg_obs_fq_helper"))?;
+    lib.impl_("block_diag.out", Kernel::typed::<op::block_diag_out>(functionalize_block_diag_out).debug("functionalize_block_diag_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(functionalize_copy_out).debug("functionalize_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(functionalize_resize_out).debug("functionalize_resize_out"))?;
     lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(functionalize_set_source_Tensor_out).debug("functionalize_set_source_Tensor_out"))?;
@@ -302,6 +309,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(functionalize_lift_out).debug("functionalize_lift_out"))?;
     lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(functionalize_lift_fresh_copy_out).debug("functionalize_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(functionalize_native_layer_norm_out).debug("functionalize_native_layer_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit_no_training.out", Kernel::typed::<op::_native_batch_norm_legit_no_training_out>(functionalize__native_batch_norm_legit_no_training_out).debug("functionalize__native_batch_norm_legit_no_training_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(functionalize_native_dropout_out).debug("functionalize_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(functionalize_convolution_out).debug("functionalize_convolution_out"))?;
     lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(functionalize_add_Scalar_out).debug("functionalize_add_Scalar_out"))?;
@@ -336,6 +344,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(functionalize_repeat_out).debug("functionalize_repeat_out"))?;
     lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(functionalize_constant_pad_nd_out).debug("functionalize_constant_pad_nd_out"))?;
     lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(functionalize_embedding_out).debug("functionalize_embedding_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper.out", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_out>(functionalize__fused_moving_avg_obs_fq_helper_out).debug("functionalize__fused_moving_avg_obs_fq_helper_out"))?;
     lib.impl_("as_strided", Kernel::typed::<op::as_strided>(functionalize_as_strided).debug("functionalize_as_strided"))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(functionalize_as_strided_).debug("functionalize_as_strided_"))?;
     lib.impl_("diagonal", Kernel::typed::<op::diagonal>(functionalize_diagonal).debug("functionalize_diagonal"))?;
@@ -390,6 +399,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("var.out", Kernel::typed::<op::var_out>(functionalize_var_out).debug("functionalize_var_out"))?;
     lib.impl_("max.out", Kernel::typed::<op::max_out>(functionalize_max_out).debug("functionalize_max_out"))?;
     lib.impl_("min.out", Kernel::typed::<op::min_out>(functionalize_min_out).debug("functionalize_min_out"))?;
+    lib.impl_("fused_moving_avg_obs_fake_quant", Kernel::typed::<op::fused_moving_avg_obs_fake_quant>(functionalize_fused_moving_avg_obs_fake_quant).debug("functionalize_fused_moving_avg_obs_fake_quant"))?;
     lib.leak();
     Ok(())
 }
