@@ -18,9 +18,10 @@
 //!   `ViewMeta` (forward: the view, or its `*_copy` when views are not reapplied; reverse: the
 //!   inverse) and return a view wrapper; their in-place forms (`as_strided_`) mutate the
 //!   wrapper's view chain instead;
-//! * **CompositeImplicitAutograd views and mutating operators**: their composite kernel,
-//!   registered at `Functionalize` too, so that they decompose before anything is recorded also
-//!   when the autograd keys are excluded (torchgen's "composite view ops in the
+//! * **CompositeImplicitAutograd views and mutating operators**, and those tagged
+//!   `maybe_aliasing_or_mutating` (`batch_norm`: its schema hides the writes): their composite
+//!   kernel, registered at `Functionalize` too, so that they decompose before anything is
+//!   recorded also when the autograd keys are excluded (torchgen's "composite view ops in the
 //!   functionalization pass"). Other composite operators use the fallback.
 //!
 //! Generated files: `mod.rs`, `views.rs`, `mutations_{0..3}.rs` (operators dealt round-robin,
@@ -702,7 +703,13 @@ pub fn generate(
         });
         let mutates = f.schema.modifies_arguments();
         if let Some(kernel) = f.kernel(DispatchKey::CompositeImplicitAutograd) {
-            if is_view || mutates || inplace_view.is_some() {
+            // A composite whose schema hides that it aliases or writes its inputs
+            // (`batch_norm` writes the running statistics through `_native_batch_norm_legit`)
+            // decomposes here too, rather than running below the layer on unwrapped values
+            // when the autograd keys are excluded (PyTorch's `maybe_aliasing_or_mutating`
+            // tag, which its Python functionalization decomposes).
+            let hidden_effects = nf.functions[i].has_tag("maybe_aliasing_or_mutating");
+            if is_view || mutates || inplace_view.is_some() || hidden_effects {
                 composite.push_str(&composite_kernel(f, kernel)?);
                 composite.push('\n');
                 comp_regs.push(registration(f));
@@ -893,6 +900,7 @@ mod tests {
             assert!(has(&report.views, v), "{v} not generated");
         }
         assert!(has(&report.composite, "reshape"));
+        assert!(has(&report.composite, "batch_norm"));
         // Every view of ops.yaml has an inverse (scatter or hand-written).
         assert!(has(&report.views, "unfold"), "{:?}", report.views_left);
         assert!(report.views_left.is_empty(), "{:?}", report.views_left);

@@ -90,9 +90,29 @@ pub(crate) fn functionalize_matmul_out(_ks: DispatchKeySet, (self_, other, out):
     switchyard_ops::native::matmul_out(self_, other, out)
 }
 
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+pub(crate) fn functionalize_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<Tensor> {
+    switchyard_ops::native::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)`
+pub(crate) fn functionalize__batch_norm_impl_index(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, i64)> {
+    switchyard_ops::native::_batch_norm_impl_index(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn functionalize_native_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    switchyard_ops::native::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
 /// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn functionalize_nll_loss_out(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
     switchyard_ops::native::nll_loss_out(self_, target, weight, reduction, ignore_index, out)
+}
+
+/// `dropout(Tensor input, float p, bool train) -> Tensor`
+pub(crate) fn functionalize_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
+    switchyard_ops::native::dropout(input, p, train)
 }
 
 /// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`

@@ -3,7 +3,7 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 321 mutation kernels, 28 view kernels, 27 composite kernels.
+//! Generated: 321 mutation kernels, 28 view kernels, 31 composite kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
@@ -389,7 +389,11 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("to.dtype", Kernel::typed::<op::to_dtype>(functionalize_to_dtype).debug("functionalize_to_dtype"))?;
     lib.impl_("to.other", Kernel::typed::<op::to_other>(functionalize_to_other).debug("functionalize_to_other"))?;
     lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(functionalize_matmul_out).debug("functionalize_matmul_out"))?;
+    lib.impl_("batch_norm", Kernel::typed::<op::batch_norm>(functionalize_batch_norm).debug("functionalize_batch_norm"))?;
+    lib.impl_("_batch_norm_impl_index", Kernel::typed::<op::_batch_norm_impl_index>(functionalize__batch_norm_impl_index).debug("functionalize__batch_norm_impl_index"))?;
+    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(functionalize_native_batch_norm).debug("functionalize_native_batch_norm"))?;
     lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(functionalize_nll_loss_out).debug("functionalize_nll_loss_out"))?;
+    lib.impl_("dropout", Kernel::typed::<op::dropout>(functionalize_dropout).debug("functionalize_dropout"))?;
     lib.impl_("dropout_", Kernel::typed::<op::dropout_>(functionalize_dropout_).debug("functionalize_dropout_"))?;
     lib.impl_("empty.out", Kernel::typed::<op::empty_out>(functionalize_empty_out).debug("functionalize_empty_out"))?;
     lib.impl_("rand.generator_out", Kernel::typed::<op::rand_generator_out>(functionalize_rand_generator_out).debug("functionalize_rand_generator_out"))?;

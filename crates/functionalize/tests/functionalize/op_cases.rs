@@ -345,3 +345,31 @@ fn program_inputs() -> Vec<Tensor> {
     let (rm, rv) = (v.remove(1), v.remove(1));
     vec![v.remove(0), w, b, rm, rv]
 }
+
+/// With the autograd keys excluded (inference mode) `batch_norm` reaches the layer itself:
+/// tagged `maybe_aliasing_or_mutating`, it decomposes there instead of running below the
+/// layer on unwrapped values, so the graph is F31's and the running statistics are still
+/// written back.
+#[test]
+fn f31_batch_norm_in_inference_mode() {
+    let p = program("batch_norm").unwrap();
+    let eager = {
+        let inputs = (p.inputs)().unwrap();
+        (p.run)(&inputs).unwrap();
+        inputs
+    };
+    let _inference = switchyard_autograd::inference_mode(true);
+    let g = traced("batch_norm", Remove::MutationsAndViews);
+    assert_graph(
+        &g,
+        "%e = empty([0], dtype=uint8, layout=strided, device=cpu)
+         %r = _native_batch_norm_legit_functional(x, None, None, running_mean, running_var, True, 0.1, 1e-05)
+         %g0 = getitem(%r, 0); %g1 = getitem(%r, 1); %g2 = getitem(%r, 2)
+         %g3 = getitem(%r, 3); %g4 = getitem(%r, 4)
+         copy_(running_mean, %g3); copy_(running_var, %g4); return %g0",
+    );
+    let inputs = (p.inputs)().unwrap();
+    run_functionalized(&p.run, &inputs, Remove::MutationsAndViews).unwrap();
+    assert_eq!(values(&inputs[1]), values(&eager[1]));
+    assert_eq!(values(&inputs[2]), values(&eager[2]));
+}
