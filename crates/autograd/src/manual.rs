@@ -1771,3 +1771,173 @@ pub fn max_pool2d_with_indices_backward(
     let r = op::scatter_add::call(&zeros_sized(&[planes, hw], grad)?, 1, &idx, &g)?;
     op::reshape::call(&r, &input.sizes)
 }
+
+// ---------------------------------------------------------------------------------------------
+// aminmax, block_diag, batch norm, fake quantization
+
+/// `aminmax`'s gradient (PyTorch's `aminmax_backward`): each defined output gradient split
+/// evenly among the input elements equal to that output (`amax`'s rule), summed.
+pub fn aminmax_backward(
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    grad_min: Option<&Tensor>,
+    grad_max: Option<&Tensor>,
+    min: &Tensor,
+    max: &Tensor,
+) -> Result<Tensor> {
+    // An empty list reduces every dimension, as `aminmax` without `dim` does.
+    let dims: Vec<i64> = dim.into_iter().collect();
+    let mut out = zeros_sized(&self_.sizes(), self_)?;
+    for (g, value) in [(grad_min, min), (grad_max, max)] {
+        if let Some(g) = g {
+            out = add(&out, &amax_amin_backward(g, self_, value, &dims, keepdim)?)?;
+        }
+    }
+    Ok(out)
+}
+
+/// `block_diag`'s gradient (PyTorch's `block_diag_backward`): each input's block of the
+/// gradient, in its shape and dtype. (PyTorch skips the row an empty 1-d input adds to the
+/// result, shifting the blocks after it; here every input's rows are counted.)
+pub fn block_diag_backward(
+    grad: &Tensor,
+    sizes: &[DimVec],
+    dtypes: &[ScalarType],
+) -> Result<Vec<Grad>> {
+    let mut out = Vec::with_capacity(sizes.len());
+    let (mut row, mut col) = (0i64, 0i64);
+    for (s, &dtype) in sizes.iter().zip(dtypes) {
+        let (rows, cols) = match s.len() {
+            2 => (s[0], s[1]),
+            1 => (1, s[0]),
+            _ => (1, 1),
+        };
+        let block = op::slice_Tensor::call(grad, 0, Some(row), Some(row + rows), 1)?;
+        let block = op::slice_Tensor::call(&block, 1, Some(col), Some(col + cols), 1)?;
+        let block = if s.len() == 2 {
+            block
+        } else {
+            op::reshape::call(&block, s)?
+        };
+        out.push(Some(_to_copy_backward(&block, dtype, block.device())?));
+        row += rows;
+        col += cols;
+    }
+    Ok(out)
+}
+
+/// `t` cast to `dtype` unless it has it.
+fn cast_to(t: Tensor, dtype: ScalarType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        Ok(t)
+    } else {
+        op::_to_copy::call(&t, Some(dtype), None, None, None, false, None)
+    }
+}
+
+/// Batch norm's gradients (PyTorch's `native_batch_norm_backward`), as a composite of
+/// differentiable operators so that it differentiates again. In training the input was
+/// normalized by its own statistics: `grad_input = (g - mean(g) - x̂·mean(g·x̂)) · invstd`
+/// with `g = grad · weight` and `x̂ = (x - mean) · invstd` (the statistics are recomputed from
+/// `input` when grad mode is on, so that the result differentiates through them; otherwise
+/// the saved ones are used); in evaluation by the running statistics, constants:
+/// `grad_input = grad · weight · invstd`. `grad_weight = Σ grad·x̂`, `grad_bias = Σ grad`
+/// over every dimension but the channels.
+#[allow(clippy::too_many_arguments)]
+pub fn native_batch_norm_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    save_mean: &Tensor,
+    save_invstd: &Tensor,
+    train: bool,
+    eps: f64,
+    mask: [bool; 3],
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let ndim = input.dim();
+    if ndim < 2 {
+        return Err(Error::runtime(format!(
+            "native_batch_norm_backward: expected an input with a channel dimension, got {ndim}-d"
+        )));
+    }
+    let channels = input.size(1)?;
+    let dims: Vec<i64> = std::iter::once(0).chain(2..ndim as i64).collect();
+    let mut stat_shape = vec![1i64; ndim];
+    stat_shape[1] = channels;
+    let per_channel = |t: &Tensor| op::reshape::call(t, &stat_shape);
+    let (mean, invstd) = if train {
+        if is_grad_enabled() {
+            let m = op::mean_dim::call(input, Some(&dims), true, None)?;
+            let c = sub(input, &m)?;
+            let var = op::mean_dim::call(&mul(&c, &c)?, Some(&dims), true, None)?;
+            (m, op::rsqrt::call(&add_s(&var, eps)?)?)
+        } else {
+            (per_channel(save_mean)?, per_channel(save_invstd)?)
+        }
+    } else {
+        let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+            return Err(Error::runtime(
+                "native_batch_norm_backward: evaluation needs the running statistics",
+            ));
+        };
+        (
+            per_channel(rm)?,
+            per_channel(&op::rsqrt::call(&add_s(rv, eps)?)?)?,
+        )
+    };
+    let w = weight.map(per_channel).transpose()?;
+    let x_hat = mul(&sub(input, &mean)?, &invstd)?;
+    let mut out = (None, None, None);
+    if mask[0] {
+        let g = match &w {
+            Some(w) => mul(grad, w)?,
+            None => grad.clone(),
+        };
+        let gi = if train {
+            let mean_g = op::mean_dim::call(&g, Some(&dims), true, None)?;
+            let proj = op::mean_dim::call(&mul(&g, &x_hat)?, Some(&dims), true, None)?;
+            mul(&sub(&sub(&g, &mean_g)?, &mul(&x_hat, &proj)?)?, &invstd)?
+        } else {
+            mul(&g, &invstd)?
+        };
+        out.0 = Some(cast_to(gi, input.dtype())?);
+    }
+    let param_dtype = weight.map_or(save_mean.dtype(), Tensor::dtype);
+    if mask[1] && weight.is_some() {
+        let gw = op::sum_dim_IntList::call(&mul(grad, &x_hat)?, Some(&dims), false, None)?;
+        out.1 = Some(cast_to(gw, param_dtype)?);
+    }
+    if mask[2] {
+        let gb = op::sum_dim_IntList::call(grad, Some(&dims), false, None)?;
+        out.2 = Some(cast_to(gb, param_dtype)?);
+    }
+    Ok(out)
+}
+
+/// The gradient through a fake quantization (PyTorch's
+/// `fake_quantize_per_tensor_affine_cachemask_backward`): `grad` where the mask is set,
+/// zero elsewhere.
+pub fn fake_quantize_per_tensor_affine_cachemask_backward(
+    grad: &Tensor,
+    mask: &Tensor,
+) -> Result<Tensor> {
+    if mask.dtype() != ScalarType::Bool {
+        return Err(Error::runtime(
+            "Expected mask.scalar_type() == ScalarType::Bool to be true, but got false.",
+        ));
+    }
+    if mask.numel() != grad.numel() {
+        return Err(Error::runtime(format!(
+            "`mask` and `dY` are not the same size: `mask` is size {} and `dY` is size {}",
+            mask.numel(),
+            grad.numel()
+        )));
+    }
+    if grad.numel() <= 0 {
+        return Ok(grad.clone());
+    }
+    mul(grad, mask)
+}

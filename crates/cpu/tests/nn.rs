@@ -9,6 +9,9 @@
 #[path = "linalg_support.rs"]
 mod support;
 
+#[path = "nn_support/norm_quant.rs"]
+mod norm_quant;
+
 use serde_json::Value;
 use support::{Arg, Variant, run_structured};
 use switchyard_core::{Device, Result, Tensor};

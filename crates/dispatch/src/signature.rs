@@ -346,6 +346,7 @@ arg_tuple!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 arg_tuple!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 arg_tuple!(13; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
 arg_tuple!(14; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+arg_tuple!(15; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
 
 /// The return type of a typed kernel.
 pub trait OpOutput: Sized {
@@ -478,6 +479,39 @@ macro_rules! tensor_tuple_output {
 tensor_tuple_output!(2; Tensor 0, Tensor 1);
 tensor_tuple_output!(3; Tensor 0, Tensor 1, Tensor 2);
 tensor_tuple_output!(4; Tensor 0, Tensor 1, Tensor 2, Tensor 3);
+tensor_tuple_output!(5; Tensor 0, Tensor 1, Tensor 2, Tensor 3, Tensor 4);
+tensor_tuple_output!(6; Tensor 0, Tensor 1, Tensor 2, Tensor 3, Tensor 4, Tensor 5);
+
+/// `(Tensor, Tensor, Tensor, Tensor, int)` (`_batch_norm_impl_index`).
+impl OpOutput for (Tensor, Tensor, Tensor, Tensor, i64) {
+    const LEN: usize = 5;
+    fn push_all(self, stack: &mut Stack) {
+        stack.push(IValue::Tensor(self.0));
+        stack.push(IValue::Tensor(self.1));
+        stack.push(IValue::Tensor(self.2));
+        stack.push(IValue::Tensor(self.3));
+        stack.push(IValue::from(self.4));
+    }
+    fn pop_all(stack: &mut Stack) -> Result<Self> {
+        let mut values = switchyard_core::ivalue::stack::pop_n(stack, 5)?.into_iter();
+        let mut tensor = || values.next().ok_or_else(not_tensor_output)?.into_tensor();
+        let (a, b, c, d) = (tensor()?, tensor()?, tensor()?, tensor()?);
+        let index = values.next().ok_or_else(not_tensor_output)?.to_int()?;
+        Ok((a, b, c, d, index))
+    }
+    fn from_tensors(_: &[&Tensor]) -> Result<Self> {
+        Err(not_tensor_output())
+    }
+    fn schema_types() -> Vec<Type> {
+        vec![
+            base(BaseType::Tensor),
+            base(BaseType::Tensor),
+            base(BaseType::Tensor),
+            base(BaseType::Tensor),
+            base(BaseType::Int),
+        ]
+    }
+}
 
 /// What a typed call of a boxed-only kernel returns (PyTorch's `BoxedKernelWrapper` rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -211,6 +211,80 @@ fn copy_stride_mismatch(x: &[Tensor]) -> Result<Vec<Tensor>> {
     Ok(vec![y])
 }
 
+/// `sizes` filled with small exact values, `((i * 7 + 3) mod 23 - 11) / 4` (the oracle
+/// scripts' generated values): deterministic inputs with some spread.
+fn spread(sizes: &[i64]) -> Result<Tensor> {
+    let n: i64 = sizes.iter().product();
+    let values: Vec<f32> = (0..n)
+        .map(|i| ((i * 7 + 3) % 23 - 11) as f32 / 4.0)
+        .collect();
+    Tensor::from_vec(values, sizes)
+}
+
+fn multi_out(x: &[Tensor]) -> Result<Vec<Tensor>> {
+    let out_min = switchyard_ops::empty(&[4])?;
+    let out_max = switchyard_ops::empty(&[4])?;
+    // PyTorch's test passes `out=(out_max, out_min)`: the minimum goes to `out_max`.
+    switchyard_ops::op::aminmax_out::call(&x[0], Some(0), false, &out_max, &out_min)?;
+    Ok(vec![out_max])
+}
+
+fn mutable_op_not_inplace_or_other(x: &[Tensor]) -> Result<Vec<Tensor>> {
+    let x = &x[0];
+    let (output, mask) =
+        switchyard_ops::_fused_moving_avg_obs_fq_helper(x, x, x, x, x, x, x, 1.0, 0, 1, 0)?;
+    Ok(vec![output, mask])
+}
+
+fn tensor_list_composite(x: &[Tensor]) -> Result<Vec<Tensor>> {
+    let xs = [Clone::clone(&x[0]), Clone::clone(&x[0])];
+    Ok(vec![switchyard_ops::block_diag(&xs)?])
+}
+
+fn batch_norm_inputs() -> Result<Vec<Tensor>> {
+    Ok(vec![
+        spread(&[4, 3, 5])?,
+        switchyard_ops::zeros(&[3])?,
+        ones(&[3])?,
+    ])
+}
+
+fn batch_norm(x: &[Tensor]) -> Result<Vec<Tensor>> {
+    Ok(vec![switchyard_ops::batch_norm(
+        &x[0],
+        None,
+        None,
+        Some(&x[1]),
+        Some(&x[2]),
+        true,
+        0.1,
+        1e-5,
+        false,
+    )?])
+}
+
+fn instance_norm_inputs() -> Result<Vec<Tensor>> {
+    Ok(vec![
+        spread(&[2, 3, 4, 5])?,
+        switchyard_ops::zeros(&[3])?,
+        ones(&[3])?,
+    ])
+}
+
+fn instance_norm(x: &[Tensor]) -> Result<Vec<Tensor>> {
+    Ok(vec![switchyard_ops::instance_norm(
+        &x[0],
+        None,
+        None,
+        Some(&x[1]),
+        Some(&x[2]),
+        true,
+        0.1,
+        1e-5,
+        false,
+    )?])
+}
+
 /// Every program, in A.11 order.
 pub static PROGRAMS: &[Program] = &[
     Program {
@@ -388,6 +462,54 @@ pub static PROGRAMS: &[Program] = &[
         input_names: &["x"],
         inputs: ones_2x2,
         run: copy_stride_mismatch,
+    },
+    Program {
+        name: "multi_out",
+        case: "F3",
+        about: "aminmax(out=(out_max, out_min)): each out tensor takes its functional output",
+        input_names: &["x"],
+        inputs: || {
+            Ok(vec![switchyard_ops::arange_with(
+                8,
+                Some(ScalarType::Float),
+                None,
+                None,
+                None,
+            )?])
+        },
+        run: multi_out,
+    },
+    Program {
+        name: "mutable_op_not_inplace_or_other",
+        case: "F6",
+        about: "a mutable operator writing four arguments that are not `self`, all one tensor",
+        input_names: &["x"],
+        inputs: || Ok(vec![ones(&[1])?]),
+        run: mutable_op_not_inplace_or_other,
+    },
+    Program {
+        name: "tensor_list_composite",
+        case: "F8",
+        about: "block_diag of a list: a composite with a Tensor[] argument passes through",
+        input_names: &["x"],
+        inputs: ones_2x2,
+        run: tensor_list_composite,
+    },
+    Program {
+        name: "batch_norm",
+        case: "F31",
+        about: "training batch norm, which writes the running statistics",
+        input_names: &["x", "running_mean", "running_var"],
+        inputs: batch_norm_inputs,
+        run: batch_norm,
+    },
+    Program {
+        name: "instance_norm",
+        case: "F36",
+        about: "instance norm: batch norm over repeated running statistics, averaged back",
+        input_names: &["x", "running_mean", "running_var"],
+        inputs: instance_norm_inputs,
+        run: instance_norm,
     },
 ];
 

@@ -455,6 +455,33 @@ pub(crate) fn inplace_or_view_cat_out(ks: DispatchKeySet, (tensors, dim, out): (
     Ok(result)
 }
 
+/// `block_diag(Tensor[] tensors) -> Tensor`
+pub(crate) fn autograd_block_diag(ks: DispatchKeySet, (tensors,): (&[Tensor],)) -> Result<Tensor> {
+    let requires_grad = is_grad_enabled() && (rg_list(tensors));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        next_edges.extend(edges_list(tensors)?);
+        Some(BlockDiagBackward0 {
+            tensors_args_sizes: tensors.iter().map(|t| t.sizes()).collect(),
+            tensors_args_scalartypes: tensors.iter().map(|t| t.dtype()).collect(),
+            tensors_size_: tensors.len(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::block_diag::redispatch(ks & sets::AFTER_AUTOGRAD, tensors)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result);
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result, node, 0u32)?;
+    }
+    Ok(result)
+}
+
 /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
 pub(crate) fn autograd_copy(ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
     let requires_grad = is_grad_enabled() && (rg(self_) || rg(src));
@@ -1160,6 +1187,61 @@ pub(crate) fn inplace_or_view_amin_out(ks: DispatchKeySet, (self_, dim, keepdim,
         op::amin_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, out)?
     };
     out.bump_version();
+    Ok(result)
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+pub(crate) fn autograd_aminmax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<(Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, self_)?;
+        Some(AminmaxBackward0 {
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
+            dim: if next_edges[0].is_valid() { dim } else { None },
+            keepdim: keepdim,
+            min: SavedVariable::empty(),
+            max: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::aminmax::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.core.add_input_metadata(&result1);
+        node.min = SavedVariable::output(&result0, 0u32)?;
+        node.max = SavedVariable::output(&result1, 0u32 + 1)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history(&result0, &node, 0u32)?;
+        set_output_history_owned(&result1, node, 0u32 + 1)?;
+    }
+    Ok((result0, result1))
+}
+
+/// `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+pub(crate) fn autograd_aminmax_out(ks: DispatchKeySet, (self_, dim, keepdim, min, max): (&Tensor, Option<i64>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    if is_grad_enabled() && (rg(self_) || rg(min) || rg(max)) {
+        return Err(out_requires_grad_error("aminmax"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::aminmax_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, min, max)
+}
+
+/// `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+pub(crate) fn inplace_or_view_aminmax_out(ks: DispatchKeySet, (self_, dim, keepdim, min, max): (&Tensor, Option<i64>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    check_version_bump(min)?;
+    check_version_bump(max)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::aminmax_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, dim, keepdim, min, max)?
+    };
+    min.bump_version();
+    max.bump_version();
     Ok(result)
 }
 
@@ -4459,6 +4541,187 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
         set_output_history_owned(&result0, node, 0u32)?;
     }
     Ok((result0, result1, result2))
+}
+
+/// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn autograd_native_batch_norm_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg_opt(running_mean) || rg_opt(running_var) || rg(out) || rg(save_mean) || rg(save_invstd)) {
+        return Err(out_requires_grad_error("native_batch_norm"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::native_batch_norm_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn inplace_or_view_native_batch_norm_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    check_version_bump(out)?;
+    check_version_bump(save_mean)?;
+    check_version_bump(save_invstd)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::native_batch_norm_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)?
+    };
+    out.bump_version();
+    save_mean.bump_version();
+    save_invstd.bump_version();
+    Ok(result)
+}
+
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn autograd__native_batch_norm_legit(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeBatchNormLegitBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_mean: SavedVariable::new(&running_mean, false)?,
+            running_var: SavedVariable::new(&running_var, false)?,
+            training: training,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn autograd__native_batch_norm_legit_no_training(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeBatchNormLegitNoTrainingBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_mean: SavedVariable::new(&running_mean, false)?,
+            running_var: SavedVariable::new(&running_var, false)?,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit_no_training::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, momentum, eps)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+pub(crate) fn autograd__native_batch_norm_legit_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(running_mean) || rg(running_var) || rg(out) || rg(save_mean) || rg(save_invstd)) {
+        return Err(out_requires_grad_error("_native_batch_norm_legit"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::_native_batch_norm_legit_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+pub(crate) fn inplace_or_view__native_batch_norm_legit_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    check_version_bump(running_mean)?;
+    check_version_bump(running_var)?;
+    check_version_bump(out)?;
+    check_version_bump(save_mean)?;
+    check_version_bump(save_invstd)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)?
+    };
+    running_mean.bump_version();
+    running_var.bump_version();
+    out.bump_version();
+    save_mean.bump_version();
+    save_invstd.bump_version();
+    Ok(result)
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn autograd__native_batch_norm_legit_no_stats(ks: DispatchKeySet, (input, weight, bias, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeBatchNormLegitBackward1 {
+            input: SavedVariable::new(&input, false)?,
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            training: training,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit_no_stats::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, training, momentum, eps)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2))
+}
+
+/// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn autograd__native_batch_norm_legit_no_stats_out(ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out) || rg(save_mean) || rg(save_invstd)) {
+        return Err(out_requires_grad_error("_native_batch_norm_legit"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::_native_batch_norm_legit_no_stats_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn inplace_or_view__native_batch_norm_legit_no_stats_out(ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    check_version_bump(out)?;
+    check_version_bump(save_mean)?;
+    check_version_bump(save_invstd)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit_no_stats_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, training, momentum, eps, out, save_mean, save_invstd)?
+    };
+    out.bump_version();
+    save_mean.bump_version();
+    save_invstd.bump_version();
+    Ok(result)
 }
 
 /// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
@@ -12004,6 +12267,52 @@ pub(crate) fn inplace_or_view_logsumexp_out(ks: DispatchKeySet, (self_, dim, kee
     Ok(result)
 }
 
+/// `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+pub(crate) fn autograd__fused_moving_avg_obs_fq_helper(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, self_)?;
+        Some(FusedMovingAvgObsFqHelperBackward0 {
+            mask: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_fused_moving_avg_obs_fq_helper::redispatch(ks & sets::AFTER_AUTOGRAD, self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.mask = SavedVariable::new(&result1, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1))
+}
+
+/// `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn autograd_block_diag_out(ks: DispatchKeySet, (tensors, out): (&[Tensor], &Tensor)) -> Result<Tensor> {
+    if is_grad_enabled() && (rg_list(tensors) || rg(out)) {
+        return Err(out_requires_grad_error("block_diag"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::block_diag_out::redispatch(ks & sets::AFTER_AUTOGRAD, tensors, out)
+}
+
+/// `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn inplace_or_view_block_diag_out(ks: DispatchKeySet, (tensors, out): (&[Tensor], &Tensor)) -> Result<Tensor> {
+    check_version_bump(out)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::block_diag_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, tensors, out)?
+    };
+    out.bump_version();
+    Ok(result)
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_copy_out(ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
@@ -12931,6 +13240,66 @@ pub(crate) fn inplace_or_view_native_layer_norm_out(ks: DispatchKeySet, (input, 
     Ok(result)
 }
 
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
+pub(crate) fn autograd__native_batch_norm_legit_functional(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, input)?;
+        push_edge_opt(&mut next_edges, weight)?;
+        push_edge_opt(&mut next_edges, bias)?;
+        Some(NativeBatchNormLegitBackward0 {
+            input: SavedVariable::new(&input, false)?,
+            weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            running_mean: SavedVariable::new(&running_mean, false)?,
+            running_var: SavedVariable::new(&running_var, false)?,
+            training: training,
+            eps: eps,
+            result1: SavedVariable::empty(),
+            result2: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2, result3, result4) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit_functional::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.result1 = SavedVariable::new(&result1, false)?;
+        node.result2 = SavedVariable::new(&result2, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2, result3, result4))
+}
+
+/// `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn autograd__native_batch_norm_legit_no_training_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(running_mean) || rg(running_var) || rg(out0) || rg(out1) || rg(out2)) {
+        return Err(out_requires_grad_error("_native_batch_norm_legit_no_training"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::_native_batch_norm_legit_no_training_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2)
+}
+
+/// `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn inplace_or_view__native_batch_norm_legit_no_training_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    check_version_bump(out0)?;
+    check_version_bump(out1)?;
+    check_version_bump(out2)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_native_batch_norm_legit_no_training_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2)?
+    };
+    out0.bump_version();
+    out1.bump_version();
+    out2.bump_version();
+    Ok(result)
+}
+
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 pub(crate) fn autograd_native_dropout_out(ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     if is_grad_enabled() && (rg(input) || rg(out0) || rg(out1)) {
@@ -13639,5 +14008,61 @@ pub(crate) fn inplace_or_view_embedding_out(ks: DispatchKeySet, (weight, indices
     };
     out.bump_version();
     Ok(result)
+}
+
+/// `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+pub(crate) fn autograd__fused_moving_avg_obs_fq_helper_out(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    if is_grad_enabled() && (rg(self_) || rg(observer_on) || rg(fake_quant_on) || rg(running_min) || rg(running_max) || rg(scale) || rg(zero_point) || rg(out0) || rg(out1)) {
+        return Err(out_requires_grad_error("_fused_moving_avg_obs_fq_helper"));
+    }
+    let _guard = auto_dispatch_below_autograd();
+    op::_fused_moving_avg_obs_fq_helper_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1)
+}
+
+/// `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+pub(crate) fn inplace_or_view__fused_moving_avg_obs_fq_helper_out(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    check_version_bump(running_min)?;
+    check_version_bump(running_max)?;
+    check_version_bump(scale)?;
+    check_version_bump(zero_point)?;
+    check_version_bump(out0)?;
+    check_version_bump(out1)?;
+    let result = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_fused_moving_avg_obs_fq_helper_out::redispatch(ks & sets::AFTER_AD_INPLACE_OR_VIEW, self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1)?
+    };
+    running_min.bump_version();
+    running_max.bump_version();
+    scale.bump_version();
+    zero_point.bump_version();
+    out0.bump_version();
+    out1.bump_version();
+    Ok(result)
+}
+
+/// `_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
+pub(crate) fn autograd__fused_moving_avg_obs_fq_helper_functional(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let requires_grad = is_grad_enabled() && (rg(self_));
+    let grad_fn = if requires_grad {
+        let mut next_edges = EdgeList::new();
+        push_edge(&mut next_edges, self_)?;
+        Some(FusedMovingAvgObsFqHelperBackward0 {
+            mask: SavedVariable::empty(),
+            core: NodeCore::with_edges(next_edges),
+        })
+    } else {
+        None
+    };
+    let (result0, result1, result2, result3, result4, result5) = {
+        let _guard = auto_dispatch_below_ad_inplace_or_view();
+        op::_fused_moving_avg_obs_fq_helper_functional::redispatch(ks & sets::AFTER_AUTOGRAD, self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?
+    };
+    if let Some(mut node) = grad_fn {
+        node.core.add_input_metadata(&result0);
+        node.mask = SavedVariable::new(&result1, false)?;
+        let node: NodeRef = Arc::new(node);
+        set_output_history_owned(&result0, node, 0u32)?;
+    }
+    Ok((result0, result1, result2, result3, result4, result5))
 }
 

@@ -733,6 +733,48 @@ impl Node for BmmBackward0 {
     }
 }
 
+/// The backward of `block_diag(Tensor[] tensors) -> Tensor`.
+pub struct BlockDiagBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) tensors_args_sizes: Vec<DimVec>,
+    pub(crate) tensors_args_scalartypes: Vec<ScalarType>,
+    pub(crate) tensors_size_: usize,
+}
+
+impl Node for BlockDiagBackward0 {
+    fn name(&self) -> String {
+        "BlockDiagBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let mut offset = 0usize;
+        let tensors_ix = offset..offset + this.tensors_size_;
+        // tensors: block_diag_backward(grad, to_args_sizes(tensors), to_args_scalartypes(tensors))?
+        if range_needed(&this.core, &tensors_ix) {
+            let tensors_args_sizes: &[DimVec] = &this.tensors_args_sizes;
+            let tensors_args_scalartypes: &[ScalarType] = &this.tensors_args_scalartypes;
+            let r = { block_diag_backward(grad, tensors_args_sizes, tensors_args_scalartypes)? };
+            copy_range(&mut grad_inputs, &tensors_ix, IntoGradList::into_grads(r))?;
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `cat(Tensor[] tensors, int dim=0) -> Tensor`.
 pub struct CatBackward0 {
     pub(crate) core: NodeCore,
@@ -3561,6 +3603,57 @@ impl Node for AminBackward0 {
     }
 }
 
+/// The backward of `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`.
+pub struct AminmaxBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) self_: SavedVariable,
+    pub(crate) dim: Option<i64>,
+    pub(crate) keepdim: bool,
+    pub(crate) min: SavedVariable,
+    pub(crate) max: SavedVariable,
+}
+
+impl Node for AminmaxBackward0 {
+    fn name(&self) -> String {
+        "AminmaxBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.self_.reset();
+        self.min.reset();
+        self.max.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        if grads.iter().all(Option::is_none) {
+            return Ok(grad_inputs);
+        }
+        let grads: &[Grad] = &grads;
+        let self_ix = 0..1;
+        // self: aminmax_backward(self, dim, keepdim, grads[0].as_ref(), grads[1].as_ref(), min, max)?
+        if range_needed(&this.core, &self_ix) {
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
+            let dim = this.dim;
+            let keepdim = this.keepdim;
+            let min_owned = this.min.unpack(&node)?; let min = &min_owned;
+            let max_owned = this.max.unpack(&node)?; let max = &max_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ aminmax_backward(self_, dim, keepdim, grads[0].as_ref(), grads[1].as_ref(), min, max)? });
+        }
+        Ok(grad_inputs)
+    }
+}
+
 /// The backward of `mm(Tensor self, Tensor mat2) -> Tensor`.
 pub struct MmBackward0 {
     pub(crate) core: NodeCore,
@@ -3791,6 +3884,214 @@ impl Node for NativeLayerNormBackward0 {
             let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
             let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
             let (g0, g1, g2) = { native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeBatchNormLegitBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) running_mean: SavedVariable,
+    pub(crate) running_var: SavedVariable,
+    pub(crate) training: bool,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeBatchNormLegitBackward0 {
+    fn name(&self) -> String {
+        "NativeBatchNormLegitBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.running_mean.reset();
+        self.running_var.reset();
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_batch_norm_backward(grad, input, weight, Some(running_mean), Some(running_var), result1, result2, training, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let running_mean_owned = this.running_mean.unpack(&node)?; let running_mean = &running_mean_owned;
+            let running_var_owned = this.running_var.unpack(&node)?; let running_var = &running_var_owned;
+            let training = this.training;
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_batch_norm_backward(grad, input, weight, Some(running_mean), Some(running_var), result1, result2, training, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeBatchNormLegitNoTrainingBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) running_mean: SavedVariable,
+    pub(crate) running_var: SavedVariable,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeBatchNormLegitNoTrainingBackward0 {
+    fn name(&self) -> String {
+        "NativeBatchNormLegitNoTrainingBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.running_mean.reset();
+        self.running_var.reset();
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_batch_norm_backward(grad, input, weight, Some(running_mean), Some(running_var), result1, result2, false, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let running_mean_owned = this.running_mean.unpack(&node)?; let running_mean = &running_mean_owned;
+            let running_var_owned = this.running_var.unpack(&node)?; let running_var = &running_var_owned;
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_batch_norm_backward(grad, input, weight, Some(running_mean), Some(running_var), result1, result2, false, eps, grad_input_mask)? };
+            if grad_input_mask[0] {
+                grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
+            }
+            if grad_input_mask[1] {
+                grad_inputs[weight_ix.start] = IntoGrad::into_grad(g1);
+            }
+            if grad_input_mask[2] {
+                grad_inputs[bias_ix.start] = IntoGrad::into_grad(g2);
+            }
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`.
+pub struct NativeBatchNormLegitBackward1 {
+    pub(crate) core: NodeCore,
+    pub(crate) input: SavedVariable,
+    pub(crate) weight: Option<SavedVariable>,
+    pub(crate) training: bool,
+    pub(crate) eps: f64,
+    pub(crate) result1: SavedVariable,
+    pub(crate) result2: SavedVariable,
+}
+
+impl Node for NativeBatchNormLegitBackward1 {
+    fn name(&self) -> String {
+        "NativeBatchNormLegitBackward1".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.input.reset();
+        if let Some(s) = &self.weight { s.reset(); }
+        self.result1.reset();
+        self.result2.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let input_ix = 0..1;
+        let weight_ix = 1..2;
+        let bias_ix = 2..3;
+        // input, weight, bias: native_batch_norm_backward(grad, input, weight, None, None, result1, result2, training, eps, grad_input_mask)?
+        let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
+        if grad_input_mask.iter().any(|b| *b) {
+            let input_owned = this.input.unpack(&node)?; let input = &input_owned;
+            let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let training = this.training;
+            let eps = this.eps;
+            let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
+            let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
+            let (g0, g1, g2) = { native_batch_norm_backward(grad, input, weight, None, None, result1, result2, training, eps, grad_input_mask)? };
             if grad_input_mask[0] {
                 grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
             }
@@ -7605,6 +7906,47 @@ impl Node for StackBackward0 {
             let dim = this.dim;
             let r = { stack_tensors_backward(grad, dim)? };
             copy_range(&mut grad_inputs, &tensors_ix, IntoGradList::into_grads(r))?;
+        }
+        Ok(grad_inputs)
+    }
+}
+
+/// The backward of `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`.
+pub struct FusedMovingAvgObsFqHelperBackward0 {
+    pub(crate) core: NodeCore,
+    pub(crate) mask: SavedVariable,
+}
+
+impl Node for FusedMovingAvgObsFqHelperBackward0 {
+    fn name(&self) -> String {
+        "FusedMovingAvgObsFqHelperBackward0".into()
+    }
+
+    fn core(&self) -> &NodeCore {
+        &self.core
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release_variables(&self) {
+        self.mask.reset();
+    }
+
+    fn apply(self: Arc<Self>, grads: Vec<Grad>) -> Result<Vec<Grad>> {
+        let node: NodeRef = self.clone();
+        let this = &*self;
+        let mut grad_inputs: Vec<Grad> = vec![None; this.core.num_outputs()];
+        let grad: &Tensor = match grads.first() {
+            Some(Some(g)) => g,
+            _ => return Ok(grad_inputs),
+        };
+        let self_ix = 0..1;
+        // self: fake_quantize_per_tensor_affine_cachemask_backward(grad, mask)?
+        if range_needed(&this.core, &self_ix) {
+            let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ fake_quantize_per_tensor_affine_cachemask_backward(grad, mask)? });
         }
         Ok(grad_inputs)
     }

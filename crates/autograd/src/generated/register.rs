@@ -34,6 +34,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("bmm.out", Kernel::typed::<op::bmm_out>(autograd_bmm_out).debug("autograd_bmm_out"))?;
     lib.impl_("cat", Kernel::typed::<op::cat>(autograd_cat).debug("autograd_cat"))?;
     lib.impl_("cat.out", Kernel::typed::<op::cat_out>(autograd_cat_out).debug("autograd_cat_out"))?;
+    lib.impl_("block_diag", Kernel::typed::<op::block_diag>(autograd_block_diag).debug("autograd_block_diag"))?;
     lib.impl_("copy", Kernel::typed::<op::copy>(autograd_copy).debug("autograd_copy"))?;
     lib.impl_("cumprod", Kernel::typed::<op::cumprod>(autograd_cumprod).debug("autograd_cumprod"))?;
     lib.impl_("cumprod_", Kernel::typed::<op::cumprod_>(autograd_cumprod_).debug("autograd_cumprod_"))?;
@@ -58,6 +59,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(autograd_amax_out).debug("autograd_amax_out"))?;
     lib.impl_("amin", Kernel::typed::<op::amin>(autograd_amin).debug("autograd_amin"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(autograd_amin_out).debug("autograd_amin_out"))?;
+    lib.impl_("aminmax", Kernel::typed::<op::aminmax>(autograd_aminmax).debug("autograd_aminmax"))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(autograd_aminmax_out).debug("autograd_aminmax_out"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(autograd_mm).debug("autograd_mm"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(autograd_mm_out).debug("autograd_mm_out"))?;
     lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(autograd_narrow_copy).debug("autograd_narrow_copy"))?;
@@ -179,6 +182,12 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(autograd_dot_out).debug("autograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(autograd_linear_out).debug("autograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(autograd_native_layer_norm).debug("autograd_native_layer_norm"))?;
+    lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(autograd_native_batch_norm_out).debug("autograd_native_batch_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(autograd__native_batch_norm_legit).debug("autograd__native_batch_norm_legit"))?;
+    lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(autograd__native_batch_norm_legit_no_training).debug("autograd__native_batch_norm_legit_no_training"))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(autograd__native_batch_norm_legit_out).debug("autograd__native_batch_norm_legit_out"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(autograd__native_batch_norm_legit_no_stats).debug("autograd__native_batch_norm_legit_no_stats"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(autograd__native_batch_norm_legit_no_stats_out).debug("autograd__native_batch_norm_legit_no_stats_out"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(autograd_native_dropout).debug("autograd_native_dropout"))?;
     lib.impl_("convolution", Kernel::typed::<op::convolution>(autograd_convolution).debug("autograd_convolution"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(autograd_add_Tensor).debug("autograd_add_Tensor"))?;
@@ -491,6 +500,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(autograd_sort_stable).debug("autograd_sort_stable"))?;
     lib.impl_("logsumexp", Kernel::typed::<op::logsumexp>(autograd_logsumexp).debug("autograd_logsumexp"))?;
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(autograd_logsumexp_out).debug("autograd_logsumexp_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper>(autograd__fused_moving_avg_obs_fq_helper).debug("autograd__fused_moving_avg_obs_fq_helper"))?;
+    lib.impl_("block_diag.out", Kernel::typed::<op::block_diag_out>(autograd_block_diag_out).debug("autograd_block_diag_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(autograd_copy_out).debug("autograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(autograd_resize_out).debug("autograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(autograd_resize).debug("autograd_resize"))?;
@@ -536,6 +547,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(autograd_lift_out).debug("autograd_lift_out"))?;
     lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(autograd_lift_fresh_copy_out).debug("autograd_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(autograd_native_layer_norm_out).debug("autograd_native_layer_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit_functional", Kernel::typed::<op::_native_batch_norm_legit_functional>(autograd__native_batch_norm_legit_functional).debug("autograd__native_batch_norm_legit_functional"))?;
+    lib.impl_("_native_batch_norm_legit_no_training.out", Kernel::typed::<op::_native_batch_norm_legit_no_training_out>(autograd__native_batch_norm_legit_no_training_out).debug("autograd__native_batch_norm_legit_no_training_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(autograd_native_dropout_out).debug("autograd_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(autograd_convolution_out).debug("autograd_convolution_out"))?;
     lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(autograd_add_Scalar_out).debug("autograd_add_Scalar_out"))?;
@@ -571,6 +584,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(autograd_repeat_out).debug("autograd_repeat_out"))?;
     lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(autograd_constant_pad_nd_out).debug("autograd_constant_pad_nd_out"))?;
     lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(autograd_embedding_out).debug("autograd_embedding_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper.out", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_out>(autograd__fused_moving_avg_obs_fq_helper_out).debug("autograd__fused_moving_avg_obs_fq_helper_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper_functional", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_functional>(autograd__fused_moving_avg_obs_fq_helper_functional).debug("autograd__fused_moving_avg_obs_fq_helper_functional"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::ADInplaceOrView))?;
     lib.impl_("all.out", Kernel::typed::<op::all_out>(inplace_or_view_all_out).debug("inplace_or_view_all_out"))?;
@@ -601,6 +616,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(inplace_or_view__log_softmax_out).debug("inplace_or_view__log_softmax_out"))?;
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(inplace_or_view_amax_out).debug("inplace_or_view_amax_out"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(inplace_or_view_amin_out).debug("inplace_or_view_amin_out"))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(inplace_or_view_aminmax_out).debug("inplace_or_view_aminmax_out"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(inplace_or_view_mm_out).debug("inplace_or_view_mm_out"))?;
     lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(inplace_or_view_narrow_copy_out).debug("inplace_or_view_narrow_copy_out"))?;
     lib.impl_("permute", Kernel::typed::<op::permute>(inplace_or_view_permute).debug("inplace_or_view_permute"))?;
@@ -663,6 +679,9 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(inplace_or_view_lift_fresh).debug("inplace_or_view_lift_fresh"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(inplace_or_view_dot_out).debug("inplace_or_view_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(inplace_or_view_linear_out).debug("inplace_or_view_linear_out"))?;
+    lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(inplace_or_view_native_batch_norm_out).debug("inplace_or_view_native_batch_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(inplace_or_view__native_batch_norm_legit_out).debug("inplace_or_view__native_batch_norm_legit_out"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(inplace_or_view__native_batch_norm_legit_no_stats_out).debug("inplace_or_view__native_batch_norm_legit_no_stats_out"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(inplace_or_view_add__Tensor).debug("inplace_or_view_add__Tensor"))?;
     lib.impl_("add.out", Kernel::typed::<op::add_out>(inplace_or_view_add_out).debug("inplace_or_view_add_out"))?;
     lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(inplace_or_view_add__Scalar).debug("inplace_or_view_add__Scalar"))?;
@@ -840,6 +859,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sort.values", Kernel::typed::<op::sort_values>(inplace_or_view_sort_values).debug("inplace_or_view_sort_values"))?;
     lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(inplace_or_view_sort_values_stable).debug("inplace_or_view_sort_values_stable"))?;
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(inplace_or_view_logsumexp_out).debug("inplace_or_view_logsumexp_out"))?;
+    lib.impl_("block_diag.out", Kernel::typed::<op::block_diag_out>(inplace_or_view_block_diag_out).debug("inplace_or_view_block_diag_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(inplace_or_view_copy_out).debug("inplace_or_view_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(inplace_or_view_resize_out).debug("inplace_or_view_resize_out"))?;
     lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(inplace_or_view_set_source_Tensor_out).debug("inplace_or_view_set_source_Tensor_out"))?;
@@ -880,6 +900,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(inplace_or_view_lift_out).debug("inplace_or_view_lift_out"))?;
     lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(inplace_or_view_lift_fresh_copy_out).debug("inplace_or_view_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(inplace_or_view_native_layer_norm_out).debug("inplace_or_view_native_layer_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit_no_training.out", Kernel::typed::<op::_native_batch_norm_legit_no_training_out>(inplace_or_view__native_batch_norm_legit_no_training_out).debug("inplace_or_view__native_batch_norm_legit_no_training_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(inplace_or_view_native_dropout_out).debug("inplace_or_view_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(inplace_or_view_convolution_out).debug("inplace_or_view_convolution_out"))?;
     lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(inplace_or_view_add_Scalar_out).debug("inplace_or_view_add_Scalar_out"))?;
@@ -914,6 +935,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(inplace_or_view_repeat_out).debug("inplace_or_view_repeat_out"))?;
     lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(inplace_or_view_constant_pad_nd_out).debug("inplace_or_view_constant_pad_nd_out"))?;
     lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(inplace_or_view_embedding_out).debug("inplace_or_view_embedding_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper.out", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_out>(inplace_or_view__fused_moving_avg_obs_fq_helper_out).debug("inplace_or_view__fused_moving_avg_obs_fq_helper_out"))?;
     lib.leak();
     Ok(())
 }

@@ -31,8 +31,25 @@ fn missing_entries() -> Vec<String> {
         .filter(|(_, f)| !NO_FORMULA_IN_PYTORCH.contains(&f.func.name.to_string().as_str()))
         .filter(|(_, f)| f.func.arguments.iter().any(|a| differentiable_type(&a.ty)))
         .filter(|(i, _)| !d.infos.iter().any(|info| info.func == *i))
+        .filter(|(_, f)| !uses_mutable_formula(&nf, &d, f))
         .map(|(_, f)| f.func.to_string())
         .collect()
+}
+
+/// Whether `f` is the functional variant autogen adds to a mutable operator with an entry,
+/// whose formula it uses (torchgen's `match_differentiability_info`, rule 3:
+/// `_native_batch_norm_legit_functional`).
+fn uses_mutable_formula(
+    nf: &switchyard_codegen::NativeFunctions,
+    d: &switchyard_codegen::derivatives::Derivatives,
+    f: &switchyard_codegen::NativeFunction,
+) -> bool {
+    let sig = f.func.signature(true, false, false);
+    f.is_generated()
+        && d.infos.iter().any(|info| {
+            let g = &nf.functions[info.func].func;
+            g.kind() == SchemaKind::Mutable && g.signature(true, false, false) == sig
+        })
 }
 
 #[test]

@@ -1613,6 +1613,155 @@ fn cases() -> Vec<Case> {
             },
         );
     }
+    // aminmax, block_diag, batch norm.
+    for (variant, x) in [
+        ("contiguous", c(&[3, 4], Any, 180)),
+        ("transposed", nc(&[3, 4], Any, 181)),
+    ] {
+        k.add(
+            "aminmax",
+            variant,
+            "AminmaxBackward0",
+            vec![x.clone()],
+            true,
+            |x| {
+                let (mn, mx) = op::aminmax::call(&x[0], None, false)?;
+                Ok(vec![mn, mx])
+            },
+        );
+        k.add(
+            "aminmax(dim, keepdim)",
+            variant,
+            "AminmaxBackward0",
+            vec![x.clone()],
+            true,
+            |x| {
+                let (mn, mx) = op::aminmax::call(&x[0], Some(1), true)?;
+                Ok(vec![mn, mx])
+            },
+        );
+    }
+    k.add(
+        "aminmax(min only)",
+        "contiguous",
+        "AminmaxBackward0",
+        vec![c(&[4, 3], Any, 182)],
+        true,
+        |x| one(op::aminmax::call(&x[0], Some(0), false)?.0),
+    );
+    k.add(
+        "block_diag",
+        "contiguous",
+        "BlockDiagBackward0",
+        vec![c(&[2, 3], Any, 183), nc(&[3], Any, 184), c(&[], Any, 185)],
+        true,
+        |x| {
+            one(op::block_diag::call(&[
+                x[0].clone(),
+                x[1].clone(),
+                x[2].clone(),
+            ])?)
+        },
+    );
+    // The running statistics are written, not differentiated: plain tensors, fresh per call
+    // so that every evaluation of gradcheck sees the same ones.
+    let stats = || {
+        (
+            Tensor::from_vec(vec![0.1f64, -0.2, 0.3], &[3]).unwrap(),
+            Tensor::from_vec(vec![0.5f64, 1.5, 2.0], &[3]).unwrap(),
+        )
+    };
+    for (variant, x) in [
+        ("contiguous", c(&[2, 3, 4], Any, 186)),
+        ("transposed", nc(&[4, 3, 2], Any, 187)),
+    ] {
+        for training in [true, false] {
+            k.add(
+                if training {
+                    "_native_batch_norm_legit(training)"
+                } else {
+                    "_native_batch_norm_legit(eval)"
+                },
+                variant,
+                "NativeBatchNormLegitBackward0",
+                vec![x.clone(), c(&[3], Any, 188), c(&[3], Any, 189)],
+                true,
+                move |x| {
+                    let (rm, rv) = stats();
+                    let (y, _, _) = op::_native_batch_norm_legit::call(
+                        &x[0],
+                        Some(&x[1]),
+                        Some(&x[2]),
+                        &rm,
+                        &rv,
+                        training,
+                        0.1,
+                        1e-5,
+                    )?;
+                    one(y)
+                },
+            );
+        }
+        k.add(
+            "_native_batch_norm_legit.no_stats",
+            variant,
+            "NativeBatchNormLegitBackward1",
+            vec![x.clone(), c(&[3], Any, 190)],
+            true,
+            |x| {
+                let (y, _, _) = op::_native_batch_norm_legit_no_stats::call(
+                    &x[0],
+                    Some(&x[1]),
+                    None,
+                    true,
+                    0.1,
+                    1e-5,
+                )?;
+                one(y)
+            },
+        );
+    }
+    k.add(
+        "_native_batch_norm_legit_no_training",
+        "contiguous",
+        "NativeBatchNormLegitNoTrainingBackward0",
+        vec![c(&[4, 3], Any, 191), c(&[3], Any, 192)],
+        true,
+        move |x| {
+            let (rm, rv) = stats();
+            let (y, _, _) = op::_native_batch_norm_legit_no_training::call(
+                &x[0],
+                None,
+                Some(&x[1]),
+                &rm,
+                &rv,
+                0.1,
+                1e-5,
+            )?;
+            one(y)
+        },
+    );
+    k.add(
+        "_native_batch_norm_legit_functional",
+        "contiguous",
+        "NativeBatchNormLegitBackward0",
+        vec![c(&[4, 3, 2], Any, 193), c(&[3], Any, 194)],
+        true,
+        move |x| {
+            let (rm, rv) = stats();
+            let r = op::_native_batch_norm_legit_functional::call(
+                &x[0],
+                Some(&x[1]),
+                None,
+                &rm,
+                &rv,
+                true,
+                0.1,
+                1e-5,
+            )?;
+            one(r.0)
+        },
+    );
     k.add(
         "native_dropout(eval)",
         "contiguous",
@@ -1859,6 +2008,59 @@ fn cases() -> Vec<Case> {
             )?)
         },
     );
+    let stats = || {
+        (
+            Tensor::from_vec(vec![0.1f64, -0.2, 0.3], &[3]).unwrap(),
+            Tensor::from_vec(vec![0.5f64, 1.5, 2.0], &[3]).unwrap(),
+        )
+    };
+    // Through native_batch_norm's decomposition: `_native_batch_norm_legit`'s formula.
+    k.add(
+        "batch_norm",
+        "contiguous",
+        "NativeBatchNormLegitBackward0",
+        vec![
+            c(&[4, 3, 2], Any, 195),
+            c(&[3], Any, 196),
+            c(&[3], Any, 197),
+        ],
+        true,
+        move |x| {
+            let (rm, rv) = stats();
+            one(op::batch_norm::call(
+                &x[0],
+                Some(&x[1]),
+                Some(&x[2]),
+                Some(&rm),
+                Some(&rv),
+                true,
+                0.1,
+                1e-5,
+                false,
+            )?)
+        },
+    );
+    k.add(
+        "instance_norm",
+        "transposed",
+        "ViewBackward0",
+        vec![nc(&[2, 3, 4], Any, 198), c(&[3], Any, 199)],
+        true,
+        move |x| {
+            let (rm, rv) = stats();
+            one(op::instance_norm::call(
+                &x[0],
+                Some(&x[1]),
+                None,
+                Some(&rm),
+                Some(&rv),
+                true,
+                0.1,
+                1e-5,
+                false,
+            )?)
+        },
+    );
     k.add(
         "cross_entropy_loss",
         "contiguous",
@@ -2071,4 +2273,46 @@ fn every_view_copy_and_scatter_has_a_case() {
         .filter(|n| !cases.iter().any(|c| c.op == n))
         .collect();
     assert!(missing.is_empty(), "no gradcheck case: {missing:?}");
+}
+
+/// `_fused_moving_avg_obs_fq_helper`'s gradient is PyTorch's straight-through estimator: the
+/// incoming gradient where the fake quantization's mask is set, zero where the value was
+/// clamped (finite differences do not apply to the rounding steps). The mask output does not
+/// require grad.
+#[test]
+fn fused_moving_avg_obs_fq_helper_passes_the_gradient_through_its_mask() {
+    // Observer off, range [-1, 1] over [0, 255]: -2 and 2 fall outside.
+    let x = leaf(Tensor::from_vec(vec![-2.0f32, -0.5, 0.5, 2.0], &[4]).unwrap());
+    let flag = |v: f32| Tensor::from_vec(vec![v], &[1]).unwrap();
+    let (out, mask) = op::_fused_moving_avg_obs_fq_helper::call(
+        &x,
+        &flag(0.0),
+        &flag(1.0),
+        &flag(-1.0),
+        &flag(1.0),
+        &flag(1.0),
+        &Tensor::from_vec(vec![0i32], &[1]).unwrap(),
+        0.01,
+        0,
+        255,
+        0,
+        false,
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        mask.to_vec::<bool>().unwrap(),
+        vec![false, true, true, false]
+    );
+    assert!(!mask.requires_grad());
+    assert_eq!(
+        out.grad_fn().unwrap().map(|n| n.name()).as_deref(),
+        Some("FusedMovingAvgObsFqHelperBackward0")
+    );
+    let g = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let grads = switchyard_autograd::grad(&[out], &[x], &[Some(g)], None, false, false).unwrap();
+    assert_eq!(
+        grads[0].as_ref().unwrap().to_vec::<f32>().unwrap(),
+        vec![0.0, 2.0, 3.0, 0.0]
+    );
 }

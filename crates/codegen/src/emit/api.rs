@@ -19,12 +19,22 @@ use switchyard_schema::{BaseType, Type};
 
 /// The user-API name of every function, by index.
 pub fn api_names(input: &GenInput) -> Vec<String> {
-    // Non-out overloads per (base name, in-place).
+    // Non-out overloads per (base name, in-place). A `<base>_functional` operator (autogen's
+    // functional variant of a mutable one) is named after its whole name, not after `<base>`,
+    // which names the mutable operator.
+    let base_of = |f: &GenFunction| -> String {
+        let n = &f.schema.name.name;
+        if n.functional_overload {
+            format!("{}_functional", n.base)
+        } else {
+            n.base.clone()
+        }
+    };
     let mut overloads: BTreeMap<(String, bool), Vec<String>> = BTreeMap::new();
     for f in &input.functions {
         if !f.schema.is_out_fn() {
             overloads
-                .entry((f.schema.name.name.base.clone(), f.schema.name.name.inplace))
+                .entry((base_of(f), f.schema.name.name.inplace))
                 .or_default()
                 .push(f.schema.name.overload_name.clone());
         }
@@ -39,9 +49,9 @@ pub fn api_names(input: &GenInput) -> Vec<String> {
     };
     let plain_name = |f: &GenFunction| -> String {
         let n = &f.schema.name;
-        let mut s = n.name.base.clone();
+        let mut s = base_of(f);
         let overload = &n.overload_name;
-        if default_overload(&n.name.base, n.name.inplace).as_deref() != Some(overload.as_str())
+        if default_overload(&s, n.name.inplace).as_deref() != Some(overload.as_str())
             && !overload.is_empty()
         {
             s.push('_');

@@ -73,7 +73,20 @@ fn find_info<'a>(
         let g = &nf.functions[i.func].func;
         g.kind() == SchemaKind::Functional && g.signature(true, false, false) == sig
     });
-    (functional, functional.is_some())
+    if functional.is_some() {
+        return (functional, true);
+    }
+    // The functional variant autogen adds to a mutable operator uses the mutable operator's
+    // formula (its first returns are the mutable operator's; torchgen's
+    // `match_differentiability_info`, rule 3).
+    if f.is_generated() && f.func.kind() == SchemaKind::Functional {
+        let mutable = d.infos.iter().find(|i| {
+            let g = &nf.functions[i.func].func;
+            g.kind() != SchemaKind::Functional && g.signature(true, false, false) == sig
+        });
+        return (mutable, mutable.is_some());
+    }
+    (None, false)
 }
 
 /// Every generated file of the autograd crate.
@@ -116,7 +129,10 @@ pub fn generate(
             autograd_regs.push(registration(f, &name));
         }
         if !implicit
-            && (is_view(f) || f.schema.modifies_arguments())
+            // torchgen's `modifies_arguments` of its ADInplaceOrView kernels: in-place and
+            // out= operators, not mutable ones (`_native_batch_norm_legit` leaves the version
+            // of the running statistics it writes alone, which its saved inputs rely on).
+            && (is_view(f) || matches!(kind(f), SchemaKind::Inplace | SchemaKind::Out))
             && !MANUAL_INPLACE_OR_VIEW.contains(&base.as_str())
         {
             let name = format!("inplace_or_view_{}", unambiguous_name(&f.schema.name));
@@ -706,11 +722,11 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             output_type(&f.schema)?
         ))
     };
-    // Out= and other mutating non-in-place variants: no gradients through them.
-    if matches!(
-        k,
-        SchemaKind::Out | SchemaKind::Mutable | SchemaKind::Scratch
-    ) {
+    // Out= and other mutating non-in-place variants: no gradients through them, except
+    // mutable operators with a formula (their returns are fresh, as a functional operator's).
+    if matches!(k, SchemaKind::Out | SchemaKind::Scratch)
+        || (k == SchemaKind::Mutable && op.info.is_none())
+    {
         let checks: Vec<String> = f
             .schema
             .arguments
@@ -1017,4 +1033,85 @@ fn inplace_or_view_kernel(
         pattern(f),
         output_type(&f.schema)?
     ))
+}
+
+#[cfg(test)]
+mod mutable_op_tests {
+    use super::*;
+    use crate::derivatives::parse_derivatives;
+    use crate::emit::api::api_names;
+    use crate::emit::from_model::from_model;
+    use crate::emit::registration::generate_ops;
+    use crate::{ParseOptions, parse_native_functions};
+
+    /// A mutable operator (fresh returns, a written positional argument) with autogen's
+    /// functional and out= variants, and a formula.
+    const YAML: &str = "\
+- func: thing(Tensor self, Tensor(a!) running, float m) -> (Tensor, Tensor)
+  dispatch:
+    CPU: thing
+  autogen: thing_functional, thing.out
+";
+    const DERIVATIVES: &str = "\
+- name: thing(Tensor self, Tensor(a!) running, float m) -> (Tensor, Tensor)
+  self: grad.clone()
+  running: non_differentiable
+";
+
+    fn kernel<'a>(code: &'a str, name: &str) -> &'a str {
+        let start = code.find(&format!("fn {name}(")).unwrap();
+        let end = code[start..].find("\n}\n").unwrap();
+        &code[start..start + end]
+    }
+
+    #[test]
+    fn mutable_operators_with_a_formula_record_a_node_and_bump_nothing() {
+        let nf = parse_native_functions(YAML, "t.yaml", &ParseOptions::default()).unwrap();
+        let d = parse_derivatives(DERIVATIVES, "d.yaml", &nf).unwrap();
+        let input = from_model(&nf);
+        let files = generate(&input, &nf, &d).unwrap();
+        let kernels = &files
+            .iter()
+            .find(|(p, _)| p.ends_with("kernels.rs"))
+            .unwrap()
+            .1;
+        // The mutable operator differentiates like a functional one: a node, no refusal.
+        let thing = kernel(kernels, "autograd_thing");
+        assert!(thing.contains("Some(ThingBackward0 {"), "{thing}");
+        assert!(!thing.contains("out_requires_grad_error"), "{thing}");
+        // Autogen's functional variant borrows the mutable operator's formula (torchgen's
+        // rule 3); its out= variant differentiates nothing.
+        let functional = kernel(kernels, "autograd_thing_functional");
+        assert!(functional.contains("Some(ThingBackward0 {"), "{functional}");
+        let out = kernel(kernels, "autograd_thing_out");
+        assert!(out.contains("out_requires_grad_error"), "{out}");
+        // No ADInplaceOrView kernel for the mutable operator (torchgen bumps the versions
+        // written by in-place and out= operators only); the out= variant has one.
+        assert!(!kernels.contains("fn inplace_or_view_thing("));
+        assert!(kernels.contains("fn inplace_or_view_thing_out("));
+    }
+
+    #[test]
+    fn autogen_out_of_a_mutable_operator_copies_only_its_outs() {
+        let nf = parse_native_functions(YAML, "t.yaml", &ParseOptions::default()).unwrap();
+        let input = from_model(&nf);
+        let code = generate_ops(&input).unwrap();
+        let out = kernel(&code, "wrapper_CompositeExplicitAutograd_thing_out");
+        // The functional variant returns the two results and the new `running`; the out=
+        // kernel copies the two results and leaves `running` alone (as torchgen's does).
+        assert!(
+            out.contains("let r = crate::op::thing_functional::call(self_, running, m)?;"),
+            "{out}"
+        );
+        assert!(out.contains("(r.0, r.1)"), "{out}");
+        assert!(!out.contains("copy_to_out(running"), "{out}");
+        // The user API names `thing_functional` after its whole name.
+        let names = api_names(&input);
+        let i = input
+            .functions
+            .iter()
+            .position(|f| f.schema.name.name.functional_overload)
+            .unwrap();
+        assert_eq!(names[i], "thing_functional");
+    }
 }

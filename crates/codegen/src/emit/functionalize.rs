@@ -18,9 +18,10 @@
 //!   `ViewMeta` (forward: the view, or its `*_copy` when views are not reapplied; reverse: the
 //!   inverse) and return a view wrapper; their in-place forms (`as_strided_`) mutate the
 //!   wrapper's view chain instead;
-//! * **CompositeImplicitAutograd views and mutating operators**: their composite kernel,
-//!   registered at `Functionalize` too, so that they decompose before anything is recorded also
-//!   when the autograd keys are excluded (torchgen's "composite view ops in the
+//! * **CompositeImplicitAutograd views and mutating operators**, and those tagged
+//!   `maybe_aliasing_or_mutating` (`batch_norm`: its schema hides the writes): their composite
+//!   kernel, registered at `Functionalize` too, so that they decompose before anything is
+//!   recorded also when the autograd keys are excluded (torchgen's "composite view ops in the
 //!   functionalization pass"). Other composite operators use the fallback;
 //! * **the functional variants of those mutation groups** that reach the layer: a typed
 //!   pass-through kernel (unwrap, call below, wrap: the boxed fallback's work without boxing the
@@ -789,7 +790,13 @@ pub fn generate(
         });
         let mutates = f.schema.modifies_arguments();
         if let Some(kernel) = f.kernel(DispatchKey::CompositeImplicitAutograd) {
-            if is_view || mutates || inplace_view.is_some() {
+            // A composite whose schema hides that it aliases or writes its inputs
+            // (`batch_norm` writes the running statistics through `_native_batch_norm_legit`)
+            // decomposes here too, rather than running below the layer on unwrapped values
+            // when the autograd keys are excluded (PyTorch's `maybe_aliasing_or_mutating`
+            // tag, which its Python functionalization decomposes).
+            let hidden_effects = nf.functions[i].has_tag("maybe_aliasing_or_mutating");
+            if is_view || mutates || inplace_view.is_some() || hidden_effects {
                 composite.push_str(&composite_kernel(f, kernel)?);
                 composite.push('\n');
                 comp_regs.push(registration(f));
@@ -1005,7 +1012,17 @@ mod tests {
         let input = from_model(&nf);
         let (files, report) = generate(&input, &nf).unwrap();
         let has = |v: &[String], n: &str| v.iter().any(|x| x == n);
-        for m in ["add_.Tensor", "add.out", "copy_", "zero_", "fill_.Scalar"] {
+        for m in [
+            "add_.Tensor",
+            "add.out",
+            "copy_",
+            "zero_",
+            "fill_.Scalar",
+            // Mutable operators writing arguments other than `self` (A.11's F6, F31).
+            "_fused_moving_avg_obs_fq_helper",
+            "_native_batch_norm_legit",
+            "aminmax.out",
+        ] {
             assert!(has(&report.mutations, m), "{m} not generated");
         }
         for v in [
@@ -1018,6 +1035,7 @@ mod tests {
             assert!(has(&report.views, v), "{v} not generated");
         }
         assert!(has(&report.composite, "reshape"));
+        assert!(has(&report.composite, "batch_norm"));
         // Every view of ops.yaml has an inverse (scatter or hand-written).
         assert!(has(&report.views, "unfold"), "{:?}", report.views_left);
         assert!(report.views_left.is_empty(), "{:?}", report.views_left);

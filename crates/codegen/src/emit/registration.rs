@@ -351,12 +351,28 @@ fn generated_out_body(
     paths: Paths,
 ) -> Result<String, UnsupportedType> {
     let args = functional_args(f, functional)?;
-    let call = format!(
+    let mut call = format!(
         "{}::{}::call({})?",
         paths.op,
         op_type_name(&functional.schema),
         args.join(", ")
     );
+    // The functional variant of a mutable operator also returns the new values of the
+    // arguments it mutates; torchgen's out= kernel copies only the results its out arguments
+    // name, and leaves those arguments as they were (`_fused_moving_avg_obs_fq_helper.out`).
+    let n_outs = outs_names(f).len();
+    let n_results = functional.schema.returns.len();
+    if n_results > n_outs {
+        let kept: Vec<String> = (0..n_outs).map(|i| format!("r.{i}")).collect();
+        call = format!(
+            "{{\n        let r = {call};\n        {}\n    }}",
+            if kept.len() == 1 {
+                kept[0].clone()
+            } else {
+                format!("({})", kept.join(", "))
+            }
+        );
+    }
     Ok(copy_into_outs_body(f, &call, paths.runtime, &OUT_COPY))
 }
 

@@ -53,6 +53,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(wrapper_CPU_amax_out).debug("wrapper_CPU_amax_out"))?;
     lib.impl_("amin", Kernel::typed::<op::amin>(wrapper_CPU_amin).debug("wrapper_CPU_amin"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(wrapper_CPU_amin_out).debug("wrapper_CPU_amin_out"))?;
+    lib.impl_("aminmax", Kernel::typed::<op::aminmax>(wrapper_CPU_aminmax).debug("wrapper_CPU_aminmax"))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(wrapper_CPU_aminmax_out).debug("wrapper_CPU_aminmax_out"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(wrapper_CPU_mm).debug("wrapper_CPU_mm"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_CPU_mm_out).debug("wrapper_CPU_mm_out"))?;
     lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_CPU_narrow_copy).debug("wrapper_CPU_narrow_copy"))?;
@@ -119,6 +121,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_CPU_unfold_backward).debug("wrapper_CPU_unfold_backward"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_CPU_dot).debug("wrapper_CPU_dot"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CPU_native_layer_norm).debug("wrapper_CPU_native_layer_norm"))?;
+    lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(wrapper_CPU_native_batch_norm_out).debug("wrapper_CPU_native_batch_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(wrapper_CPU__native_batch_norm_legit).debug("wrapper_CPU__native_batch_norm_legit"))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(wrapper_CPU__native_batch_norm_legit_out).debug("wrapper_CPU__native_batch_norm_legit_out"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(wrapper_CPU__native_batch_norm_legit_no_stats).debug("wrapper_CPU__native_batch_norm_legit_no_stats"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(wrapper_CPU__native_batch_norm_legit_no_stats_out).debug("wrapper_CPU__native_batch_norm_legit_no_stats_out"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_CPU_native_dropout).debug("wrapper_CPU_native_dropout"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_CPU_add_Tensor).debug("wrapper_CPU_add_Tensor"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_CPU_add__Tensor).debug("wrapper_CPU_add__Tensor"))?;
@@ -333,6 +340,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_CPU_sign_out).debug("wrapper_CPU_sign_out"))?;
     lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_CPU_sort_values_stable).debug("wrapper_CPU_sort_values_stable"))?;
     lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(wrapper_CPU_sort_stable).debug("wrapper_CPU_sort_stable"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper>(wrapper_CPU__fused_moving_avg_obs_fq_helper).debug("wrapper_CPU__fused_moving_avg_obs_fq_helper"))?;
     lib.leak();
     Ok(())
 }
@@ -741,6 +749,34 @@ fn wrapper_CPU_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tenso
         switchyard_ops::structured::copy_back(out, p)?;
     }
     Ok(out.clone())
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+fn wrapper_CPU_aminmax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let out0 = switchyard_ops::structured::create_out(meta.output(0)?)?;
+    let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
+    crate::native::aminmax_out(meta, self_, dim, keepdim, &out0, &out1)?;
+    Ok((out0, out1))
+}
+
+/// `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+fn wrapper_CPU_aminmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, min, max): (&Tensor, Option<i64>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Out(&[min, max]));
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    switchyard_ops::structured::resize_out(min, meta.output(0)?)?;
+    switchyard_ops::structured::resize_out(max, meta.output(1)?)?;
+    let proxy0 = switchyard_ops::structured::maybe_create_proxy(min, meta.output(0)?)?;
+    let proxy1 = switchyard_ops::structured::maybe_create_proxy(max, meta.output(1)?)?;
+    crate::native::aminmax_out(meta, self_, dim, keepdim, proxy0.as_ref().unwrap_or(min), proxy1.as_ref().unwrap_or(max))?;
+    if let Some(p) = &proxy0 {
+        switchyard_ops::structured::copy_back(min, p)?;
+    }
+    if let Some(p) = &proxy1 {
+        switchyard_ops::structured::copy_back(max, p)?;
+    }
+    Ok((min.clone(), max.clone()))
 }
 
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
@@ -1391,6 +1427,31 @@ fn wrapper_CPU_dot(_ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tensor)) -> 
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
 fn wrapper_CPU_native_layer_norm(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     crate::native::layer_norm_cpu(input, normalized_shape, weight, bias, eps)
+}
+
+/// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_CPU_native_batch_norm_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::batch_norm_cpu_out(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_CPU__native_batch_norm_legit(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_cpu(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+fn wrapper_CPU__native_batch_norm_legit_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_cpu_out(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_CPU__native_batch_norm_legit_no_stats(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_no_stats_cpu(input, weight, bias, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_CPU__native_batch_norm_legit_no_stats_out(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_no_stats_cpu_out(input, weight, bias, training, momentum, eps, out, save_mean, save_invstd)
 }
 
 /// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
@@ -3675,5 +3736,10 @@ fn wrapper_CPU_sort_stable(_ks: DispatchKeySet, (self_, stable, dim, descending)
     let out1 = switchyard_ops::structured::create_out(meta.output(1)?)?;
     crate::native::sort_stable_out(meta, self_, stable, dim, descending, &out0, &out1)?;
     Ok((out0, out1))
+}
+
+/// `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+fn wrapper_CPU__fused_moving_avg_obs_fq_helper(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::fused_moving_avg_obs_fake_quant_cpu(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
 }
 

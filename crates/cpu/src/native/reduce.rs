@@ -325,6 +325,20 @@ pub fn amin_out(
     extreme::<false>(self_, meta.extra.mask, out)
 }
 
+/// `aminmax.out`: the NaN-propagating minimum and maximum over the meta function's
+/// dimensions (one, or all of them).
+pub fn aminmax_out(
+    meta: &Meta<ReduceInfo>,
+    self_: &Tensor,
+    _dim: Option<i64>,
+    _keepdim: bool,
+    min: &Tensor,
+    max: &Tensor,
+) -> Result<()> {
+    extreme::<false>(self_, meta.extra.mask, min)?;
+    extreme::<true>(self_, meta.extra.mask, max)
+}
+
 /// Value and first index of the maximum (`MAX`) or minimum along one dimension (`mask` has
 /// one bit, or every bit of a contiguous input); writes whichever outputs are given.
 fn arg_extreme<const MAX: bool>(

@@ -90,9 +90,29 @@ pub(crate) fn functionalize_matmul_out(_ks: DispatchKeySet, (self_, other, out):
     switchyard_ops::native::matmul_out(self_, other, out)
 }
 
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+pub(crate) fn functionalize_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<Tensor> {
+    switchyard_ops::native::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)`
+pub(crate) fn functionalize__batch_norm_impl_index(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, i64)> {
+    switchyard_ops::native::_batch_norm_impl_index(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn functionalize_native_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    switchyard_ops::native::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
 /// `nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn functionalize_nll_loss_out(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, out): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor)) -> Result<Tensor> {
     switchyard_ops::native::nll_loss_out(self_, target, weight, reduction, ignore_index, out)
+}
+
+/// `dropout(Tensor input, float p, bool train) -> Tensor`
+pub(crate) fn functionalize_dropout(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, bool)) -> Result<Tensor> {
+    switchyard_ops::native::dropout(input, p, train)
 }
 
 /// `dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)`
@@ -138,5 +158,10 @@ pub(crate) fn functionalize_max_out(_ks: DispatchKeySet, (self_, other, out): (&
 /// `min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn functionalize_min_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     switchyard_ops::native::min_out(self_, other, out)
+}
+
+/// `fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor`
+pub(crate) fn functionalize_fused_moving_avg_obs_fake_quant(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<Tensor> {
+    switchyard_ops::native::fused_moving_avg_obs_fake_quant(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
 }
 

@@ -143,8 +143,8 @@ pub(crate) fn functionalize_amax_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
     Ok(out.clone())
 }
 
-/// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize__softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_narrow_copy_out(_ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -153,107 +153,128 @@ pub(crate) fn functionalize__softmax_out(_ks: DispatchKeySet, (self_, dim, half_
         }
         let r = {
             let _below = below();
-            op::_softmax_out::call(&self__u, dim, half_to_float, &out_u)?
+            op::narrow_copy_out::call(&self__u, dim, start, length, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::_softmax::call(&self__u, dim, half_to_float)?
+        op::narrow_copy::call(&self__u, dim, start, length)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
-pub(crate) fn functionalize_addmm_(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
+/// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let mat1_u = unwrap_synced(mat1)?;
     let mat2_u = unwrap_synced(mat2)?;
-    if !(is_functional(self_)) {
-        if is_functional(mat1) || is_functional(mat2) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(mat1) || is_functional(mat2) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::addmm_::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
+            op::addmm_out::call(&self__u, &mat1_u, &mat2_u, beta, alpha, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::addmm::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
     };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(index) {
+    if !(is_functional(self_)) {
+        if is_functional(index) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter_value_out::call(&self__u, dim, &index_u, value, &out_u)?
+            op::scatter__value::call(&self__u, dim, &index_u, value)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::scatter_value::call(&self__u, dim, &index_u, value)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
 }
 
-/// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(index) {
+    if !(is_functional(self_)) {
+        if is_functional(index) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter_value_reduce_out::call(&self__u, dim, &index_u, value, reduce, &out_u)?
+            op::scatter__value_reduce::call(&self__u, dim, &index_u, value, reduce)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::scatter_value_reduce::call(&self__u, dim, &index_u, value, reduce)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
 }
 
-/// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
-pub(crate) fn functionalize_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+/// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+pub(crate) fn functionalize_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::triu_::call(&self__u, diagonal)?
+            op::tril_::call(&self__u, diagonal)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::triu::call(&self__u, diagonal)?
+        op::tril::call(&self__u, diagonal)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_index_select_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::tril_out::call(&self__u, diagonal, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::tril::call(&self__u, diagonal)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
     let out_u = unwrap_synced(out)?;
@@ -263,284 +284,138 @@ pub(crate) fn functionalize_index_select_out(_ks: DispatchKeySet, (self_, dim, i
         }
         let r = {
             let _below = below();
-            op::index_select_out::call(&self__u, dim, &index_u, &out_u)?
+            op::gather_out::call(&self__u, dim, &index_u, sparse_grad, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::index_select::call(&self__u, dim, &index_u)?
+        op::gather::call(&self__u, dim, &index_u, sparse_grad)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-pub(crate) fn functionalize_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let self__u = unwrap_synced(self_)?;
-    let values_u = unwrap_synced(values)?;
-    let indices_u = unwrap_synced(indices)?;
-    if !(is_functional(values) && is_functional(indices)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::topk_values::call(&self__u, k, dim, largest, sorted, &values_u, &indices_u)?
-        };
-        return Ok((values.clone(), indices.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::topk::call(&self__u, k, dim, largest, sorted)?
-    };
-    propagate_out(values, &tmp.0)?;
-    propagate_out(indices, &tmp.1)?;
-    Ok((values.clone(), indices.clone()))
-}
-
-/// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn functionalize_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+/// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let target_u = unwrap_synced(target)?;
-    let weight_u = unwrap_synced_opt(weight)?;
-    let output_u = unwrap_synced(output)?;
-    let total_weight_u = unwrap_synced(total_weight)?;
-    if !(is_functional(output) && is_functional(total_weight)) {
-        if is_functional(self_) || is_functional(target) || weight.is_some_and(is_functional) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::nll_loss_forward_output::call(&self__u, &target_u, weight_u.as_ref(), reduction, ignore_index, &output_u, &total_weight_u)?
-        };
-        return Ok((output.clone(), total_weight.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::nll_loss_forward::call(&self__u, &target_u, weight_u.as_ref(), reduction, ignore_index)?
-    };
-    propagate_out(output, &tmp.0)?;
-    propagate_out(total_weight, &tmp.1)?;
-    Ok((output.clone(), total_weight.clone()))
-}
-
-/// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()`
-pub(crate) fn functionalize_unbind_copy_int_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced_list(out)?;
-    if !(is_functional_list(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::unbind_copy_int_out::call(&self__u, dim, &out_u)?
-        };
-        return Ok(());
-    }
-    let tmp = {
-        let _below = below();
-        op::unbind_copy_int::call(&self__u, dim)?
-    };
-    propagate_mutation_list(out, &tmp, true)?;
-    Ok(())
-}
-
-/// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_linear_out(_ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let input_u = unwrap_synced(input)?;
-    let weight_u = unwrap_synced(weight)?;
-    let bias_u = unwrap_synced_opt(bias)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(input) || is_functional(weight) || bias.is_some_and(is_functional) {
+        if is_functional(self_) || is_functional(target) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::linear_out::call(&input_u, &weight_u, bias_u.as_ref(), &out_u)?
+            op::mse_loss_out::call(&self__u, &target_u, reduction, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::linear::call(&input_u, &weight_u, bias_u.as_ref())?
+        op::mse_loss::call(&self__u, &target_u, reduction)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::div__Tensor::call(&self__u, &other_u)?
+            op::linalg_vector_norm_out::call(&self__u, ord, dim, keepdim, dtype, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::div_Tensor::call(&self__u, &other_u)?
+        op::linalg_vector_norm::call(&self__u, ord, dim, keepdim, dtype)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_div__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+/// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_dot_out(_ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let tensor_u = unwrap_synced(tensor)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(tensor) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::dot_out::call(&self__u, &tensor_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::dot::call(&self__u, &tensor_u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+pub(crate) fn functionalize__native_batch_norm_legit_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let input_u = unwrap_synced(input)?;
+    let weight_u = unwrap_synced_opt(weight)?;
+    let bias_u = unwrap_synced_opt(bias)?;
+    let running_mean_u = unwrap_synced(running_mean)?;
+    let running_var_u = unwrap_synced(running_var)?;
+    let out_u = unwrap_synced(out)?;
+    let save_mean_u = unwrap_synced(save_mean)?;
+    let save_invstd_u = unwrap_synced(save_invstd)?;
+    if !(is_functional(running_mean) && is_functional(running_var) && is_functional(out) && is_functional(save_mean) && is_functional(save_invstd)) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::_native_batch_norm_legit_out::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, training, momentum, eps, &out_u, &save_mean_u, &save_invstd_u)?
+        };
+        return Ok((out.clone(), save_mean.clone(), save_invstd.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::_native_batch_norm_legit_functional::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, training, momentum, eps)?
+    };
+    propagate_out(out, &tmp.0)?;
+    propagate_out(save_mean, &tmp.1)?;
+    propagate_out(save_invstd, &tmp.2)?;
+    propagate_mutation(running_mean, &tmp.3)?;
+    propagate_mutation(running_var, &tmp.4)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))
+}
+
+/// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+pub(crate) fn functionalize_add__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::div__Scalar::call(&self__u, other)?
+            op::add__Scalar::call(&self__u, other, alpha)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::div_Scalar::call(&self__u, other)?
+        op::add_Scalar::call(&self__u, other, alpha)?
     };
     propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_mul__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::mul__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::mul_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_xor_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::logical_xor_::call(&self__u, &other_u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::logical_xor::call(&self__u, &other_u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
-}
-
-/// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_or_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::logical_or_::call(&self__u, &other_u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::logical_or::call(&self__u, &other_u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
-}
-
-/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp_out::call(&self__u, min, max, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp::call(&self__u, min, max)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp_max_out::call(&self__u, max, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_max::call(&self__u, max)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp_min_out::call(&self__u, min, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_min::call(&self__u, min)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -550,226 +425,261 @@ pub(crate) fn functionalize_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::bitwise_and_Tensor_out::call(&self__u, &other_u, &out_u)?
+            op::div_out_mode::call(&self__u, &other_u, rounding_mode, &out_u)?
         };
         return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::mul_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::mul_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
+pub(crate) fn functionalize_sub__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::sub__Scalar::call(&self__u, other, alpha)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::sub_Scalar::call(&self__u, other, alpha)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
+}
+
+/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_and_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::logical_and_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::logical_and::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let min_u = unwrap_synced_opt(min)?;
+    let max_u = unwrap_synced_opt(max)?;
+    if !(is_functional(self_)) {
+        if min.is_some_and(is_functional) || max.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::clamp__Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
+    };
+    propagate_inplace_checked(self_, &tmp, &[min, max])?;
+    Ok(self_.clone())
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let max_u = unwrap_synced(max)?;
+    if !(is_functional(self_)) {
+        if is_functional(max) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::clamp_max__Tensor::call(&self__u, &max_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::clamp_max_Tensor::call(&self__u, &max_u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[Some(max)])?;
+    Ok(self_.clone())
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let min_u = unwrap_synced(min)?;
+    if !(is_functional(self_)) {
+        if is_functional(min) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::clamp_min__Tensor::call(&self__u, &min_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::clamp_min_Tensor::call(&self__u, &min_u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[Some(min)])?;
+    Ok(self_.clone())
+}
+
+/// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::eq__Tensor::call(&self__u, &other_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::eq_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::bitwise_and__Tensor::call(&self__u, &other_u)?
+        };
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::bitwise_and_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::bitwise_or_Tensor_out::call(&self__u, &other_u, &out_u)?
+            op::bitwise_or__Tensor::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::bitwise_or_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::bitwise_xor_Tensor_out::call(&self__u, &other_u, &out_u)?
+            op::bitwise_xor__Tensor::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::bitwise_xor_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::ne_Scalar_out::call(&self__u, other, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::ne_Scalar::call(&self__u, other)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::eq_Scalar_out::call(&self__u, other, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::eq_Scalar::call(&self__u, other)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::ge__Scalar::call(&self__u, other)?
+            op::ne__Tensor::call(&self__u, &other_u)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::ge_Scalar::call(&self__u, other)?
+        op::ne_Tensor::call(&self__u, &other_u)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::le__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::le_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::gt__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::gt_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::lt__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::lt_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_fmod_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::fmod_Scalar_out::call(&self__u, other, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::fmod_Scalar::call(&self__u, other)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_remainder_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::remainder_Scalar_out::call(&self__u, other, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::remainder_Scalar::call(&self__u, other)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
-}
-
-/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -779,136 +689,296 @@ pub(crate) fn functionalize_maximum_out(_ks: DispatchKeySet, (self_, other, out)
         }
         let r = {
             let _below = below();
-            op::maximum_out::call(&self__u, &other_u, &out_u)?
+            op::ge_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::maximum::call(&self__u, &other_u)?
+        op::ge_Tensor::call(&self__u, &other_u)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) {
+        if is_functional(self_) || is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::pow_Tensor_Scalar_out::call(&self__u, exponent, &out_u)?
+            op::le_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::pow_Tensor_Scalar::call(&self__u, exponent)?
+        op::le_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_arange_out(_ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::arange_out::call(end, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::arange::call(end, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_full_out(_ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::full_out::call(size, fill_value, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::full::call(size, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli_out(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) {
+        if is_functional(self_) || is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::bernoulli_out::call(&self__u, generator, &out_u)?
+            op::gt_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bernoulli::call(&self__u, generator)?
+        op::gt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randint_out(_ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
+/// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::randint_out::call(high, size, &out_u)?
+            op::lt_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::randint::call(high, size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::lt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
-pub(crate) fn functionalize_normal_(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::normal_::call(&self__u, mean, std, generator)?
+            op::atan2_::call(&self__u, &other_u)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::normal_functional::call(&self__u, mean, std, generator)?
+        op::atan2::call(&self__u, &other_u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::fmod__Tensor::call(&self__u, &other_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::fmod_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::remainder__Tensor::call(&self__u, &other_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::remainder_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let exponent_u = unwrap_synced(exponent)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(exponent) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::pow_Scalar_out::call(self_, &exponent_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::pow_Scalar::call(self_, &exponent_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(exponent)])?;
+    Ok(out.clone())
+}
+
+/// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let condition_u = unwrap_synced(condition)?;
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(condition) || is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::where_self_out::call(&condition_u, &self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::where_self::call(&condition_u, &self__u, &other_u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::eye_m_out::call(n, m, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::eye_m::call(n, m, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_zeros_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::zeros_out::call(size, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::zeros::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_rand_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::rand_out::call(size, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::rand::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randint_low_generator_out(_ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::randint_low_generator_out::call(low, high, size, generator, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::randint_low_generator::call(low, high, size, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let mask_u = unwrap_synced(mask)?;
+    let value_u = unwrap_synced(value)?;
+    if !(is_functional(self_)) {
+        if is_functional(mask) || is_functional(value) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::masked_fill__Tensor::call(&self__u, &mask_u, &value_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -917,44 +987,20 @@ pub(crate) fn functionalize_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim
         }
         let r = {
             let _below = below();
-            op::log_softmax_int_out::call(&self__u, dim, dtype, &out_u)?
+            op::mean_out::call(&self__u, dim, keepdim, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::log_softmax_int::call(&self__u, dim, dtype)?
+        op::mean_dim::call(&self__u, dim, keepdim, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-pub(crate) fn functionalize_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let self__u = unwrap_synced(self_)?;
-    let min_u = unwrap_synced(min)?;
-    let min_indices_u = unwrap_synced(min_indices)?;
-    if !(is_functional(min) && is_functional(min_indices)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::min_dim_min::call(&self__u, dim, keepdim, &min_u, &min_indices_u)?
-        };
-        return Ok((min.clone(), min_indices.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::min_dim::call(&self__u, dim, keepdim)?
-    };
-    propagate_out(min, &tmp.0)?;
-    propagate_out(min_indices, &tmp.1)?;
-    Ok((min.clone(), min_indices.clone()))
-}
-
-/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_var_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_std_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -963,196 +1009,200 @@ pub(crate) fn functionalize_var_correction_out(_ks: DispatchKeySet, (self_, dim,
         }
         let r = {
             let _below = below();
-            op::var_correction_out::call(&self__u, dim, correction, keepdim, &out_u)?
+            op::std_correction_out::call(&self__u, dim, correction, keepdim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::var_correction::call(&self__u, dim, correction, keepdim)?
+        op::std_correction::call(&self__u, dim, correction, keepdim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `abs_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_abs_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::abs_out::call(&self__u, &out_u)?
+            op::abs_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::abs::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
 }
 
-/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::logical_not_out::call(&self__u, &out_u)?
+            op::logical_not_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::logical_not::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `cos_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::cos_out::call(&self__u, &out_u)?
+            op::cos_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::cos::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `exp_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::exp_out::call(&self__u, &out_u)?
+            op::exp_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::exp::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `floor_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::floor_out::call(&self__u, &out_u)?
+            op::floor_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::floor::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `log_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::log_out::call(&self__u, &out_u)?
+            op::log_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::log::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `log2_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::log2_out::call(&self__u, &out_u)?
+            op::log2_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::log2::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `neg_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::neg_out::call(&self__u, &out_u)?
+            op::neg_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::neg::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
+pub(crate) fn functionalize_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::round__decimals::call(&self__u, decimals)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::round_decimals::call(&self__u, decimals)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
+}
+
+/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
+pub(crate) fn functionalize_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::gelu_::call(&self__u, approximate)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::gelu::call(&self__u, approximate)?
+    };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1161,110 +1211,86 @@ pub(crate) fn functionalize_round_decimals_out(_ks: DispatchKeySet, (self_, deci
         }
         let r = {
             let _below = below();
-            op::round_decimals_out::call(&self__u, decimals, &out_u)?
+            op::silu_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::round_decimals::call(&self__u, decimals)?
+        op::silu::call(&self__u)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::rsqrt_::call(&self__u)?
+            op::sin_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::rsqrt::call(&self__u)?
+        op::sin::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::sigmoid_::call(&self__u)?
+            op::tan_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::sigmoid::call(&self__u)?
+        op::tan::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::sqrt_::call(&self__u)?
+            op::trunc_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::sqrt::call(&self__u)?
+        op::trunc::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `tanh_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::tanh_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::tanh::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `sign_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::sign_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::sign::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-pub(crate) fn functionalize_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+/// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub(crate) fn functionalize_sort_values(_ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
     let values_u = unwrap_synced(values)?;
     let indices_u = unwrap_synced(indices)?;
@@ -1274,68 +1300,61 @@ pub(crate) fn functionalize_sort_values_stable(_ks: DispatchKeySet, (self_, stab
         }
         let r = {
             let _below = below();
-            op::sort_values_stable::call(&self__u, stable, dim, descending, &values_u, &indices_u)?
+            op::sort_values::call(&self__u, dim, descending, &values_u, &indices_u)?
         };
         return Ok((values.clone(), indices.clone()));
     }
     let tmp = {
         let _below = below();
-        op::sort_stable::call(&self__u, stable, dim, descending)?
+        op::sort::call(&self__u, dim, descending)?
     };
     propagate_out(values, &tmp.0)?;
     propagate_out(indices, &tmp.1)?;
     Ok((values.clone(), indices.clone()))
 }
 
-/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_set_source_Tensor_out(_ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let source_u = unwrap_synced(source)?;
+/// `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_block_diag_out(_ks: DispatchKeySet, (tensors, out): (&[Tensor], &Tensor)) -> Result<Tensor> {
+    let tensors_u = unwrap_synced_list(tensors)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(source) {
+        if is_functional_list(tensors) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::set_source_Tensor_out::call(&self__u, &source_u, &out_u)?
+            op::block_diag_out::call(&tensors_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::set_source_Tensor::call(&self__u, &source_u)?
+        op::block_diag::call(&tensors_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize__index_put_impl_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let indices_u = unwrap_synced_opt_list(indices)?;
-    let values_u = unwrap_synced(values)?;
+/// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_empty_strided_out(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::_index_put_impl_out::call(&self__u, &indices_u, &values_u, accumulate, unsafe_, &out_u)?
+            op::empty_strided_out::call(size, stride, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::_index_put_impl::call(&self__u, &indices_u, &values_u, accumulate, unsafe_)?
+        op::empty_strided::call(size, stride, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1345,20 +1364,20 @@ pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::as_strided_scatter_out::call(&self__u, &src_u, size, stride, storage_offset, &out_u)?
+            op::slice_scatter_out::call(&self__u, &src_u, dim, start, end, step, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::as_strided_scatter::call(&self__u, &src_u, size, stride, storage_offset)?
+        op::slice_scatter::call(&self__u, &src_u, dim, start, end, step)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize__unsafe_view_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1367,20 +1386,20 @@ pub(crate) fn functionalize__unsafe_view_out(_ks: DispatchKeySet, (self_, size, 
         }
         let r = {
             let _below = below();
-            op::_unsafe_view_out::call(&self__u, size, &out_u)?
+            op::prod_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::_unsafe_view::call(&self__u, size)?
+        op::prod::call(&self__u, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1389,20 +1408,20 @@ pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, g
         }
         let r = {
             let _below = below();
-            op::uniform_out::call(&self__u, from, to, generator, &out_u)?
+            op::clone_out::call(&self__u, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::uniform::call(&self__u, from, to, generator)?
+        op::clone::call(&self__u, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1411,20 +1430,20 @@ pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, 
         }
         let r = {
             let _below = below();
-            op::permute_copy_out::call(&self__u, dims, &out_u)?
+            op::as_strided_copy_out::call(&self__u, size, stride, storage_offset, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::permute_copy::call(&self__u, dims)?
+        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1433,20 +1452,20 @@ pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): 
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_out::call(&self__u, &out_u)?
+            op::select_copy_int_out::call(&self__u, dim, index, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy::call(&self__u)?
+        op::select_copy_int::call(&self__u, dim, index)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1455,42 +1474,20 @@ pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::transpose_copy_int_out::call(&self__u, dim0, dim1, &out_u)?
+            op::squeeze_copy_dim_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::transpose_copy_int::call(&self__u, dim0, dim1)?
+        op::squeeze_copy_dim::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    let grad_in_u = unwrap_synced(grad_in)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(grad_in) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::unfold_backward_out::call(&grad_in_u, input_sizes, dim, size, step, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::unfold_backward::call(&grad_in_u, input_sizes, dim, size, step)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_lift_fresh_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1499,16 +1496,66 @@ pub(crate) fn functionalize_lift_fresh_copy_out(_ks: DispatchKeySet, (self_, out
         }
         let r = {
             let _below = below();
-            op::lift_fresh_copy_out::call(&self__u, &out_u)?
+            op::unsqueeze_copy_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::lift_fresh_copy::call(&self__u)?
+        op::unsqueeze_copy::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
+}
+
+/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::unfold_copy_out::call(&self__u, dimension, size, step, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::unfold_copy::call(&self__u, dimension, size, step)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn functionalize_native_layer_norm_out(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let input_u = unwrap_synced(input)?;
+    let weight_u = unwrap_synced_opt(weight)?;
+    let bias_u = unwrap_synced_opt(bias)?;
+    let out0_u = unwrap_synced(out0)?;
+    let out1_u = unwrap_synced(out1)?;
+    let out2_u = unwrap_synced(out2)?;
+    if !(is_functional(out0) && is_functional(out1) && is_functional(out2)) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::native_layer_norm_out::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps, &out0_u, &out1_u, &out2_u)?
+        };
+        return Ok((out0.clone(), out1.clone(), out2.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::native_layer_norm::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps)?
+    };
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    propagate_out(out2, &tmp.2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -1685,5 +1732,39 @@ pub(crate) fn functionalize_isinf_out(_ks: DispatchKeySet, (self_, out): (&Tenso
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
+}
+
+/// `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+pub(crate) fn functionalize__fused_moving_avg_obs_fq_helper_out(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let self__u = unwrap_synced(self_)?;
+    let observer_on_u = unwrap_synced(observer_on)?;
+    let fake_quant_on_u = unwrap_synced(fake_quant_on)?;
+    let running_min_u = unwrap_synced(running_min)?;
+    let running_max_u = unwrap_synced(running_max)?;
+    let scale_u = unwrap_synced(scale)?;
+    let zero_point_u = unwrap_synced(zero_point)?;
+    let out0_u = unwrap_synced(out0)?;
+    let out1_u = unwrap_synced(out1)?;
+    if !(is_functional(running_min) && is_functional(running_max) && is_functional(scale) && is_functional(zero_point) && is_functional(out0) && is_functional(out1)) {
+        if is_functional(self_) || is_functional(observer_on) || is_functional(fake_quant_on) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::_fused_moving_avg_obs_fq_helper_out::call(&self__u, &observer_on_u, &fake_quant_on_u, &running_min_u, &running_max_u, &scale_u, &zero_point_u, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, &out0_u, &out1_u)?
+        };
+        return Ok((out0.clone(), out1.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::_fused_moving_avg_obs_fq_helper_functional::call(&self__u, &observer_on_u, &fake_quant_on_u, &running_min_u, &running_max_u, &scale_u, &zero_point_u, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?
+    };
+    propagate_out(out0, &tmp.0)?;
+    propagate_out(out1, &tmp.1)?;
+    propagate_mutation(running_min, &tmp.2)?;
+    propagate_mutation(running_max, &tmp.3)?;
+    propagate_mutation(scale, &tmp.4)?;
+    propagate_mutation(zero_point, &tmp.5)?;
+    Ok((out0.clone(), out1.clone()))
 }
 

@@ -139,8 +139,8 @@ pub(crate) fn functionalize_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
     Ok(out.clone())
 }
 
-/// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__softmax_out(_ks: DispatchKeySet, (self_, dim, half_to_float, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -149,174 +149,180 @@ pub(crate) fn functionalize_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepd
         }
         let r = {
             let _below = below();
-            op::prod_int_out::call(&self__u, dim, keepdim, dtype, &out_u)?
+            op::_softmax_out::call(&self__u, dim, half_to_float, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::prod_dim_int::call(&self__u, dim, keepdim, dtype)?
+        op::_softmax::call(&self__u, dim, half_to_float)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)`
+pub(crate) fn functionalize_addmm_(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let index_u = unwrap_synced(index)?;
-    let src_u = unwrap_synced(src)?;
+    let mat1_u = unwrap_synced(mat1)?;
+    let mat2_u = unwrap_synced(mat2)?;
     if !(is_functional(self_)) {
-        if is_functional(index) || is_functional(src) {
+        if is_functional(mat1) || is_functional(mat2) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter__src::call(&self__u, dim, &index_u, &src_u)?
+            op::addmm_::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::scatter_src::call(&self__u, dim, &index_u, &src_u)?
+        op::addmm::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
+/// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter_value_out(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
-    let src_u = unwrap_synced(src)?;
-    if !(is_functional(self_)) {
-        if is_functional(index) || is_functional(src) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::scatter__reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::scatter_reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let index_u = unwrap_synced(index)?;
-    let src_u = unwrap_synced(src)?;
-    if !(is_functional(self_)) {
-        if is_functional(index) || is_functional(src) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::scatter_add_::call(&self__u, dim, &index_u, &src_u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::scatter_add::call(&self__u, dim, &index_u, &src_u)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
-pub(crate) fn functionalize_uniform_(_ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::uniform_::call(&self__u, from, to, generator)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::uniform::call(&self__u, from, to, generator)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_select_out(_ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let mask_u = unwrap_synced(mask)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mask) {
+        if is_functional(self_) || is_functional(index) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::masked_select_out::call(&self__u, &mask_u, &out_u)?
+            op::scatter_value_out::call(&self__u, dim, &index_u, value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::masked_select::call(&self__u, &mask_u)?
+        op::scatter_value::call(&self__u, dim, &index_u, value)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter_value_reduce_out(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let index_u = unwrap_synced(index)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(index) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::scatter_value_reduce_out::call(&self__u, dim, &index_u, value, reduce, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::scatter_value_reduce::call(&self__u, dim, &index_u, value, reduce)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
+pub(crate) fn functionalize_triu_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::triu_::call(&self__u, diagonal)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::triu::call(&self__u, diagonal)?
+    };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_index_select_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let index_u = unwrap_synced(index)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(index) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::index_select_out::call(&self__u, dim, &index_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::index_select::call(&self__u, dim, &index_u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub(crate) fn functionalize_topk_values(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let self__u = unwrap_synced(self_)?;
+    let values_u = unwrap_synced(values)?;
+    let indices_u = unwrap_synced(indices)?;
+    if !(is_functional(values) && is_functional(indices)) {
         if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::all_all_out::call(&self__u, &out_u)?
+            op::topk_values::call(&self__u, k, dim, largest, sorted, &values_u, &indices_u)?
         };
-        return Ok(out.clone());
+        return Ok((values.clone(), indices.clone()));
     }
     let tmp = {
         let _below = below();
-        op::all::call(&self__u)?
+        op::topk::call(&self__u, k, dim, largest, sorted)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_out(values, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
+    Ok((values.clone(), indices.clone()))
 }
 
-/// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
+/// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn functionalize_nll_loss_forward_output(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
+    let target_u = unwrap_synced(target)?;
+    let weight_u = unwrap_synced_opt(weight)?;
+    let output_u = unwrap_synced(output)?;
+    let total_weight_u = unwrap_synced(total_weight)?;
+    if !(is_functional(output) && is_functional(total_weight)) {
+        if is_functional(self_) || is_functional(target) || weight.is_some_and(is_functional) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::avg_pool2d_out::call(&self__u, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, &out_u)?
+            op::nll_loss_forward_output::call(&self__u, &target_u, weight_u.as_ref(), reduction, ignore_index, &output_u, &total_weight_u)?
         };
-        return Ok(out.clone());
+        return Ok((output.clone(), total_weight.clone()));
     }
     let tmp = {
         let _below = below();
-        op::avg_pool2d::call(&self__u, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?
+        op::nll_loss_forward::call(&self__u, &target_u, weight_u.as_ref(), reduction, ignore_index)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_out(output, &tmp.0)?;
+    propagate_out(total_weight, &tmp.1)?;
+    Ok((output.clone(), total_weight.clone()))
 }
 
-/// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()`
-pub(crate) fn functionalize_split_copy_Tensor_out(_ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
+/// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()`
+pub(crate) fn functionalize_unbind_copy_int_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced_list(out)?;
     if !(is_functional_list(out)) {
@@ -325,20 +331,72 @@ pub(crate) fn functionalize_split_copy_Tensor_out(_ks: DispatchKeySet, (self_, s
         }
         let r = {
             let _below = below();
-            op::split_copy_Tensor_out::call(&self__u, split_size, dim, &out_u)?
+            op::unbind_copy_int_out::call(&self__u, dim, &out_u)?
         };
         return Ok(());
     }
     let tmp = {
         let _below = below();
-        op::split_copy_Tensor::call(&self__u, split_size, dim)?
+        op::unbind_copy_int::call(&self__u, dim)?
     };
     propagate_mutation_list(out, &tmp, true)?;
     Ok(())
 }
 
-/// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-pub(crate) fn functionalize_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+/// `linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_linear_out(_ks: DispatchKeySet, (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let input_u = unwrap_synced(input)?;
+    let weight_u = unwrap_synced(weight)?;
+    let bias_u = unwrap_synced_opt(bias)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(input) || is_functional(weight) || bias.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::linear_out::call(&input_u, &weight_u, bias_u.as_ref(), &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::linear::call(&input_u, &weight_u, bias_u.as_ref())?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn functionalize__native_batch_norm_legit_no_stats_out(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let input_u = unwrap_synced(input)?;
+    let weight_u = unwrap_synced_opt(weight)?;
+    let bias_u = unwrap_synced_opt(bias)?;
+    let out_u = unwrap_synced(out)?;
+    let save_mean_u = unwrap_synced(save_mean)?;
+    let save_invstd_u = unwrap_synced(save_invstd)?;
+    if !(is_functional(out) && is_functional(save_mean) && is_functional(save_invstd)) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::_native_batch_norm_legit_no_stats_out::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), training, momentum, eps, &out_u, &save_mean_u, &save_invstd_u)?
+        };
+        return Ok((out.clone(), save_mean.clone(), save_invstd.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::_native_batch_norm_legit_no_stats::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), training, momentum, eps)?
+    };
+    propagate_out(out, &tmp.0)?;
+    propagate_out(save_mean, &tmp.1)?;
+    propagate_out(save_invstd, &tmp.2)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))
+}
+
+/// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_div__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
@@ -347,200 +405,100 @@ pub(crate) fn functionalize_add__Tensor(_ks: DispatchKeySet, (self_, other, alph
         }
         let r = {
             let _below = below();
-            op::add__Tensor::call(&self__u, &other_u, alpha)?
+            op::div__Tensor::call(&self__u, &other_u)?
         };
         return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::add_Tensor::call(&self__u, &other_u, alpha)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
-}
-
-/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::div_out::call(&self__u, &other_u, &out_u)?
-        };
-        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::div_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
-pub(crate) fn functionalize_div__Scalar_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+/// `div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_div__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::div__Scalar_mode::call(&self__u, other, rounding_mode)?
+            op::div__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
+        op::div_Scalar::call(&self__u, other)?
     };
     propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_mul__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::sub_out::call(&self__u, &other_u, alpha, &out_u)?
+            op::mul__Scalar::call(&self__u, other)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::sub_Tensor::call(&self__u, &other_u, alpha)?
+        op::mul_Scalar::call(&self__u, other)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_xor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_xor_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::logical_xor_out::call(&self__u, &other_u, &out_u)?
+            op::logical_xor_::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::logical_xor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_or_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::logical_or_out::call(&self__u, &other_u, &out_u)?
+            op::logical_or_::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::logical_or::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let min_u = unwrap_synced_opt(min)?;
-    let max_u = unwrap_synced_opt(max)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || min.is_some_and(is_functional) || max.is_some_and(is_functional) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp_Tensor_out::call(&self__u, min_u.as_ref(), max_u.as_ref(), &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), min, max])?;
-    Ok(out.clone())
-}
-
-/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let max_u = unwrap_synced(max)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(max) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp_max_Tensor_out::call(&self__u, &max_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_max_Tensor::call(&self__u, &max_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(max)])?;
-    Ok(out.clone())
-}
-
-/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let min_u = unwrap_synced(min)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(min) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp_min_Tensor_out::call(&self__u, &min_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_min_Tensor::call(&self__u, &min_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(min)])?;
-    Ok(out.clone())
-}
-
-/// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -549,20 +507,20 @@ pub(crate) fn functionalize_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::bitwise_and_Scalar_out::call(&self__u, other, &out_u)?
+            op::clamp_out::call(&self__u, min, max, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_and_Scalar::call(&self__u, other)?
+        op::clamp::call(&self__u, min, max)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_max_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -571,20 +529,20 @@ pub(crate) fn functionalize_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, o
         }
         let r = {
             let _below = below();
-            op::bitwise_or_Scalar_out::call(&self__u, other, &out_u)?
+            op::clamp_max_out::call(&self__u, max, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_or_Scalar::call(&self__u, other)?
+        op::clamp_max::call(&self__u, max)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_min_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -593,20 +551,20 @@ pub(crate) fn functionalize_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::bitwise_xor_Scalar_out::call(&self__u, other, &out_u)?
+            op::clamp_min_out::call(&self__u, min, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_xor_Scalar::call(&self__u, other)?
+        op::clamp_min::call(&self__u, min)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_and_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -616,20 +574,20 @@ pub(crate) fn functionalize_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         }
         let r = {
             let _below = below();
-            op::ne_Tensor_out::call(&self__u, &other_u, &out_u)?
+            op::bitwise_and_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::ne_Tensor::call(&self__u, &other_u)?
+        op::bitwise_and_Tensor::call(&self__u, &other_u)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_or_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -639,144 +597,203 @@ pub(crate) fn functionalize_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         }
         let r = {
             let _below = below();
-            op::eq_Tensor_out::call(&self__u, &other_u, &out_u)?
+            op::bitwise_or_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::eq_Tensor::call(&self__u, &other_u)?
+        op::bitwise_or_Tensor::call(&self__u, &other_u)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_xor_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::ge__Tensor::call(&self__u, &other_u)?
+            op::bitwise_xor_Tensor_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bitwise_xor_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ne_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::ne_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::ne_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_eq_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::eq_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::eq_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_ge__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::ge__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::ge_Tensor::call(&self__u, &other_u)?
+        op::ge_Scalar::call(&self__u, other)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_le__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::le__Tensor::call(&self__u, &other_u)?
+            op::le__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::le_Tensor::call(&self__u, &other_u)?
+        op::le_Scalar::call(&self__u, other)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_gt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::gt__Tensor::call(&self__u, &other_u)?
+            op::gt__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::gt_Tensor::call(&self__u, &other_u)?
+        op::gt_Scalar::call(&self__u, other)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_lt__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::lt__Tensor::call(&self__u, &other_u)?
+            op::lt__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::lt_Tensor::call(&self__u, &other_u)?
+        op::lt_Scalar::call(&self__u, other)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_fmod__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+/// `fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_fmod_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::fmod__Scalar::call(&self__u, other)?
+            op::fmod_Scalar_out::call(&self__u, other, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::fmod_Scalar::call(&self__u, other)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_remainder__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+/// `remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_remainder_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::remainder__Scalar::call(&self__u, other)?
+            op::remainder_Scalar_out::call(&self__u, other, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::remainder_Scalar::call(&self__u, other)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_maximum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -786,161 +803,182 @@ pub(crate) fn functionalize_minimum_out(_ks: DispatchKeySet, (self_, other, out)
         }
         let r = {
             let _below = below();
-            op::minimum_out::call(&self__u, &other_u, &out_u)?
+            op::maximum_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::minimum::call(&self__u, &other_u)?
+        op::maximum::call(&self__u, &other_u)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
-pub(crate) fn functionalize_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
+/// `pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_pow_Tensor_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::pow__Scalar::call(&self__u, exponent)?
+            op::pow_Tensor_Scalar_out::call(&self__u, exponent, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::pow_Tensor_Scalar::call(&self__u, exponent)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_arange_start_out(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+/// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_arange_out(_ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
         let r = {
             let _below = below();
-            op::arange_start_out::call(start, end, step, &out_u)?
+            op::arange_out::call(end, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::arange_start_step::call(start, end, step, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::arange::call(end, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_linspace_out(_ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
+/// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_full_out(_ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
         let r = {
             let _below = below();
-            op::linspace_out::call(start, end, steps, &out_u)?
+            op::full_out::call(size, fill_value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::linspace::call(start, end, steps, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::full::call(size, fill_value, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli__Tensor(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli_out(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let p_u = unwrap_synced(p)?;
-    if !(is_functional(self_)) {
-        if is_functional(p) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::bernoulli__Tensor::call(&self__u, &p_u, generator)?
+            op::bernoulli_out::call(&self__u, generator, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bernoulli::call(&self__u, generator)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randint_out(_ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::randint_out::call(high, size, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::randint::call(high, size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)`
+pub(crate) fn functionalize_normal_(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::normal_::call(&self__u, mean, std, generator)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
+        op::normal_functional::call(&self__u, mean, std, generator)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randint_generator_out(_ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
+/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_log_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::randint_generator_out::call(high, size, generator, &out_u)?
+            op::log_softmax_int_out::call(&self__u, dim, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::randint_generator::call(high, size, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::log_softmax_int::call(&self__u, dim, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
-pub(crate) fn functionalize_index_put_(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub(crate) fn functionalize_min_dim_min(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
-    let indices_u = unwrap_synced_opt_list(indices)?;
-    let values_u = unwrap_synced(values)?;
-    if !(is_functional(self_)) {
-        if is_functional_optional_list(indices) || is_functional(values) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::index_put_::call(&self__u, &indices_u, &values_u, accumulate)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
-    };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
-}
-
-/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
-pub(crate) fn functionalize_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let self__u = unwrap_synced(self_)?;
-    let max_u = unwrap_synced(max)?;
-    let max_values_u = unwrap_synced(max_values)?;
-    if !(is_functional(max) && is_functional(max_values)) {
+    let min_u = unwrap_synced(min)?;
+    let min_indices_u = unwrap_synced(min_indices)?;
+    if !(is_functional(min) && is_functional(min_indices)) {
         if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::max_dim_max::call(&self__u, dim, keepdim, &max_u, &max_values_u)?
+            op::min_dim_min::call(&self__u, dim, keepdim, &min_u, &min_indices_u)?
         };
-        return Ok((max.clone(), max_values.clone()));
+        return Ok((min.clone(), min_indices.clone()));
     }
     let tmp = {
         let _below = below();
-        op::max_dim::call(&self__u, dim, keepdim)?
+        op::min_dim::call(&self__u, dim, keepdim)?
     };
-    propagate_out(max, &tmp.0)?;
-    propagate_out(max_values, &tmp.1)?;
-    Ok((max.clone(), max_values.clone()))
+    propagate_out(min, &tmp.0)?;
+    propagate_out(min_indices, &tmp.1)?;
+    Ok((min.clone(), min_indices.clone()))
 }
 
-/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_var_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -949,20 +987,20 @@ pub(crate) fn functionalize_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dt
         }
         let r = {
             let _below = below();
-            op::softmax_int_out::call(&self__u, dim, dtype, &out_u)?
+            op::var_correction_out::call(&self__u, dim, correction, keepdim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::softmax_int::call(&self__u, dim, dtype)?
+        op::var_correction::call(&self__u, dim, correction, keepdim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_min_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_abs_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -971,182 +1009,20 @@ pub(crate) fn functionalize_min_unary_out(_ks: DispatchKeySet, (self_, out): (&T
         }
         let r = {
             let _below = below();
-            op::min_unary_out::call(&self__u, &out_u)?
+            op::abs_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::min::call(&self__u)?
+        op::abs::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::bitwise_not_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::bitwise_not::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `ceil_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::ceil_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::ceil::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `erf_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::erf_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::erf::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `expm1_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::expm1_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::expm1::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
-pub(crate) fn functionalize_nan_to_num_(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::nan_to_num_::call(&self__u, nan, posinf, neginf)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::nan_to_num::call(&self__u, nan, posinf, neginf)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `log1p_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::log1p_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::log1p::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::reciprocal_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::reciprocal::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `round_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::round_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::round::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `relu_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::relu_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::relu::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1155,148 +1031,288 @@ pub(crate) fn functionalize_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tenso
         }
         let r = {
             let _below = below();
-            op::rsqrt_out::call(&self__u, &out_u)?
+            op::logical_not_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::logical_not::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_cos_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::cos_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::cos::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_exp_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::exp_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::exp::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_floor_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::floor_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::floor::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_log_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::log_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::log::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_log2_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::log2_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::log2::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_neg_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::neg_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::neg::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_round_decimals_out(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::round_decimals_out::call(&self__u, decimals, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::round_decimals::call(&self__u, decimals)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_rsqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::rsqrt_::call(&self__u)?
+        };
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::rsqrt::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `sigmoid_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_sigmoid_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::sigmoid_out::call(&self__u, &out_u)?
+            op::sigmoid_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::sigmoid::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `sqrt_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_sqrt_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::sqrt_out::call(&self__u, &out_u)?
+            op::sqrt_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::sqrt::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `tanh_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_tanh_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::tanh_out::call(&self__u, &out_u)?
+            op::tanh_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::tanh::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `sign_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_sign_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::sign_out::call(&self__u, &out_u)?
+            op::sign_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::sign::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_logsumexp_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub(crate) fn functionalize_sort_values_stable(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
+    let values_u = unwrap_synced(values)?;
+    let indices_u = unwrap_synced(indices)?;
+    if !(is_functional(values) && is_functional(indices)) {
         if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::logsumexp_out::call(&self__u, dim, keepdim, &out_u)?
+            op::sort_values_stable::call(&self__u, stable, dim, descending, &values_u, &indices_u)?
         };
-        return Ok(out.clone());
+        return Ok((values.clone(), indices.clone()));
     }
     let tmp = {
         let _below = below();
-        op::logsumexp::call(&self__u, dim, keepdim)?
+        op::sort_stable::call(&self__u, stable, dim, descending)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_out(values, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
+    Ok((values.clone(), indices.clone()))
 }
 
-/// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_empty_strided_out(_ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::empty_strided_out::call(size, stride, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::empty_strided::call(size, stride, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+/// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1306,20 +1322,20 @@ pub(crate) fn functionalize_slice_scatter_out(_ks: DispatchKeySet, (self_, src, 
         }
         let r = {
             let _below = below();
-            op::slice_scatter_out::call(&self__u, &src_u, dim, start, end, step, &out_u)?
+            op::copy_out::call(&self__u, &src_u, non_blocking, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::slice_scatter::call(&self__u, &src_u, dim, start, end, step)?
+        op::copy::call(&self__u, &src_u, non_blocking)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1328,20 +1344,43 @@ pub(crate) fn functionalize_prod_out(_ks: DispatchKeySet, (self_, dtype, out): (
         }
         let r = {
             let _below = below();
-            op::prod_out::call(&self__u, dtype, &out_u)?
+            op::fill_Scalar_out::call(&self__u, value, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::prod::call(&self__u, dtype)?
+        op::fill_Scalar::call(&self__u, value)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_select_scatter_out(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let src_u = unwrap_synced(src)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(src) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::select_scatter_out::call(&self__u, &src_u, dim, index, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::select_scatter::call(&self__u, &src_u, dim, index)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1350,20 +1389,20 @@ pub(crate) fn functionalize_clone_out(_ks: DispatchKeySet, (self_, memory_format
         }
         let r = {
             let _below = below();
-            op::clone_out::call(&self__u, memory_format, &out_u)?
+            op::flip_out::call(&self__u, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::clone::call(&self__u, memory_format)?
+        op::flip::call(&self__u, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
+/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1372,20 +1411,20 @@ pub(crate) fn functionalize_as_strided_copy_out(_ks: DispatchKeySet, (self_, siz
         }
         let r = {
             let _below = below();
-            op::as_strided_copy_out::call(&self__u, size, stride, storage_offset, &out_u)?
+            op::zero_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
+        op::zero::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1394,20 +1433,20 @@ pub(crate) fn functionalize_select_copy_int_out(_ks: DispatchKeySet, (self_, dim
         }
         let r = {
             let _below = below();
-            op::select_copy_int_out::call(&self__u, dim, index, &out_u)?
+            op::diagonal_copy_out::call(&self__u, offset, dim1, dim2, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::select_copy_int::call(&self__u, dim, index)?
+        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1416,20 +1455,20 @@ pub(crate) fn functionalize_squeeze_copy_dim_out(_ks: DispatchKeySet, (self_, di
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_dim_out::call(&self__u, dim, &out_u)?
+            op::detach_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy_dim::call(&self__u, dim)?
+        op::detach_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1438,20 +1477,20 @@ pub(crate) fn functionalize_unsqueeze_copy_out(_ks: DispatchKeySet, (self_, dim,
         }
         let r = {
             let _below = below();
-            op::unsqueeze_copy_out::call(&self__u, dim, &out_u)?
+            op::squeeze_copy_dims_out::call(&self__u, dim, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unsqueeze_copy::call(&self__u, dim)?
+        op::squeeze_copy_dims::call(&self__u, dim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1460,39 +1499,63 @@ pub(crate) fn functionalize_unfold_copy_out(_ks: DispatchKeySet, (self_, dimensi
         }
         let r = {
             let _below = below();
-            op::unfold_copy_out::call(&self__u, dimension, size, step, &out_u)?
+            op::view_copy_out::call(&self__u, size, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::unfold_copy::call(&self__u, dimension, size, step)?
+        op::view_copy::call(&self__u, size)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
-pub(crate) fn functionalize_native_layer_norm_out(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::alias_copy_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::alias_copy::call(&self__u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn functionalize__native_batch_norm_legit_no_training_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
     let input_u = unwrap_synced(input)?;
     let weight_u = unwrap_synced_opt(weight)?;
     let bias_u = unwrap_synced_opt(bias)?;
+    let running_mean_u = unwrap_synced(running_mean)?;
+    let running_var_u = unwrap_synced(running_var)?;
     let out0_u = unwrap_synced(out0)?;
     let out1_u = unwrap_synced(out1)?;
     let out2_u = unwrap_synced(out2)?;
     if !(is_functional(out0) && is_functional(out1) && is_functional(out2)) {
-        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) || is_functional(running_mean) || is_functional(running_var) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::native_layer_norm_out::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps, &out0_u, &out1_u, &out2_u)?
+            op::_native_batch_norm_legit_no_training_out::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, momentum, eps, &out0_u, &out1_u, &out2_u)?
         };
         return Ok((out0.clone(), out1.clone(), out2.clone()));
     }
     let tmp = {
         let _below = below();
-        op::native_layer_norm::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps)?
+        op::_native_batch_norm_legit_no_training::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, momentum, eps)?
     };
     propagate_out(out0, &tmp.0)?;
     propagate_out(out1, &tmp.1)?;

@@ -123,121 +123,164 @@ pub(crate) fn functionalize__index_put_impl_(_ks: DispatchKeySet, (self_, indice
     Ok(self_.clone())
 }
 
-/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+pub(crate) fn functionalize_aminmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, min, max): (&Tensor, Option<i64>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
-    let mat2_u = unwrap_synced(mat2)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mat2) {
+    let min_u = unwrap_synced(min)?;
+    let max_u = unwrap_synced(max)?;
+    if !(is_functional(min) && is_functional(max)) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::mm_out::call(&self__u, &mat2_u, &out_u)?
+            op::aminmax_out::call(&self__u, dim, keepdim, &min_u, &max_u)?
+        };
+        return Ok((min.clone(), max.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::aminmax::call(&self__u, dim, keepdim)?
+    };
+    propagate_out(min, &tmp.0)?;
+    propagate_out(max, &tmp.1)?;
+    Ok((min.clone(), max.clone()))
+}
+
+/// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_prod_int_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::prod_int_out::call(&self__u, dim, keepdim, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::mm::call(&self__u, &mat2_u)?
+        op::prod_dim_int::call(&self__u, dim, keepdim, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `zero_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_zero_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter__src(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let index_u = unwrap_synced(index)?;
+    let src_u = unwrap_synced(src)?;
     if !(is_functional(self_)) {
+        if is_functional(index) || is_functional(src) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::zero_::call(&self__u)?
+            op::scatter__src::call(&self__u, dim, &index_u, &src_u)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::zero::call(&self__u)?
+        op::scatter_src::call(&self__u, dim, &index_u, &src_u)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter__reduce(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
     let src_u = unwrap_synced(src)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(index) || is_functional(src) {
+    if !(is_functional(self_)) {
+        if is_functional(index) || is_functional(src) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter_src_out::call(&self__u, dim, &index_u, &src_u, &out_u)?
+            op::scatter__reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
         };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::scatter_src::call(&self__u, dim, &index_u, &src_u)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let index_u = unwrap_synced(index)?;
-    let src_u = unwrap_synced(src)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(index) || is_functional(src) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::scatter_reduce_out::call(&self__u, dim, &index_u, &src_u, reduce, &out_u)?
-        };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::scatter_reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
     };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
 }
 
-/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter_add_(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
     let src_u = unwrap_synced(src)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(index) || is_functional(src) {
+    if !(is_functional(self_)) {
+        if is_functional(index) || is_functional(src) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter_add_out::call(&self__u, dim, &index_u, &src_u, &out_u)?
+            op::scatter_add_::call(&self__u, dim, &index_u, &src_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::scatter_add::call(&self__u, dim, &index_u, &src_u)?
     };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)`
+pub(crate) fn functionalize_uniform_(_ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::uniform_::call(&self__u, from, to, generator)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::uniform::call(&self__u, from, to, generator)?
+    };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_select_out(_ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let mask_u = unwrap_synced(mask)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(mask) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::masked_select_out::call(&self__u, &mask_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::masked_select::call(&self__u, &mask_u)?
+    };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_all_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -246,20 +289,20 @@ pub(crate) fn functionalize_triu_out(_ks: DispatchKeySet, (self_, diagonal, out)
         }
         let r = {
             let _below = below();
-            op::triu_out::call(&self__u, diagonal, &out_u)?
+            op::all_all_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::triu::call(&self__u, diagonal)?
+        op::all::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_nonzero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_avg_pool2d_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -268,66 +311,20 @@ pub(crate) fn functionalize_nonzero_out(_ks: DispatchKeySet, (self_, out): (&Ten
         }
         let r = {
             let _below = below();
-            op::nonzero_out::call(&self__u, &out_u)?
+            op::avg_pool2d_out::call(&self__u, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::nonzero::call(&self__u)?
+        op::avg_pool2d::call(&self__u, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_any_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::any_all_out::call(&self__u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::any::call(&self__u)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn functionalize_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    let indices_u = unwrap_synced(indices)?;
-    if !(is_functional(out) && is_functional(indices)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::max_pool2d_with_indices_out::call(&self__u, kernel_size, stride, padding, dilation, ceil_mode, &out_u, &indices_u)?
-        };
-        return Ok((out.clone(), indices.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::max_pool2d_with_indices::call(&self__u, kernel_size, stride, padding, dilation, ceil_mode)?
-    };
-    propagate_out(out, &tmp.0)?;
-    propagate_out(indices, &tmp.1)?;
-    Ok((out.clone(), indices.clone()))
-}
-
-/// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()`
-pub(crate) fn functionalize_split_with_sizes_copy_out(_ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
+/// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()`
+pub(crate) fn functionalize_split_copy_Tensor_out(_ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced_list(out)?;
     if !(is_functional_list(out)) {
@@ -336,109 +333,364 @@ pub(crate) fn functionalize_split_with_sizes_copy_out(_ks: DispatchKeySet, (self
         }
         let r = {
             let _below = below();
-            op::split_with_sizes_copy_out::call(&self__u, split_sizes, dim, &out_u)?
+            op::split_copy_Tensor_out::call(&self__u, split_size, dim, &out_u)?
         };
         return Ok(());
     }
     let tmp = {
         let _below = below();
-        op::split_with_sizes_copy::call(&self__u, split_sizes, dim)?
+        op::split_copy_Tensor::call(&self__u, split_size, dim)?
     };
     propagate_mutation_list(out, &tmp, true)?;
     Ok(())
 }
 
-/// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
+/// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+pub(crate) fn functionalize_native_batch_norm_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let input_u = unwrap_synced(input)?;
+    let weight_u = unwrap_synced_opt(weight)?;
+    let bias_u = unwrap_synced_opt(bias)?;
+    let running_mean_u = unwrap_synced_opt(running_mean)?;
+    let running_var_u = unwrap_synced_opt(running_var)?;
     let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    let save_mean_u = unwrap_synced(save_mean)?;
+    let save_invstd_u = unwrap_synced(save_invstd)?;
+    if !(is_functional(out) && is_functional(save_mean) && is_functional(save_invstd)) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) || running_mean.is_some_and(is_functional) || running_var.is_some_and(is_functional) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::add_out::call(&self__u, &other_u, alpha, &out_u)?
+            op::native_batch_norm_out::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), running_mean_u.as_ref(), running_var_u.as_ref(), training, momentum, eps, &out_u, &save_mean_u, &save_invstd_u)?
         };
-        return Ok(out.clone());
+        return Ok((out.clone(), save_mean.clone(), save_invstd.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::native_batch_norm::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), running_mean_u.as_ref(), running_var_u.as_ref(), training, momentum, eps)?
+    };
+    propagate_out(out, &tmp.0)?;
+    propagate_out(save_mean, &tmp.1)?;
+    propagate_out(save_invstd, &tmp.2)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))
+}
+
+/// `add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+pub(crate) fn functionalize_add__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::add__Tensor::call(&self__u, &other_u, alpha)?
+        };
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::add_Tensor::call(&self__u, &other_u, alpha)?
     };
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_div_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::div_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::div_Tensor::call(&self__u, &other_u)?
+    };
     propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
-pub(crate) fn functionalize_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+/// `div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)`
+pub(crate) fn functionalize_div__Scalar_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::div__Tensor_mode::call(&self__u, &other_u, rounding_mode)?
+            op::div__Scalar_mode::call(&self__u, other, rounding_mode)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
+        op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sub_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::mul__Tensor::call(&self__u, &other_u)?
+            op::sub_out::call(&self__u, &other_u, alpha, &out_u)?
         };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::mul_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
-}
-
-/// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
-pub(crate) fn functionalize_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::sub__Tensor::call(&self__u, &other_u, alpha)?
-        };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::sub_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
 }
 
-/// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_and_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_xor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::logical_xor_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::logical_xor::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_or_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::logical_or_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::logical_or::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_Tensor_out(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let min_u = unwrap_synced_opt(min)?;
+    let max_u = unwrap_synced_opt(max)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || min.is_some_and(is_functional) || max.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::clamp_Tensor_out::call(&self__u, min_u.as_ref(), max_u.as_ref(), &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), min, max])?;
+    Ok(out.clone())
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_max_Tensor_out(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let max_u = unwrap_synced(max)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(max) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::clamp_max_Tensor_out::call(&self__u, &max_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::clamp_max_Tensor::call(&self__u, &max_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(max)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_min_Tensor_out(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let min_u = unwrap_synced(min)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(min) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::clamp_min_Tensor_out::call(&self__u, &min_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::clamp_min_Tensor::call(&self__u, &min_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(min)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_and_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::bitwise_and_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bitwise_and_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_or_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::bitwise_or_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bitwise_or_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_xor_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::bitwise_xor_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bitwise_xor_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ne_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::ne_Tensor_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::ne_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_eq_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::eq_Tensor_out::call(&self__u, &other_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::eq_Tensor::call(&self__u, &other_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_ge__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
@@ -447,252 +699,122 @@ pub(crate) fn functionalize_logical_and_(_ks: DispatchKeySet, (self_, other): (&
         }
         let r = {
             let _below = below();
-            op::logical_and_::call(&self__u, &other_u)?
+            op::ge__Tensor::call(&self__u, &other_u)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::logical_and::call(&self__u, &other_u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
-}
-
-/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::clamp_::call(&self__u, min, max)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp::call(&self__u, min, max)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::clamp_max_::call(&self__u, max)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_max::call(&self__u, max)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::clamp_min_::call(&self__u, min)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_min::call(&self__u, min)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::eq__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::eq_Scalar::call(&self__u, other)?
+        op::ge_Tensor::call(&self__u, &other_u)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_and__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_le__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::bitwise_and__Scalar::call(&self__u, other)?
+            op::le__Tensor::call(&self__u, &other_u)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_and_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_or__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::bitwise_or__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::bitwise_or_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_xor__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::bitwise_xor__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::bitwise_xor_Scalar::call(&self__u, other)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
-pub(crate) fn functionalize_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::ne__Scalar::call(&self__u, other)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::ne_Scalar::call(&self__u, other)?
+        op::le_Tensor::call(&self__u, &other_u)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_gt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::ge_Scalar_out::call(&self__u, other, &out_u)?
+            op::gt__Tensor::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::ge_Scalar::call(&self__u, other)?
+        op::gt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
 }
 
-/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_lt__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::le_Scalar_out::call(&self__u, other, &out_u)?
+            op::lt__Tensor::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::le_Scalar::call(&self__u, other)?
+        op::lt_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
 }
 
-/// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_fmod__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::gt_Scalar_out::call(&self__u, other, &out_u)?
+            op::fmod__Scalar::call(&self__u, other)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::gt_Scalar::call(&self__u, other)?
+        op::fmod_Scalar::call(&self__u, other)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_remainder__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::lt_Scalar_out::call(&self__u, other, &out_u)?
+            op::remainder__Scalar::call(&self__u, other)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::lt_Scalar::call(&self__u, other)?
+        op::remainder_Scalar::call(&self__u, other)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_minimum_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -702,205 +824,161 @@ pub(crate) fn functionalize_atan2_out(_ks: DispatchKeySet, (self_, other, out): 
         }
         let r = {
             let _below = below();
-            op::atan2_out::call(&self__u, &other_u, &out_u)?
+            op::minimum_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::atan2::call(&self__u, &other_u)?
+        op::minimum::call(&self__u, &other_u)?
     };
     propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
     Ok(out.clone())
 }
 
-/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)`
+pub(crate) fn functionalize_pow__Scalar(_ks: DispatchKeySet, (self_, exponent): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::fmod_Tensor_out::call(&self__u, &other_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::fmod_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::remainder_Tensor_out::call(&self__u, &other_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::remainder_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let exponent_u = unwrap_synced(exponent)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(exponent) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::pow_Tensor_Tensor_out::call(&self__u, &exponent_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(exponent)])?;
-    Ok(out.clone())
-}
-
-/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
-pub(crate) fn functionalize_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let exponent_u = unwrap_synced(exponent)?;
     if !(is_functional(self_)) {
-        if is_functional(exponent) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::pow__Tensor::call(&self__u, &exponent_u)?
+            op::pow__Scalar::call(&self__u, exponent)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
+        op::pow_Tensor_Scalar::call(&self__u, exponent)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(exponent)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
+/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_arange_start_out(_ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
         let r = {
             let _below = below();
-            op::eye_out::call(n, &out_u)?
+            op::arange_start_out::call(start, end, step, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::eye::call(n, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::arange_start_step::call(start, end, step, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ones_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_linspace_out(_ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
         let r = {
             let _below = below();
-            op::ones_out::call(size, &out_u)?
+            op::linspace_out::call(start, end, steps, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::ones::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::linspace::call(start, end, steps, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
-pub(crate) fn functionalize_bernoulli__float(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli__Tensor(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let p_u = unwrap_synced(p)?;
     if !(is_functional(self_)) {
+        if is_functional(p) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::bernoulli__float::call(&self__u, p, generator)?
+            op::bernoulli__Tensor::call(&self__u, &p_u, generator)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::bernoulli_p::call(&self__u, p, generator)?
+        op::bernoulli_Tensor::call(&self__u, &p_u, generator)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randint_low_out(_ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
+/// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randint_generator_out(_ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
         let r = {
             let _below = below();
-            op::randint_low_out::call(low, high, size, &out_u)?
+            op::randint_generator_out::call(high, size, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::randint_low::call(low, high, size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+        op::randint_generator::call(high, size, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+/// `index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)`
+pub(crate) fn functionalize_index_put_(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let mask_u = unwrap_synced(mask)?;
+    let indices_u = unwrap_synced_opt_list(indices)?;
+    let values_u = unwrap_synced(values)?;
     if !(is_functional(self_)) {
-        if is_functional(mask) {
+        if is_functional_optional_list(indices) || is_functional(values) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::masked_fill__Scalar::call(&self__u, &mask_u, value)?
+            op::index_put_::call(&self__u, &indices_u, &values_u, accumulate)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
+        op::index_put::call(&self__u, &indices_u, &values_u, accumulate)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
+pub(crate) fn functionalize_max_dim_max(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let self__u = unwrap_synced(self_)?;
+    let max_u = unwrap_synced(max)?;
+    let max_values_u = unwrap_synced(max_values)?;
+    if !(is_functional(max) && is_functional(max_values)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::max_dim_max::call(&self__u, dim, keepdim, &max_u, &max_values_u)?
+        };
+        return Ok((max.clone(), max_values.clone()));
+    }
+    let tmp = {
+        let _below = below();
+        op::max_dim::call(&self__u, dim, keepdim)?
+    };
+    propagate_out(max, &tmp.0)?;
+    propagate_out(max_values, &tmp.1)?;
+    Ok((max.clone(), max_values.clone()))
+}
+
+/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_softmax_int_out(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -909,20 +987,20 @@ pub(crate) fn functionalize_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, o
         }
         let r = {
             let _below = below();
-            op::mean_dtype_out::call(&self__u, dtype, &out_u)?
+            op::softmax_int_out::call(&self__u, dim, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::mean::call(&self__u, dtype)?
+        op::softmax_int::call(&self__u, dim, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_min_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -931,218 +1009,204 @@ pub(crate) fn functionalize_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, ke
         }
         let r = {
             let _below = below();
-            op::sum_IntList_out::call(&self__u, dim, keepdim, dtype, &out_u)?
+            op::min_unary_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::sum_dim_IntList::call(&self__u, dim, keepdim, dtype)?
+        op::min::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::max_unary_out::call(&self__u, &out_u)?
+            op::bitwise_not_::call(&self__u)?
         };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::max::call(&self__u)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::bitwise_not_out::call(&self__u, &out_u)?
-        };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::bitwise_not::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_ceil_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::ceil_out::call(&self__u, &out_u)?
+            op::ceil_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::ceil::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `erf_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_erf_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::erf_out::call(&self__u, &out_u)?
+            op::erf_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::erf::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_expm1_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::expm1_out::call(&self__u, &out_u)?
+            op::expm1_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::expm1::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
+/// `nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)`
+pub(crate) fn functionalize_nan_to_num_(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::nan_to_num_out::call(&self__u, nan, posinf, neginf, &out_u)?
+            op::nan_to_num_::call(&self__u, nan, posinf, neginf)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::nan_to_num::call(&self__u, nan, posinf, neginf)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_log1p_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::log1p_out::call(&self__u, &out_u)?
+            op::log1p_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::log1p::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_reciprocal_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::reciprocal_out::call(&self__u, &out_u)?
+            op::reciprocal_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::reciprocal::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `round_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_round_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::round_out::call(&self__u, &out_u)?
+            op::round_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::round::call(&self__u)?
     };
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
+}
+
+/// `relu_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_relu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::relu_::call(&self__u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::relu::call(&self__u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
+}
+
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_rsqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::rsqrt_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::rsqrt::call(&self__u)?
+    };
     propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
+/// `sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sigmoid_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1151,114 +1215,153 @@ pub(crate) fn functionalize_gelu_out(_ks: DispatchKeySet, (self_, approximate, o
         }
         let r = {
             let _below = below();
-            op::gelu_out::call(&self__u, approximate, &out_u)?
+            op::sigmoid_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::gelu::call(&self__u, approximate)?
+        op::sigmoid::call(&self__u)?
     };
-    propagate_out(out, &tmp)?;
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
     Ok(out.clone())
 }
 
-/// `silu_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sqrt_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::silu_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::silu::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `sin_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::sin_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::sin::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `tan_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::tan_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::tan::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `trunc_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
-        let r = {
-            let _below = below();
-            op::trunc_::call(&self__u)?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::trunc::call(&self__u)?
-    };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
-}
-
-/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_stack_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
-    let tensors_u = unwrap_synced_list(tensors)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional_list(tensors) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::stack_out::call(&tensors_u, dim, &out_u)?
+            op::sqrt_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::stack::call(&tensors_u, dim)?
+        op::sqrt::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_tanh_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::tanh_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::tanh::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sign_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::sign_out::call(&self__u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::sign::call(&self__u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_logsumexp_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::logsumexp_out::call(&self__u, dim, keepdim, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::logsumexp::call(&self__u, dim, keepdim)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
+/// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_resize_out(_ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::resize_out::call(&self__u, size, memory_format, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::resize::call(&self__u, size, memory_format)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_fill_Tensor_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let value_u = unwrap_synced(value)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(value) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::fill_Tensor_out::call(&self__u, &value_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::fill_Tensor::call(&self__u, &value_u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1268,20 +1371,20 @@ pub(crate) fn functionalize_copy_out(_ks: DispatchKeySet, (self_, src, non_block
         }
         let r = {
             let _below = below();
-            op::copy_out::call(&self__u, &src_u, non_blocking, &out_u)?
+            op::diagonal_scatter_out::call(&self__u, &src_u, offset, dim1, dim2, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::copy::call(&self__u, &src_u, non_blocking)?
+        op::diagonal_scatter::call(&self__u, &src_u, offset, dim1, dim2)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+/// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1290,43 +1393,20 @@ pub(crate) fn functionalize_fill_Scalar_out(_ks: DispatchKeySet, (self_, value, 
         }
         let r = {
             let _below = below();
-            op::fill_Scalar_out::call(&self__u, value, &out_u)?
+            op::roll_out::call(&self__u, shifts, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::fill_Scalar::call(&self__u, value)?
+        op::roll::call(&self__u, shifts, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_select_scatter_out(_ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let src_u = unwrap_synced(src)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(src) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::select_scatter_out::call(&self__u, &src_u, dim, index, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::select_scatter::call(&self__u, &src_u, dim, index)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__to_copy_out(_ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1335,20 +1415,20 @@ pub(crate) fn functionalize_flip_out(_ks: DispatchKeySet, (self_, dims, out): (&
         }
         let r = {
             let _below = below();
-            op::flip_out::call(&self__u, dims, &out_u)?
+            op::_to_copy_out::call(&self__u, non_blocking, memory_format, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::flip::call(&self__u, dims)?
+        op::_to_copy::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, non_blocking, memory_format)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1357,20 +1437,20 @@ pub(crate) fn functionalize_zero_out(_ks: DispatchKeySet, (self_, out): (&Tensor
         }
         let r = {
             let _below = below();
-            op::zero_out::call(&self__u, &out_u)?
+            op::expand_copy_out::call(&self__u, size, implicit, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::zero::call(&self__u)?
+        op::expand_copy::call(&self__u, size, implicit)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1379,20 +1459,20 @@ pub(crate) fn functionalize_diagonal_copy_out(_ks: DispatchKeySet, (self_, offse
         }
         let r = {
             let _below = below();
-            op::diagonal_copy_out::call(&self__u, offset, dim1, dim2, &out_u)?
+            op::slice_copy_Tensor_out::call(&self__u, dim, start, end, step, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
+        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1401,20 +1481,20 @@ pub(crate) fn functionalize_detach_copy_out(_ks: DispatchKeySet, (self_, out): (
         }
         let r = {
             let _below = below();
-            op::detach_copy_out::call(&self__u, &out_u)?
+            op::t_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::detach_copy::call(&self__u)?
+        op::t_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1423,20 +1503,20 @@ pub(crate) fn functionalize_squeeze_copy_dims_out(_ks: DispatchKeySet, (self_, d
         }
         let r = {
             let _below = below();
-            op::squeeze_copy_dims_out::call(&self__u, dim, &out_u)?
+            op::view_copy_dtype_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::squeeze_copy_dims::call(&self__u, dim)?
+        op::view_copy_dtype::call(&self__u, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
+/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_lift_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1445,35 +1525,13 @@ pub(crate) fn functionalize_view_copy_out(_ks: DispatchKeySet, (self_, size, out
         }
         let r = {
             let _below = below();
-            op::view_copy_out::call(&self__u, size, &out_u)?
+            op::lift_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::view_copy::call(&self__u, size)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_alias_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::alias_copy_out::call(&self__u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::alias_copy::call(&self__u)?
+        op::lift::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

@@ -114,116 +114,121 @@ pub(crate) fn functionalize__log_softmax_out(_ks: DispatchKeySet, (self_, dim, h
     Ok(out.clone())
 }
 
-/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_narrow_copy_out(_ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_mm_out(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::narrow_copy_out::call(&self__u, dim, start, length, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::narrow_copy::call(&self__u, dim, start, length)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_addmm_out(_ks: DispatchKeySet, (self_, mat1, mat2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let mat1_u = unwrap_synced(mat1)?;
     let mat2_u = unwrap_synced(mat2)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(mat1) || is_functional(mat2) {
+        if is_functional(self_) || is_functional(mat2) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::addmm_out::call(&self__u, &mat1_u, &mat2_u, beta, alpha, &out_u)?
+            op::mm_out::call(&self__u, &mat2_u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::addmm::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
+        op::mm::call(&self__u, &mat2_u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter__value(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
+/// `zero_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_zero_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::zero_::call(&self__u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::zero::call(&self__u)?
+    };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter_src_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
-    if !(is_functional(self_)) {
-        if is_functional(index) {
+    let src_u = unwrap_synced(src)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(index) || is_functional(src) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter__value::call(&self__u, dim, &index_u, value)?
+            op::scatter_src_out::call(&self__u, dim, &index_u, &src_u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::scatter_value::call(&self__u, dim, &index_u, value)?
+        op::scatter_src::call(&self__u, dim, &index_u, &src_u)?
     };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)`
-pub(crate) fn functionalize_scatter__value_reduce(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
+/// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter_reduce_out(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let index_u = unwrap_synced(index)?;
-    if !(is_functional(self_)) {
-        if is_functional(index) {
+    let src_u = unwrap_synced(src)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(index) || is_functional(src) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::scatter__value_reduce::call(&self__u, dim, &index_u, value, reduce)?
+            op::scatter_reduce_out::call(&self__u, dim, &index_u, &src_u, reduce, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::scatter_value_reduce::call(&self__u, dim, &index_u, value, reduce)?
+        op::scatter_reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
     };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)`
-pub(crate) fn functionalize_tril_(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_scatter_add_out(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let index_u = unwrap_synced(index)?;
+    let src_u = unwrap_synced(src)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(index) || is_functional(src) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::tril_::call(&self__u, diagonal)?
+            op::scatter_add_out::call(&self__u, dim, &index_u, &src_u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::tril::call(&self__u, diagonal)?
+        op::scatter_add::call(&self__u, dim, &index_u, &src_u)?
     };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_tril_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+/// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_triu_out(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -232,66 +237,20 @@ pub(crate) fn functionalize_tril_out(_ks: DispatchKeySet, (self_, diagonal, out)
         }
         let r = {
             let _below = below();
-            op::tril_out::call(&self__u, diagonal, &out_u)?
+            op::triu_out::call(&self__u, diagonal, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::tril::call(&self__u, diagonal)?
+        op::triu::call(&self__u, diagonal)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_gather_out(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let index_u = unwrap_synced(index)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(index) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::gather_out::call(&self__u, dim, &index_u, sparse_grad, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::gather::call(&self__u, dim, &index_u, sparse_grad)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_mse_loss_out(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let target_u = unwrap_synced(target)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(target) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::mse_loss_out::call(&self__u, &target_u, reduction, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::mse_loss::call(&self__u, &target_u, reduction)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_nonzero_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -300,61 +259,114 @@ pub(crate) fn functionalize_linalg_vector_norm_out(_ks: DispatchKeySet, (self_, 
         }
         let r = {
             let _below = below();
-            op::linalg_vector_norm_out::call(&self__u, ord, dim, keepdim, dtype, &out_u)?
+            op::nonzero_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::linalg_vector_norm::call(&self__u, ord, dim, keepdim, dtype)?
+        op::nonzero::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `dot.out(Tensor self, Tensor tensor, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_dot_out(_ks: DispatchKeySet, (self_, tensor, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_any_all_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let tensor_u = unwrap_synced(tensor)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(tensor) {
+        if is_functional(self_) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::dot_out::call(&self__u, &tensor_u, &out_u)?
+            op::any_all_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::dot::call(&self__u, &tensor_u)?
+        op::any::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
-pub(crate) fn functionalize_add__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+/// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
+pub(crate) fn functionalize_max_pool2d_with_indices_out(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    let indices_u = unwrap_synced(indices)?;
+    if !(is_functional(out) && is_functional(indices)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::add__Scalar::call(&self__u, other, alpha)?
+            op::max_pool2d_with_indices_out::call(&self__u, kernel_size, stride, padding, dilation, ceil_mode, &out_u, &indices_u)?
         };
-        return Ok(self_.clone());
+        return Ok((out.clone(), indices.clone()));
     }
     let tmp = {
         let _below = below();
-        op::add_Scalar::call(&self__u, other, alpha)?
+        op::max_pool2d_with_indices::call(&self__u, kernel_size, stride, padding, dilation, ceil_mode)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp.0)?;
+    propagate_out(indices, &tmp.1)?;
+    Ok((out.clone(), indices.clone()))
 }
 
-/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_div_out_mode(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
+/// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()`
+pub(crate) fn functionalize_split_with_sizes_copy_out(_ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced_list(out)?;
+    if !(is_functional_list(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::split_with_sizes_copy_out::call(&self__u, split_sizes, dim, &out_u)?
+        };
+        return Ok(());
+    }
+    let tmp = {
+        let _below = below();
+        op::split_with_sizes_copy::call(&self__u, split_sizes, dim)?
+    };
+    propagate_mutation_list(out, &tmp, true)?;
+    Ok(())
+}
+
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn functionalize__native_batch_norm_legit(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let input_u = unwrap_synced(input)?;
+    let weight_u = unwrap_synced_opt(weight)?;
+    let bias_u = unwrap_synced_opt(bias)?;
+    let running_mean_u = unwrap_synced(running_mean)?;
+    let running_var_u = unwrap_synced(running_var)?;
+    if !(is_functional(running_mean) && is_functional(running_var)) {
+        if is_functional(input) || weight.is_some_and(is_functional) || bias.is_some_and(is_functional) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::_native_batch_norm_legit::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, training, momentum, eps)?
+        };
+        return Ok((r.0, r.1, r.2));
+    }
+    let tmp = {
+        let _below = below();
+        op::_native_batch_norm_legit_functional::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, training, momentum, eps)?
+    };
+    propagate_mutation(running_mean, &tmp.3)?;
+    propagate_mutation(running_var, &tmp.4)?;
+    Ok((to_functional(&tmp.0)?, to_functional(&tmp.1)?, to_functional(&tmp.2)?))
+}
+
+/// `add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_add_out(_ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -364,261 +376,340 @@ pub(crate) fn functionalize_div_out_mode(_ks: DispatchKeySet, (self_, other, rou
         }
         let r = {
             let _below = below();
-            op::div_out_mode::call(&self__u, &other_u, rounding_mode, &out_u)?
+            op::add_out::call(&self__u, &other_u, alpha, &out_u)?
         };
         return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::add_Tensor::call(&self__u, &other_u, alpha)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)`
+pub(crate) fn functionalize_div__Tensor_mode(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
+    if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::div__Tensor_mode::call(&self__u, &other_u, rounding_mode)?
+        };
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_mul_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_mul__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::mul_out::call(&self__u, &other_u, &out_u)?
+            op::mul__Tensor::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::mul_Tensor::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    Ok(self_.clone())
 }
 
-/// `sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)`
-pub(crate) fn functionalize_sub__Scalar(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+/// `sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)`
+pub(crate) fn functionalize_sub__Tensor(_ks: DispatchKeySet, (self_, other, alpha): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
+    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
+        if is_functional(other) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::sub__Scalar::call(&self__u, other, alpha)?
+            op::sub__Tensor::call(&self__u, &other_u, alpha)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::sub_Scalar::call(&self__u, other, alpha)?
+        op::sub_Tensor::call(&self__u, &other_u, alpha)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
-/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_and_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
+pub(crate) fn functionalize_logical_and_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
+    if !(is_functional(self_)) {
+        if is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::logical_and_out::call(&self__u, &other_u, &out_u)?
+            op::logical_and_::call(&self__u, &other_u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::logical_and::call(&self__u, &other_u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp__Tensor(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let min_u = unwrap_synced_opt(min)?;
-    let max_u = unwrap_synced_opt(max)?;
-    if !(is_functional(self_)) {
-        if min.is_some_and(is_functional) || max.is_some_and(is_functional) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::clamp__Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
-        };
-        return Ok(self_.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
-    };
-    propagate_inplace_checked(self_, &tmp, &[min, max])?;
+    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
     Ok(self_.clone())
 }
 
-/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_max__Tensor(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let max_u = unwrap_synced(max)?;
     if !(is_functional(self_)) {
-        if is_functional(max) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::clamp_max__Tensor::call(&self__u, &max_u)?
+            op::clamp_::call(&self__u, min, max)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::clamp_max_Tensor::call(&self__u, &max_u)?
+        op::clamp::call(&self__u, min, max)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(max)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)`
-pub(crate) fn functionalize_clamp_min__Tensor(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_max_(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let min_u = unwrap_synced(min)?;
     if !(is_functional(self_)) {
-        if is_functional(min) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::clamp_min__Tensor::call(&self__u, &min_u)?
+            op::clamp_max_::call(&self__u, max)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::clamp_min_Tensor::call(&self__u, &min_u)?
+        op::clamp_max::call(&self__u, max)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(min)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_eq__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)`
+pub(crate) fn functionalize_clamp_min_(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::eq__Tensor::call(&self__u, &other_u)?
+            op::clamp_min_::call(&self__u, min)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::eq_Tensor::call(&self__u, &other_u)?
+        op::clamp_min::call(&self__u, min)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
+}
+
+/// `eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_eq__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    if !(is_functional(self_)) {
+        let r = {
+            let _below = below();
+            op::eq__Scalar::call(&self__u, other)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::eq_Scalar::call(&self__u, other)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_and__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_and__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::bitwise_and__Tensor::call(&self__u, &other_u)?
+            op::bitwise_and__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_and_Tensor::call(&self__u, &other_u)?
+        op::bitwise_and_Scalar::call(&self__u, other)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_or__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_or__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::bitwise_or__Tensor::call(&self__u, &other_u)?
+            op::bitwise_or__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_or_Tensor::call(&self__u, &other_u)?
+        op::bitwise_or_Scalar::call(&self__u, other)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_bitwise_xor__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_xor__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::bitwise_xor__Tensor::call(&self__u, &other_u)?
+            op::bitwise_xor__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::bitwise_xor_Tensor::call(&self__u, &other_u)?
+        op::bitwise_xor_Scalar::call(&self__u, other)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
     Ok(self_.clone())
 }
 
-/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_ne__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)`
+pub(crate) fn functionalize_ne__Scalar(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
     if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
         let r = {
             let _below = below();
-            op::ne__Tensor::call(&self__u, &other_u)?
+            op::ne__Scalar::call(&self__u, other)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::ne_Tensor::call(&self__u, &other_u)?
+        op::ne_Scalar::call(&self__u, other)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ge_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::ge_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::ge_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_le_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::le_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::le_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_gt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::gt_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::gt_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_lt_Scalar_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::lt_Scalar_out::call(&self__u, other, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::lt_Scalar::call(&self__u, other)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_atan2_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
     let out_u = unwrap_synced(out)?;
@@ -628,296 +719,205 @@ pub(crate) fn functionalize_ge_Tensor_out(_ks: DispatchKeySet, (self_, other, ou
         }
         let r = {
             let _below = below();
-            op::ge_Tensor_out::call(&self__u, &other_u, &out_u)?
+            op::atan2_out::call(&self__u, &other_u, &out_u)?
         };
         return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::ge_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_le_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::le_Tensor_out::call(&self__u, &other_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::le_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_gt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::gt_Tensor_out::call(&self__u, &other_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::gt_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_lt_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::lt_Tensor_out::call(&self__u, &other_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::lt_Tensor::call(&self__u, &other_u)?
-    };
-    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
-    Ok(out.clone())
-}
-
-/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_atan2_(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::atan2_::call(&self__u, &other_u)?
-        };
-        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::atan2::call(&self__u, &other_u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
 }
 
-/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_fmod__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_fmod_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::fmod__Tensor::call(&self__u, &other_u)?
+            op::fmod_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::fmod_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
 }
 
-/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`
-pub(crate) fn functionalize_remainder__Tensor(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_remainder_Tensor_out(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let other_u = unwrap_synced(other)?;
-    if !(is_functional(self_)) {
-        if is_functional(other) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(other) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::remainder__Tensor::call(&self__u, &other_u)?
+            op::remainder_Tensor_out::call(&self__u, &other_u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::remainder_Tensor::call(&self__u, &other_u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[Some(other)])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
 }
 
-/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_pow_Scalar_out(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_pow_Tensor_Tensor_out(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
     let exponent_u = unwrap_synced(exponent)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(exponent) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::pow_Tensor_Tensor_out::call(&self__u, &exponent_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
+    };
+    propagate_out_checked(out, &tmp, &[Some(self_), Some(exponent)])?;
+    Ok(out.clone())
+}
+
+/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)`
+pub(crate) fn functionalize_pow__Tensor(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let exponent_u = unwrap_synced(exponent)?;
+    if !(is_functional(self_)) {
         if is_functional(exponent) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::pow_Scalar_out::call(self_, &exponent_u, &out_u)?
+            op::pow__Tensor::call(&self__u, &exponent_u)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
+    };
+    propagate_inplace_checked(self_, &tmp, &[Some(exponent)])?;
+    Ok(self_.clone())
+}
+
+/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_eye_out(_ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::eye_out::call(n, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::pow_Scalar::call(self_, &exponent_u)?
+        op::eye::call(n, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
-    propagate_out_checked(out, &tmp, &[Some(exponent)])?;
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_where_self_out(_ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let condition_u = unwrap_synced(condition)?;
+/// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ones_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::ones_out::call(size, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::ones::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)`
+pub(crate) fn functionalize_bernoulli__float(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let other_u = unwrap_synced(other)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(condition) || is_functional(self_) || is_functional(other) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::where_self_out::call(&condition_u, &self__u, &other_u, &out_u)?
+            op::bernoulli__float::call(&self__u, p, generator)?
+        };
+        return Ok(self_.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::bernoulli_p::call(&self__u, p, generator)?
+    };
+    propagate_inplace(self_, &tmp)?;
+    Ok(self_.clone())
+}
+
+/// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_randint_low_out(_ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        let r = {
+            let _below = below();
+            op::randint_low_out::call(low, high, size, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::where_self::call(&condition_u, &self__u, &other_u)?
+        op::randint_low::call(low, high, size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_eye_m_out(_ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::eye_m_out::call(n, m, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::eye_m::call(n, m, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_zeros_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::zeros_out::call(size, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::zeros::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_rand_out(_ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::rand_out::call(size, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::rand::call(size, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_randint_low_generator_out(_ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        let r = {
-            let _below = below();
-            op::randint_low_generator_out::call(low, high, size, generator, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::randint_low_generator::call(low, high, size, generator, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)`
-pub(crate) fn functionalize_masked_fill__Tensor(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)`
+pub(crate) fn functionalize_masked_fill__Scalar(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let mask_u = unwrap_synced(mask)?;
-    let value_u = unwrap_synced(value)?;
     if !(is_functional(self_)) {
-        if is_functional(mask) || is_functional(value) {
+        if is_functional(mask) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::masked_fill__Tensor::call(&self__u, &mask_u, &value_u)?
+            op::masked_fill__Scalar::call(&self__u, &mask_u, value)?
         };
         return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
-        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
+        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
     };
     propagate_inplace(self_, &tmp)?;
     Ok(self_.clone())
 }
 
-/// `mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+/// `mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_mean_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -926,20 +926,20 @@ pub(crate) fn functionalize_mean_out(_ks: DispatchKeySet, (self_, dim, keepdim, 
         }
         let r = {
             let _below = below();
-            op::mean_out::call(&self__u, dim, keepdim, dtype, &out_u)?
+            op::mean_dtype_out::call(&self__u, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::mean_dim::call(&self__u, dim, keepdim, dtype)?
+        op::mean::call(&self__u, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_std_correction_out(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+/// `sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_sum_IntList_out(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -948,357 +948,411 @@ pub(crate) fn functionalize_std_correction_out(_ks: DispatchKeySet, (self_, dim,
         }
         let r = {
             let _below = below();
-            op::std_correction_out::call(&self__u, dim, correction, keepdim, &out_u)?
+            op::sum_IntList_out::call(&self__u, dim, keepdim, dtype, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::std_correction::call(&self__u, dim, correction, keepdim)?
+        op::sum_dim_IntList::call(&self__u, dim, keepdim, dtype)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `abs_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_abs_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_max_unary_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::abs_::call(&self__u)?
+            op::max_unary_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::abs::call(&self__u)?
+        op::max::call(&self__u)?
     };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `logical_not_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_logical_not_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_bitwise_not_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::logical_not_::call(&self__u)?
+            op::bitwise_not_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::logical_not::call(&self__u)?
+        op::bitwise_not::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `cos_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_cos_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_ceil_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::cos_::call(&self__u)?
+            op::ceil_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::cos::call(&self__u)?
+        op::ceil::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `exp_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_exp_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_erf_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::exp_::call(&self__u)?
+            op::erf_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::exp::call(&self__u)?
+        op::erf::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `floor_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_floor_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_expm1_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::floor_::call(&self__u)?
+            op::expm1_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::floor::call(&self__u)?
+        op::expm1::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `log_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_log_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_nan_to_num_out(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::log_::call(&self__u)?
+            op::nan_to_num_out::call(&self__u, nan, posinf, neginf, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::log::call(&self__u)?
+        op::nan_to_num::call(&self__u, nan, posinf, neginf)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `log2_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_log2_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_log1p_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::log2_::call(&self__u)?
+            op::log1p_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::log2::call(&self__u)?
+        op::log1p::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `neg_(Tensor(a!) self) -> Tensor(a!)`
-pub(crate) fn functionalize_neg_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_reciprocal_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::neg_::call(&self__u)?
+            op::reciprocal_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::neg::call(&self__u)?
+        op::reciprocal::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)`
-pub(crate) fn functionalize_round__decimals(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_round_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::round__decimals::call(&self__u, decimals)?
+            op::round_out::call(&self__u, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::round_decimals::call(&self__u, decimals)?
+        op::round::call(&self__u)?
     };
-    propagate_inplace_checked(self_, &tmp, &[])?;
-    Ok(self_.clone())
+    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    Ok(out.clone())
 }
 
-/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)`
-pub(crate) fn functionalize_gelu_(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_gelu_out(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    if !(is_functional(self_)) {
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) {
+            return Err(mixed_mutation_error());
+        }
         let r = {
             let _below = below();
-            op::gelu_::call(&self__u, approximate)?
+            op::gelu_out::call(&self__u, approximate, &out_u)?
         };
-        return Ok(self_.clone());
+        return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
         op::gelu::call(&self__u, approximate)?
     };
-    propagate_inplace(self_, &tmp)?;
-    Ok(self_.clone())
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
 }
 
-/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_silu_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `silu_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_silu_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::silu_out::call(&self__u, &out_u)?
+            op::silu_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::silu::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_sin_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `sin_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_sin_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::sin_out::call(&self__u, &out_u)?
+            op::sin_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::sin::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_tan_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `tan_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_tan_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::tan_out::call(&self__u, &out_u)?
+            op::tan_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::tan::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
-    Ok(out.clone())
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
 }
 
-/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_trunc_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)`
+pub(crate) fn functionalize_trunc_(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
+    if !(is_functional(self_)) {
         let r = {
             let _below = below();
-            op::trunc_out::call(&self__u, &out_u)?
+            op::trunc_::call(&self__u)?
         };
-        return Ok(out.clone());
+        return Ok(self_.clone());
     }
     let tmp = {
         let _below = below();
         op::trunc::call(&self__u)?
     };
-    propagate_out_checked(out, &tmp, &[Some(self_)])?;
+    propagate_inplace_checked(self_, &tmp, &[])?;
+    Ok(self_.clone())
+}
+
+/// `stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_stack_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
+    let tensors_u = unwrap_synced_list(tensors)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional_list(tensors) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::stack_out::call(&tensors_u, dim, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::stack::call(&tensors_u, dim)?
+    };
+    propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
-pub(crate) fn functionalize_sort_values(_ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+/// `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+pub(crate) fn functionalize__fused_moving_avg_obs_fq_helper(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
     let self__u = unwrap_synced(self_)?;
+    let observer_on_u = unwrap_synced(observer_on)?;
+    let fake_quant_on_u = unwrap_synced(fake_quant_on)?;
+    let running_min_u = unwrap_synced(running_min)?;
+    let running_max_u = unwrap_synced(running_max)?;
+    let scale_u = unwrap_synced(scale)?;
+    let zero_point_u = unwrap_synced(zero_point)?;
+    if !(is_functional(running_min) && is_functional(running_max) && is_functional(scale) && is_functional(zero_point)) {
+        if is_functional(self_) || is_functional(observer_on) || is_functional(fake_quant_on) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::_fused_moving_avg_obs_fq_helper::call(&self__u, &observer_on_u, &fake_quant_on_u, &running_min_u, &running_max_u, &scale_u, &zero_point_u, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?
+        };
+        return Ok((r.0, r.1));
+    }
+    let tmp = {
+        let _below = below();
+        op::_fused_moving_avg_obs_fq_helper_functional::call(&self__u, &observer_on_u, &fake_quant_on_u, &running_min_u, &running_max_u, &scale_u, &zero_point_u, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?
+    };
+    propagate_mutation(running_min, &tmp.2)?;
+    propagate_mutation(running_max, &tmp.3)?;
+    propagate_mutation(scale, &tmp.4)?;
+    propagate_mutation(zero_point, &tmp.5)?;
+    Ok((to_functional(&tmp.0)?, to_functional(&tmp.1)?))
+}
+
+/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_set_source_Tensor_out(_ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let source_u = unwrap_synced(source)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(self_) || is_functional(source) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::set_source_Tensor_out::call(&self__u, &source_u, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::set_source_Tensor::call(&self__u, &source_u)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__index_put_impl_out(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
+    let self__u = unwrap_synced(self_)?;
+    let indices_u = unwrap_synced_opt_list(indices)?;
     let values_u = unwrap_synced(values)?;
-    let indices_u = unwrap_synced(indices)?;
-    if !(is_functional(values) && is_functional(indices)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::sort_values::call(&self__u, dim, descending, &values_u, &indices_u)?
-        };
-        return Ok((values.clone(), indices.clone()));
-    }
-    let tmp = {
-        let _below = below();
-        op::sort::call(&self__u, dim, descending)?
-    };
-    propagate_out(values, &tmp.0)?;
-    propagate_out(indices, &tmp.1)?;
-    Ok((values.clone(), indices.clone()))
-}
-
-/// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_resize_out(_ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
-        if is_functional(self_) {
+        if is_functional(self_) || is_functional_optional_list(indices) || is_functional(values) {
             return Err(mixed_mutation_error());
         }
         let r = {
             let _below = below();
-            op::resize_out::call(&self__u, size, memory_format, &out_u)?
+            op::_index_put_impl_out::call(&self__u, &indices_u, &values_u, accumulate, unsafe_, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::resize::call(&self__u, size, memory_format)?
+        op::_index_put_impl::call(&self__u, &indices_u, &values_u, accumulate, unsafe_)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_fill_Tensor_out(_ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let value_u = unwrap_synced(value)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) || is_functional(value) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::fill_Tensor_out::call(&self__u, &value_u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::fill_Tensor::call(&self__u, &value_u)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+/// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_as_strided_scatter_out(_ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let src_u = unwrap_synced(src)?;
     let out_u = unwrap_synced(out)?;
@@ -1308,20 +1362,20 @@ pub(crate) fn functionalize_diagonal_scatter_out(_ks: DispatchKeySet, (self_, sr
         }
         let r = {
             let _below = below();
-            op::diagonal_scatter_out::call(&self__u, &src_u, offset, dim1, dim2, &out_u)?
+            op::as_strided_scatter_out::call(&self__u, &src_u, size, stride, storage_offset, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::diagonal_scatter::call(&self__u, &src_u, offset, dim1, dim2)?
+        op::as_strided_scatter::call(&self__u, &src_u, size, stride, storage_offset)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
+/// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize__unsafe_view_out(_ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1330,20 +1384,20 @@ pub(crate) fn functionalize_roll_out(_ks: DispatchKeySet, (self_, shifts, dims, 
         }
         let r = {
             let _below = below();
-            op::roll_out::call(&self__u, shifts, dims, &out_u)?
+            op::_unsafe_view_out::call(&self__u, size, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::roll::call(&self__u, shifts, dims)?
+        op::_unsafe_view::call(&self__u, size)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize__to_copy_out(_ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
+/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_uniform_out(_ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1352,20 +1406,20 @@ pub(crate) fn functionalize__to_copy_out(_ks: DispatchKeySet, (self_, non_blocki
         }
         let r = {
             let _below = below();
-            op::_to_copy_out::call(&self__u, non_blocking, memory_format, &out_u)?
+            op::uniform_out::call(&self__u, from, to, generator, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::_to_copy::call(&self__u, Some(out_u.dtype()), Some(out_u.layout()), Some(out_u.device()), None, non_blocking, memory_format)?
+        op::uniform::call(&self__u, from, to, generator)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_permute_copy_out(_ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1374,20 +1428,20 @@ pub(crate) fn functionalize_expand_copy_out(_ks: DispatchKeySet, (self_, size, i
         }
         let r = {
             let _below = below();
-            op::expand_copy_out::call(&self__u, size, implicit, &out_u)?
+            op::permute_copy_out::call(&self__u, dims, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::expand_copy::call(&self__u, size, implicit)?
+        op::permute_copy::call(&self__u, dims)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
+/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_squeeze_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1396,20 +1450,20 @@ pub(crate) fn functionalize_slice_copy_Tensor_out(_ks: DispatchKeySet, (self_, d
         }
         let r = {
             let _below = below();
-            op::slice_copy_Tensor_out::call(&self__u, dim, start, end, step, &out_u)?
+            op::squeeze_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
+        op::squeeze_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_transpose_copy_int_out(_ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1418,20 +1472,42 @@ pub(crate) fn functionalize_t_copy_out(_ks: DispatchKeySet, (self_, out): (&Tens
         }
         let r = {
             let _below = below();
-            op::t_copy_out::call(&self__u, &out_u)?
+            op::transpose_copy_int_out::call(&self__u, dim0, dim1, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::t_copy::call(&self__u)?
+        op::transpose_copy_int::call(&self__u, dim0, dim1)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())
 }
 
-/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
+/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_unfold_backward_out(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let grad_in_u = unwrap_synced(grad_in)?;
+    let out_u = unwrap_synced(out)?;
+    if !(is_functional(out)) {
+        if is_functional(grad_in) {
+            return Err(mixed_mutation_error());
+        }
+        let r = {
+            let _below = below();
+            op::unfold_backward_out::call(&grad_in_u, input_sizes, dim, size, step, &out_u)?
+        };
+        return Ok(out.clone());
+    }
+    let tmp = {
+        let _below = below();
+        op::unfold_backward::call(&grad_in_u, input_sizes, dim, size, step)?
+    };
+    propagate_out(out, &tmp)?;
+    Ok(out.clone())
+}
+
+/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
+pub(crate) fn functionalize_lift_fresh_copy_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     let self__u = unwrap_synced(self_)?;
     let out_u = unwrap_synced(out)?;
     if !(is_functional(out)) {
@@ -1440,35 +1516,13 @@ pub(crate) fn functionalize_view_copy_dtype_out(_ks: DispatchKeySet, (self_, dty
         }
         let r = {
             let _below = below();
-            op::view_copy_dtype_out::call(&self__u, dtype, &out_u)?
+            op::lift_fresh_copy_out::call(&self__u, &out_u)?
         };
         return Ok(out.clone());
     }
     let tmp = {
         let _below = below();
-        op::view_copy_dtype::call(&self__u, dtype)?
-    };
-    propagate_out(out, &tmp)?;
-    Ok(out.clone())
-}
-
-/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn functionalize_lift_out(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    let self__u = unwrap_synced(self_)?;
-    let out_u = unwrap_synced(out)?;
-    if !(is_functional(out)) {
-        if is_functional(self_) {
-            return Err(mixed_mutation_error());
-        }
-        let r = {
-            let _below = below();
-            op::lift_out::call(&self__u, &out_u)?
-        };
-        return Ok(out.clone());
-    }
-    let tmp = {
-        let _below = below();
-        op::lift::call(&self__u)?
+        op::lift_fresh_copy::call(&self__u)?
     };
     propagate_out(out, &tmp)?;
     Ok(out.clone())

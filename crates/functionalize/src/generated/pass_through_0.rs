@@ -135,1322 +135,1381 @@ pub(crate) fn functionalize_amax(ks: DispatchKeySet, args: (&Tensor, &[i64], boo
     passthrough.wrap(out)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor`
-pub(crate) fn functionalize_mm(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+pub(crate) fn functionalize_aminmax(ks: DispatchKeySet, args: (&Tensor, Option<i64>, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    let mat2_u = passthrough.arg(args.1)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::mm>(ks, args);
+        return PassThrough::boxed::<op::aminmax>(ks, args);
     }
-    let (self_, mat2) = args;
+    let (self_, dim, keepdim) = args;
     let out = {
         let _below = below();
-        op::mm::call(&self__u, &mat2_u)?
+        op::aminmax::call(&self__u, dim, keepdim)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+pub(crate) fn functionalize_narrow_copy(ks: DispatchKeySet, args: (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::narrow_copy>(ks, args);
+    }
+    let (self_, dim, start, length) = args;
+    let out = {
+        let _below = below();
+        op::narrow_copy::call(&self__u, dim, start, length)?
     };
     passthrough.wrap(out)
 }
 
-/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
-pub(crate) fn functionalize_slice_scatter(ks: DispatchKeySet, args: (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`
+pub(crate) fn functionalize_select_scatter(ks: DispatchKeySet, args: (&Tensor, &Tensor, i64, i64)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let src_u = passthrough.arg(args.1)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::slice_scatter>(ks, args);
+        return PassThrough::boxed::<op::select_scatter>(ks, args);
     }
-    let (self_, src, dim, start, end, step) = args;
+    let (self_, src, dim, index) = args;
     let out = {
         let _below = below();
-        op::slice_scatter::call(&self__u, &src_u, dim, start, end, step)?
+        op::select_scatter::call(&self__u, &src_u, dim, index)?
     };
     passthrough.wrap(out)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`
-pub(crate) fn functionalize_diagonal_scatter(ks: DispatchKeySet, args: (&Tensor, &Tensor, i64, i64, i64)) -> Result<Tensor> {
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
+pub(crate) fn functionalize_as_strided_scatter(ks: DispatchKeySet, args: (&Tensor, &Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let src_u = passthrough.arg(args.1)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::diagonal_scatter>(ks, args);
+        return PassThrough::boxed::<op::as_strided_scatter>(ks, args);
     }
-    let (self_, src, offset, dim1, dim2) = args;
+    let (self_, src, size, stride, storage_offset) = args;
     let out = {
         let _below = below();
-        op::diagonal_scatter::call(&self__u, &src_u, offset, dim1, dim2)?
+        op::as_strided_scatter::call(&self__u, &src_u, size, stride, storage_offset)?
     };
     passthrough.wrap(out)
 }
 
-/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
-pub(crate) fn functionalize__softmax(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<Tensor> {
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub(crate) fn functionalize_prod(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::_softmax>(ks, args);
+        return PassThrough::boxed::<op::prod>(ks, args);
     }
-    let (self_, dim, half_to_float) = args;
+    let (self_, dtype) = args;
     let out = {
         let _below = below();
-        op::_softmax::call(&self__u, dim, half_to_float)?
+        op::prod::call(&self__u, dtype)?
     };
     passthrough.wrap(out)
 }
 
-/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
-pub(crate) fn functionalize_prod_dim_int(ks: DispatchKeySet, args: (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
+/// `flip(Tensor self, int[] dims) -> Tensor`
+pub(crate) fn functionalize_flip(ks: DispatchKeySet, args: (&Tensor, &[i64])) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::prod_dim_int>(ks, args);
+        return PassThrough::boxed::<op::flip>(ks, args);
     }
-    let (self_, dim, keepdim, dtype) = args;
+    let (self_, dims) = args;
     let out = {
         let _below = below();
-        op::prod_dim_int::call(&self__u, dim, keepdim, dtype)?
+        op::flip::call(&self__u, dims)?
     };
     passthrough.wrap(out)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
-pub(crate) fn functionalize_roll(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64])) -> Result<Tensor> {
+/// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor`
+pub(crate) fn functionalize_clone(ks: DispatchKeySet, args: (&Tensor, Option<MemoryFormat>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::roll>(ks, args);
+        return PassThrough::boxed::<op::clone>(ks, args);
     }
-    let (self_, shifts, dims) = args;
+    let (self_, memory_format) = args;
     let out = {
         let _below = below();
-        op::roll::call(&self__u, shifts, dims)?
+        op::clone::call(&self__u, memory_format)?
     };
     passthrough.wrap(out)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
-pub(crate) fn functionalize_addmm(ks: DispatchKeySet, args: (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let mat1_u = passthrough.arg(args.1)?;
-    let mat2_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::addmm>(ks, args);
-    }
-    let (self_, mat1, mat2, beta, alpha) = args;
-    let out = {
-        let _below = below();
-        op::addmm::call(&self__u, &mat1_u, &mat2_u, beta, alpha)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
-pub(crate) fn functionalize_scatter_value(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub(crate) fn functionalize_scatter_src(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
+    let src_u = passthrough.arg(args.3)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::scatter_value>(ks, args);
+        return PassThrough::boxed::<op::scatter_src>(ks, args);
     }
-    let (self_, dim, index, value) = args;
+    let (self_, dim, index, src) = args;
     let out = {
         let _below = below();
-        op::scatter_value::call(&self__u, dim, &index_u, value)?
+        op::scatter_src::call(&self__u, dim, &index_u, &src_u)?
     };
     passthrough.wrap(out)
 }
 
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
-pub(crate) fn functionalize_scatter_value_reduce(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+pub(crate) fn functionalize_scatter_reduce(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let index_u = passthrough.arg(args.2)?;
+    let src_u = passthrough.arg(args.3)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::scatter_value_reduce>(ks, args);
+        return PassThrough::boxed::<op::scatter_reduce>(ks, args);
     }
-    let (self_, dim, index, value, reduce) = args;
+    let (self_, dim, index, src, reduce) = args;
     let out = {
         let _below = below();
-        op::scatter_value_reduce::call(&self__u, dim, &index_u, value, reduce)?
+        op::scatter_reduce::call(&self__u, dim, &index_u, &src_u, reduce)?
     };
     passthrough.wrap(out)
 }
 
-/// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
-pub(crate) fn functionalize_triu(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+pub(crate) fn functionalize_scatter_add(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let index_u = passthrough.arg(args.2)?;
+    let src_u = passthrough.arg(args.3)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::scatter_add>(ks, args);
+    }
+    let (self_, dim, index, src) = args;
+    let out = {
+        let _below = below();
+        op::scatter_add::call(&self__u, dim, &index_u, &src_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
+pub(crate) fn functionalize_tril(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::triu>(ks, args);
+        return PassThrough::boxed::<op::tril>(ks, args);
     }
     let (self_, diagonal) = args;
     let out = {
         let _below = below();
-        op::triu::call(&self__u, diagonal)?
+        op::tril::call(&self__u, diagonal)?
     };
     passthrough.wrap(out)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
-pub(crate) fn functionalize_index_select(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let index_u = passthrough.arg(args.2)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::index_select>(ks, args);
-    }
-    let (self_, dim, index) = args;
-    let out = {
-        let _below = below();
-        op::index_select::call(&self__u, dim, &index_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `nonzero(Tensor self) -> Tensor`
-pub(crate) fn functionalize_nonzero(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::nonzero>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::nonzero::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
-pub(crate) fn functionalize_topk(ks: DispatchKeySet, args: (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::topk>(ks, args);
-    }
-    let (self_, k, dim, largest, sorted) = args;
-    let out = {
-        let _below = below();
-        op::topk::call(&self__u, k, dim, largest, sorted)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `any(Tensor self) -> Tensor`
-pub(crate) fn functionalize_any(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::any>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::any::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
-pub(crate) fn functionalize_nll_loss_forward(ks: DispatchKeySet, args: (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let target_u = passthrough.arg(args.1)?;
-    let weight_u = passthrough.opt_arg(args.2)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::nll_loss_forward>(ks, args);
-    }
-    let (self_, target, weight, reduction, ignore_index) = args;
-    let out = {
-        let _below = below();
-        op::nll_loss_forward::call(&self__u, &target_u, weight_u.as_ref(), reduction, ignore_index)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
-pub(crate) fn functionalize_max_pool2d_with_indices(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::max_pool2d_with_indices>(ks, args);
-    }
-    let (self_, kernel_size, stride, padding, dilation, ceil_mode) = args;
-    let out = {
-        let _below = below();
-        op::max_pool2d_with_indices::call(&self__u, kernel_size, stride, padding, dilation, ceil_mode)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
-pub(crate) fn functionalize_as_strided_copy(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::as_strided_copy>(ks, args);
-    }
-    let (self_, size, stride, storage_offset) = args;
-    let out = {
-        let _below = below();
-        op::as_strided_copy::call(&self__u, size, stride, storage_offset)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`
-pub(crate) fn functionalize_expand_copy(ks: DispatchKeySet, args: (&Tensor, &[i64], bool)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::expand_copy>(ks, args);
-    }
-    let (self_, size, implicit) = args;
-    let out = {
-        let _below = below();
-        op::expand_copy::call(&self__u, size, implicit)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`
-pub(crate) fn functionalize_select_copy_int(ks: DispatchKeySet, args: (&Tensor, i64, i64)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::select_copy_int>(ks, args);
-    }
-    let (self_, dim, index) = args;
-    let out = {
-        let _below = below();
-        op::select_copy_int::call(&self__u, dim, index)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
-pub(crate) fn functionalize_slice_copy_Tensor(ks: DispatchKeySet, args: (&Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::slice_copy_Tensor>(ks, args);
-    }
-    let (self_, dim, start, end, step) = args;
-    let out = {
-        let _below = below();
-        op::slice_copy_Tensor::call(&self__u, dim, start, end, step)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`
-pub(crate) fn functionalize_squeeze_copy_dim(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::squeeze_copy_dim>(ks, args);
-    }
-    let (self_, dim) = args;
-    let out = {
-        let _below = below();
-        op::squeeze_copy_dim::call(&self__u, dim)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `t_copy(Tensor self) -> Tensor`
-pub(crate) fn functionalize_t_copy(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::t_copy>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::t_copy::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`
-pub(crate) fn functionalize_unsqueeze_copy(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::unsqueeze_copy>(ks, args);
-    }
-    let (self_, dim) = args;
-    let out = {
-        let _below = below();
-        op::unsqueeze_copy::call(&self__u, dim)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`
-pub(crate) fn functionalize_view_copy_dtype(ks: DispatchKeySet, args: (&Tensor, ScalarType)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::view_copy_dtype>(ks, args);
-    }
-    let (self_, dtype) = args;
-    let out = {
-        let _below = below();
-        op::view_copy_dtype::call(&self__u, dtype)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
-pub(crate) fn functionalize_unfold_copy(ks: DispatchKeySet, args: (&Tensor, i64, i64, i64)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::unfold_copy>(ks, args);
-    }
-    let (self_, dimension, size, step) = args;
-    let out = {
-        let _below = below();
-        op::unfold_copy::call(&self__u, dimension, size, step)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `dot(Tensor self, Tensor tensor) -> Tensor`
-pub(crate) fn functionalize_dot(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let tensor_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::dot>(ks, args);
-    }
-    let (self_, tensor) = args;
-    let out = {
-        let _below = below();
-        op::dot::call(&self__u, &tensor_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
-pub(crate) fn functionalize_native_dropout(ks: DispatchKeySet, args: (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
-    let mut passthrough = PassThrough::default();
-    let input_u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::native_dropout>(ks, args);
-    }
-    let (input, p, train) = args;
-    let out = {
-        let _below = below();
-        op::native_dropout::call(&input_u, p, train)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
-pub(crate) fn functionalize_add_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::add_Tensor>(ks, args);
-    }
-    let (self_, other, alpha) = args;
-    let out = {
-        let _below = below();
-        op::add_Tensor::call(&self__u, &other_u, alpha)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `div.Tensor(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_div_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::div_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::div_Tensor::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `div.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_div_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::div_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::div_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_mul_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::mul_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::mul_Tensor::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
-pub(crate) fn functionalize_sub_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::sub_Tensor>(ks, args);
-    }
-    let (self_, other, alpha) = args;
-    let out = {
-        let _below = below();
-        op::sub_Tensor::call(&self__u, &other_u, alpha)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `logical_xor(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_logical_xor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::logical_xor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::logical_xor::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `logical_or(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_logical_or(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::logical_or>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::logical_or::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
-pub(crate) fn functionalize_clamp_Tensor(ks: DispatchKeySet, args: (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let min_u = passthrough.opt_arg(args.1)?;
-    let max_u = passthrough.opt_arg(args.2)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::clamp_Tensor>(ks, args);
-    }
-    let (self_, min, max) = args;
-    let out = {
-        let _below = below();
-        op::clamp_Tensor::call(&self__u, min_u.as_ref(), max_u.as_ref())?
-    };
-    passthrough.wrap(out)
-}
-
-/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
-pub(crate) fn functionalize_clamp_max_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let max_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::clamp_max_Tensor>(ks, args);
-    }
-    let (self_, max) = args;
-    let out = {
-        let _below = below();
-        op::clamp_max_Tensor::call(&self__u, &max_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
-pub(crate) fn functionalize_clamp_min_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let min_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::clamp_min_Tensor>(ks, args);
-    }
-    let (self_, min) = args;
-    let out = {
-        let _below = below();
-        op::clamp_min_Tensor::call(&self__u, &min_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_bitwise_and_Scalar_Tensor(ks: DispatchKeySet, args: (Scalar, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::bitwise_and_Scalar_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::bitwise_and_Scalar_Tensor::call(self_, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_bitwise_or_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::bitwise_or_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::bitwise_or_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_bitwise_or_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::bitwise_or_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::bitwise_or_Tensor::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_bitwise_xor_Scalar_Tensor(ks: DispatchKeySet, args: (Scalar, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::bitwise_xor_Scalar_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::bitwise_xor_Scalar_Tensor::call(self_, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_ne_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::ne_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::ne_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_eq_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::eq_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::eq_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_ge_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::ge_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::ge_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `le.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_le_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::le_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::le_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_gt_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::gt_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::gt_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
-pub(crate) fn functionalize_lt_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::lt_Scalar>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::lt_Scalar::call(&self__u, other)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `atan2(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_atan2(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::atan2>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::atan2::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_fmod_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::fmod_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::fmod_Tensor::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_remainder_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::remainder_Tensor>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::remainder_Tensor::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `maximum(Tensor self, Tensor other) -> Tensor`
-pub(crate) fn functionalize_maximum(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let other_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::maximum>(ks, args);
-    }
-    let (self_, other) = args;
-    let out = {
-        let _below = below();
-        op::maximum::call(&self__u, &other_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
-pub(crate) fn functionalize_pow_Tensor_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    let exponent_u = passthrough.arg(args.1)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::pow_Tensor_Tensor>(ks, args);
-    }
-    let (self_, exponent) = args;
-    let out = {
-        let _below = below();
-        op::pow_Tensor_Tensor::call(&self__u, &exponent_u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
-pub(crate) fn functionalize_pow_Tensor_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::pow_Tensor_Scalar>(ks, args);
-    }
-    let (self_, exponent) = args;
-    let out = {
-        let _below = below();
-        op::pow_Tensor_Scalar::call(&self__u, exponent)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
-pub(crate) fn functionalize_empty_like(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::empty_like>(ks, args);
-    }
-    let (self_, dtype, layout, device, pin_memory, memory_format) = args;
-    let out = {
-        let _below = below();
-        op::empty_like::call(&self__u, dtype, layout, device, pin_memory, memory_format)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
-pub(crate) fn functionalize_full_like(ks: DispatchKeySet, args: (&Tensor, Scalar, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::full_like>(ks, args);
-    }
-    let (self_, fill_value, dtype, layout, device, pin_memory, memory_format) = args;
-    let out = {
-        let _below = below();
-        op::full_like::call(&self__u, fill_value, dtype, layout, device, pin_memory, memory_format)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
-pub(crate) fn functionalize_zeros_like(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::zeros_like>(ks, args);
-    }
-    let (self_, dtype, layout, device, pin_memory, memory_format) = args;
-    let out = {
-        let _below = below();
-        op::zeros_like::call(&self__u, dtype, layout, device, pin_memory, memory_format)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
-pub(crate) fn functionalize_bernoulli_p(ks: DispatchKeySet, args: (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::bernoulli_p>(ks, args);
-    }
-    let (self_, p, generator) = args;
-    let out = {
-        let _below = below();
-        op::bernoulli_p::call(&self__u, p, generator)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `rand_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
-pub(crate) fn functionalize_rand_like_generator(ks: DispatchKeySet, args: (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::rand_like_generator>(ks, args);
-    }
-    let (self_, generator, dtype, layout, device, pin_memory, memory_format) = args;
-    let out = {
-        let _below = below();
-        op::rand_like_generator::call(&self__u, generator, dtype, layout, device, pin_memory, memory_format)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `randn_like.generator(Tensor self, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
-pub(crate) fn functionalize_randn_like_generator(ks: DispatchKeySet, args: (&Tensor, Option<&Generator>, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::randn_like_generator>(ks, args);
-    }
-    let (self_, generator, dtype, layout, device, pin_memory, memory_format) = args;
-    let out = {
-        let _below = below();
-        op::randn_like_generator::call(&self__u, generator, dtype, layout, device, pin_memory, memory_format)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
-pub(crate) fn functionalize_masked_fill_Scalar(ks: DispatchKeySet, args: (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+/// `masked_select(Tensor self, Tensor mask) -> Tensor`
+pub(crate) fn functionalize_masked_select(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     let mask_u = passthrough.arg(args.1)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::masked_fill_Scalar>(ks, args);
+        return PassThrough::boxed::<op::masked_select>(ks, args);
+    }
+    let (self_, mask) = args;
+    let out = {
+        let _below = below();
+        op::masked_select::call(&self__u, &mask_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+pub(crate) fn functionalize_gather(ks: DispatchKeySet, args: (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let index_u = passthrough.arg(args.2)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::gather>(ks, args);
+    }
+    let (self_, dim, index, sparse_grad) = args;
+    let out = {
+        let _below = below();
+        op::gather::call(&self__u, dim, &index_u, sparse_grad)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `all(Tensor self) -> Tensor`
+pub(crate) fn functionalize_all(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::all>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::all::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+pub(crate) fn functionalize_mse_loss(ks: DispatchKeySet, args: (&Tensor, &Tensor, i64)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let target_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::mse_loss>(ks, args);
+    }
+    let (self_, target, reduction) = args;
+    let out = {
+        let _below = below();
+        op::mse_loss::call(&self__u, &target_u, reduction)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
+pub(crate) fn functionalize_avg_pool2d(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::avg_pool2d>(ks, args);
+    }
+    let (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) = args;
+    let out = {
+        let _below = below();
+        op::avg_pool2d::call(&self__u, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub(crate) fn functionalize_linalg_vector_norm(ks: DispatchKeySet, args: (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::linalg_vector_norm>(ks, args);
+    }
+    let (self_, ord, dim, keepdim, dtype) = args;
+    let out = {
+        let _below = below();
+        op::linalg_vector_norm::call(&self__u, ord, dim, keepdim, dtype)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`
+pub(crate) fn functionalize_diagonal_copy(ks: DispatchKeySet, args: (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::diagonal_copy>(ks, args);
+    }
+    let (self_, offset, dim1, dim2) = args;
+    let out = {
+        let _below = below();
+        op::diagonal_copy::call(&self__u, offset, dim1, dim2)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `permute_copy(Tensor self, int[] dims) -> Tensor`
+pub(crate) fn functionalize_permute_copy(ks: DispatchKeySet, args: (&Tensor, &[i64])) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::permute_copy>(ks, args);
+    }
+    let (self_, dims) = args;
+    let out = {
+        let _below = below();
+        op::permute_copy::call(&self__u, dims)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `detach_copy(Tensor self) -> Tensor`
+pub(crate) fn functionalize_detach_copy(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::detach_copy>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::detach_copy::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `squeeze_copy(Tensor self) -> Tensor`
+pub(crate) fn functionalize_squeeze_copy(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::squeeze_copy>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::squeeze_copy::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`
+pub(crate) fn functionalize_squeeze_copy_dims(ks: DispatchKeySet, args: (&Tensor, &[i64])) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::squeeze_copy_dims>(ks, args);
+    }
+    let (self_, dim) = args;
+    let out = {
+        let _below = below();
+        op::squeeze_copy_dims::call(&self__u, dim)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`
+pub(crate) fn functionalize_transpose_copy_int(ks: DispatchKeySet, args: (&Tensor, i64, i64)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::transpose_copy_int>(ks, args);
+    }
+    let (self_, dim0, dim1) = args;
+    let out = {
+        let _below = below();
+        op::transpose_copy_int::call(&self__u, dim0, dim1)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor`
+pub(crate) fn functionalize_view_copy(ks: DispatchKeySet, args: (&Tensor, &[i64])) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::view_copy>(ks, args);
+    }
+    let (self_, size) = args;
+    let out = {
+        let _below = below();
+        op::view_copy::call(&self__u, size)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+pub(crate) fn functionalize_unfold_backward(ks: DispatchKeySet, args: (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let grad_in_u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::unfold_backward>(ks, args);
+    }
+    let (grad_in, input_sizes, dim, size, step) = args;
+    let out = {
+        let _below = below();
+        op::unfold_backward::call(&grad_in_u, input_sizes, dim, size, step)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `alias_copy(Tensor self) -> Tensor`
+pub(crate) fn functionalize_alias_copy(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::alias_copy>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::alias_copy::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn functionalize_native_layer_norm(ks: DispatchKeySet, args: (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let mut passthrough = PassThrough::default();
+    let input_u = passthrough.arg(args.0)?;
+    let weight_u = passthrough.opt_arg(args.2)?;
+    let bias_u = passthrough.opt_arg(args.3)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::native_layer_norm>(ks, args);
+    }
+    let (input, normalized_shape, weight, bias, eps) = args;
+    let out = {
+        let _below = below();
+        op::native_layer_norm::call(&input_u, normalized_shape, weight_u.as_ref(), bias_u.as_ref(), eps)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?, passthrough.wrap(out.2)?))
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+pub(crate) fn functionalize__native_batch_norm_legit_no_stats(ks: DispatchKeySet, args: (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    let mut passthrough = PassThrough::default();
+    let input_u = passthrough.arg(args.0)?;
+    let weight_u = passthrough.opt_arg(args.1)?;
+    let bias_u = passthrough.opt_arg(args.2)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::_native_batch_norm_legit_no_stats>(ks, args);
+    }
+    let (input, weight, bias, training, momentum, eps) = args;
+    let out = {
+        let _below = below();
+        op::_native_batch_norm_legit_no_stats::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), training, momentum, eps)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?, passthrough.wrap(out.2)?))
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+pub(crate) fn functionalize_convolution(ks: DispatchKeySet, args: (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let input_u = passthrough.arg(args.0)?;
+    let weight_u = passthrough.arg(args.1)?;
+    let bias_u = passthrough.opt_arg(args.2)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::convolution>(ks, args);
+    }
+    let (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) = args;
+    let out = {
+        let _below = below();
+        op::convolution::call(&input_u, &weight_u, bias_u.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+pub(crate) fn functionalize_add_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::add_Scalar>(ks, args);
+    }
+    let (self_, other, alpha) = args;
+    let out = {
+        let _below = below();
+        op::add_Scalar::call(&self__u, other, alpha)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+pub(crate) fn functionalize_div_Tensor_mode(ks: DispatchKeySet, args: (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::div_Tensor_mode>(ks, args);
+    }
+    let (self_, other, rounding_mode) = args;
+    let out = {
+        let _below = below();
+        op::div_Tensor_mode::call(&self__u, &other_u, rounding_mode)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor`
+pub(crate) fn functionalize_div_Scalar_mode(ks: DispatchKeySet, args: (&Tensor, Scalar, Option<&str>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::div_Scalar_mode>(ks, args);
+    }
+    let (self_, other, rounding_mode) = args;
+    let out = {
+        let _below = below();
+        op::div_Scalar_mode::call(&self__u, other, rounding_mode)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `mul.Scalar(Tensor self, Scalar other) -> Tensor`
+pub(crate) fn functionalize_mul_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::mul_Scalar>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::mul_Scalar::call(&self__u, other)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor`
+pub(crate) fn functionalize_sub_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::sub_Scalar>(ks, args);
+    }
+    let (self_, other, alpha) = args;
+    let out = {
+        let _below = below();
+        op::sub_Scalar::call(&self__u, other, alpha)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `logical_and(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_logical_and(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::logical_and>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::logical_and::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+pub(crate) fn functionalize_clamp(ks: DispatchKeySet, args: (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::clamp>(ks, args);
+    }
+    let (self_, min, max) = args;
+    let out = {
+        let _below = below();
+        op::clamp::call(&self__u, min, max)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor`
+pub(crate) fn functionalize_clamp_max(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::clamp_max>(ks, args);
+    }
+    let (self_, max) = args;
+    let out = {
+        let _below = below();
+        op::clamp_max::call(&self__u, max)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor`
+pub(crate) fn functionalize_clamp_min(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::clamp_min>(ks, args);
+    }
+    let (self_, min) = args;
+    let out = {
+        let _below = below();
+        op::clamp_min::call(&self__u, min)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor`
+pub(crate) fn functionalize_bitwise_and_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::bitwise_and_Scalar>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::bitwise_and_Scalar::call(&self__u, other)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_bitwise_and_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::bitwise_and_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::bitwise_and_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_bitwise_or_Scalar_Tensor(ks: DispatchKeySet, args: (Scalar, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::bitwise_or_Scalar_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::bitwise_or_Scalar_Tensor::call(self_, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor`
+pub(crate) fn functionalize_bitwise_xor_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::bitwise_xor_Scalar>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::bitwise_xor_Scalar::call(&self__u, other)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_bitwise_xor_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::bitwise_xor_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::bitwise_xor_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_ne_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::ne_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::ne_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_eq_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::eq_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::eq_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_ge_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::ge_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::ge_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `le.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_le_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::le_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::le_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_gt_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::gt_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::gt_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_lt_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::lt_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::lt_Tensor::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `fmod.Scalar(Tensor self, Scalar other) -> Tensor`
+pub(crate) fn functionalize_fmod_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::fmod_Scalar>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::fmod_Scalar::call(&self__u, other)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `remainder.Scalar(Tensor self, Scalar other) -> Tensor`
+pub(crate) fn functionalize_remainder_Scalar(ks: DispatchKeySet, args: (&Tensor, Scalar)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::remainder_Scalar>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::remainder_Scalar::call(&self__u, other)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_remainder_Scalar_Tensor(ks: DispatchKeySet, args: (Scalar, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::remainder_Scalar_Tensor>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::remainder_Scalar_Tensor::call(self_, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `minimum(Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_minimum(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let other_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::minimum>(ks, args);
+    }
+    let (self_, other) = args;
+    let out = {
+        let _below = below();
+        op::minimum::call(&self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+pub(crate) fn functionalize_pow_Scalar(ks: DispatchKeySet, args: (Scalar, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let exponent_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::pow_Scalar>(ks, args);
+    }
+    let (self_, exponent) = args;
+    let out = {
+        let _below = below();
+        op::pow_Scalar::call(self_, &exponent_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
+pub(crate) fn functionalize_where_self(ks: DispatchKeySet, args: (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let condition_u = passthrough.arg(args.0)?;
+    let self__u = passthrough.arg(args.1)?;
+    let other_u = passthrough.arg(args.2)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::where_self>(ks, args);
+    }
+    let (condition, self_, other) = args;
+    let out = {
+        let _below = below();
+        op::where_self::call(&condition_u, &self__u, &other_u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+pub(crate) fn functionalize_new_empty_strided(ks: DispatchKeySet, args: (&Tensor, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::new_empty_strided>(ks, args);
+    }
+    let (self_, size, stride, dtype, layout, device, pin_memory) = args;
+    let out = {
+        let _below = below();
+        op::new_empty_strided::call(&self__u, size, stride, dtype, layout, device, pin_memory)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub(crate) fn functionalize_ones_like(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::ones_like>(ks, args);
+    }
+    let (self_, dtype, layout, device, pin_memory, memory_format) = args;
+    let out = {
+        let _below = below();
+        op::ones_like::call(&self__u, dtype, layout, device, pin_memory, memory_format)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+pub(crate) fn functionalize_bernoulli(ks: DispatchKeySet, args: (&Tensor, Option<&Generator>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::bernoulli>(ks, args);
+    }
+    let (self_, generator) = args;
+    let out = {
+        let _below = below();
+        op::bernoulli::call(&self__u, generator)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub(crate) fn functionalize_rand_like(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::rand_like>(ks, args);
+    }
+    let (self_, dtype, layout, device, pin_memory, memory_format) = args;
+    let out = {
+        let _below = below();
+        op::rand_like::call(&self__u, dtype, layout, device, pin_memory, memory_format)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
+pub(crate) fn functionalize_randn_like(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>, Option<MemoryFormat>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::randn_like>(ks, args);
+    }
+    let (self_, dtype, layout, device, pin_memory, memory_format) = args;
+    let out = {
+        let _below = below();
+        op::randn_like::call(&self__u, dtype, layout, device, pin_memory, memory_format)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
+pub(crate) fn functionalize_normal_functional(ks: DispatchKeySet, args: (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::normal_functional>(ks, args);
+    }
+    let (self_, mean, std, generator) = args;
+    let out = {
+        let _below = below();
+        op::normal_functional::call(&self__u, mean, std, generator)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+pub(crate) fn functionalize_masked_fill_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let mask_u = passthrough.arg(args.1)?;
+    let value_u = passthrough.arg(args.2)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::masked_fill_Tensor>(ks, args);
     }
     let (self_, mask, value) = args;
     let out = {
         let _below = below();
-        op::masked_fill_Scalar::call(&self__u, &mask_u, value)?
+        op::masked_fill_Tensor::call(&self__u, &mask_u, &value_u)?
     };
     passthrough.wrap(out)
 }
 
-/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
-pub(crate) fn functionalize_max_dim(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+pub(crate) fn functionalize_mean(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::max_dim>(ks, args);
-    }
-    let (self_, dim, keepdim) = args;
-    let out = {
-        let _below = below();
-        op::max_dim::call(&self__u, dim, keepdim)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
-pub(crate) fn functionalize_mean_dim(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::mean_dim>(ks, args);
-    }
-    let (self_, dim, keepdim, dtype) = args;
-    let out = {
-        let _below = below();
-        op::mean_dim::call(&self__u, dim, keepdim, dtype)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
-pub(crate) fn functionalize_sum(ks: DispatchKeySet, args: (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::sum>(ks, args);
+        return PassThrough::boxed::<op::mean>(ks, args);
     }
     let (self_, dtype) = args;
     let out = {
         let _below = below();
-        op::sum::call(&self__u, dtype)?
+        op::mean::call(&self__u, dtype)?
     };
     passthrough.wrap(out)
 }
 
-/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
-pub(crate) fn functionalize_std_correction(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+pub(crate) fn functionalize_min_dim(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::std_correction>(ks, args);
-    }
-    let (self_, dim, correction, keepdim) = args;
-    let out = {
-        let _below = below();
-        op::std_correction::call(&self__u, dim, correction, keepdim)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
-pub(crate) fn functionalize_var_mean_correction(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<(Tensor, Tensor)> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::var_mean_correction>(ks, args);
-    }
-    let (self_, dim, correction, keepdim) = args;
-    let out = {
-        let _below = below();
-        op::var_mean_correction::call(&self__u, dim, correction, keepdim)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `max(Tensor self) -> Tensor`
-pub(crate) fn functionalize_max(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::max>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::max::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `bitwise_not(Tensor self) -> Tensor`
-pub(crate) fn functionalize_bitwise_not(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::bitwise_not>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::bitwise_not::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `ceil(Tensor self) -> Tensor`
-pub(crate) fn functionalize_ceil(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::ceil>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::ceil::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `erf(Tensor self) -> Tensor`
-pub(crate) fn functionalize_erf(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::erf>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::erf::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `expm1(Tensor self) -> Tensor`
-pub(crate) fn functionalize_expm1(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::expm1>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::expm1::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `isnan(Tensor self) -> Tensor`
-pub(crate) fn functionalize_isnan(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::isnan>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::isnan::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `log(Tensor self) -> Tensor`
-pub(crate) fn functionalize_log(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::log>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::log::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `log2(Tensor self) -> Tensor`
-pub(crate) fn functionalize_log2(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::log2>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::log2::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `neg(Tensor self) -> Tensor`
-pub(crate) fn functionalize_neg(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::neg>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::neg::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `round.decimals(Tensor self, *, int decimals) -> Tensor`
-pub(crate) fn functionalize_round_decimals(ks: DispatchKeySet, args: (&Tensor, i64)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::round_decimals>(ks, args);
-    }
-    let (self_, decimals) = args;
-    let out = {
-        let _below = below();
-        op::round_decimals::call(&self__u, decimals)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `gelu(Tensor self, *, str approximate='none') -> Tensor`
-pub(crate) fn functionalize_gelu(ks: DispatchKeySet, args: (&Tensor, &str)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::gelu>(ks, args);
-    }
-    let (self_, approximate) = args;
-    let out = {
-        let _below = below();
-        op::gelu::call(&self__u, approximate)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `silu(Tensor self) -> Tensor`
-pub(crate) fn functionalize_silu(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::silu>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::silu::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `sin(Tensor self) -> Tensor`
-pub(crate) fn functionalize_sin(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::sin>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::sin::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `tan(Tensor self) -> Tensor`
-pub(crate) fn functionalize_tan(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::tan>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::tan::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `trunc(Tensor self) -> Tensor`
-pub(crate) fn functionalize_trunc(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::trunc>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::trunc::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `isinf(Tensor self) -> Tensor`
-pub(crate) fn functionalize_isinf(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::isinf>(ks, args);
-    }
-    let (self_,) = args;
-    let out = {
-        let _below = below();
-        op::isinf::call(&self__u)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
-pub(crate) fn functionalize_constant_pad_nd(ks: DispatchKeySet, args: (&Tensor, &[i64], Scalar)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::constant_pad_nd>(ks, args);
-    }
-    let (self_, pad, value) = args;
-    let out = {
-        let _below = below();
-        op::constant_pad_nd::call(&self__u, pad, value)?
-    };
-    passthrough.wrap(out)
-}
-
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
-pub(crate) fn functionalize_sort(ks: DispatchKeySet, args: (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::sort>(ks, args);
-    }
-    let (self_, dim, descending) = args;
-    let out = {
-        let _below = below();
-        op::sort::call(&self__u, dim, descending)?
-    };
-    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
-}
-
-/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
-pub(crate) fn functionalize_logsumexp(ks: DispatchKeySet, args: (&Tensor, &[i64], bool)) -> Result<Tensor> {
-    let mut passthrough = PassThrough::default();
-    let self__u = passthrough.arg(args.0)?;
-    if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::logsumexp>(ks, args);
+        return PassThrough::boxed::<op::min_dim>(ks, args);
     }
     let (self_, dim, keepdim) = args;
     let out = {
         let _below = below();
-        op::logsumexp::call(&self__u, dim, keepdim)?
+        op::min_dim::call(&self__u, dim, keepdim)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
+}
+
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+pub(crate) fn functionalize_sum_dim_IntList(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::sum_dim_IntList>(ks, args);
+    }
+    let (self_, dim, keepdim, dtype) = args;
+    let out = {
+        let _below = below();
+        op::sum_dim_IntList::call(&self__u, dim, keepdim, dtype)?
     };
     passthrough.wrap(out)
 }
 
-/// `set.source_Tensor(Tensor self, Tensor source) -> Tensor`
-pub(crate) fn functionalize_set_source_Tensor(ks: DispatchKeySet, args: (&Tensor, &Tensor)) -> Result<Tensor> {
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+pub(crate) fn functionalize_var_correction(ks: DispatchKeySet, args: (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
-    let source_u = passthrough.arg(args.1)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::set_source_Tensor>(ks, args);
+        return PassThrough::boxed::<op::var_correction>(ks, args);
     }
-    let (self_, source) = args;
+    let (self_, dim, correction, keepdim) = args;
     let out = {
         let _below = below();
-        op::set_source_Tensor::call(&self__u, &source_u)?
+        op::var_correction::call(&self__u, dim, correction, keepdim)?
     };
     passthrough.wrap(out)
 }
 
-/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
-pub(crate) fn functionalize_uniform(ks: DispatchKeySet, args: (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+/// `min(Tensor self) -> Tensor`
+pub(crate) fn functionalize_min(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
     let mut passthrough = PassThrough::default();
     let self__u = passthrough.arg(args.0)?;
     if passthrough.needs_fallback() {
-        return PassThrough::boxed::<op::uniform>(ks, args);
+        return PassThrough::boxed::<op::min>(ks, args);
     }
-    let (self_, from, to, generator) = args;
+    let (self_,) = args;
     let out = {
         let _below = below();
-        op::uniform::call(&self__u, from, to, generator)?
+        op::min::call(&self__u)?
     };
     passthrough.wrap(out)
+}
+
+/// `abs(Tensor self) -> Tensor`
+pub(crate) fn functionalize_abs(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::abs>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::abs::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `logical_not(Tensor self) -> Tensor`
+pub(crate) fn functionalize_logical_not(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::logical_not>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::logical_not::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `cos(Tensor self) -> Tensor`
+pub(crate) fn functionalize_cos(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::cos>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::cos::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `exp(Tensor self) -> Tensor`
+pub(crate) fn functionalize_exp(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::exp>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::exp::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `floor(Tensor self) -> Tensor`
+pub(crate) fn functionalize_floor(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::floor>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::floor::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+pub(crate) fn functionalize_nan_to_num(ks: DispatchKeySet, args: (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::nan_to_num>(ks, args);
+    }
+    let (self_, nan, posinf, neginf) = args;
+    let out = {
+        let _below = below();
+        op::nan_to_num::call(&self__u, nan, posinf, neginf)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `log1p(Tensor self) -> Tensor`
+pub(crate) fn functionalize_log1p(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::log1p>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::log1p::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `reciprocal(Tensor self) -> Tensor`
+pub(crate) fn functionalize_reciprocal(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::reciprocal>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::reciprocal::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `round(Tensor self) -> Tensor`
+pub(crate) fn functionalize_round(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::round>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::round::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `relu(Tensor self) -> Tensor`
+pub(crate) fn functionalize_relu(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::relu>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::relu::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `rsqrt(Tensor self) -> Tensor`
+pub(crate) fn functionalize_rsqrt(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::rsqrt>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::rsqrt::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `sigmoid(Tensor self) -> Tensor`
+pub(crate) fn functionalize_sigmoid(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::sigmoid>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::sigmoid::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `sqrt(Tensor self) -> Tensor`
+pub(crate) fn functionalize_sqrt(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::sqrt>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::sqrt::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `tanh(Tensor self) -> Tensor`
+pub(crate) fn functionalize_tanh(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::tanh>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::tanh::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `sign(Tensor self) -> Tensor`
+pub(crate) fn functionalize_sign(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::sign>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::sign::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
+pub(crate) fn functionalize_repeat(ks: DispatchKeySet, args: (&Tensor, &[i64])) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::repeat>(ks, args);
+    }
+    let (self_, repeats) = args;
+    let out = {
+        let _below = below();
+        op::repeat::call(&self__u, repeats)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+pub(crate) fn functionalize_embedding(ks: DispatchKeySet, args: (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let weight_u = passthrough.arg(args.0)?;
+    let indices_u = passthrough.arg(args.1)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::embedding>(ks, args);
+    }
+    let (weight, indices, padding_idx, scale_grad_by_freq, sparse) = args;
+    let out = {
+        let _below = below();
+        op::embedding::call(&weight_u, &indices_u, padding_idx, scale_grad_by_freq, sparse)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+pub(crate) fn functionalize_sort_stable(ks: DispatchKeySet, args: (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::sort_stable>(ks, args);
+    }
+    let (self_, stable, dim, descending) = args;
+    let out = {
+        let _below = below();
+        op::sort_stable::call(&self__u, stable, dim, descending)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?))
+}
+
+/// `resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor`
+pub(crate) fn functionalize_resize(ks: DispatchKeySet, args: (&Tensor, &[i64], Option<MemoryFormat>)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::resize>(ks, args);
+    }
+    let (self_, size, memory_format) = args;
+    let out = {
+        let _below = below();
+        op::resize::call(&self__u, size, memory_format)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `zero(Tensor self) -> Tensor`
+pub(crate) fn functionalize_zero(ks: DispatchKeySet, args: (&Tensor,)) -> Result<Tensor> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::zero>(ks, args);
+    }
+    let (self_,) = args;
+    let out = {
+        let _below = below();
+        op::zero::call(&self__u)?
+    };
+    passthrough.wrap(out)
+}
+
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
+pub(crate) fn functionalize__native_batch_norm_legit_functional(ks: DispatchKeySet, args: (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let mut passthrough = PassThrough::default();
+    let input_u = passthrough.arg(args.0)?;
+    let weight_u = passthrough.opt_arg(args.1)?;
+    let bias_u = passthrough.opt_arg(args.2)?;
+    let running_mean_u = passthrough.arg(args.3)?;
+    let running_var_u = passthrough.arg(args.4)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::_native_batch_norm_legit_functional>(ks, args);
+    }
+    let (input, weight, bias, running_mean, running_var, training, momentum, eps) = args;
+    let out = {
+        let _below = below();
+        op::_native_batch_norm_legit_functional::call(&input_u, weight_u.as_ref(), bias_u.as_ref(), &running_mean_u, &running_var_u, training, momentum, eps)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?, passthrough.wrap(out.2)?, passthrough.wrap(out.3)?, passthrough.wrap(out.4)?))
+}
+
+/// `_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
+pub(crate) fn functionalize__fused_moving_avg_obs_fq_helper_functional(ks: DispatchKeySet, args: (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let mut passthrough = PassThrough::default();
+    let self__u = passthrough.arg(args.0)?;
+    let observer_on_u = passthrough.arg(args.1)?;
+    let fake_quant_on_u = passthrough.arg(args.2)?;
+    let running_min_u = passthrough.arg(args.3)?;
+    let running_max_u = passthrough.arg(args.4)?;
+    let scale_u = passthrough.arg(args.5)?;
+    let zero_point_u = passthrough.arg(args.6)?;
+    if passthrough.needs_fallback() {
+        return PassThrough::boxed::<op::_fused_moving_avg_obs_fq_helper_functional>(ks, args);
+    }
+    let (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant) = args;
+    let out = {
+        let _below = below();
+        op::_fused_moving_avg_obs_fq_helper_functional::call(&self__u, &observer_on_u, &fake_quant_on_u, &running_min_u, &running_max_u, &scale_u, &zero_point_u, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?
+    };
+    Ok((passthrough.wrap(out.0)?, passthrough.wrap(out.1)?, passthrough.wrap(out.2)?, passthrough.wrap(out.3)?, passthrough.wrap(out.4)?, passthrough.wrap(out.5)?))
 }
 

@@ -3,15 +3,16 @@
 
 //! Registration of the generated kernels at `Functionalize`.
 //!
-//! Generated: 312 mutation kernels, 28 view kernels, 26 composite kernels, 188 pass-through
+//! Generated: 321 mutation kernels, 28 view kernels, 31 composite kernels, 193 pass-through
 //! kernels.
 //!
 //! Mutating operators left to the fallback (which refuses them by name) (0):
 //!
 //! View operators left to the fallback (which refuses them by name) (0):
 //!
-//! Functional variants left to the boxed fallback (22):
+//! Functional variants left to the boxed fallback (23):
 //! * `cat`: a tensor-list argument
+//! * `block_diag`: a tensor-list argument
 //! * `empty_strided`: no `Tensor` argument
 //! * `index.Tensor`: a tensor-list argument
 //! * `split_copy.Tensor`: returns other than tensors
@@ -73,6 +74,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(functionalize__log_softmax_out).debug("functionalize__log_softmax_out"))?;
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(functionalize_amax_out).debug("functionalize_amax_out"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(functionalize_amin_out).debug("functionalize_amin_out"))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(functionalize_aminmax_out).debug("functionalize_aminmax_out"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(functionalize_mm_out).debug("functionalize_mm_out"))?;
     lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(functionalize_narrow_copy_out).debug("functionalize_narrow_copy_out"))?;
     lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(functionalize__softmax_out).debug("functionalize__softmax_out"))?;
@@ -112,6 +114,10 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("split_with_sizes_copy.out", Kernel::typed::<op::split_with_sizes_copy_out>(functionalize_split_with_sizes_copy_out).debug("functionalize_split_with_sizes_copy_out"))?;
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(functionalize_dot_out).debug("functionalize_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(functionalize_linear_out).debug("functionalize_linear_out"))?;
+    lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(functionalize_native_batch_norm_out).debug("functionalize_native_batch_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(functionalize__native_batch_norm_legit).debug("functionalize__native_batch_norm_legit"))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(functionalize__native_batch_norm_legit_out).debug("functionalize__native_batch_norm_legit_out"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(functionalize__native_batch_norm_legit_no_stats_out).debug("functionalize__native_batch_norm_legit_no_stats_out"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(functionalize_add__Tensor).debug("functionalize_add__Tensor"))?;
     lib.impl_("add.out", Kernel::typed::<op::add_out>(functionalize_add_out).debug("functionalize_add_out"))?;
     lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(functionalize_add__Scalar).debug("functionalize_add__Scalar"))?;
@@ -289,6 +295,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sort.values", Kernel::typed::<op::sort_values>(functionalize_sort_values).debug("functionalize_sort_values"))?;
     lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(functionalize_sort_values_stable).debug("functionalize_sort_values_stable"))?;
     lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(functionalize_logsumexp_out).debug("functionalize_logsumexp_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper>(functionalize__fused_moving_avg_obs_fq_helper).debug("functionalize__fused_moving_avg_obs_fq_helper"))?;
+    lib.impl_("block_diag.out", Kernel::typed::<op::block_diag_out>(functionalize_block_diag_out).debug("functionalize_block_diag_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(functionalize_copy_out).debug("functionalize_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(functionalize_resize_out).debug("functionalize_resize_out"))?;
     lib.impl_("set.source_Tensor_out", Kernel::typed::<op::set_source_Tensor_out>(functionalize_set_source_Tensor_out).debug("functionalize_set_source_Tensor_out"))?;
@@ -329,6 +337,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(functionalize_lift_out).debug("functionalize_lift_out"))?;
     lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(functionalize_lift_fresh_copy_out).debug("functionalize_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(functionalize_native_layer_norm_out).debug("functionalize_native_layer_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit_no_training.out", Kernel::typed::<op::_native_batch_norm_legit_no_training_out>(functionalize__native_batch_norm_legit_no_training_out).debug("functionalize__native_batch_norm_legit_no_training_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(functionalize_native_dropout_out).debug("functionalize_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(functionalize_convolution_out).debug("functionalize_convolution_out"))?;
     lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(functionalize_add_Scalar_out).debug("functionalize_add_Scalar_out"))?;
@@ -363,6 +372,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(functionalize_repeat_out).debug("functionalize_repeat_out"))?;
     lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(functionalize_constant_pad_nd_out).debug("functionalize_constant_pad_nd_out"))?;
     lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(functionalize_embedding_out).debug("functionalize_embedding_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper.out", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_out>(functionalize__fused_moving_avg_obs_fq_helper_out).debug("functionalize__fused_moving_avg_obs_fq_helper_out"))?;
     lib.impl_("as_strided", Kernel::typed::<op::as_strided>(functionalize_as_strided).debug("functionalize_as_strided"))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(functionalize_as_strided_).debug("functionalize_as_strided_"))?;
     lib.impl_("diagonal", Kernel::typed::<op::diagonal>(functionalize_diagonal).debug("functionalize_diagonal"))?;
@@ -407,7 +417,11 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("to.dtype", Kernel::typed::<op::to_dtype>(functionalize_to_dtype).debug("functionalize_to_dtype"))?;
     lib.impl_("to.other", Kernel::typed::<op::to_other>(functionalize_to_other).debug("functionalize_to_other"))?;
     lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(functionalize_matmul_out).debug("functionalize_matmul_out"))?;
+    lib.impl_("batch_norm", Kernel::typed::<op::batch_norm>(functionalize_batch_norm).debug("functionalize_batch_norm"))?;
+    lib.impl_("_batch_norm_impl_index", Kernel::typed::<op::_batch_norm_impl_index>(functionalize__batch_norm_impl_index).debug("functionalize__batch_norm_impl_index"))?;
+    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(functionalize_native_batch_norm).debug("functionalize_native_batch_norm"))?;
     lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(functionalize_nll_loss_out).debug("functionalize_nll_loss_out"))?;
+    lib.impl_("dropout", Kernel::typed::<op::dropout>(functionalize_dropout).debug("functionalize_dropout"))?;
     lib.impl_("dropout_", Kernel::typed::<op::dropout_>(functionalize_dropout_).debug("functionalize_dropout_"))?;
     lib.impl_("empty.out", Kernel::typed::<op::empty_out>(functionalize_empty_out).debug("functionalize_empty_out"))?;
     lib.impl_("rand.generator_out", Kernel::typed::<op::rand_generator_out>(functionalize_rand_generator_out).debug("functionalize_rand_generator_out"))?;
@@ -417,6 +431,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("var.out", Kernel::typed::<op::var_out>(functionalize_var_out).debug("functionalize_var_out"))?;
     lib.impl_("max.out", Kernel::typed::<op::max_out>(functionalize_max_out).debug("functionalize_max_out"))?;
     lib.impl_("min.out", Kernel::typed::<op::min_out>(functionalize_min_out).debug("functionalize_min_out"))?;
+    lib.impl_("fused_moving_avg_obs_fake_quant", Kernel::typed::<op::fused_moving_avg_obs_fake_quant>(functionalize_fused_moving_avg_obs_fake_quant).debug("functionalize_fused_moving_avg_obs_fake_quant"))?;
     lib.impl_("all.dim", Kernel::typed::<op::all_dim>(functionalize_all_dim).debug("functionalize_all_dim"))?;
     lib.impl_("all.dims", Kernel::typed::<op::all_dims>(functionalize_all_dims).debug("functionalize_all_dims"))?;
     lib.impl_("any.dim", Kernel::typed::<op::any_dim>(functionalize_any_dim).debug("functionalize_any_dim"))?;
@@ -433,6 +448,7 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("_log_softmax", Kernel::typed::<op::_log_softmax>(functionalize__log_softmax).debug("functionalize__log_softmax"))?;
     lib.impl_("amax", Kernel::typed::<op::amax>(functionalize_amax).debug("functionalize_amax"))?;
     lib.impl_("amin", Kernel::typed::<op::amin>(functionalize_amin).debug("functionalize_amin"))?;
+    lib.impl_("aminmax", Kernel::typed::<op::aminmax>(functionalize_aminmax).debug("functionalize_aminmax"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(functionalize_mm).debug("functionalize_mm"))?;
     lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(functionalize_narrow_copy).debug("functionalize_narrow_copy"))?;
     lib.impl_("slice_scatter", Kernel::typed::<op::slice_scatter>(functionalize_slice_scatter).debug("functionalize_slice_scatter"))?;
@@ -485,6 +501,8 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(functionalize_alias_copy).debug("functionalize_alias_copy"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(functionalize_dot).debug("functionalize_dot"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(functionalize_native_layer_norm).debug("functionalize_native_layer_norm"))?;
+    lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(functionalize__native_batch_norm_legit_no_training).debug("functionalize__native_batch_norm_legit_no_training"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(functionalize__native_batch_norm_legit_no_stats).debug("functionalize__native_batch_norm_legit_no_stats"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(functionalize_native_dropout).debug("functionalize_native_dropout"))?;
     lib.impl_("convolution", Kernel::typed::<op::convolution>(functionalize_convolution).debug("functionalize_convolution"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(functionalize_add_Tensor).debug("functionalize_add_Tensor"))?;
@@ -604,7 +622,9 @@ pub(crate) fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("set.source_Tensor", Kernel::typed::<op::set_source_Tensor>(functionalize_set_source_Tensor).debug("functionalize_set_source_Tensor"))?;
     lib.impl_("zero", Kernel::typed::<op::zero>(functionalize_zero).debug("functionalize_zero"))?;
     lib.impl_("uniform", Kernel::typed::<op::uniform>(functionalize_uniform).debug("functionalize_uniform"))?;
+    lib.impl_("_native_batch_norm_legit_functional", Kernel::typed::<op::_native_batch_norm_legit_functional>(functionalize__native_batch_norm_legit_functional).debug("functionalize__native_batch_norm_legit_functional"))?;
     lib.impl_("bernoulli.Tensor", Kernel::typed::<op::bernoulli_Tensor>(functionalize_bernoulli_Tensor).debug("functionalize_bernoulli_Tensor"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper_functional", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_functional>(functionalize__fused_moving_avg_obs_fq_helper_functional).debug("functionalize__fused_moving_avg_obs_fq_helper_functional"))?;
     lib.leak();
     Ok(())
 }

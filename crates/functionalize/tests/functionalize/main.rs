@@ -18,6 +18,7 @@ mod geometry;
 mod graphs;
 mod inverses;
 mod manual;
+mod op_cases;
 mod property;
 mod threads;
 mod transform;

@@ -309,6 +309,12 @@ pub fn cat_out_with(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<Tensor
     op::cat_out::call(tensors, dim, out)
 }
 
+/// `aten::block_diag(Tensor[] tensors) -> Tensor`
+#[inline]
+pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    op::block_diag::call(tensors)
+}
+
 /// `aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -601,6 +607,38 @@ pub fn amin_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
 #[inline]
 pub fn amin_out_with(self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
     op::amin_out::call(self_, dim, keepdim, out)
+}
+
+/// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn aminmax(self_: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::aminmax::call(self_, None, false)
+}
+
+/// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn aminmax_with(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    op::aminmax::call(self_, dim, keepdim)
+}
+
+/// `aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn aminmax_out(self_: &Tensor, min: &Tensor, max: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::aminmax_out::call(self_, None, false, min, max)
+}
+
+/// `aten::aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn aminmax_out_with(self_: &Tensor, dim: Option<i64>, keepdim: bool, min: &Tensor, max: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::aminmax_out::call(self_, dim, keepdim, min, max)
 }
 
 /// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
@@ -1747,6 +1785,66 @@ pub fn layer_norm(input: &Tensor, normalized_shape: &[i64]) -> Result<Tensor> {
 #[inline]
 pub fn layer_norm_with(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, cudnn_enable: bool) -> Result<Tensor> {
     op::layer_norm::call(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
+
+/// `aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+#[inline]
+pub fn batch_norm(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<Tensor> {
+    op::batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `aten::_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)`
+#[inline]
+pub fn _batch_norm_impl_index(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<(Tensor, Tensor, Tensor, Tensor, i64)> {
+    op::_batch_norm_impl_index::call(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+#[inline]
+pub fn instance_norm(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<Tensor> {
+    op::instance_norm::call(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+}
+
+/// `aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn native_batch_norm(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    op::native_batch_norm::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `aten::native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn native_batch_norm_out(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    op::native_batch_norm_out::call(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `aten::_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn _native_batch_norm_legit(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn _native_batch_norm_legit_no_training(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit_no_training::call(input, weight, bias, running_mean, running_var, momentum, eps)
+}
+
+/// `aten::_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+#[inline]
+pub fn _native_batch_norm_legit_functional_out(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit_out::call(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `aten::_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[inline]
+pub fn _native_batch_norm_legit_no_stats(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit_no_stats::call(input, weight, bias, training, momentum, eps)
+}
+
+/// `aten::_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn _native_batch_norm_legit_no_stats_out(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit_no_stats_out::call(input, weight, bias, training, momentum, eps, out, save_mean, save_invstd)
 }
 
 /// `aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
@@ -3193,7 +3291,7 @@ pub fn randn_like_generator_with(self_: &Tensor, generator: Option<&Generator>, 
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
 #[inline]
-pub fn normal(self_: &Tensor) -> Result<Tensor> {
+pub fn normal_functional(self_: &Tensor) -> Result<Tensor> {
     op::normal_functional::call(self_, 0.0, 1.0, None)
 }
 
@@ -3201,7 +3299,7 @@ pub fn normal(self_: &Tensor) -> Result<Tensor> {
 ///
 /// Takes every argument, including those with defaults.
 #[inline]
-pub fn normal_with(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+pub fn normal_functional_with(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     op::normal_functional::call(self_, mean, std, generator)
 }
 
@@ -4495,6 +4593,44 @@ pub fn min_other_out(self_: &Tensor, other: &Tensor, out: &Tensor) -> Result<Ten
     op::min_out::call(self_, other, out)
 }
 
+/// `aten::fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn fused_moving_avg_obs_fake_quant(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64) -> Result<Tensor> {
+    op::fused_moving_avg_obs_fake_quant::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, false, false)
+}
+
+/// `aten::fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn fused_moving_avg_obs_fake_quant_with(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<Tensor> {
+    op::fused_moving_avg_obs_fake_quant::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn _fused_moving_avg_obs_fq_helper(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64) -> Result<(Tensor, Tensor)> {
+    op::_fused_moving_avg_obs_fq_helper::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, false, false)
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn _fused_moving_avg_obs_fq_helper_with(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<(Tensor, Tensor)> {
+    op::_fused_moving_avg_obs_fq_helper::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+}
+
+/// `aten::block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+#[inline]
+pub fn block_diag_out(tensors: &[Tensor], out: &Tensor) -> Result<Tensor> {
+    op::block_diag_out::call(tensors, out)
+}
+
 /// `aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
@@ -4945,6 +5081,18 @@ pub fn native_layer_norm_out(input: &Tensor, normalized_shape: &[i64], weight: O
     op::native_layer_norm_out::call(input, normalized_shape, weight, bias, eps, out0, out1, out2)
 }
 
+/// `aten::_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
+#[inline]
+pub fn _native_batch_norm_legit_functional(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit_functional::call(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `aten::_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[inline]
+pub fn _native_batch_norm_legit_no_training_out(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64, out0: &Tensor, out1: &Tensor, out2: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    op::_native_batch_norm_legit_no_training_out::call(input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2)
+}
+
 /// `aten::native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 #[inline]
 pub fn native_dropout_out(input: &Tensor, p: f64, train: Option<bool>, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
@@ -5217,7 +5365,7 @@ pub fn randn_like_generator_out_with(self_: &Tensor, generator: Option<&Generato
 ///
 /// Arguments with defaults take them; see the `_with` variant to pass them.
 #[inline]
-pub fn normal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn normal_functional_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
     op::normal_out::call(self_, 0.0, 1.0, None, out)
 }
 
@@ -5225,7 +5373,7 @@ pub fn normal_out(self_: &Tensor, out: &Tensor) -> Result<Tensor> {
 ///
 /// Takes every argument, including those with defaults.
 #[inline]
-pub fn normal_out_with(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
+pub fn normal_functional_out_with(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>, out: &Tensor) -> Result<Tensor> {
     op::normal_out::call(self_, mean, std, generator, out)
 }
 
@@ -5343,5 +5491,37 @@ pub fn embedding_out(weight: &Tensor, indices: &Tensor, out: &Tensor) -> Result<
 #[inline]
 pub fn embedding_out_with(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool, out: &Tensor) -> Result<Tensor> {
     op::embedding_out::call(weight, indices, padding_idx, scale_grad_by_freq, sparse, out)
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn _fused_moving_avg_obs_fq_helper_functional_out(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::_fused_moving_avg_obs_fq_helper_out::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, false, false, out0, out1)
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn _fused_moving_avg_obs_fq_helper_functional_out_with(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+    op::_fused_moving_avg_obs_fq_helper_out::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1)
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
+///
+/// Arguments with defaults take them; see the `_with` variant to pass them.
+#[inline]
+pub fn _fused_moving_avg_obs_fq_helper_functional(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    op::_fused_moving_avg_obs_fq_helper_functional::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, false, false)
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
+///
+/// Takes every argument, including those with defaults.
+#[inline]
+pub fn _fused_moving_avg_obs_fq_helper_functional_with(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    op::_fused_moving_avg_obs_fq_helper_functional::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
 }
 

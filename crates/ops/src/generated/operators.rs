@@ -883,6 +883,47 @@ impl cat_out {
     }
 }
 
+/// `aten::block_diag`: `block_diag(Tensor[] tensors) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct block_diag;
+
+impl OpSignature for block_diag {
+    type Args<'a> = (&'a [Tensor],);
+    type Output = Tensor;
+}
+
+impl Operator for block_diag {
+    const QUALIFIED_NAME: &'static str = "aten::block_diag";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl block_diag {
+    /// `aten::block_diag`.
+    pub const NAME: &'static str = "aten::block_diag";
+    /// The schema.
+    pub const SCHEMA: &'static str = "block_diag(Tensor[] tensors) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<block_diag>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(tensors: &[Tensor]) -> Result<Tensor> {
+        Self::handle()?.call((tensors,))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor]) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (tensors,))
+    }
+}
+
 /// `aten::chunk`: `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
 #[allow(non_camel_case_types)]
 pub struct chunk;
@@ -2206,6 +2247,89 @@ impl amin_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: &[i64], keepdim: bool, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (self_, dim, keepdim, out))
+    }
+}
+
+/// `aten::aminmax`: `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+#[allow(non_camel_case_types)]
+pub struct aminmax;
+
+impl OpSignature for aminmax {
+    type Args<'a> = (&'a Tensor, Option<i64>, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl Operator for aminmax {
+    const QUALIFIED_NAME: &'static str = "aten::aminmax";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl aminmax {
+    /// `aten::aminmax`.
+    pub const NAME: &'static str = "aten::aminmax";
+    /// The schema.
+    pub const SCHEMA: &'static str = "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<aminmax>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, keepdim))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim))
+    }
+}
+
+/// `aten::aminmax.out`: `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+#[allow(non_camel_case_types)]
+pub struct aminmax_out;
+
+impl OpSignature for aminmax_out {
+    type Args<'a> = (&'a Tensor, Option<i64>, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl Operator for aminmax_out {
+    const QUALIFIED_NAME: &'static str = "aten::aminmax.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl aminmax_out {
+    /// `aten::aminmax.out`.
+    pub const NAME: &'static str = "aten::aminmax.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<aminmax_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, dim: Option<i64>, keepdim: bool, min_: &Tensor, max_: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, dim, keepdim, min_, max_))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, dim: Option<i64>, keepdim: bool, min_: &Tensor, max_: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, dim, keepdim, min_, max_))
     }
 }
 
@@ -7990,6 +8114,419 @@ impl layer_norm {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, cudnn_enable: bool) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (input, normalized_shape, weight, bias, eps, cudnn_enable))
+    }
+}
+
+/// `aten::batch_norm`: `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct batch_norm;
+
+impl OpSignature for batch_norm {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64, bool);
+    type Output = Tensor;
+}
+
+impl Operator for batch_norm {
+    const QUALIFIED_NAME: &'static str = "aten::batch_norm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl batch_norm {
+    /// `aten::batch_norm`.
+    pub const NAME: &'static str = "aten::batch_norm";
+    /// The schema.
+    pub const SCHEMA: &'static str = "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<batch_norm>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
+    }
+}
+
+/// `aten::_batch_norm_impl_index`: `_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)`
+#[allow(non_camel_case_types)]
+pub struct _batch_norm_impl_index;
+
+impl OpSignature for _batch_norm_impl_index {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64, bool);
+    type Output = (Tensor, Tensor, Tensor, Tensor, i64);
+}
+
+impl Operator for _batch_norm_impl_index {
+    const QUALIFIED_NAME: &'static str = "aten::_batch_norm_impl_index";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _batch_norm_impl_index {
+    /// `aten::_batch_norm_impl_index`.
+    pub const NAME: &'static str = "aten::_batch_norm_impl_index";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_batch_norm_impl_index>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<(Tensor, Tensor, Tensor, Tensor, i64)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<(Tensor, Tensor, Tensor, Tensor, i64)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
+    }
+}
+
+/// `aten::instance_norm`: `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct instance_norm;
+
+impl OpSignature for instance_norm {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64, bool);
+    type Output = Tensor;
+}
+
+impl Operator for instance_norm {
+    const QUALIFIED_NAME: &'static str = "aten::instance_norm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl instance_norm {
+    /// `aten::instance_norm`.
+    pub const NAME: &'static str = "aten::instance_norm";
+    /// The schema.
+    pub const SCHEMA: &'static str = "instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<instance_norm>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<Tensor> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64, cudnn_enabled: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled))
+    }
+}
+
+/// `aten::native_batch_norm`: `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct native_batch_norm;
+
+impl OpSignature for native_batch_norm {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64);
+    type Output = (Tensor, Tensor, Tensor);
+}
+
+impl Operator for native_batch_norm {
+    const QUALIFIED_NAME: &'static str = "aten::native_batch_norm";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl native_batch_norm {
+    /// `aten::native_batch_norm`.
+    pub const NAME: &'static str = "aten::native_batch_norm";
+    /// The schema.
+    pub const SCHEMA: &'static str = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<native_batch_norm>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps))
+    }
+}
+
+/// `aten::native_batch_norm.out`: `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[allow(non_camel_case_types)]
+pub struct native_batch_norm_out;
+
+impl OpSignature for native_batch_norm_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(3);
+}
+
+impl Operator for native_batch_norm_out {
+    const QUALIFIED_NAME: &'static str = "aten::native_batch_norm.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl native_batch_norm_out {
+    /// `aten::native_batch_norm.out`.
+    pub const NAME: &'static str = "aten::native_batch_norm.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<native_batch_norm_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: Option<&Tensor>, running_var: Option<&Tensor>, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd))
+    }
+}
+
+/// `aten::_native_batch_norm_legit`: `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit;
+
+impl OpSignature for _native_batch_norm_legit {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor, &'a Tensor, bool, f64, f64);
+    type Output = (Tensor, Tensor, Tensor);
+}
+
+impl Operator for _native_batch_norm_legit {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit {
+    /// `aten::_native_batch_norm_legit`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps))
+    }
+}
+
+/// `aten::_native_batch_norm_legit_no_training`: `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit_no_training;
+
+impl OpSignature for _native_batch_norm_legit_no_training {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor, &'a Tensor, f64, f64);
+    type Output = (Tensor, Tensor, Tensor);
+}
+
+impl Operator for _native_batch_norm_legit_no_training {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit_no_training";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit_no_training {
+    /// `aten::_native_batch_norm_legit_no_training`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit_no_training";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit_no_training>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, momentum, eps))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, momentum, eps))
+    }
+}
+
+/// `aten::_native_batch_norm_legit.out`: `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit_out;
+
+impl OpSignature for _native_batch_norm_legit_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor, &'a Tensor, bool, f64, f64, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(3);
+}
+
+impl Operator for _native_batch_norm_legit_out {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit_out {
+    /// `aten::_native_batch_norm_legit.out`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd))
+    }
+}
+
+/// `aten::_native_batch_norm_legit.no_stats`: `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit_no_stats;
+
+impl OpSignature for _native_batch_norm_legit_no_stats {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64);
+    type Output = (Tensor, Tensor, Tensor);
+}
+
+impl Operator for _native_batch_norm_legit_no_stats {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit.no_stats";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit_no_stats {
+    /// `aten::_native_batch_norm_legit.no_stats`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit.no_stats";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit_no_stats>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, training, momentum, eps))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, training, momentum, eps))
+    }
+}
+
+/// `aten::_native_batch_norm_legit.no_stats_out`: `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit_no_stats_out;
+
+impl OpSignature for _native_batch_norm_legit_no_stats_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, bool, f64, f64, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(3);
+}
+
+impl Operator for _native_batch_norm_legit_no_stats_out {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit.no_stats_out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit_no_stats_out {
+    /// `aten::_native_batch_norm_legit.no_stats_out`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit.no_stats_out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit_no_stats_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, training, momentum, eps, out, save_mean, save_invstd))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64, out: &Tensor, save_mean: &Tensor, save_invstd: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd))
     }
 }
 
@@ -22284,6 +22821,130 @@ impl min_out {
     }
 }
 
+/// `aten::fused_moving_avg_obs_fake_quant`: `fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor`
+#[allow(non_camel_case_types)]
+pub struct fused_moving_avg_obs_fake_quant;
+
+impl OpSignature for fused_moving_avg_obs_fake_quant {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, f64, i64, i64, i64, bool, bool);
+    type Output = Tensor;
+}
+
+impl Operator for fused_moving_avg_obs_fake_quant {
+    const QUALIFIED_NAME: &'static str = "aten::fused_moving_avg_obs_fake_quant";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl fused_moving_avg_obs_fake_quant {
+    /// `aten::fused_moving_avg_obs_fake_quant`.
+    pub const NAME: &'static str = "aten::fused_moving_avg_obs_fake_quant";
+    /// The schema.
+    pub const SCHEMA: &'static str = "fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<fused_moving_avg_obs_fake_quant>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<Tensor> {
+        Self::handle()?.call((self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant))
+    }
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper`: `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+#[allow(non_camel_case_types)]
+pub struct _fused_moving_avg_obs_fq_helper;
+
+impl OpSignature for _fused_moving_avg_obs_fq_helper {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, f64, i64, i64, i64, bool, bool);
+    type Output = (Tensor, Tensor);
+}
+
+impl Operator for _fused_moving_avg_obs_fq_helper {
+    const QUALIFIED_NAME: &'static str = "aten::_fused_moving_avg_obs_fq_helper";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _fused_moving_avg_obs_fq_helper {
+    /// `aten::_fused_moving_avg_obs_fq_helper`.
+    pub const NAME: &'static str = "aten::_fused_moving_avg_obs_fq_helper";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_fused_moving_avg_obs_fq_helper>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant))
+    }
+}
+
+/// `aten::block_diag.out`: `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+#[allow(non_camel_case_types)]
+pub struct block_diag_out;
+
+impl OpSignature for block_diag_out {
+    type Args<'a> = (&'a [Tensor], &'a Tensor);
+    type Output = Tensor;
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(1);
+}
+
+impl Operator for block_diag_out {
+    const QUALIFIED_NAME: &'static str = "aten::block_diag.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl block_diag_out {
+    /// `aten::block_diag.out`.
+    pub const NAME: &'static str = "aten::block_diag.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<block_diag_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(tensors: &[Tensor], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.call((tensors, out))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, tensors: &[Tensor], out: &Tensor) -> Result<Tensor> {
+        Self::handle()?.redispatch(ks, (tensors, out))
+    }
+}
+
 /// `aten::copy.out`: `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 #[allow(non_camel_case_types)]
 pub struct copy_out;
@@ -24169,6 +24830,89 @@ impl native_layer_norm_out {
     }
 }
 
+/// `aten::_native_batch_norm_legit_functional`: `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit_functional;
+
+impl OpSignature for _native_batch_norm_legit_functional {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor, &'a Tensor, bool, f64, f64);
+    type Output = (Tensor, Tensor, Tensor, Tensor, Tensor);
+}
+
+impl Operator for _native_batch_norm_legit_functional {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit_functional";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit_functional {
+    /// `aten::_native_batch_norm_legit_functional`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit_functional";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit_functional>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, training, momentum, eps))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, training, momentum, eps))
+    }
+}
+
+/// `aten::_native_batch_norm_legit_no_training.out`: `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+#[allow(non_camel_case_types)]
+pub struct _native_batch_norm_legit_no_training_out;
+
+impl OpSignature for _native_batch_norm_legit_no_training_out {
+    type Args<'a> = (&'a Tensor, Option<&'a Tensor>, Option<&'a Tensor>, &'a Tensor, &'a Tensor, f64, f64, &'a Tensor, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(3);
+}
+
+impl Operator for _native_batch_norm_legit_no_training_out {
+    const QUALIFIED_NAME: &'static str = "aten::_native_batch_norm_legit_no_training.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _native_batch_norm_legit_no_training_out {
+    /// `aten::_native_batch_norm_legit_no_training.out`.
+    pub const NAME: &'static str = "aten::_native_batch_norm_legit_no_training.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_native_batch_norm_legit_no_training_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64, out0: &Tensor, out1: &Tensor, out2: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64, out0: &Tensor, out1: &Tensor, out2: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2))
+    }
+}
+
 /// `aten::native_dropout.out`: `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 #[allow(non_camel_case_types)]
 pub struct native_dropout_out;
@@ -25635,6 +26379,89 @@ impl embedding_out {
     #[inline]
     pub fn redispatch(ks: DispatchKeySet, weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool, out: &Tensor) -> Result<Tensor> {
         Self::handle()?.redispatch(ks, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out))
+    }
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper.out`: `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+#[allow(non_camel_case_types)]
+pub struct _fused_moving_avg_obs_fq_helper_out;
+
+impl OpSignature for _fused_moving_avg_obs_fq_helper_out {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, f64, i64, i64, i64, bool, bool, &'a Tensor, &'a Tensor);
+    type Output = (Tensor, Tensor);
+    const RETURN_KIND: ReturnKind = ReturnKind::Out(2);
+}
+
+impl Operator for _fused_moving_avg_obs_fq_helper_out {
+    const QUALIFIED_NAME: &'static str = "aten::_fused_moving_avg_obs_fq_helper.out";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _fused_moving_avg_obs_fq_helper_out {
+    /// `aten::_fused_moving_avg_obs_fq_helper.out`.
+    pub const NAME: &'static str = "aten::_fused_moving_avg_obs_fq_helper.out";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_fused_moving_avg_obs_fq_helper_out>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.call((self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool, out0: &Tensor, out1: &Tensor) -> Result<(Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1))
+    }
+}
+
+/// `aten::_fused_moving_avg_obs_fq_helper_functional`: `_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
+#[allow(non_camel_case_types)]
+pub struct _fused_moving_avg_obs_fq_helper_functional;
+
+impl OpSignature for _fused_moving_avg_obs_fq_helper_functional {
+    type Args<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor, f64, i64, i64, i64, bool, bool);
+    type Output = (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor);
+}
+
+impl Operator for _fused_moving_avg_obs_fq_helper_functional {
+    const QUALIFIED_NAME: &'static str = "aten::_fused_moving_avg_obs_fq_helper_functional";
+    fn typed_handle() -> Result<TypedOperatorHandle<Self>> {
+        Self::handle()
+    }
+}
+
+impl _fused_moving_avg_obs_fq_helper_functional {
+    /// `aten::_fused_moving_avg_obs_fq_helper_functional`.
+    pub const NAME: &'static str = "aten::_fused_moving_avg_obs_fq_helper_functional";
+    /// The schema.
+    pub const SCHEMA: &'static str = "_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)";
+
+    /// The typed handle (looked up once, then cached).
+    pub fn handle() -> Result<TypedOperatorHandle<Self>> {
+        static HANDLE: OnceLock<TypedOperatorHandle<_fused_moving_avg_obs_fq_helper_functional>> = OnceLock::new();
+        cached_handle(&HANDLE, Self::NAME)
+    }
+
+    /// Calls the operator through the dispatcher.
+    #[inline]
+    pub fn call(self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+        Self::handle()?.call((self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant))
+    }
+
+    /// Calls the kernel for `ks` (continuing below the caller's key).
+    #[inline]
+    pub fn redispatch(ks: DispatchKeySet, self_: &Tensor, observer_on: &Tensor, fake_quant_on: &Tensor, running_min: &Tensor, running_max: &Tensor, scale: &Tensor, zero_point: &Tensor, averaging_const: f64, quant_min: i64, quant_max: i64, ch_axis: i64, per_row_fake_quant: bool, symmetric_quant: bool) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+        Self::handle()?.redispatch(ks, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant))
     }
 }
 

@@ -38,6 +38,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("cat(Tensor[] tensors, int dim=0) -> Tensor")?;
     defs.def("cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("block_diag(Tensor[] tensors) -> Tensor")?;
     defs.def("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]")?;
     defs.def("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)")?;
     defs.def("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")?;
@@ -70,6 +71,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")?;
     defs.def("amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)")?;
+    defs.def("aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)")?;
     defs.def("mm(Tensor self, Tensor mat2) -> Tensor")?;
     defs.def("mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor")?;
@@ -210,6 +213,16 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)")?;
     defs.def("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor")?;
+    defs.def("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor")?;
+    defs.def("_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)")?;
+    defs.def("instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor")?;
+    defs.def("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)")?;
+    defs.def("native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
+    defs.def("_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)")?;
+    defs.def("_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)")?;
+    defs.def("_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))")?;
+    defs.def("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)")?;
+    defs.def("_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
     defs.def("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor")?;
     defs.def("nll_loss.out(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor")?;
@@ -554,6 +567,9 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("max.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("min.other(Tensor self, Tensor other) -> Tensor")?;
     defs.def("min.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor")?;
+    defs.def("_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)")?;
+    defs.def("block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor")?;
@@ -599,6 +615,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
+    defs.def("_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)")?;
+    defs.def("_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))")?;
     defs.def("native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))")?;
     defs.def("convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)")?;
@@ -634,6 +652,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     defs.def("repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)")?;
     defs.def("embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)")?;
+    defs.def("_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))")?;
+    defs.def("_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)")?;
     defs.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::BackendSelect))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_BackendSelect_empty_strided).debug("wrapper_BackendSelect_empty_strided"))?;
@@ -708,6 +728,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(wrapper_Meta_amax_out).debug("wrapper_Meta_amax_out"))?;
     lib.impl_("amin", Kernel::typed::<op::amin>(wrapper_Meta_amin).debug("wrapper_Meta_amin"))?;
     lib.impl_("amin.out", Kernel::typed::<op::amin_out>(wrapper_Meta_amin_out).debug("wrapper_Meta_amin_out"))?;
+    lib.impl_("aminmax", Kernel::typed::<op::aminmax>(wrapper_Meta_aminmax).debug("wrapper_Meta_aminmax"))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(wrapper_Meta_aminmax_out).debug("wrapper_Meta_aminmax_out"))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(wrapper_Meta_mm).debug("wrapper_Meta_mm"))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_Meta_mm_out).debug("wrapper_Meta_mm_out"))?;
     lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_Meta_narrow_copy).debug("wrapper_Meta_narrow_copy"))?;
@@ -769,6 +791,11 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Meta_linalg_vector_norm_out).debug("wrapper_Meta_linalg_vector_norm_out"))?;
     lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_Meta_unfold_backward).debug("wrapper_Meta_unfold_backward"))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Meta_dot).debug("wrapper_Meta_dot"))?;
+    lib.impl_("native_batch_norm.out", Kernel::typed::<op::native_batch_norm_out>(wrapper_Meta_native_batch_norm_out).debug("wrapper_Meta_native_batch_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit", Kernel::typed::<op::_native_batch_norm_legit>(wrapper_Meta__native_batch_norm_legit).debug("wrapper_Meta__native_batch_norm_legit"))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(wrapper_Meta__native_batch_norm_legit_out).debug("wrapper_Meta__native_batch_norm_legit_out"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(wrapper_Meta__native_batch_norm_legit_no_stats).debug("wrapper_Meta__native_batch_norm_legit_no_stats"))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(wrapper_Meta__native_batch_norm_legit_no_stats_out).debug("wrapper_Meta__native_batch_norm_legit_no_stats_out"))?;
     lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_Meta_native_dropout).debug("wrapper_Meta_native_dropout"))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Meta_add_Tensor).debug("wrapper_Meta_add_Tensor"))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_Meta_add__Tensor).debug("wrapper_Meta_add__Tensor"))?;
@@ -988,6 +1015,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("stack", Kernel::typed::<op::stack>(wrapper_Meta_stack).debug("wrapper_Meta_stack"))?;
     lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_Meta_sort_values_stable).debug("wrapper_Meta_sort_values_stable"))?;
     lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(wrapper_Meta_sort_stable).debug("wrapper_Meta_sort_stable"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper>(wrapper_Meta__fused_moving_avg_obs_fq_helper).debug("wrapper_Meta__fused_moving_avg_obs_fq_helper"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeImplicitAutograd))?;
     lib.impl_("chunk", Kernel::typed::<op::chunk>(wrapper_CompositeImplicitAutograd_chunk).debug("wrapper_CompositeImplicitAutograd_chunk"))?;
@@ -1013,6 +1041,10 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("matmul", Kernel::typed::<op::matmul>(wrapper_CompositeImplicitAutograd_matmul).debug("wrapper_CompositeImplicitAutograd_matmul"))?;
     lib.impl_("matmul.out", Kernel::typed::<op::matmul_out>(wrapper_CompositeImplicitAutograd_matmul_out).debug("wrapper_CompositeImplicitAutograd_matmul_out"))?;
     lib.impl_("layer_norm", Kernel::typed::<op::layer_norm>(wrapper_CompositeImplicitAutograd_layer_norm).debug("wrapper_CompositeImplicitAutograd_layer_norm"))?;
+    lib.impl_("batch_norm", Kernel::typed::<op::batch_norm>(wrapper_CompositeImplicitAutograd_batch_norm).debug("wrapper_CompositeImplicitAutograd_batch_norm"))?;
+    lib.impl_("_batch_norm_impl_index", Kernel::typed::<op::_batch_norm_impl_index>(wrapper_CompositeImplicitAutograd__batch_norm_impl_index).debug("wrapper_CompositeImplicitAutograd__batch_norm_impl_index"))?;
+    lib.impl_("instance_norm", Kernel::typed::<op::instance_norm>(wrapper_CompositeImplicitAutograd_instance_norm).debug("wrapper_CompositeImplicitAutograd_instance_norm"))?;
+    lib.impl_("native_batch_norm", Kernel::typed::<op::native_batch_norm>(wrapper_CompositeImplicitAutograd_native_batch_norm).debug("wrapper_CompositeImplicitAutograd_native_batch_norm"))?;
     lib.impl_("max_pool2d", Kernel::typed::<op::max_pool2d>(wrapper_CompositeImplicitAutograd_max_pool2d).debug("wrapper_CompositeImplicitAutograd_max_pool2d"))?;
     lib.impl_("nll_loss.out", Kernel::typed::<op::nll_loss_out>(wrapper_CompositeImplicitAutograd_nll_loss_out).debug("wrapper_CompositeImplicitAutograd_nll_loss_out"))?;
     lib.impl_("nll_loss_nd", Kernel::typed::<op::nll_loss_nd>(wrapper_CompositeImplicitAutograd_nll_loss_nd).debug("wrapper_CompositeImplicitAutograd_nll_loss_nd"))?;
@@ -1045,8 +1077,10 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("max.out", Kernel::typed::<op::max_out>(wrapper_CompositeImplicitAutograd_max_out).debug("wrapper_CompositeImplicitAutograd_max_out"))?;
     lib.impl_("min.other", Kernel::typed::<op::min_other>(wrapper_CompositeImplicitAutograd_min_other).debug("wrapper_CompositeImplicitAutograd_min_other"))?;
     lib.impl_("min.out", Kernel::typed::<op::min_out>(wrapper_CompositeImplicitAutograd_min_out).debug("wrapper_CompositeImplicitAutograd_min_out"))?;
+    lib.impl_("fused_moving_avg_obs_fake_quant", Kernel::typed::<op::fused_moving_avg_obs_fake_quant>(wrapper_CompositeImplicitAutograd_fused_moving_avg_obs_fake_quant).debug("wrapper_CompositeImplicitAutograd_fused_moving_avg_obs_fake_quant"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutograd))?;
+    lib.impl_("block_diag", Kernel::typed::<op::block_diag>(wrapper_CompositeExplicitAutograd_block_diag).debug("wrapper_CompositeExplicitAutograd_block_diag"))?;
     lib.impl_("copy_", Kernel::typed::<op::copy_>(wrapper_CompositeExplicitAutograd_copy_).debug("wrapper_CompositeExplicitAutograd_copy_"))?;
     lib.impl_("diagonal", Kernel::typed::<op::diagonal>(wrapper_CompositeExplicitAutograd_diagonal).debug("wrapper_CompositeExplicitAutograd_diagonal"))?;
     lib.impl_("expand", Kernel::typed::<op::expand>(wrapper_CompositeExplicitAutograd_expand).debug("wrapper_CompositeExplicitAutograd_expand"))?;
@@ -1085,6 +1119,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("dot.out", Kernel::typed::<op::dot_out>(wrapper_CompositeExplicitAutograd_dot_out).debug("wrapper_CompositeExplicitAutograd_dot_out"))?;
     lib.impl_("linear.out", Kernel::typed::<op::linear_out>(wrapper_CompositeExplicitAutograd_linear_out).debug("wrapper_CompositeExplicitAutograd_linear_out"))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_CompositeExplicitAutograd_native_layer_norm).debug("wrapper_CompositeExplicitAutograd_native_layer_norm"))?;
+    lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training).debug("wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training"))?;
     lib.impl_("convolution", Kernel::typed::<op::convolution>(wrapper_CompositeExplicitAutograd_convolution).debug("wrapper_CompositeExplicitAutograd_convolution"))?;
     lib.impl_("add.Scalar", Kernel::typed::<op::add_Scalar>(wrapper_CompositeExplicitAutograd_add_Scalar).debug("wrapper_CompositeExplicitAutograd_add_Scalar"))?;
     lib.impl_("add_.Scalar", Kernel::typed::<op::add__Scalar>(wrapper_CompositeExplicitAutograd_add__Scalar).debug("wrapper_CompositeExplicitAutograd_add__Scalar"))?;
@@ -1180,6 +1215,7 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("sort.values", Kernel::typed::<op::sort_values>(wrapper_CompositeExplicitAutograd_sort_values).debug("wrapper_CompositeExplicitAutograd_sort_values"))?;
     lib.impl_("sort", Kernel::typed::<op::sort>(wrapper_CompositeExplicitAutograd_sort).debug("wrapper_CompositeExplicitAutograd_sort"))?;
     lib.impl_("logsumexp", Kernel::typed::<op::logsumexp>(wrapper_CompositeExplicitAutograd_logsumexp).debug("wrapper_CompositeExplicitAutograd_logsumexp"))?;
+    lib.impl_("block_diag.out", Kernel::typed::<op::block_diag_out>(wrapper_CompositeExplicitAutograd_block_diag_out).debug("wrapper_CompositeExplicitAutograd_block_diag_out"))?;
     lib.impl_("copy.out", Kernel::typed::<op::copy_out>(wrapper_CompositeExplicitAutograd_copy_out).debug("wrapper_CompositeExplicitAutograd_copy_out"))?;
     lib.impl_("resize.out", Kernel::typed::<op::resize_out>(wrapper_CompositeExplicitAutograd_resize_out).debug("wrapper_CompositeExplicitAutograd_resize_out"))?;
     lib.impl_("resize", Kernel::typed::<op::resize>(wrapper_CompositeExplicitAutograd_resize).debug("wrapper_CompositeExplicitAutograd_resize"))?;
@@ -1225,6 +1261,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("lift.out", Kernel::typed::<op::lift_out>(wrapper_CompositeExplicitAutograd_lift_out).debug("wrapper_CompositeExplicitAutograd_lift_out"))?;
     lib.impl_("lift_fresh_copy.out", Kernel::typed::<op::lift_fresh_copy_out>(wrapper_CompositeExplicitAutograd_lift_fresh_copy_out).debug("wrapper_CompositeExplicitAutograd_lift_fresh_copy_out"))?;
     lib.impl_("native_layer_norm.out", Kernel::typed::<op::native_layer_norm_out>(wrapper_CompositeExplicitAutograd_native_layer_norm_out).debug("wrapper_CompositeExplicitAutograd_native_layer_norm_out"))?;
+    lib.impl_("_native_batch_norm_legit_functional", Kernel::typed::<op::_native_batch_norm_legit_functional>(wrapper_CompositeExplicitAutograd__native_batch_norm_legit_functional).debug("wrapper_CompositeExplicitAutograd__native_batch_norm_legit_functional"))?;
+    lib.impl_("_native_batch_norm_legit_no_training.out", Kernel::typed::<op::_native_batch_norm_legit_no_training_out>(wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training_out).debug("wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training_out"))?;
     lib.impl_("native_dropout.out", Kernel::typed::<op::native_dropout_out>(wrapper_CompositeExplicitAutograd_native_dropout_out).debug("wrapper_CompositeExplicitAutograd_native_dropout_out"))?;
     lib.impl_("convolution.out", Kernel::typed::<op::convolution_out>(wrapper_CompositeExplicitAutograd_convolution_out).debug("wrapper_CompositeExplicitAutograd_convolution_out"))?;
     lib.impl_("add.Scalar_out", Kernel::typed::<op::add_Scalar_out>(wrapper_CompositeExplicitAutograd_add_Scalar_out).debug("wrapper_CompositeExplicitAutograd_add_Scalar_out"))?;
@@ -1260,6 +1298,8 @@ fn register(d: &'static Dispatcher) -> Result<()> {
     lib.impl_("repeat.out", Kernel::typed::<op::repeat_out>(wrapper_CompositeExplicitAutograd_repeat_out).debug("wrapper_CompositeExplicitAutograd_repeat_out"))?;
     lib.impl_("constant_pad_nd.out", Kernel::typed::<op::constant_pad_nd_out>(wrapper_CompositeExplicitAutograd_constant_pad_nd_out).debug("wrapper_CompositeExplicitAutograd_constant_pad_nd_out"))?;
     lib.impl_("embedding.out", Kernel::typed::<op::embedding_out>(wrapper_CompositeExplicitAutograd_embedding_out).debug("wrapper_CompositeExplicitAutograd_embedding_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper.out", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_out>(wrapper_CompositeExplicitAutograd__fused_moving_avg_obs_fq_helper_out).debug("wrapper_CompositeExplicitAutograd__fused_moving_avg_obs_fq_helper_out"))?;
+    lib.impl_("_fused_moving_avg_obs_fq_helper_functional", Kernel::typed::<op::_fused_moving_avg_obs_fq_helper_functional>(wrapper_CompositeExplicitAutograd__fused_moving_avg_obs_fq_helper_functional).debug("wrapper_CompositeExplicitAutograd__fused_moving_avg_obs_fq_helper_functional"))?;
     lib.leak();
     let mut lib = Library::new_on(d, LibraryKind::Impl, "aten", Some(DispatchKey::CompositeExplicitAutogradNonFunctional))?;
     lib.impl_("as_strided_", Kernel::typed::<op::as_strided_>(wrapper_CompositeExplicitAutogradNonFunctional_as_strided_).debug("wrapper_CompositeExplicitAutogradNonFunctional_as_strided_"))?;
@@ -1480,6 +1520,11 @@ fn wrapper_Meta_cat_out(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i6
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor`
+fn wrapper_CompositeExplicitAutograd_block_diag(_ks: DispatchKeySet, (tensors,): (&[Tensor],)) -> Result<Tensor> {
+    crate::native::block_diag(tensors)
 }
 
 /// `chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]`
@@ -1707,6 +1752,26 @@ fn wrapper_Meta_amin_out(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tens
     crate::structured::resize_out(out, meta.output(0)?)?;
     let _ = meta;
     Ok(out.clone())
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+fn wrapper_Meta_aminmax(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::aminmax(self_, dim, keepdim, Outs::Functional);
+    let meta = crate::structured::meta_ok(&meta)?;
+    let out0 = crate::structured::create_out(meta.output(0)?)?;
+    let out1 = crate::structured::create_out(meta.output(1)?)?;
+    let _ = meta;
+    Ok((out0, out1))
+}
+
+/// `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)`
+fn wrapper_Meta_aminmax_out(_ks: DispatchKeySet, (self_, dim, keepdim, min, max): (&Tensor, Option<i64>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let meta = crate::meta::aminmax(self_, dim, keepdim, Outs::Out(&[min, max]));
+    let meta = crate::structured::meta_ok(&meta)?;
+    crate::structured::resize_out(min, meta.output(0)?)?;
+    crate::structured::resize_out(max, meta.output(1)?)?;
+    let _ = meta;
+    Ok((min.clone(), max.clone()))
 }
 
 /// `mm(Tensor self, Tensor mat2) -> Tensor`
@@ -2600,6 +2665,56 @@ fn wrapper_CompositeExplicitAutograd_native_layer_norm(_ks: DispatchKeySet, (inp
 /// `layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor`
 fn wrapper_CompositeImplicitAutograd_layer_norm(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, cudnn_enable): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, bool)) -> Result<Tensor> {
     crate::native::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+}
+
+/// `batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<Tensor> {
+    crate::native::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `_batch_norm_impl_index(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> (Tensor, Tensor, Tensor, Tensor, int)`
+fn wrapper_CompositeImplicitAutograd__batch_norm_impl_index(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, i64)> {
+    crate::native::_batch_norm_impl_index(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+}
+
+/// `instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_instance_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, bool)) -> Result<Tensor> {
+    crate::native::instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+}
+
+/// `native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_CompositeImplicitAutograd_native_batch_norm(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `native_batch_norm.out(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_Meta_native_batch_norm_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::batch_norm_meta_out(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_Meta__native_batch_norm_legit(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_meta(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
+fn wrapper_Meta__native_batch_norm_legit_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_meta_out(input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+fn wrapper_Meta__native_batch_norm_legit_no_stats(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_no_stats_meta(input, weight, bias, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_Meta__native_batch_norm_legit_no_stats_out(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    crate::native::_batch_norm_legit_no_stats_meta_out(input, weight, bias, training, momentum, eps, out, save_mean, save_invstd)
 }
 
 /// `max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor`
@@ -5239,6 +5354,23 @@ fn wrapper_CompositeImplicitAutograd_min_out(_ks: DispatchKeySet, (self_, other,
     crate::native::min_out(self_, other, out)
 }
 
+/// `fused_moving_avg_obs_fake_quant(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> Tensor`
+fn wrapper_CompositeImplicitAutograd_fused_moving_avg_obs_fake_quant(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<Tensor> {
+    crate::native::fused_moving_avg_obs_fake_quant(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+}
+
+/// `_fused_moving_avg_obs_fq_helper(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask)`
+fn wrapper_Meta__fused_moving_avg_obs_fq_helper(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
+    crate::native::fused_moving_avg_obs_fake_quant_meta(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+}
+
+/// `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
+fn wrapper_CompositeExplicitAutograd_block_diag_out(_ks: DispatchKeySet, (tensors, out): (&[Tensor], &Tensor)) -> Result<Tensor> {
+    let functional_result = crate::op::block_diag::call(tensors)?;
+    crate::runtime::copy_to_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 fn wrapper_CompositeExplicitAutograd_copy_out(_ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     let functional_result = crate::op::copy::call(self_, src, non_blocking)?;
@@ -5556,6 +5688,23 @@ fn wrapper_CompositeExplicitAutograd_native_layer_norm_out(_ks: DispatchKeySet, 
     Ok((out0.clone(), out1.clone(), out2.clone()))
 }
 
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
+fn wrapper_CompositeExplicitAutograd__native_batch_norm_legit_functional(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let running_mean_clone = crate::runtime::clone_arg(running_mean)?;
+    let running_var_clone = crate::runtime::clone_arg(running_var)?;
+    let (r0, r1, r2) = crate::op::_native_batch_norm_legit::call(input, weight, bias, &running_mean_clone, &running_var_clone, training, momentum, eps)?;
+    Ok((r0, r1, r2, running_mean_clone, running_var_clone))
+}
+
+/// `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
+fn wrapper_CompositeExplicitAutograd__native_batch_norm_legit_no_training_out(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let (functional_result0, functional_result1, functional_result2) = crate::op::_native_batch_norm_legit_no_training::call(input, weight, bias, running_mean, running_var, momentum, eps)?;
+    crate::runtime::copy_to_out(out0, &functional_result0)?;
+    crate::runtime::copy_to_out(out1, &functional_result1)?;
+    crate::runtime::copy_to_out(out2, &functional_result2)?;
+    Ok((out0.clone(), out1.clone(), out2.clone()))
+}
+
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
 fn wrapper_CompositeExplicitAutograd_native_dropout_out(_ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
     let (functional_result0, functional_result1) = crate::op::native_dropout::call(input, p, train)?;
@@ -5801,5 +5950,26 @@ fn wrapper_CompositeExplicitAutograd_embedding_out(_ks: DispatchKeySet, (weight,
     let functional_result = crate::op::embedding::call(weight, indices, padding_idx, scale_grad_by_freq, sparse)?;
     crate::runtime::copy_to_out(out, &functional_result)?;
     Ok(out.clone())
+}
+
+/// `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
+fn wrapper_CompositeExplicitAutograd__fused_moving_avg_obs_fq_helper_out(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = {
+        let r = crate::op::_fused_moving_avg_obs_fq_helper_functional::call(self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?;
+        (r.0, r.1)
+    };
+    crate::runtime::copy_to_out(out0, &functional_result0)?;
+    crate::runtime::copy_to_out(out1, &functional_result1)?;
+    Ok((out0.clone(), out1.clone()))
+}
+
+/// `_fused_moving_avg_obs_fq_helper_functional(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor running_min, Tensor running_max, Tensor scale, Tensor zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False) -> (Tensor output, Tensor mask, Tensor running_min_out, Tensor running_max_out, Tensor scale_out, Tensor zero_point_out)`
+fn wrapper_CompositeExplicitAutograd__fused_moving_avg_obs_fq_helper_functional(_ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    let running_min_clone = crate::runtime::clone_arg(running_min)?;
+    let running_max_clone = crate::runtime::clone_arg(running_max)?;
+    let scale_clone = crate::runtime::clone_arg(scale)?;
+    let zero_point_clone = crate::runtime::clone_arg(zero_point)?;
+    let (r0, r1) = crate::op::_fused_moving_avg_obs_fq_helper::call(self_, observer_on, fake_quant_on, &running_min_clone, &running_max_clone, &scale_clone, &zero_point_clone, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)?;
+    Ok((r0, r1, running_min_clone, running_max_clone, scale_clone, zero_point_clone))
 }
 

@@ -115,6 +115,10 @@ pub trait TensorOps {
     fn amin(&self) -> Result<Tensor>;
     /// `aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
     fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor>;
+    /// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+    fn aminmax(&self) -> Result<(Tensor, Tensor)>;
+    /// `aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+    fn aminmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)>;
     /// `aten::mm(Tensor self, Tensor mat2) -> Tensor`
     fn mm(&self, mat2: &Tensor) -> Result<Tensor>;
     /// `aten::narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
@@ -963,6 +967,14 @@ impl TensorOps for Tensor {
     #[inline]
     fn amin_with(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
         op::amin::call(self, dim, keepdim)
+    }
+    #[inline]
+    fn aminmax(&self) -> Result<(Tensor, Tensor)> {
+        op::aminmax::call(self, None, false)
+    }
+    #[inline]
+    fn aminmax_with(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        op::aminmax::call(self, dim, keepdim)
     }
     #[inline]
     fn mm(&self, mat2: &Tensor) -> Result<Tensor> {

@@ -274,6 +274,44 @@ pub fn amin(
     amax_amin(self_, dim, keepdim, outs, "amin")
 }
 
+/// `aminmax`: two outputs of the input's dtype, reduced over `dim` or over everything (a
+/// full reduction keeps every dimension as 1 with `keepdim`). A full reduction of an empty
+/// input has no identity; a dimension is checked like `max.dim`'s ("aminmax: Expected
+/// reduction dim 0 to have non-zero size.").
+pub fn aminmax(
+    self_: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    _outs: Outs<'_>,
+) -> Result<Meta<ReduceInfo>> {
+    let sizes = self_.sizes();
+    let (shape, mask) = match dim {
+        Some(d) => {
+            let w = wrap_dim(d, sizes.len())?;
+            if self_.numel() == 0 {
+                zero_numel_check_dim(self_, w as i64, "aminmax")?;
+            }
+            let mask = if sizes.is_empty() { 1 } else { 1u64 << w };
+            (reduction_shape(&sizes, mask, keepdim), mask)
+        }
+        None => {
+            torch_check!(
+                self_.numel() > 0,
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            );
+            let mask = make_dim_mask(None, sizes.len(), false)?;
+            let shape: DimVec = if keepdim {
+                sizes.iter().map(|_| 1).collect()
+            } else {
+                DimVec::new()
+            };
+            (shape, mask)
+        }
+    };
+    let spec = OutputSpec::contiguous(&shape, self_.dtype(), self_.device());
+    Ok(Meta::new([spec.clone(), spec], ReduceInfo { mask }))
+}
+
 /// Shared by `max.dim` and `min.dim`: values of the input's dtype and `Long` indices.
 fn minmax_dim(self_: &Tensor, dim: i64, keepdim: bool, name: &str) -> Result<Meta<DimInfo>> {
     let sizes = self_.sizes();

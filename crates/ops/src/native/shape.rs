@@ -679,3 +679,63 @@ pub fn unfold_backward(
     let index = op::expand::call(&index, &merged, false)?;
     op::scatter_add::call(&zeros()?, d as i64, &index, &g)
 }
+
+// ---------------------------------------------------------------------------------------------
+// block_diag
+// ---------------------------------------------------------------------------------------------
+
+/// `block_diag` (PyTorch's `TensorShape.cpp`): the inputs (at most 2-d; a 1-d input is one
+/// row, a 0-d one a 1×1 block) on the diagonal of a zero matrix of their promoted dtype. No
+/// input gives an empty `[1, 0]` matrix of the default dtype.
+pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    let Some(first) = tensors.first() else {
+        return op::empty_memory_format::call(&[1, 0], None, None, None, None, None);
+    };
+    let device = first.device();
+    for (i, t) in tensors.iter().enumerate() {
+        torch_check!(
+            t.device() == device,
+            "torch.block_diag: input tensors must all be on the same device. Input 0 is on device {device} and input {i} is on device {}",
+            t.device()
+        );
+    }
+    let args: Vec<switchyard_core::promotion::PromotionArg<'_>> = tensors
+        .iter()
+        .map(switchyard_core::promotion::PromotionArg::Tensor)
+        .collect();
+    let dtype = switchyard_core::promotion::result_type(&args).unwrap_or(first.dtype());
+    let mut blocks = Vec::with_capacity(tensors.len());
+    let (mut rows, mut cols) = (0i64, 0i64);
+    for (i, t) in tensors.iter().enumerate() {
+        let ndim = t.dim();
+        torch_check!(
+            ndim <= 2,
+            "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {ndim} dimensions"
+        );
+        // A 1-d input is a row: its length counts as columns.
+        let block = match ndim {
+            2 => t.clone(),
+            1 => op::expand::call(t, &[1, t.size(0)?], false)?,
+            _ => op::expand::call(t, &[1, 1], false)?,
+        };
+        let (r, c) = (block.size(0)?, block.size(1)?);
+        rows = rows.checked_add(r).ok_or_else(overflow)?;
+        cols = cols.checked_add(c).ok_or_else(overflow)?;
+        blocks.push(block);
+    }
+    let result = op::zeros::call(&[rows, cols], Some(dtype), None, Some(device), None)?;
+    let (mut r0, mut c0) = (0i64, 0i64);
+    for block in &blocks {
+        let (r, c) = (block.size(0)?, block.size(1)?);
+        let window = op::slice_Tensor::call(&result, 0, Some(r0), Some(r0 + r), 1)?;
+        let window = op::slice_Tensor::call(&window, 1, Some(c0), Some(c0 + c), 1)?;
+        op::copy_::call(&window, block, false)?;
+        r0 += r;
+        c0 += c;
+    }
+    Ok(result)
+}
+
+fn overflow() -> switchyard_core::Error {
+    switchyard_core::Error::runtime("torch.block_diag: the result's size overflows int64")
+}
