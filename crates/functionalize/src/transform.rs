@@ -69,9 +69,9 @@ impl FromStr for Remove {
 /// every input, in order, sync its wrapper and, if its value is no longer the caller's tensor,
 /// write the mutation back: `resize_` if the element count changed, `as_strided_` to the
 /// wrapper's geometry if the layout changed (a metadata mutation such as `transpose_`), and
-/// `copy_` of the new value. The write-back runs with only `Functionalize` excluded, so the
-/// caller's version counter moves when eager's would (the wrapper shares the counter, so the
-/// count itself can end higher than eager's). Last, every output is synced and unwrapped;
+/// `copy_` of the new value. The caller's version counter moves as eager's does: the wrapper
+/// shares it, so the program's own changes move it, and the write-back itself runs below
+/// autograd (no bump) unless the tensor is a non-leaf requiring grad. Last, every output is synced and unwrapped;
 /// plain outputs pass through.
 ///
 /// The wrappers carry the eager geometry (plan §2.4), so a metadata mutation of an input
@@ -135,12 +135,15 @@ fn write_back(orig: &Tensor, w: &Tensor) -> Result<()> {
         return Ok(());
     }
     let _skip = auto_dispatch_skip_functionalize();
-    // A leaf that requires grad (or a view of one) was changed under `no_grad` only (with grad
-    // mode on, the change was refused): eager changed it without history, and each change
-    // moved its version counter (which the wrapper shares) already. Written back below
-    // autograd, so without history and without another bump, which would invalidate the
-    // tensors the program saved for backward.
-    let _below = crate::autograd::write_back_without_grad(w).then(crate::tensor::below);
+    // Each change the program made moved the caller's version counter already (the wrapper
+    // shares it, and autograd's in-place kernels bump it above the layer), as eager's changes
+    // did. So the write-back runs below autograd, without another bump (which would invalidate
+    // the tensors the program saved for backward, e.g. batch norm's running statistics), for
+    // a tensor that does not require grad (no history to record) and for a leaf that does, or
+    // a view of one (changed under `no_grad` only: with grad mode on the change was refused).
+    // Only a non-leaf requiring grad is written back above autograd (data, not history: §7.3).
+    let without_grad = !orig.requires_grad() || crate::autograd::write_back_without_grad(w);
+    let _below = without_grad.then(crate::tensor::below);
     // A trace tags these calls, so that `Graph::mutating_nodes` leaves them out.
     let _tag = crate::trace::write_back_scope();
     let target = w.geometry();

@@ -324,14 +324,12 @@ fn f31_gradients_equal_eager_without_running_stats() {
     check_batch_norm_gradients(false);
 }
 
-/// With running statistics the backward pass fails: `_native_batch_norm_legit`'s node saves
-/// them (its formula reads them in evaluation mode), and the transform's write-back of their
-/// new values bumps the version counter the input wrappers share with the caller's tensors,
-/// so unpacking them raises autograd's "modified by an inplace operation". (Eagerly PyTorch
-/// does not bump them: a mutable operator has no ADInplaceOrView kernel. PyTorch's wrappers
-/// have counters of their own.) Left to the transform's owners.
+/// With running statistics: `_native_batch_norm_legit`'s node saves them (its formula reads
+/// them in evaluation mode), and eager does not bump their version counters (a mutable
+/// operator has no ADInplaceOrView kernel), so the transform's write-back of their new values
+/// must not bump the counter the input wrappers share with the caller's tensors either, or
+/// unpacking them would raise autograd's "modified by an inplace operation".
 #[test]
-#[ignore = "the write-back bumps the version counter input wrappers share with the caller's tensors"]
 fn f31_gradients_equal_eager_with_running_stats() {
     check_batch_norm_gradients(true);
 }
