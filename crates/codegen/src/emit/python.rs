@@ -1,9 +1,12 @@
 //! The tables of the Python module (`crates/python/src/generated/`), from ops.yaml.
 //!
-//! So far one table: every operator name with its overload names in ops.yaml order, out=
-//! overloads last (`overloads.rs`): the order in which `switchyard.ops.aten.<name>(...)` tries
-//! them. The signature tables and `.pyi` stubs of
-//! `docs/python-plan.md` §3.1 (torchgen's Python signature rules) come next.
+//! - `overloads.rs`: every operator name with its overload names in ops.yaml order, out=
+//!   overloads last: the order in which `switchyard.ops.aten.<name>(...)` tries them.
+//! - `signatures.rs`: the Python signatures of each module function and `Tensor` method, in
+//!   PythonArgParser's text and parse order, from a port of torchgen's rules
+//!   (`torchgen/api/python.py`, `tools/autograd/gen_python_functions.py`;
+//!   `docs/python-plan.md` §3.1).
+//! - `python/switchyard/_C.pyi`: type stubs of the same signatures in gen_pyi's shape.
 
 use super::writer::header;
 use crate::{NativeFunction, NativeFunctions};
@@ -29,6 +32,7 @@ pub fn generate(model: &NativeFunctions) -> Vec<(String, String)> {
             "crates/python/src/generated/signatures.rs".to_owned(),
             signatures(model),
         ),
+        (STUB_PATH.to_owned(), stubs(model)),
     ]
 }
 
@@ -848,6 +852,240 @@ pub struct PyName {
 
 ";
 
+// ---------------------------------------------------------------------------------------------
+// Type stubs: gen_pyi's shape over the same signatures.
+// ---------------------------------------------------------------------------------------------
+
+/// The stub of the extension module: `python/switchyard/_C.pyi`.
+pub const STUB_PATH: &str = "python/switchyard/_C.pyi";
+
+/// The header of a generated Python file.
+fn python_header() -> String {
+    header("python").replace("// ", "# ")
+}
+
+/// A schema type as a stub annotation.
+fn pyi_type(t: &Type, numbers_as_tensors: bool) -> String {
+    match t {
+        Type::Base(b) => match b {
+            BaseType::Tensor if numbers_as_tensors => "Tensor | Number".to_owned(),
+            BaseType::Tensor => "Tensor".to_owned(),
+            BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => "_int".to_owned(),
+            BaseType::Float => "_float".to_owned(),
+            BaseType::Bool | BaseType::SymBool => "_bool".to_owned(),
+            BaseType::Str => "_str".to_owned(),
+            BaseType::Scalar => "Number".to_owned(),
+            BaseType::ScalarType => "_dtype".to_owned(),
+            BaseType::Layout => "_layout".to_owned(),
+            BaseType::Device => "_device".to_owned(),
+            BaseType::MemoryFormat => "_memory_format".to_owned(),
+            BaseType::Generator => "_Generator".to_owned(),
+            _ => "Any".to_owned(),
+        },
+        Type::Optional(elem) => format!("{} | None", pyi_type(elem, numbers_as_tensors)),
+        Type::List { elem, size } => match &**elem {
+            Type::Base(BaseType::Int | BaseType::SymInt) if size.is_some() => {
+                "_int | _size".to_owned()
+            }
+            Type::Base(BaseType::Int | BaseType::SymInt) => "_size".to_owned(),
+            Type::Base(BaseType::Tensor) => "tuple[Tensor, ...] | list[Tensor]".to_owned(),
+            Type::Optional(inner) if **inner == Type::Base(BaseType::Tensor) => {
+                "tuple[Tensor | None, ...] | list[Tensor | None]".to_owned()
+            }
+            Type::Base(BaseType::Float) => "Sequence[_float]".to_owned(),
+            Type::Base(BaseType::Scalar) => "Sequence[Number]".to_owned(),
+            Type::Base(BaseType::Bool) => "tuple[_bool, ...]".to_owned(),
+            _ => "Sequence[Any]".to_owned(),
+        },
+        Type::CustomClass(_) => "Any".to_owned(),
+    }
+}
+
+/// A parser-format default as a Python expression (`...` when it has none).
+fn pyi_default(d: &str) -> String {
+    let numeric = !d.is_empty()
+        && d.chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e'))
+        && d.chars().any(|c| c.is_ascii_digit());
+    if matches!(d, "None" | "True" | "False") || numeric {
+        return d.to_owned();
+    }
+    if let Some(inner) = d.strip_prefix('{').and_then(|d| d.strip_suffix('}')) {
+        let items: Vec<&str> = inner.split(',').map(str::trim).collect();
+        return match items.as_slice() {
+            [one] => (*one).to_owned(),
+            many => format!("({})", many.join(", ")),
+        };
+    }
+    if d.len() >= 2 && d.starts_with('"') && d.ends_with('"') && !d[1..d.len() - 1].contains('"') {
+        return d.to_owned();
+    }
+    "...".to_owned()
+}
+
+/// A parameter name that is not a Python keyword (`from` becomes `from_`).
+fn pyi_name(name: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+        "try", "while", "with", "yield",
+    ];
+    if KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The stub return annotation of an operator.
+fn pyi_returns(f: &NativeFunction) -> String {
+    let one = |t: &Type| match t {
+        Type::Base(BaseType::Tensor) => "Tensor".to_owned(),
+        Type::List { elem, .. } if **elem == Type::Base(BaseType::Tensor) => {
+            "tuple[Tensor, ...]".to_owned()
+        }
+        other => match pyi_type(other, false).as_str() {
+            "Any" => "Any".to_owned(),
+            s => s.to_owned(),
+        },
+    };
+    match f.func.returns.as_slice() {
+        [] => "None".to_owned(),
+        [r] => one(&r.ty),
+        many => format!(
+            "tuple[{}]",
+            many.iter()
+                .map(|r| one(&r.ty))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// One `def` line of a stub (gen_pyi's `signature_str_pyi`).
+fn pyi_def(model: &NativeFunctions, b: &PyBinding, g: &PyGroup, numbers: bool) -> String {
+    let sig = &g.signature;
+    let mut formals: Vec<String> = Vec::new();
+    if sig.method {
+        formals.push("self".to_owned());
+    }
+    // A positional parameter without default may not follow one with a default.
+    let last_required = sig.input_args.iter().rposition(|a| a.default.is_none());
+    for (i, a) in sig.input_args.iter().enumerate() {
+        let name = if a.name == "self" && a.type_str == "Tensor" && !sig.method {
+            "input".to_owned()
+        } else {
+            pyi_name(&a.name)
+        };
+        let ty = pyi_type(&a.ty, numbers);
+        match &a.default {
+            Some(d) if last_required.is_none_or(|r| i > r) => {
+                formals.push(format!("{name}: {ty} = {}", pyi_default(d)));
+            }
+            _ => formals.push(format!("{name}: {ty}")),
+        }
+    }
+    let mut kwargs: Vec<String> = Vec::new();
+    for a in &sig.input_kwargs {
+        let ty = pyi_type(&a.ty, numbers);
+        let name = pyi_name(&a.name);
+        kwargs.push(match &a.default {
+            Some(d) => format!("{name}: {ty} = {}", pyi_default(d)),
+            None => format!("{name}: {ty}"),
+        });
+    }
+    if let Some(out) = &sig.output {
+        kwargs.push(if out.out_count > 1 {
+            "out: tuple[Tensor, ...] | list[Tensor] | None = None".to_owned()
+        } else {
+            format!("{}: Tensor | None = None", pyi_name(&out.name))
+        });
+    }
+    for a in &sig.tensor_options {
+        kwargs.push(format!(
+            "{}: {} = {}",
+            a.name,
+            pyi_type(&a.ty, false),
+            a.default.as_deref().unwrap_or("None")
+        ));
+    }
+    if !kwargs.is_empty() {
+        formals.push("*".to_owned());
+        formals.extend(kwargs);
+    }
+    format!(
+        "def {}({}) -> {}: ...",
+        b.name,
+        formals.join(", "),
+        pyi_returns(&model.functions[g.base])
+    )
+}
+
+/// The `def` lines of one name, `@overload`-decorated when there are several.
+fn pyi_name_defs(model: &NativeFunctions, b: &PyBinding, indent: &str) -> String {
+    let numbers = NUMBERS_AS_TENSORS.contains(&b.name.as_str());
+    let mut defs: Vec<String> = Vec::new();
+    for g in &b.groups {
+        let def = pyi_def(model, b, g, numbers);
+        if !defs.contains(&def) {
+            defs.push(def);
+        }
+    }
+    let mut out = String::new();
+    let several = defs.len() > 1;
+    for def in defs {
+        if several {
+            out.push_str(&format!("{indent}@overload\n"));
+        }
+        out.push_str(&format!("{indent}{def}\n"));
+    }
+    out
+}
+
+/// `_C.pyi`: `class Tensor` with the generated methods and the module functions of
+/// `switchyard` (those of `switchyard._C._nn` and `._linalg` are not in it yet).
+fn stubs(model: &NativeFunctions) -> String {
+    let (functions, methods) = bindings(model);
+    let mut out = python_header();
+    out.push_str(STUB_PRELUDE);
+    out.push_str("class Tensor:\n");
+    out.push_str("    def __getattr__(self, name: _str) -> Any: ...\n");
+    for b in &methods {
+        out.push_str(&pyi_name_defs(model, b, "    "));
+    }
+    out.push('\n');
+    for b in functions.iter().filter(|b| b.module == "switchyard") {
+        out.push_str(&pyi_name_defs(model, b, ""));
+    }
+    out
+}
+
+const STUB_PRELUDE: &str = r#""""Type stubs of ``switchyard._C``, generated from ops.yaml in the shape of PyTorch's gen_pyi:
+one ``def`` per Python signature of ``crates/python/src/generated/signatures.rs`` (``@overload``
+when a name has several), ``class Tensor`` with the operator methods. What is not generated
+(``dtype`` objects, ``tensor()``, ``ops``, attributes) is typed ``Any`` through ``__getattr__``.
+"""
+
+from builtins import bool as _bool
+from builtins import float as _float
+from builtins import int as _int
+from builtins import str as _str
+from collections.abc import Sequence
+from typing import Any, overload
+
+Number = _int | _float | _bool
+_size = Sequence[_int]
+_dtype = Any
+_device = Any
+_layout = Any
+_memory_format = Any
+_Generator = Any
+
+def __getattr__(name: _str) -> Any: ...
+
+"#;
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -998,6 +1236,21 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn stubs_declare_one_def_per_signature() {
+        let model = crate::emit::workspace::parse_bundled_ops_yaml().unwrap();
+        let text = stubs(&model);
+        assert!(text.starts_with("# @generated"));
+        // gen_pyi's shape; `add` takes numbers for its tensors (PyTorch's stub says the same
+        // with `Union[Tensor, Number, _complex]`).
+        assert!(text.contains(
+            "\ndef add(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = 1, out: Tensor | None = None) -> Tensor: ...\n"
+        ));
+        assert!(text.contains(
+            "    @overload\n    def max(self, dim: _int, keepdim: _bool = False) -> tuple[Tensor, Tensor]: ...\n"
+        ));
     }
 
     #[test]
