@@ -22,8 +22,14 @@ fn committed_generated_code_is_up_to_date() {
 fn every_generated_file_carries_the_do_not_edit_header() {
     let root = root();
     for (path, text) in workspace::generate(&root).unwrap() {
+        // Rust files start `// @generated`, Python stubs (`.pyi`) `# @generated`.
+        let marker = if path.extension().is_some_and(|e| e == "pyi") {
+            "# @generated"
+        } else {
+            "// @generated"
+        };
         assert!(
-            text.starts_with("// @generated"),
+            text.starts_with(marker),
             "{} lacks the header",
             path.display()
         );
@@ -31,6 +37,21 @@ fn every_generated_file_carries_the_do_not_edit_header() {
             text.contains("Do not edit"),
             "{} lacks the do-not-edit line",
             path.display()
+        );
+    }
+}
+
+#[test]
+fn the_python_signature_tables_and_stubs_are_generated() {
+    let root = root();
+    let files = workspace::generate(&root).unwrap();
+    for wanted in [
+        "crates/python/src/generated/signatures.rs",
+        "python/switchyard/_C.pyi",
+    ] {
+        assert!(
+            files.iter().any(|(p, _)| p == std::path::Path::new(wanted)),
+            "{wanted} is not generated"
         );
     }
 }

@@ -4,3 +4,4 @@
 //! Tables generated from ops.yaml for the Python bindings.
 
 pub mod overloads;
+pub mod signatures;
