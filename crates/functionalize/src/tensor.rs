@@ -33,7 +33,6 @@ pub struct FunctionalTensor {
     state: Mutex<WrapperState>,
 }
 
-#[derive(Clone)]
 struct WrapperState {
     value: Tensor,
     /// The alias group; `None` until first needed (a view, a mutation, a question about the
@@ -253,22 +252,27 @@ pub fn are_aliased(a: &Tensor, b: &Tensor) -> bool {
     }
 }
 
+/// The wrapper tensor of `state`, reporting `geometry` and sharing the version counter
+/// `version` (`None`: a counter of its own).
 fn new_wrapper(
     state: WrapperState,
     geometry: &Geometry,
-    version_of: Option<&Tensor>,
-) -> Result<Tensor> {
-    let value = state.value.clone();
-    Ok(Tensor::from_payload_parts(PayloadParts {
+    version: Option<&switchyard_core::tensor::VersionCounter>,
+) -> Tensor {
+    let (dtype, device, key_set) = {
+        let v = &state.value;
+        (v.dtype(), v.device(), wrapper_key_set(v.key_set()))
+    };
+    Tensor::from_payload_parts(PayloadParts {
         payload: Arc::new(FunctionalTensor {
             state: Mutex::new(state),
         }),
         geometry,
-        dtype: value.dtype(),
-        device: value.device(),
-        key_set: wrapper_key_set(value.key_set()),
-        version: Some(version_of.unwrap_or(&value).version_counter()),
-    }))
+        dtype,
+        device,
+        key_set,
+        version,
+    })
 }
 
 /// Wraps `t` (A.3 wrap): a new wrapper with value `t` over a new alias group whose base is
@@ -287,7 +291,7 @@ pub fn to_functional(t: &Tensor) -> Result<Tensor> {
     }
     let storage = FunctionalStorage::new(t.clone())?;
     let generation = storage.generation();
-    new_wrapper(
+    Ok(new_wrapper(
         WrapperState {
             value: t.clone(),
             storage: Some(storage),
@@ -298,8 +302,8 @@ pub fn to_functional(t: &Tensor) -> Result<Tensor> {
             was_storage_changed: false,
         },
         &t.geometry(),
-        None,
-    )
+        Some(t.version_counter()),
+    ))
 }
 
 /// Wraps `t`, a fresh output of an operator called below the layer, as [`to_functional`] does,
@@ -316,27 +320,19 @@ pub(crate) fn wrap_output(t: Tensor) -> Result<Tensor> {
         ));
     }
     let geometry = t.geometry();
-    let dtype = t.dtype();
-    let device = t.device();
-    let key_set = wrapper_key_set(t.key_set());
-    Ok(Tensor::from_payload_parts(PayloadParts {
-        payload: Arc::new(FunctionalTensor {
-            state: Mutex::new(WrapperState {
-                value: t,
-                storage: None,
-                view_metas: ViewChain::default(),
-                generation: 0,
-                has_metadata_mutation: false,
-                is_multi_output_view: false,
-                was_storage_changed: false,
-            }),
-        }),
-        geometry: &geometry,
-        dtype,
-        device,
-        key_set,
-        version: None,
-    }))
+    Ok(new_wrapper(
+        WrapperState {
+            value: t,
+            storage: None,
+            view_metas: ViewChain::default(),
+            generation: 0,
+            has_metadata_mutation: false,
+            is_multi_output_view: false,
+            was_storage_changed: false,
+        },
+        &geometry,
+        None,
+    ))
 }
 
 /// The up-to-date value of wrapper `t` (payload `ft`; synced first if its group has newer
@@ -416,7 +412,7 @@ pub fn create_view(
     let geometry = eager_geometry
         .cloned()
         .unwrap_or_else(|| view_value.geometry());
-    new_wrapper(
+    Ok(new_wrapper(
         WrapperState {
             value: view_value,
             storage: Some(b.storage),
@@ -427,8 +423,8 @@ pub fn create_view(
             was_storage_changed: false,
         },
         &geometry,
-        Some(base),
-    )
+        Some(base.version_counter()),
+    ))
 }
 
 /// Brings wrapper `t` up to date with its alias group (A.3 `sync`): applies the group's queued
@@ -541,16 +537,18 @@ pub fn commit_update(w: &Tensor) -> Result<()> {
 /// nothing, when `w` is not such a base: the caller takes the general path.
 pub(crate) fn commit_base_update(w: &Tensor) -> Result<bool> {
     let ft = require_functional(w, "commit_update")?;
-    let mut st = ft.lock();
-    if !st.view_metas.is_empty() {
-        return Ok(false);
-    }
-    let generation = st.generation;
-    let storage = st.group().clone();
-    // Lock order: wrapper, then storage (nothing takes them the other way round).
-    let Some((base, generation)) = storage.set_base(generation, &st.value)? else {
+    let (storage, generation, value) = {
+        let mut st = ft.lock();
+        if !st.view_metas.is_empty() {
+            return Ok(false);
+        }
+        (st.group().clone(), st.generation, st.value.clone())
+    };
+    // Outside the wrapper lock: keeping the base's layout may call an operator.
+    let Some((base, generation)) = storage.set_base(generation, &value)? else {
         return Ok(false);
     };
+    let mut st = ft.lock();
     st.value = base;
     st.generation = generation;
     Ok(true)
