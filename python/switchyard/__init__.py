@@ -30,6 +30,7 @@ from ._C import (
     tensor,
     uint8,
 )
+from ._interop import from_dlpack, from_numpy
 from ._ops import ops
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "from_dlpack",
+    "from_numpy",
     "full",
     "half",
     "int",

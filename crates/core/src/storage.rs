@@ -30,7 +30,7 @@ use std::any::Any;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::{NonNull, addr_of_mut};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 /// Alignment of host allocations of at least this many bytes, enough for any SIMD load.
@@ -112,7 +112,19 @@ enum HostBytes {
     /// owned by the buffer (large zeroed buffers on Linux; see [`mapped`]).
     #[cfg(target_os = "linux")]
     Mapped(NonNull<u8>),
+    /// Memory owned by someone else (a NumPy array, a DLPack producer), kept alive by
+    /// `owner`, which is dropped with the buffer (see [`HostBuffer::from_external`]).
+    External {
+        /// The first byte.
+        ptr: NonNull<u8>,
+        /// Keeps the memory alive; its drop releases it (never read, only dropped).
+        #[allow(dead_code)]
+        owner: ExternalOwner,
+    },
 }
+
+/// What keeps externally owned host memory alive: dropped when the storage is.
+pub type ExternalOwner = Box<dyn Any + Send + Sync>;
 
 /// Zeroed host buffers of at least this many bytes are fresh memory mappings.
 ///
@@ -305,6 +317,21 @@ impl HostBuffer {
         Self::init_with::<u8>(bytes.len(), |slots| Ok(slots.write_copy_of_slice(bytes)))
     }
 
+    /// A buffer over `len` bytes at `ptr` that someone else owns; `owner` keeps them alive and
+    /// is dropped with the buffer. No byte is copied.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `len` bytes, and stay so until `owner` is
+    /// dropped; nothing else in Rust may hold a reference to those bytes meanwhile. Writes by
+    /// the owner's side (a NumPy array sharing the memory) while a kernel runs are a data race
+    /// of the user's program, as in PyTorch, which this type cannot prevent.
+    pub unsafe fn from_external(ptr: NonNull<u8>, len: usize, owner: ExternalOwner) -> HostBuffer {
+        HostBuffer {
+            bytes: HostBytes::External { ptr, owner },
+            len,
+        }
+    }
+
     fn layout(len: usize) -> Result<Layout> {
         let align = if len < HOST_ALIGNMENT {
             SMALL_HOST_ALIGNMENT
@@ -336,6 +363,11 @@ impl HostBuffer {
             // kernel or written since.
             #[cfg(target_os = "linux")]
             HostBytes::Mapped(ptr) => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), self.len) },
+            // SAFETY: `from_external`'s contract: `ptr` is valid for reads and writes of `len`
+            // bytes while `owner` lives, which is as long as the buffer.
+            HostBytes::External { ptr, .. } => unsafe {
+                std::slice::from_raw_parts(ptr.as_ptr(), self.len)
+            },
             HostBytes::Inline(b) => b.0.get(..self.len).unwrap_or_default(),
         }
     }
@@ -351,6 +383,11 @@ impl HostBuffer {
             // SAFETY: as for `Heap`.
             #[cfg(target_os = "linux")]
             HostBytes::Mapped(ptr) => unsafe {
+                std::slice::from_raw_parts_mut(ptr.as_ptr(), self.len)
+            },
+            // SAFETY: as in `as_slice`; `&mut self` excludes other Rust references (writers
+            // outside Rust, such as NumPy, are the caller's concern: `from_external`).
+            HostBytes::External { ptr, .. } => unsafe {
                 std::slice::from_raw_parts_mut(ptr.as_ptr(), self.len)
             },
             HostBytes::Inline(b) => b.0.get_mut(..self.len).unwrap_or_default(),
@@ -371,7 +408,8 @@ impl Drop for HostBuffer {
             // SAFETY: `ptr` was mapped by `map_zeroed(self.len)` and is unmapped exactly once.
             #[cfg(target_os = "linux")]
             HostBytes::Mapped(ptr) => unsafe { mapped::unmap(ptr, self.len) },
-            HostBytes::Inline(_) => {}
+            // The owner is dropped with the enum, releasing the memory.
+            HostBytes::External { .. } | HostBytes::Inline(_) => {}
         }
     }
 }
@@ -449,6 +487,9 @@ fn device_data_error() -> Error {
 pub(crate) struct StorageImpl {
     device: Device,
     resizable: bool,
+    /// Set once the host address was handed out ([`Storage::export_host_ptr`]): from then on
+    /// the bytes never move (`resize` refuses), so the exported pointer cannot dangle.
+    exported: AtomicBool,
     allocator: Option<Arc<dyn Allocator>>,
     /// Mirror of the data's size, readable without holding the data.
     nbytes: AtomicUsize,
@@ -501,6 +542,7 @@ impl Storage {
             let StorageImpl {
                 device: _,
                 resizable: _,
+                exported: _,
                 allocator: _,
                 nbytes: _,
                 access: _,
@@ -516,6 +558,7 @@ impl Storage {
             unsafe {
                 addr_of_mut!((*p).device).write(device);
                 addr_of_mut!((*p).resizable).write(resizable);
+                addr_of_mut!((*p).exported).write(AtomicBool::new(false));
                 addr_of_mut!((*p).allocator).write(allocator);
                 addr_of_mut!((*p).nbytes).write(AtomicUsize::new(nbytes));
                 addr_of_mut!((*p).access).write(AccessControl::owned_by_current_thread());
@@ -596,6 +639,41 @@ impl Storage {
         Self::from_parts(device, StorageData::Device(memory), Some(allocator), true)
     }
 
+    /// A non-resizable host storage over `nbytes` bytes at `ptr` owned by someone else
+    /// (`owner`, dropped when the last handle to the storage is): memory shared with NumPy or
+    /// a DLPack producer, without a copy.
+    ///
+    /// # Safety
+    /// As [`HostBuffer::from_external`]: `ptr` valid for reads and writes of `nbytes` bytes
+    /// until `owner` is dropped, with no other Rust reference to them.
+    pub unsafe fn from_external_host(
+        ptr: NonNull<u8>,
+        nbytes: usize,
+        owner: ExternalOwner,
+    ) -> Storage {
+        // SAFETY: forwarded from this function's contract.
+        let buffer = unsafe { HostBuffer::from_external(ptr, nbytes, owner) };
+        Self::from_parts(Device::CPU, StorageData::Host(buffer), None, false)
+    }
+
+    /// The address of a host storage's first byte, for sharing the memory outside Rust
+    /// (NumPy, DLPack). From this call on the bytes never move: [`Storage::resize`] refuses to
+    /// change the size, so the address stays valid for as long as this storage lives. Taken
+    /// under a read access, so it never observes a resize in progress. Meta and device
+    /// storages have no host address (an error).
+    pub fn export_host_ptr(&self) -> Result<NonNull<u8>> {
+        let guard = self.read()?;
+        let bytes = guard.data().host_bytes()?;
+        self.inner.exported.store(true, Ordering::Release);
+        // The slice of an empty buffer still has a non-null, aligned address.
+        Ok(NonNull::from(bytes).cast())
+    }
+
+    /// Whether [`Storage::export_host_ptr`] has handed out this storage's address.
+    pub fn is_exported(&self) -> bool {
+        self.inner.exported.load(Ordering::Acquire)
+    }
+
     /// The device.
     pub fn device(&self) -> Device {
         self.inner.device
@@ -649,6 +727,16 @@ impl Storage {
             ));
         }
         let mut guard = self.write()?;
+        // Checked under the write access: an export either happened before it (refused here)
+        // or waits for it (and sees the new buffer).
+        if self.inner.exported.load(Ordering::Acquire) {
+            if guard.data().nbytes() == nbytes {
+                return Ok(());
+            }
+            return Err(Error::runtime(
+                "Trying to resize storage that is not resizable",
+            ));
+        }
         let data = guard.data_mut()?;
         let keep = data.nbytes().min(nbytes);
         let new = match data {
@@ -808,6 +896,67 @@ mod tests {
         m.resize(16).unwrap();
         assert_eq!(m.nbytes(), 16);
         assert!(m.read().unwrap().data().host_bytes().is_err());
+    }
+
+    /// External memory is used in place (no copy), is not resizable, and its owner is dropped
+    /// exactly when the last handle to the storage goes.
+    #[test]
+    fn external_host_memory_is_shared_and_released_with_the_storage() {
+        use std::sync::atomic::AtomicUsize;
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct Owner(Vec<u64>);
+        impl Drop for Owner {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let mut owner = Box::new(Owner(vec![1, 2, 3]));
+        let ptr = NonNull::new(owner.0.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: the Vec's 24 bytes stay allocated until `owner` (moved into the storage,
+        // the Vec's heap block does not move with it) is dropped, and nothing else uses them.
+        let s = unsafe { Storage::from_external_host(ptr, 24, owner) };
+        assert!(!s.is_resizable());
+        assert_eq!(s.export_host_ptr().unwrap(), ptr);
+        {
+            let mut g = s.write().unwrap();
+            let bytes = g.data_mut().unwrap().host_bytes_mut().unwrap();
+            assert_eq!(bytes.as_ptr(), ptr.as_ptr());
+            assert_eq!(bytes[8], 2);
+            bytes[16] = 7;
+        }
+        assert_eq!(
+            s.resize(32).unwrap_err().message(),
+            "Trying to resize storage that is not resizable"
+        );
+        let second = s.clone();
+        drop(s);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 0);
+        assert_eq!(second.read().unwrap().data().host_bytes().unwrap()[16], 7);
+        drop(second);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+    }
+
+    /// Once its address is exported a storage never moves its bytes: a resize to another
+    /// size is refused (the exported pointer would dangle), one to the same size is a no-op.
+    #[test]
+    fn exported_storage_keeps_its_address() {
+        for len in [4, 100] {
+            let s = Storage::from_host_bytes(&vec![5; len]).unwrap();
+            assert!(!s.is_exported());
+            s.resize(len + 1).unwrap();
+            let p = s.export_host_ptr().unwrap();
+            assert!(s.is_exported());
+            s.resize(len + 1).unwrap();
+            assert_eq!(
+                s.resize(len + 8).unwrap_err().message(),
+                "Trying to resize storage that is not resizable"
+            );
+            assert_eq!(s.export_host_ptr().unwrap(), p);
+            assert_eq!(s.read().unwrap().data().host_bytes().unwrap()[0], 5);
+        }
+        let m = Storage::new(8, Device::META).unwrap();
+        assert!(m.export_host_ptr().is_err());
+        assert!(!m.is_exported());
     }
 
     #[test]

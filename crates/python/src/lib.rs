@@ -5,6 +5,7 @@
 //! - [`tensor`]: the `Tensor` class and `switchyard.tensor(...)`;
 //! - [`types`]: the `dtype`, `device` and `Size` objects;
 //! - [`ops`]: `switchyard.ops.<ns>.<name>.<overload>`, calls by schema as `torch.ops` makes them;
+//! - [`interop`]: memory shared with NumPy and DLPack without copies;
 //! - [`introspect`]: dispatch-table dumps and call explanations (`_dispatch_dump_table`, ...);
 //! - [`convert`]: Python objects to and from switchyard values;
 //! - [`errors`]: switchyard errors as Python exceptions, and the panic guard of every entry;
@@ -23,6 +24,7 @@ pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
+pub mod interop;
 pub mod introspect;
 pub mod ops;
 pub mod tensor;
@@ -49,5 +51,11 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(introspect::_dispatch_dump, m)?)?;
     m.add_function(wrap_pyfunction!(introspect::_dispatch_dump_table, m)?)?;
     m.add_function(wrap_pyfunction!(introspect::_dispatch_explain, m)?)?;
+    m.add_class::<interop::NumpyView>()?;
+    m.add_function(wrap_pyfunction!(interop::from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::tensor_to_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::tensor_to_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::tensor_dlpack_device, m)?)?;
     Ok(())
 }
