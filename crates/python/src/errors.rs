@@ -11,6 +11,7 @@
 //! `except Exception` does not catch).
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pyo3::exceptions::{
@@ -19,8 +20,48 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use switchyard_core::{Error, ErrorKind};
 
-/// `e` as the Python exception PyTorch raises for it, with the operator as a note.
+thread_local! {
+    /// The Python exception a Python kernel raised on this thread, with the message of the
+    /// [`Error`] it became: restored unchanged when that error reaches Python again.
+    static STASHED: RefCell<Option<(String, PyErr)>> = const { RefCell::new(None) };
+}
+
+/// A Python exception raised inside a Python kernel as a switchyard [`Error`] of the
+/// matching kind with `str(exception)`; the exception object itself is stashed for
+/// [`to_py_err`] (PyTorch's `python_error` keeps the original the same way).
+pub fn error_from_py(py: Python<'_>, err: PyErr) -> Error {
+    let message = err
+        .value(py)
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "a Python exception without a printable message".to_owned());
+    let e = if err.is_instance_of::<PyTypeError>(py) {
+        Error::type_error(message.clone())
+    } else if err.is_instance_of::<PyValueError>(py) {
+        Error::value(message.clone())
+    } else if err.is_instance_of::<PyIndexError>(py) {
+        Error::index(message.clone())
+    } else if err.is_instance_of::<PyNotImplementedError>(py) {
+        Error::not_implemented(message.clone())
+    } else {
+        Error::runtime(message.clone())
+    };
+    STASHED.with(|s| *s.borrow_mut() = Some((message, err)));
+    e
+}
+
+/// `e` as the Python exception PyTorch raises for it, with the operator as a note; the
+/// original exception when `e` came from a Python kernel on this thread ([`error_from_py`]).
 pub fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
+    if let Some(original) = STASHED.with(|s| {
+        let mut s = s.borrow_mut();
+        match s.as_ref() {
+            Some((m, _)) if m == e.message() => s.take().map(|(_, err)| err),
+            _ => None,
+        }
+    }) {
+        return original;
+    }
     let message = e.message().to_owned();
     let err = match e.kind() {
         ErrorKind::RuntimeError => PyRuntimeError::new_err(message),

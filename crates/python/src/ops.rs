@@ -224,7 +224,7 @@ fn overload_label(overload: &str) -> &str {
     }
 }
 
-fn overload_of(py: Python<'_>, handle: &OperatorHandle) -> PyResult<OpOverload> {
+pub(crate) fn overload_of(py: Python<'_>, handle: &OperatorHandle) -> PyResult<OpOverload> {
     let schema = handle.require_schema().or_raise(py)?;
     let namespace = schema
         .name
