@@ -127,54 +127,72 @@ impl Program {
     }
 }
 
-/// The LRU cache of compiled programs by graph hash.
-struct ComputationCache {
+/// A least-recently-used cache (LTC's `util::Cache`): lookups refresh an entry, an insert
+/// beyond the capacity evicts the least recently used one.
+pub struct LruCache<K, V> {
     capacity: usize,
     /// Most recently used last.
-    entries: Vec<(Hash128, Arc<Program>)>,
-    index: HashMap<Hash128, ()>,
+    entries: Vec<(K, V)>,
+    index: HashMap<K, ()>,
 }
 
-impl ComputationCache {
-    fn new(capacity: usize) -> ComputationCache {
-        ComputationCache {
+impl<K: Copy + Eq + std::hash::Hash, V: Clone> LruCache<K, V> {
+    /// An empty cache holding at most `capacity` entries.
+    pub fn new(capacity: usize) -> LruCache<K, V> {
+        LruCache {
             capacity,
             entries: Vec::new(),
             index: HashMap::new(),
         }
     }
 
-    fn get(&mut self, h: Hash128) -> Option<Arc<Program>> {
-        self.index.get(&h)?;
-        let i = self.entries.iter().rposition(|(k, _)| *k == h)?;
+    /// The value of `k`, refreshed as most recently used.
+    pub fn get(&mut self, k: K) -> Option<V> {
+        self.index.get(&k)?;
+        let i = self.entries.iter().rposition(|(key, _)| *key == k)?;
         let e = self.entries.remove(i);
-        let p = Arc::clone(&e.1);
+        let v = e.1.clone();
         self.entries.push(e);
-        Some(p)
+        Some(v)
     }
 
-    fn insert(&mut self, h: Hash128, p: Arc<Program>) {
-        if self.index.insert(h, ()).is_some() {
-            self.entries.retain(|(k, _)| *k != h);
+    /// Inserts (or replaces) `k`, evicting the least recently used entry when full.
+    pub fn insert(&mut self, k: K, v: V) {
+        if self.index.insert(k, ()).is_some() {
+            self.entries.retain(|(key, _)| *key != k);
         }
-        self.entries.push((h, p));
+        self.entries.push((k, v));
         while self.entries.len() > self.capacity {
             let (old, _) = self.entries.remove(0);
             self.index.remove(&old);
         }
     }
 
-    fn remove(&mut self, h: Hash128) {
-        if self.index.remove(&h).is_some() {
-            self.entries.retain(|(k, _)| *k != h);
+    /// Removes `k` (idempotent).
+    pub fn erase(&mut self, k: K) {
+        if self.index.remove(&k).is_some() {
+            self.entries.retain(|(key, _)| *key != k);
         }
     }
 
-    fn clear(&mut self) {
+    /// Removes everything.
+    pub fn clear(&mut self) {
         self.entries.clear();
         self.index.clear();
     }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
+
+type ComputationCache = LruCache<Hash128, Arc<Program>>;
 
 static CACHE: Mutex<Option<ComputationCache>> = Mutex::new(None);
 
@@ -188,7 +206,7 @@ fn with_cache<R>(f: impl FnOnce(&mut ComputationCache) -> R) -> R {
 
 /// Number of cached programs.
 pub fn computation_cache_size() -> usize {
-    with_cache(|c| c.entries.len())
+    with_cache(|c| c.len())
 }
 
 /// Empties the computation cache.
@@ -198,7 +216,7 @@ pub fn clear_computation_cache() {
 
 /// Removes one program (idempotent).
 pub fn remove_from_computation_cache(hash: Hash128) {
-    with_cache(|c| c.remove(hash));
+    with_cache(|c| c.erase(hash));
 }
 
 /// The text of the cached program of `hash`, if cached.
