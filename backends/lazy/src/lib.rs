@@ -73,8 +73,19 @@ fn register() -> Result<()> {
     let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::Lazy))?;
     fallback_lib.fallback(Kernel::boxed(fallback))?;
     fallback_lib.leak();
+    // Composites that allocate their output on their input's device directly (not through
+    // `empty`) would make a storage-backed tensor on `lazy`: they run through the fallback.
+    let mut composites = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::Lazy))?;
+    for name in ALLOCATING_COMPOSITES {
+        composites.impl_(name, Kernel::boxed(fallback))?;
+    }
+    composites.leak();
     Ok(())
 }
+
+/// CompositeExplicitAutograd kernels of ops.yaml that allocate with `Tensor::allocate` on their
+/// input's device, for operators not in backend.yaml (the fallback runs them on the CPU).
+const ALLOCATING_COMPOSITES: [&str; 2] = ["logical_not", "convolution"];
 
 /// The eager fallback (B.10): counts `aten::<op>` (with its overload), then runs the operator
 /// on the CPU through `cpu_fallback` (arguments materialised in one batched `_to_cpu`).

@@ -12,6 +12,7 @@ use switchyard_ops::op;
 
 use crate::generated::LazyNativeFunctions;
 use crate::ir::{Attr, Shape};
+use crate::metrics::counter_add;
 use crate::tensor::{
     create_from_ir, create_from_tensor, get_ltc_tensor, try_get_ltc_tensor, value_copy,
 };
@@ -77,12 +78,14 @@ impl Lazy {
 
 impl LazyNativeFunctions for Lazy {
     fn clone(self_: &Tensor, _memory_format: Option<MemoryFormat>) -> Result<Tensor> {
+        counter_add("lazy::clone", 1);
         // All lazy operators are functional: a clone shares the IR value.
         let lt = get_ltc_tensor(self_)?;
         create_from_ir(lt.ir_value()?, lt.device())
     }
 
     fn _copy_from(self_: &Tensor, dst: &Tensor, _non_blocking: bool) -> Result<Tensor> {
+        counter_add("lazy::_copy_from", 1);
         if dst.device().kind() == DeviceType::Lazy {
             Lazy::copy_into_lazy(self_, dst)?;
         } else {
@@ -95,6 +98,7 @@ impl LazyNativeFunctions for Lazy {
     }
 
     fn _copy_from_and_resize(self_: &Tensor, dst: &Tensor) -> Result<Tensor> {
+        counter_add("lazy::_copy_from_and_resize", 1);
         if dst.device().kind() == DeviceType::Lazy {
             let g = self_.geometry();
             if dst.geometry().sizes() != g.sizes() {
@@ -120,6 +124,7 @@ impl LazyNativeFunctions for Lazy {
         pin_memory: Option<bool>,
         memory_format: Option<MemoryFormat>,
     ) -> Result<Tensor> {
+        counter_add("lazy::empty", 1);
         let t = op::empty_memory_format::call(
             size,
             dtype,
@@ -139,9 +144,32 @@ impl LazyNativeFunctions for Lazy {
         device: Option<Device>,
         pin_memory: Option<bool>,
     ) -> Result<Tensor> {
+        counter_add("lazy::empty_strided", 1);
         let t =
             op::empty_strided::call(size, stride, dtype, layout, Some(Device::CPU), pin_memory)?;
         maybe_wrap(create_from_tensor(t, lazy_device(device))?)
+    }
+
+    fn new_empty_strided(
+        self_: &Tensor,
+        size: &[i64],
+        stride: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> Result<Tensor> {
+        counter_add("lazy::new_empty_strided", 1);
+        let t = op::empty_strided::call(
+            size,
+            stride,
+            Some(dtype.unwrap_or(self_.dtype())),
+            layout,
+            Some(Device::CPU),
+            pin_memory,
+        )?;
+        let device = lazy_device(device.or(Some(self_.device())));
+        maybe_wrap(create_from_tensor(t, device)?)
     }
 
     fn _to_copy(
@@ -153,6 +181,7 @@ impl LazyNativeFunctions for Lazy {
         non_blocking: bool,
         memory_format: Option<MemoryFormat>,
     ) -> Result<Tensor> {
+        counter_add("lazy::_to_copy", 1);
         let Some((_, lt)) = try_get_ltc_tensor(self_)? else {
             // Eager → lazy: copy to the options on the CPU, hold the copy as the value.
             let copy = op::_to_copy::call(
@@ -213,6 +242,7 @@ impl LazyNativeFunctions for Lazy {
     }
 
     fn _to_cpu(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+        counter_add("lazy::_to_cpu", 1);
         let lts = tensors
             .iter()
             .map(get_ltc_tensor)
@@ -223,14 +253,17 @@ impl LazyNativeFunctions for Lazy {
     }
 
     fn lift(self_: &Tensor) -> Result<Tensor> {
+        counter_add("lazy::lift", 1);
         lift_impl("lift", self_)
     }
 
     fn lift_fresh(self_: &Tensor) -> Result<Tensor> {
+        counter_add("lazy::lift_fresh", 1);
         lift_impl("lift_fresh", self_)
     }
 
     fn _unsafe_view(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+        counter_add("lazy::_unsafe_view", 1);
         <Lazy as LazyNativeFunctions>::view_copy(self_, size)
     }
 }

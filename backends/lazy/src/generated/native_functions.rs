@@ -398,6 +398,11 @@ pub trait LazyNativeFunctions {
     /// Kernel `empty`, registered at `Lazy`.
     fn empty_memory_format(size: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, memory_format: Option<MemoryFormat>) -> Result<Tensor>;
 
+    /// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
+    ///
+    /// Kernel `new_empty_strided`, registered at `Lazy`.
+    fn new_empty_strided(self_: &Tensor, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor>;
+
     /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
     ///
     /// Kernel `mean`, registered at `Lazy`.

@@ -95,6 +95,7 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("where.self_out", Kernel::typed::<op::where_self_out>(wrapper_Lazy_where_self_out::<K>).debug("wrapper_Lazy_where_self_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_Lazy_empty_memory_format::<K>).debug("wrapper_Lazy_empty_memory_format").for_key(DispatchKey::Lazy))?;
     lib.impl_("empty.out", Kernel::typed::<op::empty_out>(wrapper_Lazy_empty_out::<K>).debug("wrapper_Lazy_empty_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("new_empty_strided", Kernel::typed::<op::new_empty_strided>(wrapper_Lazy_new_empty_strided::<K>).debug("wrapper_Lazy_new_empty_strided").for_key(DispatchKey::Lazy))?;
     lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(wrapper_Lazy_mean_dim::<K>).debug("wrapper_Lazy_mean_dim").for_key(DispatchKey::Lazy))?;
     lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_Lazy_mean_out::<K>).debug("wrapper_Lazy_mean_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sum", Kernel::typed::<op::sum>(wrapper_Lazy_sum::<K>).debug("wrapper_Lazy_sum").for_key(DispatchKey::Lazy))?;
@@ -597,6 +598,11 @@ fn wrapper_Lazy_empty_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (size, me
     let functional_result = K::empty_memory_format(size, Some(out.dtype()), Some(out.layout()), Some(out.device()), None, memory_format)?;
     switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
+}
+
+/// `new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_new_empty_strided<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, size, stride, dtype, layout, device, pin_memory): (&Tensor, &[i64], &[i64], Option<ScalarType>, Option<Layout>, Option<Device>, Option<bool>)) -> Result<Tensor> {
+    K::new_empty_strided(self_, size, stride, dtype, layout, device, pin_memory)
 }
 
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)

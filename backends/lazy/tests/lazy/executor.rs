@@ -206,3 +206,24 @@ fn bad_shapes_raise_the_cpu_kernels_message_at_trace_time() {
     switchyard_lazy::mark_step().unwrap();
     assert_eq!(counter("UncachedCompile") + counter("CachedCompile"), 0);
 }
+
+#[test]
+fn execution_errors_are_the_kernels_and_leave_the_ir_in_place() {
+    let _g = setup();
+    // The meta function accepts abs of a bool tensor; the CPU kernel's dtype coverage does not:
+    // the error comes at execution, worded and tagged as eager's.
+    let b = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+    let eager = b.abs().map(|_| ()).unwrap_err().to_string();
+    let lb = switchyard_lazy::to_lazy(&b).unwrap();
+    let bad = lb.abs().unwrap();
+    let good = lb.logical_not().unwrap(); // a fallback operator, fine on bools
+    let e = switchyard_lazy::mark_step().unwrap_err().to_string();
+    assert_eq!(e, eager);
+    // The IR came back: the same step fails the same way again...
+    let again = switchyard_lazy::mark_step().unwrap_err().to_string();
+    assert_eq!(again, eager);
+    // ...and once the failing tensor is gone, the rest runs.
+    drop(bad);
+    switchyard_lazy::mark_step().unwrap();
+    assert_eq!(switchyard_lazy::to_cpu(&good).unwrap().dim(), 1);
+}

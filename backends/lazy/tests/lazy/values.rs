@@ -18,6 +18,12 @@ fn check(inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>) {
         assert!(switchyard_lazy::is_lazy(t));
     }
     switchyard_lazy::mark_step().unwrap();
+    // Every operator was traced: none went through the CPU fallback.
+    let fallbacks: Vec<String> = switchyard_lazy::counter_names()
+        .into_iter()
+        .filter(|n| n.starts_with("aten::"))
+        .collect();
+    assert!(fallbacks.is_empty(), "{fallbacks:?}");
     for (l, e) in lazy.iter().zip(&eager) {
         assert_close(l, e, 1e-5);
     }
