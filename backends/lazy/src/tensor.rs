@@ -93,6 +93,27 @@ impl LazyTensor {
         Ok(ir)
     }
 
+    /// [`LazyTensor::ir_value`] of `t`, this payload's tensor. A tensor resized from outside
+    /// the backend (an out= argument resized by `resize_output`, which changes the geometry
+    /// only) first gets a value of its new shape: zeros, as its old elements are not kept
+    /// (PyTorch leaves them uninitialised).
+    pub fn ir_value_of(&self, t: &Tensor) -> Result<Output> {
+        let sizes = t.sizes();
+        if self.shape().sizes != sizes {
+            let g = t.geometry();
+            let fresh = switchyard_ops::op::empty_strided::call(
+                g.sizes(),
+                g.strides(),
+                Some(t.dtype()),
+                None,
+                Some(Device::CPU),
+                None,
+            )?;
+            self.set_tensor_data(fresh);
+        }
+        self.ir_value()
+    }
+
     /// The shape of the current value.
     pub fn shape(&self) -> Shape {
         let st = self.state();

@@ -46,7 +46,7 @@ impl NodeBuilder {
     }
 
     fn lazy_operand(&mut self, t: &Tensor, any_device: bool) -> Result<()> {
-        if let Some((_, lt)) = try_get_ltc_tensor(t)? {
+        if let Some((inner, lt)) = try_get_ltc_tensor(t)? {
             match self.device {
                 None => self.device = Some(lt.device()),
                 Some(d) if d != lt.device() => {
@@ -57,7 +57,7 @@ impl NodeBuilder {
                 }
                 Some(_) => {}
             }
-            let ir = lt.ir_value()?;
+            let ir = lt.ir_value_of(&inner)?;
             self.push_operand(ir);
             return Ok(());
         }

@@ -170,3 +170,35 @@ fn type_promotion_and_integer_tensors() {
         ])
     });
 }
+
+/// Lazy tensors used below the functionalization layer (as the fallback and the layer itself
+/// use them): in-place and out= calls go through the generated wrappers and `_copy_from`.
+#[test]
+fn plain_lazy_tensors_in_place_and_out() {
+    use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
+    use switchyard_core::{DispatchKey, DispatchKeySet};
+    let _g = setup();
+    let (x, y) = (sample(&[2, 3], 16), sample(&[2, 3], 17));
+    let _below = ExcludeDispatchKeyGuard::new(DispatchKeySet::from_key(DispatchKey::Functionalize));
+    let (lx, ly) = (
+        switchyard_lazy::to_lazy(&x).unwrap(),
+        switchyard_lazy::to_lazy(&y).unwrap(),
+    );
+    assert!(!switchyard_functionalize::is_functional(&lx));
+    // In place through the generated wrapper: add.Tensor traced, then copied into `lx`.
+    lx.add_(&ly).unwrap();
+    let ex = x.add(&y).unwrap();
+    // out= of a traced operator, and of a fallback operator into an empty out (resized).
+    let out =
+        switchyard_lazy::to_lazy(&Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap()).unwrap();
+    switchyard_ops::mul_out(&lx, &ly, &out).unwrap();
+    let out2 =
+        switchyard_lazy::to_lazy(&Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap()).unwrap();
+    switchyard_ops::cos_out(&lx, &out2).unwrap();
+    let c = lx.clone_with(None).unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    assert_close(&lx, &ex, 1e-6);
+    assert_close(&out, &ex.mul(&y).unwrap(), 1e-6);
+    assert_close(&out2, &ex.cos().unwrap(), 1e-6);
+    assert_close(&c, &ex, 0.0);
+}
