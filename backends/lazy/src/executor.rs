@@ -387,7 +387,16 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
             "internal error: the cached program's parameter count differs from the graph's",
         ));
     }
-    // Placeholders installed first (LTC's order); on failure the IR comes back.
+    let params: Vec<Val> = graph
+        .params
+        .iter()
+        .map(|d| {
+            d.value().map(Val::from).ok_or_else(|| {
+                Error::runtime("Trying to access data while an async operation is in flight")
+            })
+        })
+        .collect::<Result<_>>()?;
+    // Placeholders installed before execution (LTC's order); on failure the IR comes back.
     let placeholders: Vec<Arc<DeviceData>> = roots
         .iter()
         .map(|r| DeviceData::placeholder(r.shape().clone()))
@@ -400,15 +409,6 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
             st.ir = None;
         }
     }
-    let params: Vec<Val> = graph
-        .params
-        .iter()
-        .map(|d| {
-            d.value().map(Val::from).ok_or_else(|| {
-                Error::runtime("Trying to access data while an async operation is in flight")
-            })
-        })
-        .collect::<Result<_>>()?;
     let result = {
         let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         let start = Instant::now();

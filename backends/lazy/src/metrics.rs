@@ -3,15 +3,11 @@
 //! metrics (`CompileTime`, `ExecuteTime`) with their sample counts and totals; a text report.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 static COUNTERS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
 static METRICS: Mutex<BTreeMap<String, (u64, Duration)>> = Mutex::new(BTreeMap::new());
-
-/// Bumped by [`reset_metrics`], so static counters notice that their cached value was reset.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// A counter with a fixed name (the generated kernels' `lazy::<op>`).
 pub struct Counter {
@@ -89,7 +85,6 @@ pub fn reset_metrics() {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clear();
-    EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The metrics report: `Metric: <name>` with `TotalSamples` and `Accumulator` per metric, then

@@ -227,3 +227,26 @@ fn execution_errors_are_the_kernels_and_leave_the_ir_in_place() {
     switchyard_lazy::mark_step().unwrap();
     assert_eq!(switchyard_lazy::to_cpu(&good).unwrap().dim(), 1);
 }
+
+#[test]
+fn scalar_values_are_parameters_their_kinds_are_structure() {
+    let _g = setup();
+    let x = switchyard_lazy::to_lazy(&sample(&[3], 60)).unwrap();
+    let hash = |t: &Tensor| {
+        switchyard_lazy::get_graph_hash(std::slice::from_ref(t))
+            .unwrap()
+            .unwrap()
+    };
+    let a = x.add_scalar(1.5).unwrap();
+    let b = x.add_scalar(-7.25).unwrap();
+    let c = x.add_scalar(2).unwrap();
+    let d = x.add_scalar_with(1.5, 3.0).unwrap();
+    // Other float values: the same graph. An integer scalar: another parameter dtype.
+    assert_eq!(hash(&a), hash(&b));
+    assert_ne!(hash(&a), hash(&c));
+    assert_ne!(hash(&a), hash(&d));
+    // Equal values share one parameter: x + 1.5 * 1.5 differs from x + 1.5 * 3.0 in its
+    // parameter sequence only.
+    let e = x.add_scalar_with(1.5, 1.5).unwrap();
+    assert_ne!(hash(&d), hash(&e));
+}
