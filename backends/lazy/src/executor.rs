@@ -334,6 +334,8 @@ pub fn graph_hash(tensors: &[Arc<LazyTensor>]) -> Result<Option<Hash128>> {
     Ok(Some(build_graph(&roots, true)?.hash))
 }
 
+/// The tensors to sync (sorted by id, each once, those without data and with pending IR) and
+/// their IR values; a tensor whose IR is a bare device-data leaf takes the leaf's data.
 fn collect(tensors: &[Arc<LazyTensor>]) -> (Vec<Arc<LazyTensor>>, Vec<Output>) {
     let mut sorted: Vec<&Arc<LazyTensor>> = tensors.iter().collect();
     sorted.sort_by_key(|t| t.id());
@@ -341,18 +343,19 @@ fn collect(tensors: &[Arc<LazyTensor>]) -> (Vec<Arc<LazyTensor>>, Vec<Output>) {
     let mut synced = Vec::new();
     let mut roots = Vec::new();
     for t in sorted {
-        let st = t.state();
+        let mut st = t.state();
         if st.handle.is_some() {
             continue;
         }
-        if let Some(ir) = &st.ir {
-            // A tensor whose IR is only a leaf needs no execution: its data is the leaf's.
-            if let OpKind::DeviceData(_) = &ir.node.kind {
-                continue;
-            }
-            roots.push(ir.clone());
-            synced.push(Arc::clone(t));
+        let Some(ir) = st.ir.clone() else { continue };
+        // A tensor whose IR is only a leaf (a clone of synced data) needs no execution: its
+        // data is the leaf's.
+        if let OpKind::DeviceData(d) = &ir.node.kind {
+            st.handle = Some(Arc::clone(d));
+            continue;
         }
+        roots.push(ir);
+        synced.push(Arc::clone(t));
     }
     (synced, roots)
 }

@@ -163,3 +163,38 @@ fn counters_name_kernels_and_fallbacks() {
     switchyard_lazy::reset_metrics();
     assert_eq!(switchyard_lazy::counter_value("lazy::add"), None);
 }
+
+/// L12 (`test_generator`), its values half: random operators with explicit generators give
+/// the CPU's values, whatever the global seed. (They run through the fallback in this slice;
+/// the recompile half needs them traced, with the generator in the graph.)
+#[test]
+fn l12_explicit_generators_give_the_cpus_values() {
+    let _g = setup();
+    let run = |device_lazy: bool, global: u64| -> (Tensor, Tensor) {
+        switchyard_core::generator::manual_seed(global).unwrap();
+        let one = |v: f32| {
+            let t = Tensor::from_slice(&[v]).unwrap();
+            if device_lazy {
+                switchyard_lazy::to_lazy(&t).unwrap()
+            } else {
+                t
+            }
+        };
+        let g1 = switchyard_core::Generator::new(switchyard_core::Device::CPU);
+        g1.manual_seed(2023);
+        let t1 = one(1.0);
+        t1.uniform__with(0.0, 1.0, Some(&g1)).unwrap();
+        let g2 = switchyard_core::Generator::new(switchyard_core::Device::CPU);
+        g2.manual_seed(2024);
+        let t2 = one(1.0);
+        t2.normal__with(0.0, 1.0, Some(&g2)).unwrap();
+        if device_lazy {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        (t1, t2)
+    };
+    let (c1, c2) = run(false, 1);
+    let (l1, l2) = run(true, 2);
+    assert_close(&l1, &c1, 0.0);
+    assert_close(&l2, &c2, 0.0);
+}

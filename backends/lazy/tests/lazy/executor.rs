@@ -250,3 +250,17 @@ fn scalar_values_are_parameters_their_kinds_are_structure() {
     let e = x.add_scalar_with(1.5, 1.5).unwrap();
     assert_ne!(hash(&d), hash(&e));
 }
+
+#[test]
+fn a_clone_of_data_reads_without_an_execution() {
+    let _g = setup();
+    let x = sample(&[4], 61);
+    let lx = switchyard_lazy::to_lazy(&x).unwrap();
+    let y = lx.exp().unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    // `y` is data now; its clone shares the data's leaf as IR.
+    let c = y.clone_with(None).unwrap();
+    assert_close(&c, &x.exp().unwrap(), 1e-6);
+    assert_eq!(counter("UncachedCompile") + counter("CachedCompile"), 1);
+    assert_eq!(counter("lazy::clone"), 1);
+}
