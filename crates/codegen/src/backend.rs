@@ -9,8 +9,8 @@
 //! supported: [abs, add.Tensor, add_.Tensor, mm]
 //! autograd: [max_pool2d]             # registered at Autograd<backend>
 //! full_codegen: [relu]               # appended to supported (lazy codegen generates bodies)
-//! ir_gen: [...]                      # lazy codegen only; ignored here
-//! non_native: [...]                  # lazy codegen only; ignored here
+//! ir_gen: [...]                      # lazy codegen: IR node and lowering, no kernel
+//! non_native: [...]                  # lazy codegen: nodes without a schema (func, opkind, properties)
 //! symint: [empty.memory_format]      # no effect in Rust: SymInt is i64 everywhere
 //! use_out_as_primary: false          # true turns off the generated in-place/out wrappers
 //! device_guard: false                # accepted; Rust wrappers have no device guards
@@ -106,8 +106,13 @@ pub struct BackendYaml {
     pub supported: Vec<BackendKernel>,
     /// The autograd index, de-duplicated, in listing order.
     pub autograd: Vec<BackendKernel>,
-    /// The `full_codegen` operators (also in `supported`).
+    /// The `full_codegen` operators (also in `supported`): for a `Lazy` backend, the
+    /// generator writes their IR node, trace kernel and lowering.
     pub full_codegen: Vec<usize>,
+    /// The `ir_gen` operators: an IR node and a lowering, no kernel (lazy backends only).
+    pub ir_gen: Vec<usize>,
+    /// The `non_native` entries: IR nodes without an operator of the model.
+    pub non_native: Vec<NonNative>,
     /// The `symint` names as written.
     pub symint: BTreeSet<String>,
     /// `use_out_as_primary` (default false); when true no in-place/out wrappers are generated.
@@ -116,7 +121,124 @@ pub struct BackendYaml {
     pub device_guard: bool,
 }
 
+/// One `non_native` entry of a lazy backend yaml (torchgen's `NativeFunction` built from a
+/// schema with no operator behind it): an IR node the backend's hand-written code builds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NonNative {
+    /// The schema as written (`func:`).
+    pub func: String,
+    /// The node's operator kind (`opkind:`, e.g. `prim::Constant`); `None` when absent
+    /// (torchgen then uses `lazy_tensors::<name>`).
+    pub opkind: Option<String>,
+    /// `properties:` (`ShapePrecompute`, `ShapeCompute`, `ShapeCache`,
+    /// `TreatScalarsAsConstants`, `CanBeReusedDeclOnly`).
+    pub properties: Vec<String>,
+}
+
+impl NonNative {
+    /// The node's operator kind: `opkind`, or `lazy_tensors::<name>` as torchgen names it.
+    pub fn op_kind(&self) -> String {
+        match &self.opkind {
+            Some(k) => k.clone(),
+            None => {
+                let name = self.func.split('(').next().unwrap_or_default().trim();
+                format!("lazy_tensors::{name}")
+            }
+        }
+    }
+}
+
+/// The properties a `non_native` entry may list (torchgen's `LazyIrProperties`).
+pub const NON_NATIVE_PROPERTIES: [&str; 5] = [
+    "ShapePrecompute",
+    "ShapeCompute",
+    "ShapeCache",
+    "TreatScalarsAsConstants",
+    "CanBeReusedDeclOnly",
+];
+
+fn parse_non_native(file: &str, node: Option<Node>) -> Result<Vec<NonNative>, YamlError> {
+    let Some(node) = node.filter(|n| n.value != Value::Null) else {
+        return Ok(Vec::new());
+    };
+    let Value::Seq(items) = node.value else {
+        return Err(err(
+            file,
+            Some(node.line),
+            format!(
+                "expected \"non_native\" to be a list, but got: {}",
+                py_str(&node)
+            ),
+        ));
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let Value::Map(entries) = &item.value else {
+            return Err(err(
+                file,
+                Some(item.line),
+                format!(
+                    "expected a non_native entry to be a dict, but got: {}",
+                    py_str(&item)
+                ),
+            ));
+        };
+        let get = |key: &str| {
+            entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v)
+        };
+        let Some(func) = get("func").and_then(Node::as_str) else {
+            return Err(err(
+                file,
+                Some(item.line),
+                "a non_native entry needs a \"func\" schema string",
+            ));
+        };
+        if let Err(e) = switchyard_schema::FunctionSchema::parse(func) {
+            return Err(err(
+                file,
+                Some(item.line),
+                format!("invalid non_native schema {func}: {e}"),
+            ));
+        }
+        let opkind = get("opkind").and_then(Node::as_str).map(str::to_owned);
+        let mut properties = Vec::new();
+        if let Some(p) = get("properties") {
+            for prop in iterate(p).unwrap_or_default() {
+                let name = py_str(&prop);
+                if !NON_NATIVE_PROPERTIES.contains(&name.as_str()) {
+                    return Err(err(
+                        file,
+                        Some(prop.line),
+                        format!("Invalid LazyIrProperty: {name}"),
+                    ));
+                }
+                properties.push(name);
+            }
+        }
+        out.push(NonNative {
+            func: func.to_owned(),
+            opkind,
+            properties,
+        });
+    }
+    Ok(out)
+}
+
 impl BackendYaml {
+    /// Whether `f` is listed under `full_codegen`.
+    pub fn is_full_codegen(&self, f: usize) -> bool {
+        self.full_codegen.contains(&f)
+    }
+
+    /// Whether the backend is `Lazy`, whose `full_codegen` / `ir_gen` / `non_native` entries
+    /// get generated IR nodes, kernels and lowerings (`emit::lazy`).
+    pub fn is_lazy(&self) -> bool {
+        self.backend_key == BackendKey::Known(DispatchKey::Lazy)
+    }
+
     /// Whether the backend index has a kernel for function `f`.
     pub fn has_kernel(&self, f: usize) -> bool {
         self.supported.iter().any(|k| k.function == f)
@@ -364,8 +486,12 @@ pub fn parse_backend_yaml(
         })?,
     };
     supported.extend(full_codegen_nodes.iter().cloned());
-    pop("non_native");
-    pop("ir_gen");
+    let non_native = parse_non_native(file, pop("non_native"))?;
+    let ir_gen_nodes = list(
+        "ir_gen",
+        pop("ir_gen").filter(|n| n.value != Value::Null),
+        true,
+    )?;
     if !values.is_empty() {
         let keys: Vec<&str> = values.iter().map(|(k, _)| k.as_str()).collect();
         return Err(err(
@@ -481,6 +607,10 @@ pub fn parse_backend_yaml(
         .iter()
         .filter_map(|n| n.as_str().and_then(|s| nf.index_of_str(s)))
         .collect();
+    let ir_gen = build_index(file, &ir_gen_nodes, &symint, nf)?
+        .into_iter()
+        .map(|k| k.function)
+        .collect();
     Ok(Some(BackendYaml {
         backend: backend_text,
         backend_key,
@@ -490,6 +620,8 @@ pub fn parse_backend_yaml(
         supported: supported_index,
         autograd: autograd_index,
         full_codegen,
+        ir_gen,
+        non_native,
         symint,
         use_out_as_primary,
         device_guard,

@@ -65,7 +65,7 @@ mod yaml;
 
 pub mod emit;
 
-pub use backend::{BackendKernel, BackendKey, BackendYaml, parse_backend_yaml};
+pub use backend::{BackendKernel, BackendKey, BackendYaml, NonNative, parse_backend_yaml};
 pub use dispatch::{
     BackendMetadata, DEFAULT_KERNEL_NAMESPACE, GEN_PY_DEFAULT_IGNORED_KEYS,
     STRUCTURED_DISPATCH_KEYS, SUPPORTED_DISPATCH_KEYS, UFUNC_DISPATCH_KEYS, is_composite_key,

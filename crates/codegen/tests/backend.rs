@@ -910,3 +910,186 @@ fn command_usage() {
         String::from_utf8_lossy(&missing.stderr).contains("needs --source-yaml and --output-dir")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Lazy backends (`backend: Lazy`): `ir_gen` / `non_native` parsed, and the node table, trace
+// kernels and lowerings generated for `full_codegen` (`emit::lazy`).
+
+const LAZY_YAML: &str = "backend: Lazy
+cpp_namespace: lazy_fixture
+class_name: LazyFixture
+full_codegen:
+  - add.Tensor
+  - view_copy
+  - native_layer_norm
+  - copy
+  - sum.dim_IntList
+ir_gen:
+  - _to_copy
+supported:
+  - _copy_from
+non_native:
+  - func: scalar(Scalar value, ScalarType type) -> Tensor
+    opkind: prim::Constant
+    properties:
+      - ShapeCompute
+      - TreatScalarsAsConstants
+  - func: device_data() -> Tensor
+";
+
+#[test]
+fn lazy_yaml_keeps_full_codegen_ir_gen_and_non_native() {
+    let y = parse(LAZY_YAML).unwrap();
+    assert!(y.is_lazy());
+    let name = |f: usize| model().functions[f].func.name.unqualified();
+    let full: Vec<String> = y.full_codegen.iter().map(|&f| name(f)).collect();
+    assert_eq!(
+        full,
+        [
+            "add.Tensor",
+            "view_copy",
+            "native_layer_norm",
+            "copy",
+            "sum.dim_IntList"
+        ]
+    );
+    let ir: Vec<String> = y.ir_gen.iter().map(|&f| name(f)).collect();
+    assert_eq!(ir, ["_to_copy"]);
+    assert_eq!(y.non_native.len(), 2);
+    assert_eq!(y.non_native[0].op_kind(), "prim::Constant");
+    assert_eq!(
+        y.non_native[0].properties,
+        ["ShapeCompute", "TreatScalarsAsConstants"]
+    );
+    // torchgen's default kind for an entry without `opkind`.
+    assert_eq!(y.non_native[1].op_kind(), "lazy_tensors::device_data");
+    // full_codegen members are still in the backend index (registered), apart from supported.
+    assert!(y.is_full_codegen(y.full_codegen[0]));
+    assert!(!y.is_full_codegen(y.supported[0].function));
+}
+
+#[test]
+fn lazy_yaml_refuses_bad_non_native_entries() {
+    let bad_prop = "backend: Lazy\ncpp_namespace: x\nfull_codegen: [abs]\nnon_native:\n  - func: scalar(Scalar value) -> Tensor\n    properties: [Fast]\n";
+    assert!(error(bad_prop).contains("Invalid LazyIrProperty: Fast"));
+    let no_func = "backend: Lazy\ncpp_namespace: x\nfull_codegen: [abs]\nnon_native:\n  - opkind: prim::Constant\n";
+    assert!(error(no_func).contains("\"func\""));
+    let bad_ir_gen = "backend: Lazy\ncpp_namespace: x\nfull_codegen: [abs]\nir_gen: [no_such_op]\n";
+    assert_eq!(
+        error(bad_ir_gen),
+        "Found an invalid operator name: no_such_op"
+    );
+}
+
+#[test]
+fn lazy_node_class_names_are_torchgens() {
+    use switchyard_codegen::emit::lazy::node_class_name;
+    assert_eq!(node_class_name("add", "Tensor"), "AddTensor");
+    assert_eq!(node_class_name("native_batch_norm", ""), "NativeBatchNorm");
+    // Python's str.capitalize lowers the rest of each part.
+    assert_eq!(node_class_name("sum", "dim_IntList"), "SumDimIntlist");
+    assert_eq!(node_class_name("_softmax", ""), "Softmax");
+    assert_eq!(node_class_name("transpose_copy", "int"), "TransposeCopyInt");
+}
+
+#[test]
+fn lazy_backend_generates_nodes_kernels_and_lowerings() {
+    let files = generate(LAZY_YAML);
+    let mut names: Vec<&String> = files.keys().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "kernels_0.rs",
+            "kernels_1.rs",
+            "lowerings_0.rs",
+            "lowerings_1.rs",
+            "mod.rs",
+            "native_functions.rs",
+            "nodes.rs",
+            "register.rs"
+        ]
+    );
+    let all_kernels = format!("{}{}", files["kernels_0.rs"], files["kernels_1.rs"]);
+    let all_lowerings = format!("{}{}", files["lowerings_0.rs"], files["lowerings_1.rs"]);
+    let kernel = |name: &str| -> String {
+        let start = all_kernels
+            .find(&format!("pub(crate) fn {name}("))
+            .unwrap_or_else(|| panic!("no kernel {name}"));
+        let rest = &all_kernels[start..];
+        rest[..rest.find("\n}\n").unwrap()].to_string()
+    };
+    // Counter names are torchgen's kernel names (no overload).
+    let add = kernel("lazy_add_Tensor");
+    assert!(add.contains("Counter::new(\"lazy::add\")"), "{add}");
+    // Operands before shape inference, the Scalar lifted to an operand.
+    let (t, s, m) = (
+        add.find("b.tensor(other)?").unwrap(),
+        add.find("b.scalar(&alpha)?").unwrap(),
+        add.find("switchyard_ops::meta::add_tensor(").unwrap(),
+    );
+    assert!(t < s && s < m, "{add}");
+    // Structured (and delegating) operators call their meta function on the lazy tensors...
+    assert!(kernel("lazy_sum_dim_IntList").contains("switchyard_ops::meta::sum_dim_intlist("));
+    // ...the others run the Meta kernel on meta shadows.
+    let view = kernel("lazy_view_copy");
+    assert!(
+        view.contains("op::view_copy::call(&b.shadow(self_)?, size)?"),
+        "{view}"
+    );
+    assert!(view.contains("b.attr(Attr::from(size));"), "{view}");
+    let ln = kernel("lazy_native_layer_norm");
+    assert!(ln.contains("b.opt_tensor(weight)?;"), "{ln}");
+    assert!(
+        ln.contains("Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))"),
+        "{ln}"
+    );
+    // `copy` reads its source from any device.
+    assert!(kernel("lazy_copy").contains("b.tensor_any_device(src)?;"));
+    // ir_gen: a lowering and a node entry, no kernel.
+    assert!(!all_kernels.contains("fn lazy__to_copy("));
+    assert!(all_lowerings.contains("fn lower__to_copy(ins: &LowerArgs<'_>)"));
+    // Lowerings call the CPU kernel with the CPU-only key set, attributes by schema position.
+    assert!(all_lowerings.contains(
+        "op::add_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.scalar(2)?)?"
+    ));
+    assert!(all_lowerings.contains(
+        "op::sum_dim_IntList::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?, ins.opt_dtype(3)?)?"
+    ));
+    // The node table: class names, hashes of the qualified name, argument kinds, lowerings.
+    let nodes = &files["nodes.rs"];
+    assert!(nodes.contains("class: \"AddTensor\""));
+    assert!(nodes.contains("op_hash: Hash128::of_str(\"aten::add\")"));
+    assert!(nodes.contains("arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar]"));
+    assert!(nodes.contains("num_outputs: 3"));
+    assert!(nodes.contains("pub(crate) const NODE__to_copy: usize = 5;"));
+    assert!(nodes.contains(
+        "NonNativeInfo { name: \"scalar\", op_kind: \"prim::Constant\", schema: \"scalar(Scalar value, ScalarType type) -> Tensor\", properties: &[\"ShapeCompute\", \"TreatScalarsAsConstants\"] }"
+    ));
+    // The trait: a generated kernel is a default body, a supported one is the backend's.
+    let tr = &files["native_functions.rs"];
+    assert!(tr.contains("fn add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {\n        super::kernels_0::lazy_add_Tensor(self_, other, alpha)\n    }"));
+    assert!(tr.contains(
+        "fn _copy_from(self_: &Tensor, dst: &Tensor, non_blocking: bool) -> Result<Tensor>;"
+    ));
+    let module = &files["mod.rs"];
+    assert!(module.contains("pub mod nodes;\npub mod kernels_0;"));
+}
+
+#[test]
+fn lazy_backend_keeps_composite_members_and_wraps_the_rest() {
+    let set = reg_set(LAZY_YAML);
+    // add_.Tensor / add.out get the generated wrappers around the traced add.Tensor...
+    assert!(set.contains(&(
+        "add_.Tensor".into(),
+        DispatchKey::Lazy,
+        "GeneratedInplace".into()
+    )));
+    assert!(set.contains(&("add.out".into(), DispatchKey::Lazy, "GeneratedOut".into())));
+    // ...but copy_ keeps its CompositeExplicitAutograd kernel (copy_ → _copy_from): a wrapper
+    // would end in copy_ itself.
+    assert!(!set.iter().any(|(op, _, _)| op == "copy_"), "{set:?}");
+    // A non-lazy backend's full_codegen gets no lazy files.
+    let files = generate("backend: XLA\ncpp_namespace: x\nfull_codegen: [abs]\n");
+    assert_eq!(files.len(), 3);
+}

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod from_model;
 pub mod functionalize;
 pub mod input;
+pub mod lazy;
 pub mod operators;
 pub mod python;
 pub mod registration;

@@ -127,14 +127,15 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>, String> {
 }
 
 /// The backend yamls of the repository (yaml, output folder, both relative to the root) whose
-/// generated code is committed: the reference backend `backends/sidecar` and two compiled test
-/// fixtures of this crate. `generate` regenerates them too, so a change to ops.yaml that
+/// generated code is committed: the reference backend `backends/sidecar`, two compiled test
+/// fixtures of this crate, and the lazy backend `backends/lazy`. `generate` regenerates them too, so a change to ops.yaml that
 /// changes them is caught by the same staleness check.
-pub const BACKEND_YAMLS: [(&str, &str); 3] = [
+pub const BACKEND_YAMLS: [(&str, &str); 4] = [
     (
         "backends/sidecar/backend.yaml",
         "backends/sidecar/src/generated",
     ),
+    ("backends/lazy/backend.yaml", "backends/lazy/src/generated"),
     (
         "crates/codegen/tests/backend_fixture/backend.yaml",
         "crates/codegen/tests/backend_fixture",

@@ -1,0 +1,458 @@
+//! The graph executor (B.7): collect the tensors to sync, order their IR, hash it, look the
+//! program up in an LRU cache (compile on a miss), execute it, and install the results.
+//!
+//! Execution is synchronous (PyTorch's default, `torch_lazy_use_thread_pool` off): results are
+//! in place when a sync returns. The backend here is the *naive* one: a program is the post-order
+//! as a list of lowering calls over value slots, holding no data, so one program serves every
+//! graph with the same hash.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use smallvec::SmallVec;
+use switchyard_core::keys::sets;
+use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
+use switchyard_core::{DispatchKey, Error, Result};
+
+use crate::data::{DataValue, DeviceData};
+use crate::ir::{Arg, Hash128, NodeInfo, OpKind, Output, post_order};
+use crate::metrics;
+use crate::tensor::{LazyTensor, live_tensors};
+use crate::trace::{LowerArgs, Val};
+
+/// Capacity of the computation cache (`torch_lazy_compilation_cache_size`).
+pub const COMPILATION_CACHE_SIZE: usize = 1024;
+
+/// One lowering call of a program.
+struct Instr {
+    info: &'static NodeInfo,
+    args: SmallVec<[Arg; 4]>,
+    ins: SmallVec<[usize; 4]>,
+    /// First output slot; the node's outputs take consecutive slots.
+    out: usize,
+    n_out: usize,
+}
+
+/// A compiled program (the naive backend's): parameters in slots `0..n_params`, then one slot
+/// per node output; `results` name the roots' slots in root order.
+pub struct Program {
+    n_params: usize,
+    n_slots: usize,
+    instrs: Vec<Instr>,
+    results: Vec<usize>,
+}
+
+impl Program {
+    /// Number of parameters.
+    pub fn parameter_count(&self) -> usize {
+        self.n_params
+    }
+
+    /// Number of lowering calls.
+    pub fn instruction_count(&self) -> usize {
+        self.instrs.len()
+    }
+
+    /// One line per call (`%3 = aten::add.Tensor(%0, %1, %2)`), then the results.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for i in &self.instrs {
+            let outs: Vec<String> = (i.out..i.out + i.n_out).map(|k| format!("%{k}")).collect();
+            let ins: Vec<String> = i.ins.iter().map(|k| format!("%{k}")).collect();
+            s.push_str(&format!(
+                "{} = {}({})\n",
+                outs.join(", "),
+                i.info.operator_name(),
+                ins.join(", ")
+            ));
+        }
+        let res: Vec<String> = self.results.iter().map(|k| format!("%{k}")).collect();
+        s.push_str(&format!("return ({})\n", res.join(", ")));
+        s
+    }
+
+    fn execute(&self, params: &[Val]) -> Result<Vec<Val>> {
+        if params.len() != self.n_params {
+            return Err(Error::runtime(format!(
+                "internal error: the program takes {} parameters, got {}",
+                self.n_params,
+                params.len()
+            )));
+        }
+        // Kernels run below every layer: no wrapper, autograd record or tracer sees them.
+        let _guard = ExcludeDispatchKeyGuard::new(
+            sets::AUTOGRAD_WITH_AD_INPLACE_OR_VIEW.add(DispatchKey::Functionalize) | sets::PYTHON,
+        );
+        let mut slots: Vec<Option<Val>> = vec![None; self.n_slots];
+        for (slot, p) in slots.iter_mut().zip(params) {
+            *slot = Some(p.clone());
+        }
+        for instr in &self.instrs {
+            let ins: SmallVec<[Val; 4]> = instr
+                .ins
+                .iter()
+                .map(|&k| {
+                    slots[k].clone().ok_or_else(|| {
+                        Error::runtime("internal error: lazy program reads an empty slot")
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let outs = (instr.info.lower)(&LowerArgs {
+                info: instr.info,
+                args: &instr.args,
+                ins: &ins,
+            })
+            .map_err(|e| e.in_operator(&instr.info.operator_name()))?;
+            if outs.len() != instr.n_out {
+                return Err(Error::runtime(format!(
+                    "internal error: lowering of {} returned {} outputs, expected {}",
+                    instr.info.operator_name(),
+                    outs.len(),
+                    instr.n_out
+                )));
+            }
+            for (k, t) in outs.into_iter().enumerate() {
+                slots[instr.out + k] = Some(Val::Tensor(t));
+            }
+        }
+        self.results
+            .iter()
+            .map(|&k| {
+                slots[k].clone().ok_or_else(|| {
+                    Error::runtime("internal error: lazy program result not computed")
+                })
+            })
+            .collect()
+    }
+}
+
+/// A least-recently-used cache (LTC's `util::Cache`): lookups refresh an entry, an insert
+/// beyond the capacity evicts the least recently used one.
+pub struct LruCache<K, V> {
+    capacity: usize,
+    /// Most recently used last.
+    entries: Vec<(K, V)>,
+    index: HashMap<K, ()>,
+}
+
+impl<K: Copy + Eq + std::hash::Hash, V: Clone> LruCache<K, V> {
+    /// An empty cache holding at most `capacity` entries.
+    pub fn new(capacity: usize) -> LruCache<K, V> {
+        LruCache {
+            capacity,
+            entries: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    /// The value of `k`, refreshed as most recently used.
+    pub fn get(&mut self, k: K) -> Option<V> {
+        self.index.get(&k)?;
+        let i = self.entries.iter().rposition(|(key, _)| *key == k)?;
+        let e = self.entries.remove(i);
+        let v = e.1.clone();
+        self.entries.push(e);
+        Some(v)
+    }
+
+    /// Inserts (or replaces) `k`, evicting the least recently used entry when full.
+    pub fn insert(&mut self, k: K, v: V) {
+        if self.index.insert(k, ()).is_some() {
+            self.entries.retain(|(key, _)| *key != k);
+        }
+        self.entries.push((k, v));
+        while self.entries.len() > self.capacity {
+            let (old, _) = self.entries.remove(0);
+            self.index.remove(&old);
+        }
+    }
+
+    /// Removes `k` (idempotent).
+    pub fn erase(&mut self, k: K) {
+        if self.index.remove(&k).is_some() {
+            self.entries.retain(|(key, _)| *key != k);
+        }
+    }
+
+    /// Removes everything.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.index.clear();
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+type ComputationCache = LruCache<Hash128, Arc<Program>>;
+
+static CACHE: Mutex<Option<ComputationCache>> = Mutex::new(None);
+
+/// The device lock: one execution at a time (`wait_device_ops` is a barrier on it).
+static DEVICE_LOCK: Mutex<()> = Mutex::new(());
+
+fn with_cache<R>(f: impl FnOnce(&mut ComputationCache) -> R) -> R {
+    let mut g = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    f(g.get_or_insert_with(|| ComputationCache::new(COMPILATION_CACHE_SIZE)))
+}
+
+/// Number of cached programs.
+pub fn computation_cache_size() -> usize {
+    with_cache(|c| c.len())
+}
+
+/// Empties the computation cache.
+pub fn clear_computation_cache() {
+    with_cache(ComputationCache::clear);
+}
+
+/// Removes one program (idempotent).
+pub fn remove_from_computation_cache(hash: Hash128) {
+    with_cache(|c| c.erase(hash));
+}
+
+/// The text of the cached program of `hash`, if cached.
+pub fn program_text(hash: Hash128) -> Option<String> {
+    with_cache(|c| c.get(hash)).map(|p| p.text())
+}
+
+/// The graph of the roots: post-order, parameters (device data deduplicated by handle) and
+/// the graph hash (structure, leaf shapes, parameter aliasing pattern; never data).
+struct Graph {
+    order: Vec<Arc<crate::ir::Node>>,
+    params: Vec<Arc<DeviceData>>,
+    /// Parameter index of each device-data node of `order` (by position in `order`).
+    param_of: HashMap<*const crate::ir::Node, usize>,
+    hash: Hash128,
+}
+
+fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
+    let mut hash = Hash128::of_u64(u64::from(force_data));
+    for r in roots {
+        hash = hash.combine(r.hash());
+    }
+    let root_nodes: Vec<&Arc<crate::ir::Node>> = roots.iter().map(|r| &r.node).collect();
+    let order = post_order(&root_nodes)?;
+    let mut params: Vec<Arc<DeviceData>> = Vec::new();
+    let mut by_handle: HashMap<u64, usize> = HashMap::new();
+    let mut param_of = HashMap::new();
+    let mut sequence = Hash128::of_str("parameter_sequence");
+    for n in &order {
+        if let OpKind::DeviceData(d) = &n.kind {
+            let next = params.len();
+            let idx = *by_handle.entry(d.handle).or_insert(next);
+            if idx == next {
+                params.push(Arc::clone(d));
+            }
+            param_of.insert(Arc::as_ptr(n), idx);
+            sequence = sequence.with_u64(idx as u64);
+        }
+    }
+    Ok(Graph {
+        order,
+        params,
+        param_of,
+        hash: hash.combine(sequence),
+    })
+}
+
+fn compile(graph: &Graph, roots: &[Output]) -> Result<Program> {
+    let n_params = graph.params.len();
+    let mut slot_of: HashMap<*const crate::ir::Node, usize> = HashMap::new();
+    let mut next = n_params;
+    let mut instrs = Vec::new();
+    for n in &graph.order {
+        match &n.kind {
+            OpKind::DeviceData(_) => {
+                let p = graph
+                    .param_of
+                    .get(&Arc::as_ptr(n))
+                    .copied()
+                    .ok_or_else(|| {
+                        Error::runtime("internal error: device data without a parameter")
+                    })?;
+                slot_of.insert(Arc::as_ptr(n), p);
+            }
+            OpKind::Aten(info) => {
+                let ins = n
+                    .operands
+                    .iter()
+                    .map(|o| {
+                        slot_of
+                            .get(&Arc::as_ptr(&o.node))
+                            .map(|s| s + o.index)
+                            .ok_or_else(|| {
+                                Error::runtime("internal error: operand not yet lowered")
+                            })
+                    })
+                    .collect::<Result<_>>()?;
+                let n_out = n.shapes.len();
+                instrs.push(Instr {
+                    info,
+                    args: n.args.clone(),
+                    ins,
+                    out: next,
+                    n_out,
+                });
+                slot_of.insert(Arc::as_ptr(n), next);
+                next += n_out;
+            }
+        }
+    }
+    let results = roots
+        .iter()
+        .map(|r| {
+            slot_of
+                .get(&Arc::as_ptr(&r.node))
+                .map(|s| s + r.index)
+                .ok_or_else(|| Error::runtime("internal error: root not lowered"))
+        })
+        .collect::<Result<_>>()?;
+    Ok(Program {
+        n_params,
+        n_slots: next,
+        instrs,
+        results,
+    })
+}
+
+/// The graph hash of what syncing `tensors` would run (PyTorch's `GetGraphHash`), `None` when
+/// nothing is pending.
+pub fn graph_hash(tensors: &[Arc<LazyTensor>]) -> Result<Option<Hash128>> {
+    let (_, roots) = collect(tensors);
+    if roots.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(build_graph(&roots, true)?.hash))
+}
+
+/// The tensors to sync (sorted by id, each once, those without data and with pending IR) and
+/// their IR values; a tensor whose IR is a bare device-data leaf takes the leaf's data.
+fn collect(tensors: &[Arc<LazyTensor>]) -> (Vec<Arc<LazyTensor>>, Vec<Output>) {
+    let mut sorted: Vec<&Arc<LazyTensor>> = tensors.iter().collect();
+    sorted.sort_by_key(|t| t.id());
+    sorted.dedup_by_key(|t| t.id());
+    let mut synced = Vec::new();
+    let mut roots = Vec::new();
+    for t in sorted {
+        let mut st = t.state();
+        if st.handle.is_some() {
+            continue;
+        }
+        let Some(ir) = st.ir.clone() else { continue };
+        // A tensor whose IR is only a leaf (a clone of synced data) needs no execution: its
+        // data is the leaf's.
+        if let OpKind::DeviceData(d) = &ir.node.kind {
+            st.handle = Some(Arc::clone(d));
+            continue;
+        }
+        roots.push(ir);
+        synced.push(Arc::clone(t));
+    }
+    (synced, roots)
+}
+
+/// Syncs `tensors` (B.7, `force_ltc_data` on): executes the graph of those with pending IR
+/// and gives each its data. With `sync_ltc_data` (`mark_step`, `sync`) their IR is replaced by
+/// the data; without (`.to("cpu")`, LTC's `ApplyPendingGraph`) the IR stays and the data is
+/// kept beside it, so later operators still build on the IR.
+pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<()> {
+    let (synced, roots) = collect(tensors);
+    if roots.is_empty() {
+        return Ok(());
+    }
+    metrics::counter_add("SyncedTensorsWithIR", synced.len() as u64);
+    let graph = build_graph(&roots, true)?;
+    let program = match with_cache(|c| c.get(graph.hash)) {
+        Some(p) => {
+            metrics::counter_add("CachedCompile", 1);
+            p
+        }
+        None => {
+            metrics::counter_add("UncachedCompile", 1);
+            let start = Instant::now();
+            let p = Arc::new(compile(&graph, &roots)?);
+            metrics::record_time("CompileTime", start.elapsed());
+            with_cache(|c| c.insert(graph.hash, Arc::clone(&p)));
+            p
+        }
+    };
+    if program.parameter_count() != graph.params.len() {
+        return Err(Error::runtime(
+            "internal error: the cached program's parameter count differs from the graph's",
+        ));
+    }
+    let params: Vec<Val> = graph
+        .params
+        .iter()
+        .map(|d| {
+            d.value().map(Val::from).ok_or_else(|| {
+                Error::runtime("Trying to access data while an async operation is in flight")
+            })
+        })
+        .collect::<Result<_>>()?;
+    // Placeholders installed before execution (LTC's order); on failure the IR comes back.
+    let placeholders: Vec<Arc<DeviceData>> = roots
+        .iter()
+        .map(|r| DeviceData::placeholder(r.shape().clone()))
+        .collect();
+    for (t, p) in synced.iter().zip(&placeholders) {
+        let mut st = t.state();
+        st.handle = Some(Arc::clone(p));
+        st.tensor_data = None;
+        if sync_ltc_data {
+            st.ir = None;
+        }
+    }
+    let result = {
+        let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        let start = Instant::now();
+        let r = program.execute(&params);
+        metrics::record_time("ExecuteTime", start.elapsed());
+        r
+    };
+    match result {
+        Ok(values) => {
+            if values.len() != placeholders.len() {
+                return Err(Error::runtime(
+                    "Expected number of outputs does not match the program's results",
+                ));
+            }
+            for (p, v) in placeholders.iter().zip(values) {
+                p.assign(match v {
+                    Val::Tensor(t) => DataValue::Tensor(t),
+                    Val::Scalar(s) => DataValue::Scalar(s),
+                });
+            }
+            Ok(())
+        }
+        Err(e) => {
+            for ((t, p), ir) in synced.iter().zip(&placeholders).zip(roots) {
+                p.clear();
+                let mut st = t.state();
+                st.handle = None;
+                st.ir = Some(ir);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Syncs every live lazy tensor (LTC's `SyncLiveTensorsGraph`), IR replaced by data.
+pub fn sync_live_tensors() -> Result<()> {
+    let live = live_tensors();
+    sync_tensors(&live, true)
+}
+
+/// Waits for running executions to finish (a barrier on the device lock).
+pub fn wait_device_ops() {
+    drop(DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner));
+}

@@ -1,0 +1,514 @@
+//! The IR (B.3): nodes with an operator, operands, non-tensor arguments and output shapes; a
+//! structural 128-bit hash that leaves data out; post-order.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use smallvec::SmallVec;
+use switchyard_core::shape::contiguous_strides;
+use switchyard_core::{
+    Device, DimVec, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor,
+};
+
+use crate::data::DeviceData;
+use crate::trace::LowerArgs;
+
+/// A 128-bit structural hash (LTC's `hash_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Hash128(pub u128);
+
+const FNV_OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+const FNV_PRIME: u128 = 0x0000000001000000000000000000013B;
+
+impl Hash128 {
+    /// The hash of a string (FNV-1a, 128 bits), usable in constants: operator kinds hash their
+    /// qualified name (`aten::add`).
+    pub const fn of_str(s: &str) -> Hash128 {
+        let bytes = s.as_bytes();
+        let mut h = FNV_OFFSET;
+        let mut i = 0;
+        while i < bytes.len() {
+            h ^= bytes[i] as u128;
+            h = h.wrapping_mul(FNV_PRIME);
+            i += 1;
+        }
+        Hash128(h)
+    }
+
+    /// The hash of a 64-bit value.
+    pub const fn of_u64(v: u64) -> Hash128 {
+        Hash128::mix(v as u128 ^ ((v as u128) << 64) ^ 0x9e37_79b9_7f4a_7c15)
+    }
+
+    const fn mix(mut x: u128) -> Hash128 {
+        x ^= x >> 67;
+        x = x.wrapping_mul(0x2d35_8dcc_aa6c_78a5_8bb8_4b93_962e_acc9);
+        x ^= x >> 61;
+        x = x.wrapping_mul(0x4be9_8134_a5a2_5bb9_f39c_c060_5ced_c835);
+        x ^= x >> 64;
+        Hash128(x)
+    }
+
+    /// LTC's `HashCombine`: order-dependent.
+    pub const fn combine(self, other: Hash128) -> Hash128 {
+        Hash128::mix(
+            self.0.rotate_left(17)
+                ^ other
+                    .0
+                    .wrapping_add(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835),
+        )
+    }
+
+    /// Folds `v` into the hash.
+    pub const fn with_u64(self, v: u64) -> Hash128 {
+        self.combine(Hash128::of_u64(v))
+    }
+
+    /// Folds a list of 64-bit values (its length included).
+    pub fn with_i64s(self, vs: &[i64]) -> Hash128 {
+        let mut h = self.with_u64(vs.len() as u64);
+        for &v in vs {
+            h = h.with_u64(v as u64);
+        }
+        h
+    }
+}
+
+/// The sentinel an absent optional operand contributes (LTC's `kNullOpt`).
+pub const K_NULL_OPT: Hash128 = Hash128::of_str("lazy::null_opt");
+
+/// The seed of device-data leaves (LTC's 101): data never enters a hash.
+pub const DEVICE_DATA_SEED: Hash128 = Hash128::of_u64(101);
+
+/// The operator hash of device-data leaves.
+pub const DEVICE_DATA_OP: Hash128 = Hash128::of_str("lazy_tensors::device_data");
+
+/// The shape of one output: dtype, sizes and strides (ours carry the Meta kernel's strides).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Element type.
+    pub dtype: ScalarType,
+    /// Sizes.
+    pub sizes: DimVec,
+    /// Strides.
+    pub strides: DimVec,
+}
+
+impl Shape {
+    /// A contiguous shape.
+    pub fn contiguous(dtype: ScalarType, sizes: &[i64]) -> Shape {
+        Shape {
+            dtype,
+            sizes: DimVec::from_slice(sizes),
+            strides: contiguous_strides(sizes),
+        }
+    }
+
+    /// The shape of tensor `t` (its sizes and strides, offset ignored).
+    pub fn of(t: &Tensor) -> Shape {
+        let g = t.geometry();
+        Shape {
+            dtype: t.dtype(),
+            sizes: DimVec::from_slice(g.sizes()),
+            strides: DimVec::from_slice(g.strides()),
+        }
+    }
+
+    /// The hash of dtype, sizes and strides (programs specialise on layouts).
+    pub fn hash(&self) -> Hash128 {
+        Hash128::of_u64(self.dtype as u64)
+            .with_i64s(&self.sizes)
+            .with_i64s(&self.strides)
+    }
+}
+
+impl fmt::Display for Shape {
+    /// `Float[2,3]`, as LTC prints shapes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sizes: Vec<String> = self.sizes.iter().map(i64::to_string).collect();
+        write!(f, "{:?}[{}]", self.dtype, sizes.join(","))
+    }
+}
+
+/// A non-tensor argument kept on a node, hashed by value.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Attr {
+    Int(i64),
+    Ints(DimVec),
+    OptInt(Option<i64>),
+    OptInts(Option<DimVec>),
+    Bool(bool),
+    OptBool(Option<bool>),
+    Float(f64),
+    OptFloat(Option<f64>),
+    Dtype(ScalarType),
+    OptDtype(Option<ScalarType>),
+    OptLayout(Option<Layout>),
+    OptDevice(Option<Device>),
+    OptMemoryFormat(Option<MemoryFormat>),
+    /// Owned (PyTorch PR #75527 fixed a use-after-free of a borrowed string here).
+    Str(Box<str>),
+    OptStr(Option<Box<str>>),
+}
+
+macro_rules! attr_from {
+    ($t:ty, $v:ident, $e:expr) => {
+        impl From<$t> for Attr {
+            fn from($v: $t) -> Attr {
+                $e
+            }
+        }
+    };
+}
+attr_from!(i64, v, Attr::Int(v));
+attr_from!(&[i64], v, Attr::Ints(DimVec::from_slice(v)));
+attr_from!(Option<i64>, v, Attr::OptInt(v));
+attr_from!(Option<&[i64]>, v, Attr::OptInts(v.map(DimVec::from_slice)));
+attr_from!(bool, v, Attr::Bool(v));
+attr_from!(Option<bool>, v, Attr::OptBool(v));
+attr_from!(f64, v, Attr::Float(v));
+attr_from!(Option<f64>, v, Attr::OptFloat(v));
+attr_from!(ScalarType, v, Attr::Dtype(v));
+attr_from!(Option<ScalarType>, v, Attr::OptDtype(v));
+attr_from!(Option<Layout>, v, Attr::OptLayout(v));
+attr_from!(Option<Device>, v, Attr::OptDevice(v));
+attr_from!(Option<MemoryFormat>, v, Attr::OptMemoryFormat(v));
+attr_from!(&str, v, Attr::Str(v.into()));
+attr_from!(Option<&str>, v, Attr::OptStr(v.map(Into::into)));
+
+impl Attr {
+    /// The value's hash (f64 by its bits; enums by their printed form).
+    pub fn hash(&self) -> Hash128 {
+        let opt = |present: bool| Hash128::of_u64(u64::from(present));
+        let tag = Hash128::of_str(match self {
+            Attr::Int(_) => "int",
+            Attr::Ints(_) => "ints",
+            Attr::OptInt(_) => "int?",
+            Attr::OptInts(_) => "ints?",
+            Attr::Bool(_) => "bool",
+            Attr::OptBool(_) => "bool?",
+            Attr::Float(_) => "float",
+            Attr::OptFloat(_) => "float?",
+            Attr::Dtype(_) => "dtype",
+            Attr::OptDtype(_) => "dtype?",
+            Attr::OptLayout(_) => "layout?",
+            Attr::OptDevice(_) => "device?",
+            Attr::OptMemoryFormat(_) => "memory_format?",
+            Attr::Str(_) => "str",
+            Attr::OptStr(_) => "str?",
+        });
+        let body = match self {
+            Attr::Int(v) => Hash128::of_u64(*v as u64),
+            Attr::Ints(v) => Hash128::of_u64(0).with_i64s(v),
+            Attr::OptInt(v) => opt(v.is_some()).with_u64(v.unwrap_or(0) as u64),
+            Attr::OptInts(v) => opt(v.is_some()).with_i64s(v.as_deref().unwrap_or(&[])),
+            Attr::Bool(v) => Hash128::of_u64(u64::from(*v)),
+            Attr::OptBool(v) => opt(v.is_some()).with_u64(u64::from(v.unwrap_or(false))),
+            Attr::Float(v) => Hash128::of_u64(v.to_bits()),
+            Attr::OptFloat(v) => opt(v.is_some()).with_u64(v.unwrap_or(0.0).to_bits()),
+            Attr::Dtype(v) => Hash128::of_u64(*v as u64),
+            Attr::OptDtype(v) => opt(v.is_some()).with_u64(v.map_or(0, |d| d as u64)),
+            Attr::OptLayout(v) => Hash128::of_str(&format!("{v:?}")),
+            Attr::OptDevice(v) => Hash128::of_str(&format!("{v:?}")),
+            Attr::OptMemoryFormat(v) => Hash128::of_str(&format!("{v:?}")),
+            Attr::Str(v) => Hash128::of_str(v),
+            Attr::OptStr(v) => {
+                opt(v.is_some()).combine(Hash128::of_str(v.as_deref().unwrap_or("")))
+            }
+        };
+        tag.combine(body)
+    }
+}
+
+impl fmt::Display for Attr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn opt<T: fmt::Debug>(v: &Option<T>) -> String {
+            v.as_ref()
+                .map_or_else(|| "null".to_owned(), |x| format!("{x:?}"))
+        }
+        match self {
+            Attr::Int(v) => write!(f, "{v}"),
+            Attr::Ints(v) => write!(f, "{:?}", v.as_slice()),
+            Attr::OptInt(v) => f.write_str(&opt(v)),
+            Attr::OptInts(v) => f.write_str(&opt(&v.as_ref().map(|d| d.to_vec()))),
+            Attr::Bool(v) => write!(f, "{}", u8::from(*v)),
+            Attr::OptBool(v) => f.write_str(&opt(v)),
+            Attr::Float(v) => write!(f, "{v}"),
+            Attr::OptFloat(v) => f.write_str(&opt(v)),
+            Attr::Dtype(v) => write!(f, "{v:?}"),
+            Attr::OptDtype(v) => f.write_str(&opt(v)),
+            Attr::OptLayout(v) => f.write_str(&opt(v)),
+            Attr::OptDevice(v) => f.write_str(&opt(v)),
+            Attr::OptMemoryFormat(v) => f.write_str(&opt(v)),
+            Attr::Str(v) => f.write_str(v),
+            Attr::OptStr(v) => f.write_str(v.as_deref().unwrap_or("null")),
+        }
+    }
+}
+
+/// One schema argument of a node, in schema order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// Operand number `i` (a tensor, or a lifted scalar).
+    Operand(u32),
+    /// An absent optional tensor.
+    Absent,
+    /// A non-tensor argument.
+    Attr(Attr),
+}
+
+/// How a schema argument is carried (in the generated node table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A tensor operand.
+    Tensor,
+    /// An optional tensor operand.
+    OptTensor,
+    /// A `Scalar` lifted to an operand.
+    Scalar,
+    /// A non-tensor attribute.
+    Attr,
+}
+
+/// A lowering: the CPU computation of a node from its inputs.
+pub type LowerFn = fn(&LowerArgs<'_>) -> Result<Vec<Tensor>>;
+
+/// A generated node kind (one per `full_codegen` / `ir_gen` operator).
+pub struct NodeInfo {
+    /// `aten::add`.
+    pub qualified: &'static str,
+    /// `Tensor` (empty when none).
+    pub overload: &'static str,
+    /// torchgen's `node_name` (`AddTensor`).
+    pub class: &'static str,
+    /// The hash of `qualified`.
+    pub op_hash: Hash128,
+    /// Argument names in schema order.
+    pub arg_names: &'static [&'static str],
+    /// Argument kinds in schema order.
+    pub arg_kinds: &'static [ArgKind],
+    /// Number of outputs.
+    pub num_outputs: usize,
+    /// The lowering.
+    pub lower: LowerFn,
+}
+
+impl NodeInfo {
+    /// `aten::add.Tensor`.
+    pub fn operator_name(&self) -> String {
+        if self.overload.is_empty() {
+            self.qualified.to_owned()
+        } else {
+            format!("{}.{}", self.qualified, self.overload)
+        }
+    }
+}
+
+/// A `non_native` node kind of the backend yaml.
+pub struct NonNativeInfo {
+    /// Its name (`scalar`).
+    pub name: &'static str,
+    /// Its operator kind (`prim::Constant`).
+    pub op_kind: &'static str,
+    /// The schema as written in the yaml.
+    pub schema: &'static str,
+    /// torchgen's lazy IR properties.
+    pub properties: &'static [&'static str],
+}
+
+/// What a node computes.
+#[derive(Clone)]
+pub enum OpKind {
+    /// A generated operator node (index into the generated `NODES`).
+    Aten(&'static NodeInfo),
+    /// A device-data leaf: a parameter of the graph.
+    DeviceData(Arc<DeviceData>),
+}
+
+/// A node output (LTC's `Value`: a strong reference and an output index).
+#[derive(Clone)]
+pub struct Output {
+    /// The node.
+    pub node: Arc<Node>,
+    /// The output index.
+    pub index: usize,
+}
+
+impl Output {
+    /// The output's shape.
+    pub fn shape(&self) -> &Shape {
+        // A node has one shape per output and outputs are made for valid indices only.
+        &self.node.shapes[self.index.min(self.node.shapes.len().saturating_sub(1))]
+    }
+
+    /// The hash of the output: its node's hash and the index.
+    pub fn hash(&self) -> Hash128 {
+        self.node.hash.with_u64(self.index as u64)
+    }
+}
+
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// An IR node.
+pub struct Node {
+    /// The operator.
+    pub kind: OpKind,
+    /// Operands (absent optional operands are skipped; see `args`).
+    pub operands: SmallVec<[Output; 3]>,
+    /// Every schema argument, in order.
+    pub args: SmallVec<[Arg; 4]>,
+    /// One shape per output.
+    pub shapes: SmallVec<[Shape; 1]>,
+    /// The structural hash (LTC's `dag_hash`).
+    pub hash: Hash128,
+    /// Creation order.
+    pub seq: u64,
+}
+
+impl Node {
+    /// An operator node; the hash folds the operator, the attributes and the operands' hashes
+    /// (not the node's own shapes, which the operands imply).
+    pub fn new(
+        info: &'static NodeInfo,
+        operands: SmallVec<[Output; 3]>,
+        args: SmallVec<[Arg; 4]>,
+        shapes: SmallVec<[Shape; 1]>,
+    ) -> Node {
+        let mut seed = Hash128::of_u64(args.len() as u64);
+        for a in &args {
+            seed = seed.combine(match a {
+                Arg::Operand(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
+                Arg::Absent => K_NULL_OPT,
+                Arg::Attr(attr) => attr.hash(),
+            });
+        }
+        let mut hash = info.op_hash.combine(seed);
+        for o in &operands {
+            hash = hash.combine(o.hash());
+        }
+        Node {
+            kind: OpKind::Aten(info),
+            operands,
+            args,
+            shapes,
+            hash,
+            seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// A device-data leaf: hashed by shape and seed 101, never by its data.
+    pub fn device_data(data: Arc<DeviceData>) -> Node {
+        let shape = data.shape.clone();
+        let hash = DEVICE_DATA_OP
+            .combine(shape.hash())
+            .combine(DEVICE_DATA_SEED);
+        Node {
+            kind: OpKind::DeviceData(data),
+            operands: SmallVec::new(),
+            args: SmallVec::new(),
+            shapes: smallvec::smallvec![shape],
+            hash,
+            seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The operator kind's qualified name (`aten::add`, `lazy_tensors::device_data`).
+    pub fn op_name(&self) -> &'static str {
+        match &self.kind {
+            OpKind::Aten(info) => info.qualified,
+            OpKind::DeviceData(_) => "lazy_tensors::device_data",
+        }
+    }
+
+    /// LTC's `ToString`: `[Float[2,3]] aten::add` plus `, num_outputs=N` and `, name=value`
+    /// per attribute (`device=` for device data).
+    pub fn text(&self) -> String {
+        let shapes: Vec<String> = self.shapes.iter().map(ToString::to_string).collect();
+        let mut s = format!("[{}] {}", shapes.join(", "), self.op_name());
+        if self.shapes.len() > 1 {
+            s.push_str(&format!(", num_outputs={}", self.shapes.len()));
+        }
+        match &self.kind {
+            OpKind::Aten(info) => {
+                for (a, name) in self.args.iter().zip(info.arg_names) {
+                    match a {
+                        Arg::Attr(attr) => s.push_str(&format!(", {name}={attr}")),
+                        Arg::Absent => s.push_str(&format!(", {name}=null")),
+                        Arg::Operand(_) => {}
+                    }
+                }
+            }
+            OpKind::DeviceData(_) => s.push_str(", device=lazy:0"),
+        }
+        s
+    }
+}
+
+impl Drop for Node {
+    /// Iterative: dropping the root of a 100000-node chain must not overflow the stack.
+    fn drop(&mut self) {
+        let mut work: Vec<Arc<Node>> = self.operands.drain(..).map(|o| o.node).collect();
+        while let Some(n) = work.pop() {
+            if let Some(mut inner) = Arc::into_inner(n) {
+                work.extend(inner.operands.drain(..).map(|o| o.node));
+            }
+        }
+    }
+}
+
+/// The nodes reachable from `roots`, each after its operands, each once (LTC's
+/// `ComputePostOrder`: iterative, operands in order, shared subgraphs emitted once).
+///
+/// Errors with "Graph loop found at ..." on a cycle (which `Arc` operands cannot build, but the
+/// check keeps the contract of the reference).
+pub fn post_order(roots: &[&Arc<Node>]) -> Result<Vec<Arc<Node>>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Emitting,
+        Emitted,
+    }
+    let mut marks: std::collections::HashMap<*const Node, Mark> = std::collections::HashMap::new();
+    let mut order = Vec::new();
+    for root in roots {
+        let mut stack: Vec<(Arc<Node>, usize)> = vec![(Arc::clone(root), 0)];
+        if marks.contains_key(&Arc::as_ptr(root)) {
+            continue;
+        }
+        marks.insert(Arc::as_ptr(root), Mark::Emitting);
+        while let Some((node, next)) = stack.pop() {
+            if next < node.operands.len() {
+                let child = Arc::clone(&node.operands[next].node);
+                stack.push((node, next + 1));
+                match marks.get(&Arc::as_ptr(&child)) {
+                    Some(Mark::Emitted) => {}
+                    Some(Mark::Emitting) => {
+                        return Err(Error::runtime(format!(
+                            "Graph loop found at {}",
+                            child.text()
+                        )));
+                    }
+                    None => {
+                        marks.insert(Arc::as_ptr(&child), Mark::Emitting);
+                        stack.push((child, 0));
+                    }
+                }
+            } else {
+                marks.insert(Arc::as_ptr(&node), Mark::Emitted);
+                order.push(node);
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// A scalar as a 0-dim tensor's dtype would hold it (what a lifted scalar parameter's shape
+/// says).
+pub fn scalar_dtype(s: &Scalar) -> ScalarType {
+    match s {
+        Scalar::Bool(_) => ScalarType::Bool,
+        Scalar::Int(_) => ScalarType::Long,
+        Scalar::Float(_) => ScalarType::Double,
+    }
+}

@@ -1,0 +1,134 @@
+//! **lazy**: the `Lazy` device (issue 19; `docs/lazy-plan.md`; PyTorch's Lazy Tensor Core,
+//! Part B of the reference note). Operators on lazy tensors record IR instead of computing;
+//! [`mark_step`] (or reading a value) compiles the pending graph, looks it up in a cache of
+//! compiled programs by its structural hash, runs it on the CPU kernels and replaces each
+//! synced tensor's IR by its data.
+//!
+//! Built like an external backend: `backend.yaml` lists the operators, the generator writes
+//! their IR node entries, trace kernels and lowerings (`src/generated/`), the hand-written
+//! kernels are in `manual.rs`, and every other operator runs through the CPU fallback, counted
+//! as `aten::<op>`. Every user-visible lazy tensor is a functional wrapper (B.11): views and
+//! mutations are functionalized above this backend, which only sees functional operators.
+//!
+//! ```
+//! use switchyard_ops::TensorOps;
+//! # fn main() -> switchyard_core::Result<()> {
+//! switchyard_lazy::init()?;
+//! let x = switchyard_lazy::to_lazy(&switchyard_core::Tensor::from_slice(&[1.0f32, 2.0])?)?;
+//! let y = x.exp()?.add(&x)?; // recorded, not computed
+//! switchyard_lazy::mark_step()?; // compiled, cached, executed
+//! let host = switchyard_lazy::to_cpu(&y)?;
+//! assert_eq!(host.to_vec::<f32>()?, vec![1f32.exp() + 1.0, 2f32.exp() + 2.0]);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod data;
+pub mod executor;
+#[rustfmt::skip]
+mod generated;
+pub mod ir;
+mod manual;
+pub mod metrics;
+pub mod tensor;
+pub mod trace;
+
+use std::sync::OnceLock;
+
+use switchyard_backend::{
+    Device, DeviceType, DispatchKey, DispatchKeySet, Dispatcher, Error, Kernel, Library,
+    LibraryKind, OperatorHandle, Result, Stack, Tensor, cpu_fallback,
+};
+use switchyard_ops::op;
+
+// The CPU kernels the lowerings and the fallback run on, the autograd kernels and the
+// functionalization layer above, registered by linking.
+use switchyard_autograd as _;
+use switchyard_cpu as _;
+
+pub use executor::{
+    clear_computation_cache, computation_cache_size, remove_from_computation_cache, wait_device_ops,
+};
+pub use ir::Hash128;
+pub use metrics::{counter_names, counter_value, metrics_report, reset_metrics};
+pub use tensor::{LazyTensor, get_ltc_tensor, try_get_ltc_tensor};
+
+/// The lazy device (index 0).
+pub fn device() -> Device {
+    Device::new(DeviceType::Lazy, Some(0))
+}
+
+/// Registers the lazy backend: its kernels at `Lazy` and the counting CPU fallback.
+/// Idempotent.
+pub fn init() -> Result<()> {
+    static INIT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    INIT.get_or_init(|| register().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(Error::runtime)
+}
+
+fn register() -> Result<()> {
+    switchyard_functionalize::init();
+    generated::library::<manual::Lazy>(Dispatcher::singleton())?.leak();
+    let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::Lazy))?;
+    fallback_lib.fallback(Kernel::boxed(fallback))?;
+    fallback_lib.leak();
+    // Composites that allocate their output on their input's device directly (not through
+    // `empty`) would make a storage-backed tensor on `lazy`: they run through the fallback.
+    let mut composites = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::Lazy))?;
+    for name in ALLOCATING_COMPOSITES {
+        composites.impl_(name, Kernel::boxed(fallback))?;
+    }
+    composites.leak();
+    Ok(())
+}
+
+/// CompositeExplicitAutograd kernels of ops.yaml that allocate with `Tensor::allocate` on their
+/// input's device, for operators not in backend.yaml (the fallback runs them on the CPU).
+const ALLOCATING_COMPOSITES: [&str; 2] = ["logical_not", "convolution"];
+
+/// The eager fallback (B.10): counts `aten::<op>` (with its overload), then runs the operator
+/// on the CPU through `cpu_fallback` (arguments materialised in one batched `_to_cpu`).
+pub fn fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
+    metrics::counter_add(op.name(), 1);
+    cpu_fallback(op, ks, stack)
+}
+
+/// A copy of `t` on the lazy device (a functional wrapper around a lazy tensor holding the
+/// copy).
+pub fn to_lazy(t: &Tensor) -> Result<Tensor> {
+    op::_to_copy::call(t, None, None, Some(device()), None, false, None)
+}
+
+/// A copy of `t` on the CPU: executes what `t` needs (and only that; its IR is kept).
+pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
+    op::_to_copy::call(t, None, None, Some(Device::CPU), None, false, None)
+}
+
+/// Syncs every live lazy tensor (PyTorch's `torch._lazy.mark_step()`): one graph, compiled or
+/// taken from the cache, executed; each tensor's IR replaced by its data. Counter `MarkStep`.
+pub fn mark_step() -> Result<()> {
+    executor::sync_live_tensors()?;
+    metrics::counter_add("MarkStep", 1);
+    Ok(())
+}
+
+/// The lazy payloads of `tensors` (functional wrappers synced and unwrapped first).
+fn payloads(tensors: &[Tensor]) -> Result<Vec<std::sync::Arc<LazyTensor>>> {
+    tensors.iter().map(get_ltc_tensor).collect()
+}
+
+/// Syncs `tensors` only (PyTorch's `torch._lazy.sync_multi`): their IR replaced by data.
+pub fn sync(tensors: &[Tensor]) -> Result<()> {
+    executor::sync_tensors(&payloads(tensors)?, true)
+}
+
+/// The hash of the graph syncing `tensors` would run (`None` if nothing is pending).
+pub fn get_graph_hash(tensors: &[Tensor]) -> Result<Option<Hash128>> {
+    executor::graph_hash(&payloads(tensors)?)
+}
+
+/// Whether `t` is a lazy tensor (a functional wrapper around one, or the inner tensor).
+pub fn is_lazy(t: &Tensor) -> bool {
+    t.device().kind() == DeviceType::Lazy
+}

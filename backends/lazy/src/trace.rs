@@ -1,0 +1,339 @@
+//! The non-generic helpers the generated code calls: [`NodeBuilder`] for the trace kernels
+//! (operands, attributes, shapes, the node and its lazy outputs) and [`LowerArgs`] for the
+//! lowerings (a node's inputs and attributes at execution).
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+use switchyard_core::keys::sets;
+use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
+use switchyard_core::storage::Storage;
+use switchyard_core::{
+    Device, DeviceType, DispatchKey, DispatchKeySet, Error, Layout, MemoryFormat, Result, Scalar,
+    ScalarType, Tensor,
+};
+use switchyard_ops::structured::OutputSpec;
+
+use crate::data::{DataValue, DeviceData, scalar_data};
+use crate::ir::{Arg, Attr, Node, NodeInfo, Output, Shape};
+use crate::tensor::{create_from_ir, try_get_ltc_tensor};
+
+/// Builds one node in a generated trace kernel.
+pub struct NodeBuilder {
+    info: &'static NodeInfo,
+    operands: SmallVec<[Output; 3]>,
+    args: SmallVec<[Arg; 4]>,
+    device: Option<Device>,
+}
+
+impl NodeBuilder {
+    /// A builder for node kind `NODES[index]`.
+    pub fn new(index: usize) -> Result<NodeBuilder> {
+        let info = crate::generated::nodes::NODES
+            .get(index)
+            .ok_or_else(|| Error::runtime(format!("internal error: no lazy node kind {index}")))?;
+        Ok(NodeBuilder {
+            info,
+            operands: SmallVec::new(),
+            args: SmallVec::new(),
+            device: None,
+        })
+    }
+
+    fn push_operand(&mut self, o: Output) {
+        self.args.push(Arg::Operand(self.operands.len() as u32));
+        self.operands.push(o);
+    }
+
+    fn lazy_operand(&mut self, t: &Tensor, any_device: bool) -> Result<()> {
+        if let Some((inner, lt)) = try_get_ltc_tensor(t)? {
+            match self.device {
+                None => self.device = Some(lt.device()),
+                Some(d) if d != lt.device() => {
+                    return Err(Error::runtime(format!(
+                        "Expected all tensors to be on the same device, but found at least two devices, {d} and {}!",
+                        lt.device()
+                    )));
+                }
+                Some(_) => {}
+            }
+            let ir = lt.ir_value_of(&inner)?;
+            self.push_operand(ir);
+            return Ok(());
+        }
+        // A wrapped number becomes a lifted scalar; other 0-dim CPU tensors (and any tensor
+        // where the operator copies across devices) become device data holding a copy.
+        if t.is_wrapped_number() {
+            let s = t.item_scalar()?;
+            let data = scalar_data(&s);
+            self.push_operand(Output {
+                node: Arc::new(Node::device_data(data)),
+                index: 0,
+            });
+            return Ok(());
+        }
+        if (t.dim() == 0 && t.device() == Device::CPU) || (any_device && t.device() == Device::CPU)
+        {
+            let copy = switchyard_ops::op::clone::call(t, None)?;
+            self.push_operand(Output {
+                node: Arc::new(Node::device_data(DeviceData::from_tensor(copy))),
+                index: 0,
+            });
+            return Ok(());
+        }
+        Err(Error::runtime(format!(
+            "Input tensor is not a lazy tensor: {}",
+            t.device()
+        )))
+    }
+
+    /// A tensor operand: a lazy tensor's IR value (wrapped numbers and 0-dim CPU tensors are
+    /// taken as on-the-fly parameters); any other tensor is "not a lazy tensor".
+    pub fn tensor(&mut self, t: &Tensor) -> Result<()> {
+        self.lazy_operand(t, false)
+    }
+
+    /// A tensor operand that may come from the CPU (`copy`'s `src`): such a tensor becomes a
+    /// device-data leaf holding a copy of its value.
+    pub fn tensor_any_device(&mut self, t: &Tensor) -> Result<()> {
+        self.lazy_operand(t, true)
+    }
+
+    /// An optional tensor operand.
+    pub fn opt_tensor(&mut self, t: Option<&Tensor>) -> Result<()> {
+        match t {
+            Some(t) => self.tensor(t),
+            None => {
+                self.args.push(Arg::Absent);
+                Ok(())
+            }
+        }
+    }
+
+    /// A `Scalar` argument, lifted to a parameter (B.7.8): graphs that differ only in scalar
+    /// values hash equal.
+    pub fn scalar(&mut self, s: &Scalar) -> Result<()> {
+        let data = scalar_data(s);
+        self.push_operand(Output {
+            node: Arc::new(Node::device_data(data)),
+            index: 0,
+        });
+        Ok(())
+    }
+
+    /// A non-tensor argument.
+    pub fn attr(&mut self, a: Attr) {
+        self.args.push(Arg::Attr(a));
+    }
+
+    /// A meta shadow of operand `t` for shape inference: a lazy tensor becomes a `Meta` tensor
+    /// with its geometry; anything else (a wrapped number, a CPU tensor) is passed as it is.
+    pub fn shadow(&self, t: &Tensor) -> Result<Tensor> {
+        if t.device().kind() != DeviceType::Lazy {
+            return Ok(t.clone());
+        }
+        let g = t.geometry();
+        let nbytes = usize::try_from(g.required_elements()).unwrap_or(0) * t.element_size();
+        Tensor::from_storage(
+            Storage::new(nbytes, Device::META)?,
+            g.sizes(),
+            g.strides(),
+            g.storage_offset(),
+            t.dtype(),
+        )
+    }
+
+    /// [`NodeBuilder::shadow`] of an optional operand.
+    pub fn shadow_opt(&self, t: Option<&Tensor>) -> Result<Option<Tensor>> {
+        t.map(|t| self.shadow(t)).transpose()
+    }
+
+    /// Builds the node with `shapes` and returns one new lazy tensor per output.
+    pub fn build(self, shapes: SmallVec<[Shape; 1]>) -> Result<Vec<Tensor>> {
+        let device = self.device.unwrap_or_else(crate::device);
+        let n = shapes.len();
+        let node = Arc::new(Node::new(self.info, self.operands, self.args, shapes));
+        (0..n)
+            .map(|index| {
+                create_from_ir(
+                    Output {
+                        node: Arc::clone(&node),
+                        index,
+                    },
+                    device,
+                )
+            })
+            .collect()
+    }
+
+    /// Builds a one-output node and returns its lazy tensor.
+    pub fn build_one(self, shapes: SmallVec<[Shape; 1]>) -> Result<Tensor> {
+        let mut v = self.build(shapes)?;
+        v.pop()
+            .ok_or_else(|| Error::runtime("internal error: a lazy node without outputs"))
+    }
+}
+
+/// Output `i` of a multi-output kernel.
+pub fn output(outs: &[Tensor], i: usize) -> Result<Tensor> {
+    outs.get(i)
+        .cloned()
+        .ok_or_else(|| Error::runtime(format!("internal error: lazy node has no output {i}")))
+}
+
+/// Excludes the layers above the backends while a Meta kernel runs on shadows (shape
+/// inference is bookkeeping, not part of the program).
+pub fn meta_guard() -> ExcludeDispatchKeyGuard {
+    ExcludeDispatchKeyGuard::new(
+        sets::AUTOGRAD_WITH_AD_INPLACE_OR_VIEW.add(DispatchKey::Functionalize) | sets::PYTHON,
+    )
+}
+
+/// The shapes a structured meta function computed.
+pub fn shapes_of_specs(specs: &[OutputSpec]) -> SmallVec<[Shape; 1]> {
+    specs
+        .iter()
+        .map(|s| match &s.strides {
+            Some(strides) => Shape {
+                dtype: s.dtype,
+                sizes: s.sizes.clone(),
+                strides: strides.iter().copied().collect(),
+            },
+            None => Shape::contiguous(s.dtype, &s.sizes),
+        })
+        .collect()
+}
+
+/// The shapes of Meta kernel outputs.
+pub fn shapes_of_tensors(ts: &[&Tensor]) -> SmallVec<[Shape; 1]> {
+    ts.iter().map(|t| Shape::of(t)).collect()
+}
+
+/// The key set lowerings redispatch with: the `CPU` kernel alone, no layer above it.
+pub fn cpu_only() -> DispatchKeySet {
+    DispatchKeySet::from_key(DispatchKey::CPU)
+}
+
+/// A value in an execution: a CPU tensor or a lifted scalar.
+#[derive(Clone)]
+pub enum Val {
+    /// A CPU tensor.
+    Tensor(Tensor),
+    /// A scalar parameter.
+    Scalar(Scalar),
+}
+
+impl From<DataValue> for Val {
+    fn from(v: DataValue) -> Val {
+        match v {
+            DataValue::Tensor(t) => Val::Tensor(t),
+            DataValue::Scalar(s) => Val::Scalar(s),
+        }
+    }
+}
+
+/// A node's arguments at execution: attributes from the node, operands as values.
+pub struct LowerArgs<'a> {
+    /// The node kind (named in errors).
+    pub info: &'static NodeInfo,
+    /// The node's schema arguments.
+    pub args: &'a [Arg],
+    /// The operands' values.
+    pub ins: &'a [Val],
+}
+
+fn missing(what: &str, i: usize, info: &NodeInfo) -> Error {
+    Error::runtime(format!(
+        "internal error: argument {i} of lazy node {} is not {what}",
+        info.operator_name()
+    ))
+}
+
+macro_rules! attr_getter {
+    ($(#[$doc:meta])* $name:ident, $variant:ident, $t:ty, $conv:expr) => {
+        $(#[$doc])*
+        pub fn $name(&self, i: usize) -> Result<$t> {
+            match self.args.get(i) {
+                Some(Arg::Attr(Attr::$variant(v))) => Ok($conv(v)),
+                _ => Err(missing(stringify!($name), i, self.info)),
+            }
+        }
+    };
+}
+
+impl<'a> LowerArgs<'a> {
+    fn operand(&self, i: usize) -> Result<Option<&'a Val>> {
+        match self.args.get(i) {
+            Some(Arg::Operand(k)) => self
+                .ins
+                .get(*k as usize)
+                .map(Some)
+                .ok_or_else(|| missing("an operand", i, self.info)),
+            Some(Arg::Absent) => Ok(None),
+            _ => Err(missing("an operand", i, self.info)),
+        }
+    }
+
+    /// Tensor argument `i` (a scalar parameter given to a tensor argument is rebuilt as the
+    /// wrapped number eager had).
+    pub fn tensor(&self, i: usize) -> Result<Tensor> {
+        match self.operand(i)? {
+            Some(Val::Tensor(t)) => Ok(t.clone()),
+            Some(Val::Scalar(s)) => Tensor::wrapped_scalar(*s),
+            None => Err(missing("a tensor", i, self.info)),
+        }
+    }
+
+    /// Optional tensor argument `i`.
+    pub fn opt_tensor(&self, i: usize) -> Result<Option<Tensor>> {
+        match self.operand(i)? {
+            None => Ok(None),
+            Some(_) => self.tensor(i).map(Some),
+        }
+    }
+
+    /// Scalar argument `i`.
+    pub fn scalar(&self, i: usize) -> Result<Scalar> {
+        match self.operand(i)? {
+            Some(Val::Scalar(s)) => Ok(*s),
+            Some(Val::Tensor(t)) => t.item_scalar(),
+            None => Err(missing("a scalar", i, self.info)),
+        }
+    }
+
+    attr_getter!(/// Attribute `i` as `int`.
+        int, Int, i64, |v: &i64| *v);
+    attr_getter!(/// Attribute `i` as `int[]`.
+        ints, Ints, &'a [i64], |v: &'a switchyard_core::DimVec| v.as_slice());
+    attr_getter!(/// Attribute `i` as `int?`.
+        opt_int, OptInt, Option<i64>, |v: &Option<i64>| *v);
+    attr_getter!(/// Attribute `i` as `int[]?`.
+        opt_ints, OptInts, Option<&'a [i64]>, |v: &'a Option<switchyard_core::DimVec>| v.as_deref());
+    attr_getter!(/// Attribute `i` as `bool`.
+        bool, Bool, bool, |v: &bool| *v);
+    attr_getter!(/// Attribute `i` as `bool?`.
+        opt_bool, OptBool, Option<bool>, |v: &Option<bool>| *v);
+    attr_getter!(/// Attribute `i` as `float`.
+        float, Float, f64, |v: &f64| *v);
+    attr_getter!(/// Attribute `i` as `float?`.
+        opt_float, OptFloat, Option<f64>, |v: &Option<f64>| *v);
+    attr_getter!(/// Attribute `i` as `ScalarType`.
+        dtype, Dtype, ScalarType, |v: &ScalarType| *v);
+    attr_getter!(/// Attribute `i` as `ScalarType?`.
+        opt_dtype, OptDtype, Option<ScalarType>, |v: &Option<ScalarType>| *v);
+    attr_getter!(/// Attribute `i` as `Layout?`.
+        opt_layout, OptLayout, Option<Layout>, |v: &Option<Layout>| *v);
+    attr_getter!(/// Attribute `i` as `Device?`.
+        opt_device, OptDevice, Option<Device>, |v: &Option<Device>| *v);
+    attr_getter!(/// Attribute `i` as `MemoryFormat?`.
+        opt_memory_format, OptMemoryFormat, Option<MemoryFormat>, |v: &Option<MemoryFormat>| *v);
+    /// Attribute `i` as `str`.
+    pub fn str(&self, i: usize) -> Result<&'a str> {
+        match self.args.get(i) {
+            Some(Arg::Attr(Attr::Str(v))) => Ok(v),
+            _ => Err(missing("str", i, self.info)),
+        }
+    }
+    attr_getter!(/// Attribute `i` as `str?`.
+        opt_str, OptStr, Option<&'a str>, |v: &'a Option<Box<str>>| v.as_deref());
+}

@@ -1,0 +1,200 @@
+//! The reference note's LTC cases (B.17) that this slice covers, seed 003's aliasing across
+//! `mark_step`, and the coverage of backend.yaml.
+
+use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
+use switchyard_core::{DispatchKey, DispatchKeySet, ScalarType, Tensor};
+use switchyard_ops::{TensorOps, op};
+
+use crate::support::{assert_close, counter, sample, setup};
+
+/// L5 (`test_view_mark_step_preserved`, PyTorch PR #75527): a view mutated after a
+/// `mark_step` still updates its base.
+#[test]
+fn l5_view_mark_step_preserved() {
+    let _g = setup();
+    let x0 = sample(&[4], 50);
+    let run = |x: &Tensor, step: bool| {
+        let y = x.view(&[2, 2]).unwrap();
+        y.add_scalar_(1).unwrap();
+        let _z = x.add(x).unwrap();
+        if step {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        y.add_scalar_(1).unwrap();
+    };
+    let ex = x0.mul_scalar(1).unwrap();
+    run(&ex, false);
+    let lx = switchyard_lazy::to_lazy(&x0).unwrap();
+    run(&lx, true);
+    assert_close(&lx, &ex, 0.0);
+    assert_close(&lx, &x0.add_scalar(2).unwrap(), 0.0);
+}
+
+/// Seed 003: aliasing lives in the functional wrappers above the backend, so views made before
+/// a `mark_step` alias their base after it, both ways.
+#[test]
+fn aliasing_survives_mark_step_both_ways() {
+    let _g = setup();
+    let x0 = sample(&[3, 4], 51);
+    let run = |x: &Tensor, step: bool| -> Vec<Tensor> {
+        let base = x.mul_scalar(1).unwrap();
+        let col = base.t().unwrap().select(0, 2).unwrap(); // a strided view
+        let row = base.narrow(0, 1, 1).unwrap();
+        if step {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        col.mul_scalar_(10).unwrap(); // through the view into the base
+        if step {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        base.add_scalar_(1).unwrap(); // through the base into both views
+        if step {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        row.neg_().unwrap();
+        vec![base, col, row]
+    };
+    let eager = run(&x0, false);
+    let lazy = run(&switchyard_lazy::to_lazy(&x0).unwrap(), true);
+    for (l, e) in lazy.iter().zip(&eager) {
+        assert_close(l, e, 1e-6);
+    }
+}
+
+/// L6 (`test_tensor_ctr`): a tensor lifted onto the device (`lift_fresh`) and viewed equals
+/// eager.
+#[test]
+fn l6_tensor_constructor_lifts() {
+    let _g = setup();
+    let cpu = Tensor::from_vec(vec![1i64, 2, 3, 4, 5], &[1, 5]).unwrap();
+    // `torch.tensor(..., device="lazy")`: the data moved below the layer, then lifted.
+    let plain = {
+        let _below =
+            ExcludeDispatchKeyGuard::new(DispatchKeySet::from_key(DispatchKey::Functionalize));
+        switchyard_lazy::to_lazy(&cpu).unwrap()
+    };
+    assert!(!switchyard_functionalize::is_functional(&plain));
+    let lifted = op::lift_fresh::call(&plain).unwrap();
+    assert!(switchyard_functionalize::is_functional(&lifted));
+    let v = lifted.view(&[-1]).unwrap();
+    assert_close(&v, &cpu.view(&[-1]).unwrap(), 0.0);
+}
+
+/// L16 (`test_meta_kernel`): half-precision linear layers keep their dtype, mixed dtypes raise,
+/// and a CPU tensor meeting a lazy one is "not a lazy tensor".
+#[test]
+fn l16_meta_kernels_types_and_devices() {
+    let _g = setup();
+    let half = |t: Tensor| t.to_dtype(ScalarType::Half).unwrap();
+    let (x, w, b) = (
+        half(sample(&[3, 2], 52)),
+        half(sample(&[2, 2], 53)),
+        half(sample(&[2], 54)),
+    );
+    let (lx, lw, lb) = (
+        switchyard_lazy::to_lazy(&x).unwrap(),
+        switchyard_lazy::to_lazy(&w).unwrap(),
+        switchyard_lazy::to_lazy(&b).unwrap(),
+    );
+    let with_bias = switchyard_ops::linear_with(&lx, &lw, Some(&lb)).unwrap();
+    let without = switchyard_ops::linear(&lx, &lw).unwrap();
+    assert_eq!(with_bias.dtype(), ScalarType::Half);
+    assert_eq!(without.dtype(), ScalarType::Half);
+    switchyard_lazy::mark_step().unwrap();
+    assert_close(
+        &with_bias,
+        &switchyard_ops::linear_with(&x, &w, Some(&b)).unwrap(),
+        1e-3,
+    );
+    // float32 weights with a float16 input: the meta kernel raises eager's error.
+    let w32 = sample(&[2, 2], 55);
+    let eager = switchyard_ops::linear(&x, &w32).unwrap_err().to_string();
+    let lazy = switchyard_ops::linear(&lx, &switchyard_lazy::to_lazy(&w32).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(lazy, eager);
+    // tensor([1]) on the CPU + tensor([1]) on the device.
+    let one = Tensor::from_slice(&[1.0f32]).unwrap();
+    let lone = switchyard_lazy::to_lazy(&one).unwrap();
+    let e = one.add(&lone).unwrap_err().to_string();
+    assert!(e.contains("not a lazy tensor"), "{e}");
+}
+
+/// Every entry of backend.yaml names an operator of ops.yaml (the generator's parser refuses
+/// others) and every generated or hand-written kernel is registered at `Lazy`.
+#[test]
+fn every_yaml_operator_exists_and_is_registered_at_lazy() {
+    let _g = setup();
+    let root = switchyard_codegen::emit::workspace::find_workspace_root(std::path::Path::new(
+        env!("CARGO_MANIFEST_DIR"),
+    ))
+    .unwrap();
+    let model = switchyard_codegen::emit::workspace::parse_ops_yaml(&root).unwrap();
+    let text = std::fs::read_to_string(root.join("backends/lazy/backend.yaml")).unwrap();
+    let yaml = switchyard_codegen::parse_backend_yaml(&text, "backend.yaml", &model)
+        .unwrap()
+        .unwrap();
+    assert!(yaml.full_codegen.len() >= 40, "{}", yaml.full_codegen.len());
+    let d = switchyard_dispatch::Dispatcher::singleton();
+    for k in &yaml.supported {
+        let name = model.functions[k.function].func.name.unqualified();
+        let handle = d
+            .find_schema(&format!("aten::{name}"))
+            .unwrap_or_else(|| panic!("{name}"));
+        let slot = handle.describe_slot(DispatchKey::Lazy);
+        assert!(
+            slot.as_ref()
+                .is_some_and(|(debug, _)| debug.contains("wrapper_Lazy_")),
+            "{name}: {slot:?}"
+        );
+    }
+}
+
+/// A kernel counts `lazy::<op>` per call, the fallback `aten::<op>` per call.
+#[test]
+fn counters_name_kernels_and_fallbacks() {
+    let _g = setup();
+    let x = switchyard_lazy::to_lazy(&sample(&[3], 56)).unwrap();
+    let _a = x.add(&x).unwrap().add(&x).unwrap();
+    let _b = x.cos().unwrap();
+    assert_eq!(counter("lazy::add"), 2);
+    assert_eq!(counter("aten::cos"), 1);
+    assert!(switchyard_lazy::counter_names().contains(&"lazy::add".to_string()));
+    switchyard_lazy::reset_metrics();
+    assert_eq!(switchyard_lazy::counter_value("lazy::add"), None);
+}
+
+/// L12 (`test_generator`), its values half: random operators with explicit generators give
+/// the CPU's values, whatever the global seed. (They run through the fallback in this slice;
+/// the recompile half needs them traced, with the generator in the graph.)
+#[test]
+fn l12_explicit_generators_give_the_cpus_values() {
+    let _g = setup();
+    let run = |device_lazy: bool, global: u64| -> (Tensor, Tensor) {
+        switchyard_core::generator::manual_seed(global).unwrap();
+        let one = |v: f32| {
+            let t = Tensor::from_slice(&[v]).unwrap();
+            if device_lazy {
+                switchyard_lazy::to_lazy(&t).unwrap()
+            } else {
+                t
+            }
+        };
+        let g1 = switchyard_core::Generator::new(switchyard_core::Device::CPU);
+        g1.manual_seed(2023);
+        let t1 = one(1.0);
+        t1.uniform__with(0.0, 1.0, Some(&g1)).unwrap();
+        let g2 = switchyard_core::Generator::new(switchyard_core::Device::CPU);
+        g2.manual_seed(2024);
+        let t2 = one(1.0);
+        t2.normal__with(0.0, 1.0, Some(&g2)).unwrap();
+        if device_lazy {
+            switchyard_lazy::mark_step().unwrap();
+        }
+        (t1, t2)
+    };
+    let (c1, c2) = run(false, 1);
+    let (l1, l2) = run(true, 2);
+    assert_close(&l1, &c1, 0.0);
+    assert_close(&l2, &c2, 0.0);
+}

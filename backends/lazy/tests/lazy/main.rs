@@ -1,0 +1,12 @@
+//! The lazy backend's tests: lazy results against the same program run eagerly on the CPU,
+//! cache counts across steps, the reference note's LTC cases (B.17) that fit this slice, and
+//! errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod cases;
+mod executor;
+mod ir;
+mod values;
