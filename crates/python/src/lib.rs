@@ -6,6 +6,8 @@
 //! - [`types`]: the `dtype`, `device` and `Size` objects;
 //! - [`ops`]: `switchyard.ops.<ns>.<name>.<overload>`, calls by schema as `torch.ops` makes them;
 //! - [`introspect`]: dispatch-table dumps and call explanations (`_dispatch_dump_table`, ...);
+//! - [`parser`], [`bindings`], [`handwritten`]: PyTorch's Python argument parser and the
+//!   functions and methods generated from the signature tables (`switchyard.add`, `x.view(2, 3)`);
 //! - [`convert`]: Python objects to and from switchyard values;
 //! - [`errors`]: switchyard errors as Python exceptions, and the panic guard of every entry;
 //! - [`generated`]: tables generated from ops.yaml (`cargo run -p switchyard-codegen -- generate`).
@@ -19,12 +21,15 @@ use pyo3::prelude::*;
 // Linked for its kernels' static registration at the CPU key.
 use switchyard_cpu as _;
 
+pub mod bindings;
 pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
+pub mod handwritten;
 pub mod introspect;
 pub mod ops;
+pub mod parser;
 pub mod tensor;
 pub mod types;
 
@@ -49,5 +54,10 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(introspect::_dispatch_dump, m)?)?;
     m.add_function(wrap_pyfunction!(introspect::_dispatch_dump_table, m)?)?;
     m.add_function(wrap_pyfunction!(introspect::_dispatch_explain, m)?)?;
+    let nn = PyModule::new(py, "switchyard._C._nn")?;
+    let linalg = PyModule::new(py, "switchyard._C._linalg")?;
+    bindings::register(m, &nn, &linalg)?;
+    m.add("_nn", nn)?;
+    m.add("_linalg", linalg)?;
     Ok(())
 }
