@@ -308,10 +308,12 @@ impl Parser {
                 }
                 Source::Param(p) => {
                     let param = &ov.sig.params[*p];
-                    (
-                        param_value(&ov.sig.name, param, &dst[*p])?,
-                        dst[*p].obj().cloned(),
-                    )
+                    let value = match param_value(&ov.sig.name, param, &dst[*p])? {
+                        Some(v) => Some(v),
+                        // Omitted: what PyTorch's binding passes for the parameter's default.
+                        None => param.python_default(),
+                    };
+                    (value, dst[*p].obj().cloned())
                 }
                 Source::Out(p, item) => {
                     let obj = dst[*p].obj().cloned();
@@ -358,7 +360,15 @@ impl Parser {
             .unwrap_or(false);
         let result = wrap_returns(py, target, stack, &objects)?;
         if requires_grad && let Ok(t) = result.cast::<PyTensor>() {
-            t.get().t.set_requires_grad(true).or_raise(py)?;
+            let t = &t.get().t;
+            // The factories' own check (`set_requires_grad` in PyTorch's
+            // python_torch_functions), worded as there.
+            if !t.dtype().is_floating_point() {
+                return Err(PyRuntimeError::new_err(
+                    "Only Tensors of floating point and complex dtype can require gradients",
+                ));
+            }
+            t.set_requires_grad(true).or_raise(py)?;
         }
         Ok(result)
     }
@@ -405,6 +415,33 @@ fn wrap_returns<'py>(
         }
     }
 }
+
+/// `Tensor.split` and `switchyard.split`, which PyTorch writes in Python (`torch/_tensor.py`,
+/// `torch/functional.py`): an int (or a tensor holding one) splits into equal chunks
+/// (`split.Tensor`), anything else is a list of sizes (`split_with_sizes`, whose parser then
+/// names a wrong type).
+const SPLIT_SOURCE: &std::ffi::CStr = cr#"
+def make(Tensor, split_vf, split_with_sizes_vf):
+    def split(self, split_size, dim=0):
+        if isinstance(split_size, Tensor):
+            try:
+                split_size = int(split_size)
+            except ValueError:
+                pass
+        if isinstance(split_size, int):
+            return split_vf(self, split_size, dim)
+        return split_with_sizes_vf(self, split_size, dim)
+
+    split.__qualname__ = "Tensor.split"
+    split.__module__ = "switchyard"
+
+    def split_function(tensor, split_size_or_sections, dim=0):
+        return tensor.split(split_size_or_sections, dim)
+
+    split_function.__name__ = split_function.__qualname__ = "split"
+    split_function.__module__ = "switchyard"
+    return split, split_function
+"#;
 
 /// `switchyard.return_types`: named tuples as PyTorch's structseqs print and behave (a tuple
 /// with field properties, `n_fields`, `repr` `torch.return_types.max(\nvalues=...,\n...)`).
@@ -481,6 +518,11 @@ fn parser_of<'a>(
     .map_err(|e| PyRuntimeError::new_err(e.clone()))
 }
 
+/// Whether torchgen binds the method without arguments (one signature, no parameters).
+fn is_noarg(entry: &PyName) -> bool {
+    matches!(entry.signatures, [only] if only.signature.ends_with("()"))
+}
+
 /// A module function of the tables (`switchyard.add`).
 #[pyclass(frozen, name = "builtin_function", module = "switchyard._C")]
 pub struct PyFunction {
@@ -554,6 +596,22 @@ impl PyMethod {
     ) -> PyResult<Bound<'py, PyAny>> {
         match &self.kind {
             MethodKind::Table(entry, cell) => {
+                if is_noarg(entry) {
+                    // PyTorch binds these as METH_NOARGS: CPython's own messages.
+                    if kwargs.is_some_and(|k| !k.is_empty()) {
+                        return Err(PyTypeError::new_err(format!(
+                            "TensorBase.{}() takes no keyword arguments",
+                            entry.name
+                        )));
+                    }
+                    if !args.is_empty() {
+                        return Err(PyTypeError::new_err(format!(
+                            "TensorBase.{}() takes no arguments ({} given)",
+                            entry.name,
+                            args.len()
+                        )));
+                    }
+                }
                 parser_of(cell, entry, true)?.call(receiver.py(), Some(receiver), args, kwargs)
             }
             MethodKind::Hand(_, f) => f(receiver, args, kwargs),
@@ -710,6 +768,7 @@ pub fn register(
 ) -> PyResult<()> {
     let py = module.py();
     let mut torch_names = Vec::new();
+    let mut split_function = None;
     for entry in FUNCTIONS {
         let f = Py::new(
             py,
@@ -721,6 +780,11 @@ pub fn register(
         match entry.module {
             "switchyard._C._nn" => nn.add(entry.name, f)?,
             "switchyard._C._linalg" => linalg.add(entry.name, f)?,
+            "switchyard" if entry.name == "split" => {
+                // `torch.split` is Python in PyTorch (below); its `_VF.split` is this one.
+                split_function = Some(f);
+                torch_names.push(entry.name);
+            }
             _ => {
                 // Hand-written functions of the module keep their own binding.
                 if !module.hasattr(entry.name)? {
@@ -740,6 +804,20 @@ pub fn register(
         }
     }
     crate::handwritten::register(&tensor)?;
+    if let Some(split_vf) = split_function {
+        let make = PyModule::from_code(
+            py,
+            SPLIT_SOURCE,
+            c"switchyard/_split.py",
+            c"switchyard._split",
+        )?
+        .getattr("make")?;
+        let with_sizes = module.getattr("split_with_sizes")?;
+        let (method, function): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+            make.call1((&tensor, split_vf, with_sizes))?.extract()?;
+        tensor.setattr("split", method)?;
+        module.add("split", function)?;
+    }
     module.add("_return_types", return_types_dict(py)?)?;
     Ok(())
 }

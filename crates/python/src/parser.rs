@@ -293,6 +293,52 @@ impl Param {
         })
     }
 
+    /// The value PyTorch's binding passes when the parameter is omitted
+    /// (`FunctionParameter::set_default_str`, its C parsing included: an `int64_t` default
+    /// that is not a number, such as `at::Reduction::Mean`, reads as 0 there). `None` for no
+    /// default or a `None` default (the schema's treatment applies).
+    pub fn python_default(&self) -> Option<switchyard_core::IValue> {
+        use switchyard_core::IValue;
+        let d = self.default.as_deref()?;
+        if d == "None" {
+            return None;
+        }
+        Some(match self.ty {
+            ParamType::Int64 | ParamType::SymInt => IValue::Int(atol(d)),
+            ParamType::Bool => IValue::Bool(d == "True" || d == "true"),
+            ParamType::Double => IValue::Double(atof(d)),
+            ParamType::Scalar => match parse_c_integer(d) {
+                Some(i) => IValue::Int(i),
+                None => IValue::Double(atof(d)),
+            },
+            ParamType::IntList | ParamType::SymIntList => {
+                if let Some(inner) = d.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+                    IValue::IntList(
+                        inner
+                            .split(',')
+                            .filter(|t| !t.is_empty())
+                            .map(atol)
+                            .collect(),
+                    )
+                } else {
+                    IValue::IntList(vec![atol(d); self.size.max(1)])
+                }
+            }
+            ParamType::ScalarType if d == "torch.int64" => {
+                IValue::ScalarType(switchyard_core::ScalarType::Long)
+            }
+            ParamType::String => {
+                let t = d
+                    .strip_prefix('"')
+                    .and_then(|r| r.strip_suffix('"'))
+                    .or_else(|| d.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
+                    .unwrap_or(d);
+                IValue::from(t)
+            }
+            _ => return None,
+        })
+    }
+
     /// The parameter as `toString` prints it: `Number alpha = 1`.
     fn describe(&self) -> String {
         match &self.default {
@@ -300,6 +346,45 @@ impl Param {
             None => format!("{} {}", self.ty.type_name(), self.name),
         }
     }
+}
+
+/// C's `atol`: the leading integer of `s` (0 when there is none).
+fn atol(s: &str) -> i64 {
+    let s = s.trim_start();
+    let (sign, digits) = match s.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    sign * digits[..end].parse::<i64>().unwrap_or(0)
+}
+
+/// C's `atof`: the leading number of `s` (0 when there is none).
+fn atof(s: &str) -> f64 {
+    let s = s.trim_start();
+    (1..=s.len())
+        .rev()
+        .filter(|&n| s.is_char_boundary(n))
+        .find_map(|n| s[..n].parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// `strtol(s, &end, 0)` consuming all of `s`: decimal, `0x` hex or `0` octal.
+fn parse_c_integer(s: &str) -> Option<i64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()?
+    } else if body.len() > 1 && body.starts_with('0') {
+        i64::from_str_radix(&body[1..], 8).ok()?
+    } else {
+        body.parse::<i64>().ok()?
+    };
+    Some(if neg { -v } else { v })
 }
 
 /// `Py_TYPE(obj)->tp_name` as PyTorch prints it (the class name).
@@ -619,6 +704,11 @@ impl Signature {
                         arg_pos = nargs;
                         continue;
                     } else if raise {
+                        // PyTorch 2.15: a varargs list that fails with more positional
+                        // arguments than parameters is a count error (`zeros(2.0, 3)`).
+                        if varargs_eligible && nargs > self.max_pos_args {
+                            return Err(self.extra_args(nargs));
+                        }
                         return Err(self.type_error(param, o, is_kwd, arg_pos, failed_idx));
                     } else {
                         return Ok(false);
