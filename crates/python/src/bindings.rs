@@ -73,6 +73,12 @@ struct Overload {
     requires_grad_param: Option<usize>,
 }
 
+impl std::borrow::Borrow<Signature> for Overload {
+    fn borrow(&self) -> &Signature {
+        &self.sig
+    }
+}
+
 /// The parsed, bound signatures of one Python name.
 pub struct Parser {
     overloads: Vec<Overload>,
@@ -285,9 +291,8 @@ impl Parser {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let sigs: Vec<&Signature> = self.overloads.iter().map(|o| &o.sig).collect();
         let mut dst: Vec<Arg<'py>> = Vec::with_capacity(8);
-        let index = raw_parse(&sigs, args, kwargs, &mut dst)?;
+        let index = raw_parse(&self.overloads, args, kwargs, &mut dst)?;
         let ov = &self.overloads[index];
         let with_out = ov.out_param.is_some_and(|p| dst[p].obj().is_some());
         let target = match (&ov.out_target, with_out) {

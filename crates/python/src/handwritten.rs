@@ -1,6 +1,6 @@
 //! `Tensor` methods PyTorch writes by hand rather than generating (`python_variable_methods.cpp`):
 //! `to` (the dtype / device / other-tensor forms; a conversion to what the tensor already is
-//! returns the tensor itself), `nonzero(as_tuple=)`, `data_ptr()` and the `_version`
+//! returns the tensor itself), `copy_` (a Python number is a source too), `nonzero(as_tuple=)`, `data_ptr()` and the `_version`
 //! property. They use the same argument parser as the generated bindings.
 
 use std::sync::OnceLock;
@@ -18,7 +18,12 @@ use crate::parser::{Arg, Signature, raw_parse};
 use crate::tensor::PyTensor;
 
 /// The hand-written methods, by name.
-pub const METHODS: &[(&str, HandFn)] = &[("to", to), ("nonzero", nonzero), ("data_ptr", data_ptr)];
+pub const METHODS: &[(&str, HandFn)] = &[
+    ("to", to),
+    ("copy_", copy_),
+    ("nonzero", nonzero),
+    ("data_ptr", data_ptr),
+];
 
 /// Adds the hand-written properties to the `Tensor` class.
 pub fn register(tensor: &Bound<'_, PyType>) -> PyResult<()> {
@@ -134,6 +139,35 @@ fn to<'py>(
     ];
     let out = one_tensor(call_op(py, "aten::_to_copy", stack)?)?;
     Ok(Bound::new(py, PyTensor { t: out })?.into_any())
+}
+
+static COPY_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+
+/// `Tensor.copy_(src, non_blocking=False)`: copies `src` (a tensor or a number) into the
+/// tensor, broadcasting, and returns the tensor itself.
+fn copy_<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = receiver.py();
+    let sigs = parsed(
+        &COPY_SIGS,
+        &["copy_(Tensor other, bool non_blocking=False)"],
+    )?;
+    let mut dst: Vec<Arg<'py>> = Vec::new();
+    raw_parse(&sigs, args, kwargs, &mut dst)?;
+    let sig = sigs[0];
+    let src = param_value(&sig.name, &sig.params[0], &dst[0])?.unwrap_or(IValue::None);
+    let non_blocking =
+        param_value(&sig.name, &sig.params[1], &dst[1])?.unwrap_or(IValue::Bool(false));
+    let t = receiver_tensor(receiver)?;
+    call_op(
+        py,
+        "aten::copy_",
+        vec![IValue::Tensor(t), src, non_blocking],
+    )?;
+    Ok(receiver.clone())
 }
 
 static NONZERO_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();

@@ -11,6 +11,8 @@
 //! (an int list whose later items are not ints passes the check and fails to unpack, as in
 //! PyTorch).
 
+use std::borrow::Borrow;
+
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
@@ -774,22 +776,23 @@ impl Signature {
 
 /// `PythonArgParser::raw_parse` over `sigs` (in the order they are tried; deprecated ones
 /// last): the index of the signature that matched, with `dst` filled.
-pub fn raw_parse<'py>(
-    sigs: &[&Signature],
+pub fn raw_parse<'py, S: Borrow<Signature>>(
+    sigs: &[S],
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
     dst: &mut Vec<Arg<'py>>,
 ) -> PyResult<usize> {
     if let [only] = sigs {
-        only.parse_into(args, kwargs, dst, true)?;
+        only.borrow().parse_into(args, kwargs, dst, true)?;
         return Ok(0);
     }
     for (i, sig) in sigs.iter().enumerate() {
-        if sig.parse_into(args, kwargs, dst, false)? {
+        if sig.borrow().parse_into(args, kwargs, dst, false)? {
             return Ok(i);
         }
     }
-    Err(print_error(sigs, args, kwargs, dst))
+    let sigs: Vec<&Signature> = sigs.iter().map(Borrow::borrow).collect();
+    Err(print_error(&sigs, args, kwargs, dst))
 }
 
 /// `PythonArgParser::print_error`: the single plausible signature's own error, else the
