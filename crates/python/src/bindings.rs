@@ -15,6 +15,7 @@
 //! entry are a `switchyard.return_types.<name>` named tuple; `Tensor[]` is a tuple; the Python-only
 //! `requires_grad=` of factories is applied to the result.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
@@ -82,6 +83,8 @@ impl std::borrow::Borrow<Signature> for Overload {
 /// The parsed, bound signatures of one Python name.
 pub struct Parser {
     overloads: Vec<Overload>,
+    /// Whether a deprecated signature was warned about (PyTorch warns once).
+    warned: AtomicBool,
 }
 
 /// Deprecated signatures PyTorch still accepts (`tools/autograd/deprecated.yaml`), for the
@@ -280,7 +283,33 @@ impl Parser {
                 requires_grad_param,
             });
         }
-        Ok(Parser { overloads })
+        Ok(Parser {
+            overloads,
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    /// `PythonArgParser::check_deprecated`'s `UserWarning`.
+    fn warn_deprecated(&self, py: Python<'_>, sig: &Signature) -> PyResult<()> {
+        let mut msg = format!(
+            "This overload of {} is deprecated:\n\t{}{}",
+            sig.name,
+            sig.name,
+            sig.describe()
+        );
+        let others: Vec<String> = self
+            .overloads
+            .iter()
+            .filter(|o| !o.sig.hidden)
+            .map(|o| format!("\n\t{}{}", sig.name, o.sig.describe()))
+            .collect();
+        if !others.is_empty() {
+            msg.push_str("\nConsider using one of the following signatures instead:");
+            msg.extend(others);
+        }
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        let text = std::ffi::CString::new(msg).unwrap_or_default();
+        PyErr::warn(py, &category, &text, 1)
     }
 
     /// Parses `args` / `kwargs`, calls the chosen overload and converts its results.
@@ -294,6 +323,9 @@ impl Parser {
         let mut dst: Vec<Arg<'py>> = Vec::with_capacity(8);
         let index = raw_parse(&self.overloads, args, kwargs, &mut dst)?;
         let ov = &self.overloads[index];
+        if ov.sig.deprecated && !self.warned.swap(true, Ordering::Relaxed) {
+            self.warn_deprecated(py, &ov.sig)?;
+        }
         let with_out = ov.out_param.is_some_and(|p| dst[p].obj().is_some());
         let target = match (&ov.out_target, with_out) {
             (Some(t), true) => t,

@@ -503,10 +503,11 @@ pub fn param_value(fname: &str, param: &Param, arg: &Arg<'_>) -> PyResult<Option
             }
         }
         ParamType::String => IValue::from(obj.cast::<PyString>()?.to_str()?),
-        ParamType::Generator
-        | ParamType::Layout
-        | ParamType::MemoryFormat
-        | ParamType::ScalarList => {
+        ParamType::Layout => IValue::Layout(obj.cast::<crate::types::PyLayout>()?.get().layout),
+        ParamType::MemoryFormat => {
+            IValue::MemoryFormat(obj.cast::<crate::types::PyMemoryFormat>()?.get().format)
+        }
+        ParamType::Generator | ParamType::ScalarList => {
             return Err(PyNotImplementedError::new_err(format!(
                 "{fname}(): {} arguments can't be passed from Python yet",
                 param.ty.type_name()

@@ -46,6 +46,11 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ops::OpOverloadPacket>()?;
     m.add_class::<ops::PySchema>()?;
     m.add("Size", types::size_type(py)?)?;
+    m.add_class::<types::PyLayout>()?;
+    m.add_class::<types::PyMemoryFormat>()?;
+    for (name, obj) in types::layout_and_format_objects(py)? {
+        m.add(name, obj)?;
+    }
     for (name, ty) in types::dtype_attributes() {
         m.add(name, types::dtype_object(py, ty)?)?;
     }

@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::tensor::PyTensor;
-use crate::types::{PyDType, PyDevice};
+use crate::types::{PyDType, PyDevice, PyLayout, PyMemoryFormat};
 
 /// A parameter type, as `python_arg_parser.cpp`'s `type_map` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,7 +282,10 @@ impl Param {
                 Some(items) => items.first().is_none_or(is_double),
                 None => false,
             },
-            ParamType::Generator | ParamType::Layout | ParamType::MemoryFormat => false,
+            ParamType::Layout => obj.is_instance_of::<PyLayout>(),
+            ParamType::MemoryFormat => obj.is_instance_of::<PyMemoryFormat>(),
+            // No Generator objects yet: only `None` (the default generator) is accepted.
+            ParamType::Generator => false,
             ParamType::Bool => obj.is_instance_of::<PyBool>(),
             ParamType::ScalarType => obj.is_instance_of::<PyDType>() || is_python_scalar_type(obj),
             ParamType::Device => {
@@ -389,8 +392,25 @@ fn parse_c_integer(s: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-/// `Py_TYPE(obj)->tp_name` as PyTorch prints it (the class name).
+/// `Py_TYPE(obj)->tp_name` as PyTorch prints it: the class name, and for the types PyTorch
+/// defines in C its dotted name (`torch.dtype`, `torch.Size`).
 pub fn tp_name(obj: &Bound<'_, PyAny>) -> String {
+    let c_name = if obj.is_instance_of::<PyDType>() {
+        Some("torch.dtype")
+    } else if obj.is_instance_of::<PyDevice>() {
+        Some("torch.device")
+    } else if obj.is_instance_of::<PyLayout>() {
+        Some("torch.layout")
+    } else if obj.is_instance_of::<PyMemoryFormat>() {
+        Some("torch.memory_format")
+    } else if crate::types::size_type(obj.py()).is_ok_and(|t| obj.get_type().is(t)) {
+        Some("torch.Size")
+    } else {
+        None
+    };
+    if let Some(n) = c_name {
+        return n.to_owned();
+    }
     obj.get_type()
         .name()
         .map(|n| n.to_string())
