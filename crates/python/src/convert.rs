@@ -436,7 +436,7 @@ pub fn param_value(fname: &str, param: &Param, arg: &Arg<'_>) -> PyResult<Option
     Ok(Some(match param.ty {
         ParamType::Tensor => match obj.cast::<PyTensor>() {
             Ok(t) => IValue::Tensor(t.get().t.clone()),
-            Err(_) => match py_scalar(obj).map_err(runtime)? {
+            Err(_) => match python_number(obj)? {
                 Some(s) => IValue::Tensor(Tensor::wrapped_scalar(s).map_err(runtime)?),
                 None => {
                     return Err(PyTypeError::new_err(format!(
@@ -516,13 +516,39 @@ pub fn param_value(fname: &str, param: &Param, arg: &Arg<'_>) -> PyResult<Option
     }))
 }
 
+/// A Python `bool`, `int` or `float` as a [`Scalar`], with PyTorch 2.15's errors for ints
+/// beyond int64: it reads them as uint64 (which switchyard's scalars do not have: refused
+/// with the error PyTorch gives where a uint64 meets int64), and Python's own
+/// `OverflowError`s beyond that.
+fn python_number(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if obj.is_instance_of::<PyInt>()
+        && !obj.is_instance_of::<PyBool>()
+        && obj.extract::<i64>().is_err()
+    {
+        if obj.lt(0)? {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "can't convert negative int to unsigned",
+            ));
+        }
+        if obj.extract::<u64>().is_err() {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "int too big to convert",
+            ));
+        }
+        return Err(PyRuntimeError::new_err(
+            "value cannot be converted to type int64_t without overflow",
+        ));
+    }
+    py_scalar(obj).or_raise(obj.py())
+}
+
 /// A number (or a 0-dim tensor's value) as a [`Scalar`] (`PythonArgs::scalar_slow`).
 fn scalar_of(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     let py = obj.py();
     if let Ok(t) = obj.cast::<PyTensor>() {
         return t.get().t.item_scalar().or_raise(py);
     }
-    if let Some(s) = py_scalar(obj).or_raise(py)? {
+    if let Some(s) = python_number(obj)? {
         return Ok(s);
     }
     if is_long(obj) {
@@ -542,7 +568,8 @@ fn index_of(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
     }
     obj.extract::<i64>().map_err(|e| {
         if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) {
-            PyRuntimeError::new_err("Overflow when unpacking long")
+            // `THPUtils_unpackLong`'s error.
+            PyValueError::new_err("Overflow when unpacking long long")
         } else {
             e
         }
@@ -572,7 +599,19 @@ fn int_list_of(fname: &str, param: &Param, obj: &Bound<'_, PyAny>) -> PyResult<V
                 tp_name(item)
             )));
         }
-        out.push(index_of(item)?);
+        match index_of(item) {
+            Ok(v) => out.push(v),
+            Err(e) if e.is_instance_of::<PyValueError>(item.py()) => {
+                // PyTorch appends the C++ backtrace of the unpacking error here.
+                return Err(PyTypeError::new_err(format!(
+                    "{fname}(): argument '{}' failed to unpack the object at pos {} with error \"{}\"",
+                    param.name,
+                    i + 1,
+                    e.value(item.py())
+                )));
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(out)
 }
