@@ -1,4 +1,6 @@
 //! `Tensor` methods PyTorch writes by hand rather than generating (`python_variable_methods.cpp`):
+//! `size(dim=None)`, `stride(dim=None)`, `dim()`, `numel()`, `item()`, `tolist()`,
+//! `requires_grad_(requires_grad=True)`, `is_contiguous(*, memory_format=contiguous_format)`,
 //! `to` (the dtype / device / other-tensor forms; a conversion to what the tensor already is
 //! returns the tensor itself), `copy_` (a Python number is a source too), `nonzero(as_tuple=)`, `data_ptr()` and the `_version`
 //! property. They use the same argument parser as the generated bindings.
@@ -19,6 +21,14 @@ use crate::tensor::PyTensor;
 
 /// The hand-written methods, by name.
 pub const METHODS: &[(&str, HandFn)] = &[
+    ("size", size),
+    ("stride", stride),
+    ("dim", dim),
+    ("numel", numel),
+    ("item", item),
+    ("tolist", tolist),
+    ("requires_grad_", requires_grad_),
+    ("is_contiguous", is_contiguous),
     ("to", to),
     ("copy_", copy_),
     ("nonzero", nonzero),
@@ -139,6 +149,200 @@ fn to<'py>(
     ];
     let out = one_tensor(call_op(py, "aten::_to_copy", stack)?)?;
     Ok(Bound::new(py, PyTensor { t: out })?.into_any())
+}
+
+/// CPython's messages for a `METH_NOARGS` method given arguments.
+fn no_args(
+    name: &str,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    if kwargs.is_some_and(|k| !k.is_empty()) {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "TensorBase.{name}() takes no keyword arguments"
+        )));
+    }
+    if !args.is_empty() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "TensorBase.{name}() takes no arguments ({} given)",
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `args` / `kwargs` with the one signature `text` (cached in `cell`); the values of
+/// its parameters (`None` where omitted).
+fn parse_one<'py>(
+    cell: &'static OnceLock<Vec<Signature>>,
+    text: &str,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Vec<Option<IValue>>> {
+    let sigs = parsed(cell, &[text])?;
+    let mut dst: Vec<Arg<'py>> = Vec::new();
+    raw_parse(&sigs, args, kwargs, &mut dst)?;
+    let sig = sigs[0];
+    sig.params
+        .iter()
+        .zip(&dst)
+        .map(|(p, a)| param_value(&sig.name, p, a))
+        .collect()
+}
+
+static SIZE_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+
+/// `Tensor.size(dim=None)`: the shape as a `Size`, or one dimension's size.
+fn size<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = receiver.py();
+    let values = parse_one(&SIZE_SIGS, "size(int64_t? dim=None)", args, kwargs)?;
+    let t = receiver_tensor(receiver)?;
+    match values.first() {
+        Some(Some(IValue::Int(d))) => Ok(t.size(*d).or_raise(py)?.into_pyobject(py)?.into_any()),
+        _ => crate::types::size_object(py, &t.sizes()),
+    }
+}
+
+static STRIDE_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+
+/// `Tensor.stride(dim=None)`: the strides as a tuple, or one dimension's stride.
+fn stride<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = receiver.py();
+    let values = parse_one(&STRIDE_SIGS, "stride(int64_t? dim=None)", args, kwargs)?;
+    let t = receiver_tensor(receiver)?;
+    match values.first() {
+        Some(Some(IValue::Int(d))) => Ok(t.stride(*d).or_raise(py)?.into_pyobject(py)?.into_any()),
+        _ => Ok(PyTuple::new(py, t.strides().iter())?.into_any()),
+    }
+}
+
+/// `Tensor.dim()`: the number of dimensions.
+fn dim<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    no_args("dim", args, kwargs)?;
+    let t = receiver_tensor(receiver)?;
+    Ok(t.dim().into_pyobject(receiver.py())?.into_any())
+}
+
+/// `Tensor.numel()`: the number of elements.
+fn numel<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    no_args("numel", args, kwargs)?;
+    let t = receiver_tensor(receiver)?;
+    Ok(t.numel().into_pyobject(receiver.py())?.into_any())
+}
+
+/// `Tensor.item()`: the value of a one-element tensor as a Python number.
+fn item<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    no_args("item", args, kwargs)?;
+    let py = receiver.py();
+    let t = receiver_tensor(receiver)?;
+    crate::tensor::scalar_to_py(py, t.item_scalar().or_raise(py)?)
+}
+
+/// `Tensor.tolist()`: the values as nested lists of Python numbers (a number for 0-dim).
+fn tolist<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    no_args("tolist", args, kwargs)?;
+    let py = receiver.py();
+    let t = receiver_tensor(receiver)?;
+    let values = crate::tensor::tensor_scalars(&t).or_raise(py)?;
+    crate::tensor::nest(py, &t.sizes(), &mut values.into_iter())
+}
+
+static REQUIRES_GRAD_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+
+/// `Tensor.requires_grad_(requires_grad=True)`: sets the flag, returns the tensor itself.
+fn requires_grad_<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let values = parse_one(
+        &REQUIRES_GRAD_SIGS,
+        "requires_grad_(bool requires_grad=True)",
+        args,
+        kwargs,
+    )?;
+    let flag = !matches!(values.first(), Some(Some(IValue::Bool(false))));
+    receiver_tensor(receiver)?
+        .set_requires_grad(flag)
+        .or_raise(receiver.py())?;
+    Ok(receiver.clone())
+}
+
+static IS_CONTIGUOUS_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+
+/// `Tensor.is_contiguous(*, memory_format=torch.contiguous_format)`.
+fn is_contiguous<'py>(
+    receiver: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use switchyard_core::MemoryFormat;
+    let values = parse_one(
+        &IS_CONTIGUOUS_SIGS,
+        "is_contiguous(*, MemoryFormat memory_format=contiguous_format)",
+        args,
+        kwargs,
+    )?;
+    let t = receiver_tensor(receiver)?;
+    let (sizes, strides) = (t.sizes(), t.strides());
+    let answer = match values.first() {
+        Some(Some(IValue::MemoryFormat(MemoryFormat::ChannelsLast))) => {
+            switchyard_core::shape::is_channels_last_contiguous(&sizes, &strides)
+        }
+        Some(Some(IValue::MemoryFormat(MemoryFormat::ChannelsLast3d))) => {
+            is_channels_last_3d_contiguous(&sizes, &strides)
+        }
+        // `TensorImpl::is_contiguous`: any other format asks for the default contiguity.
+        _ => t.is_contiguous(),
+    };
+    Ok(pyo3::types::PyBool::new(receiver.py(), answer)
+        .to_owned()
+        .into_any())
+}
+
+/// `compute_channels_last_contiguous_3d`: strides of an NDHWC layout (size-1 dims ignored).
+fn is_channels_last_3d_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
+    if sizes.len() != 5 {
+        return false;
+    }
+    if sizes.contains(&0) {
+        return true;
+    }
+    let mut expected: i64 = 1;
+    for d in [1usize, 4, 3, 2, 0] {
+        if sizes[d] == 1 {
+            continue;
+        }
+        if strides[d] != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(sizes[d]);
+    }
+    true
 }
 
 static COPY_SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
