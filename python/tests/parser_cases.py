@@ -516,12 +516,15 @@ def _sweep():
             continue
         if module == "":
             cases.append(f"torch.ones(2).{name}(object())")
+            # The result's type only: some methods draw random numbers.
+            cases.append(f"type(torch.ones(2).{name}()).__name__")
             continue
         prefix = {
             "switchyard": "torch.",
             "switchyard._C._nn": "torch._C._nn.",
             "switchyard._C._linalg": "torch._C._linalg.",
         }[module]
+        cases.append(f"{prefix}{name}()")
         cases.append(f"{prefix}{name}(object())")
         cases.append(f"{prefix}{name}(torch.ones(2), object())")
     return cases
@@ -533,31 +536,40 @@ SWEEP = _sweep()
 # than PyTorch (or PyTorch writes the function in Python).
 _FEWER_OVERLOADS = {
     "no addmm.dtype (out_dtype) overload in ops.yaml": [
+        "torch.addmm()",
         "torch.addmm(object())",
         "torch.addmm(torch.ones(2), object())",
     ],
     "no baddbmm.dtype (out_dtype) overload in ops.yaml": [
+        "torch.baddbmm()",
         "torch.baddbmm(object())",
         "torch.baddbmm(torch.ones(2), object())",
     ],
     "no bmm.dtype / mm.dtype (out_dtype) overloads in ops.yaml": [
+        "torch.bmm()",
         "torch.bmm(object())",
+        "torch.mm()",
         "torch.mm(object())",
     ],
     "no conv2d.padding (str padding) overload in ops.yaml": [
+        "torch.conv2d()",
         "torch.conv2d(object())",
         "torch.conv2d(torch.ones(2), object())",
     ],
     "no linspace.Tensor_Tensor / Tensor_Scalar / Scalar_Tensor overloads in ops.yaml": [
+        "torch.linspace()",
         "torch.linspace(object())",
         "torch.linspace(torch.ones(2), object())",
     ],
     "no narrow.Tensor (Tensor start) overload in ops.yaml": [
+        "torch.narrow()",
         "torch.narrow(object())",
         "torch.narrow(torch.ones(2), object())",
         "torch.ones(2).narrow(object())",
+        "type(torch.ones(2).narrow()).__name__",
     ],
     "torch.block_diag is Python in PyTorch (torch/functional.py, *tensors)": [
+        "torch.block_diag()",
         "torch.block_diag(object())",
         "torch.block_diag(torch.ones(2), object())",
     ],

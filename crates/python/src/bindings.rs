@@ -758,17 +758,6 @@ impl PyBoundMethod {
     }
 }
 
-/// Calls the table method `name` of `receiver` (hand-written methods that dispatch to one).
-pub fn call_method<'py>(
-    receiver: &Bound<'py, PyAny>,
-    name: &str,
-    args: &Bound<'py, PyTuple>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let m = method_object(receiver.py(), name)?;
-    m.get().invoke(receiver, args, kwargs)
-}
-
 static METHOD_OBJECTS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
 fn method_objects(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
@@ -786,13 +775,6 @@ fn method_objects(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
             Ok(d.unbind())
         })
         .map(|d| d.bind(py))
-}
-
-fn method_object<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyMethod>> {
-    Ok(method_objects(py)?
-        .get_item(name)?
-        .ok_or_else(|| PyRuntimeError::new_err(format!("no method {name}")))?
-        .cast_into::<PyMethod>()?)
 }
 
 /// Adds every table function to `module` (`switchyard` functions), `nn` and `linalg`, every
