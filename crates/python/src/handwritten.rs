@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use switchyard_core::{IValue, Tensor};
+use switchyard_core::{IValue, MemoryFormat, Tensor};
 use switchyard_dispatch::Dispatcher;
 
 use crate::bindings::HandFn;
@@ -135,7 +135,17 @@ fn to<'py>(
         }
     };
     let copy = matches!(copy, Some(IValue::Bool(true)));
-    if !copy && device == t.device() && dtype == t.dtype() {
+    // The last parameter of every form is `memory_format`.
+    let memory_format = match value(sig.params.len() - 1)? {
+        Some(IValue::MemoryFormat(m)) => m,
+        _ => MemoryFormat::Preserve,
+    };
+    // `to_will_alias`: nothing to change returns the tensor itself.
+    if !copy
+        && device == t.device()
+        && dtype == t.dtype()
+        && (memory_format == MemoryFormat::Preserve || suggest_memory_format(&t) == memory_format)
+    {
         return Ok(receiver.clone());
     }
     let stack = vec![
@@ -145,10 +155,25 @@ fn to<'py>(
         IValue::Device(device),
         IValue::None,
         non_blocking.unwrap_or(IValue::Bool(false)),
-        IValue::None,
+        IValue::MemoryFormat(memory_format),
     ];
     let out = one_tensor(call_op(py, "aten::_to_copy", stack)?)?;
     Ok(Bound::new(py, PyTensor { t: out })?.into_any())
+}
+
+/// `TensorBase::suggest_memory_format`: channels-last for a 4-d (5-d) tensor laid out so and
+/// not also row-major contiguous, else contiguous.
+fn suggest_memory_format(t: &Tensor) -> MemoryFormat {
+    let (sizes, strides) = (t.sizes(), t.strides());
+    if t.is_contiguous() {
+        MemoryFormat::Contiguous
+    } else if switchyard_core::shape::is_channels_last_contiguous(&sizes, &strides) {
+        MemoryFormat::ChannelsLast
+    } else if is_channels_last_3d_contiguous(&sizes, &strides) {
+        MemoryFormat::ChannelsLast3d
+    } else {
+        MemoryFormat::Contiguous
+    }
 }
 
 /// CPython's messages for a `METH_NOARGS` method given arguments.
@@ -300,7 +325,6 @@ fn is_contiguous<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    use switchyard_core::MemoryFormat;
     let values = parse_one(
         &IS_CONTIGUOUS_SIGS,
         "is_contiguous(*, MemoryFormat memory_format=contiguous_format)",
