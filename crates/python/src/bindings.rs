@@ -25,7 +25,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use switchyard_call::args::parse_default;
 use switchyard_core::{Device, IValue, Stack};
 use switchyard_dispatch::{Dispatcher, OperatorHandle, ReturnAlias, SchemaFacts};
-use switchyard_schema::{FunctionSchema, Type};
+use switchyard_schema::FunctionSchema;
 
 use crate::convert::{ivalue_to_py, param_value};
 use crate::errors::{OrRaise, guard};
@@ -52,8 +52,6 @@ struct Slot {
     source: Source,
     /// The schema default, parsed.
     default: Option<IValue>,
-    /// Whether the schema type is optional (`None` is a value).
-    optional: bool,
 }
 
 /// An overload a signature calls, with its argument sources.
@@ -222,11 +220,7 @@ fn bind_target(
                 sig.name, a.name
             )));
         }
-        slots.push(Slot {
-            source,
-            default,
-            optional: matches!(a.ty, Type::Optional(_)),
-        });
+        slots.push(Slot { source, default });
     }
     let named = schema.returns.len() > 1 && schema.returns.iter().all(|r| r.name.is_some());
     let return_type = if named {
@@ -376,15 +370,9 @@ impl Parser {
                 }
                 Source::Fixed => (None, None),
             };
-            let value = match value {
-                Some(v) => v,
-                None if slot.optional && slot.default.is_none() => IValue::None,
-                None if slot.optional && matches!(slot.source, Source::Param(_)) => {
-                    // An omitted optional parameter: the schema default (`None` mostly).
-                    slot.default.clone().unwrap_or(IValue::None)
-                }
-                None => slot.default.clone().unwrap_or(IValue::None),
-            };
+            // Nothing given and no Python default: the schema's default, or `None` for an
+            // optional argument without one (binding checked the others have a default).
+            let value = value.unwrap_or_else(|| slot.default.clone().unwrap_or(IValue::None));
             stack.push(value);
             objects.push(obj);
         }
