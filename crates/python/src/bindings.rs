@@ -171,6 +171,9 @@ fn schema_error(msg: String) -> switchyard_core::Error {
     switchyard_core::Error::runtime(msg)
 }
 
+/// Binds `sig` to the schema of `op` (its out= overload when `out`): where each schema
+/// argument's value comes from, and its parsed default. `return_key` names the named-tuple
+/// class of the results (`max`, `max_out`), if `RETURN_TYPES` has one.
 fn bind_target(
     sig: &Signature,
     op: &str,
