@@ -6,12 +6,17 @@ The extension module ``switchyard._C`` holds the ``Tensor`` class, the ``dtype``
 re-exports them and adds what PyTorch writes in Python.
 """
 
+import sys as _sys
+
 from . import _C
 from ._C import (
     Size,
     Tensor,
     bfloat16,
     bool,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
     device,
     double,
     dtype,
@@ -25,20 +30,37 @@ from ._C import (
     int16,
     int32,
     int64,
+    layout,
     long,
+    memory_format,
+    preserve_format,
     short,
+    strided,
     tensor,
     uint8,
 )
 from ._interop import from_dlpack, from_numpy
 from ._ops import ops
+from . import return_types
+
+# The operator functions generated from ops.yaml (``add``, ``sum``, ``zeros``, ``arange``, ...),
+# each with PyTorch's argument parser (``switchyard._C``'s bindings), as ``torch``'s own.
+for _name in _C._torch_function_names:
+    globals()[_name] = getattr(_C, _name)
+del _name
+
+# ``import switchyard._C._nn`` as ``import torch._C._nn`` works.
+_sys.modules[__name__ + "._C._nn"] = _C._nn
+_sys.modules[__name__ + "._C._linalg"] = _C._linalg
 
 __all__ = [
     "Size",
     "Tensor",
-    "arange",
     "bfloat16",
     "bool",
+    "channels_last",
+    "channels_last_3d",
+    "contiguous_format",
     "device",
     "double",
     "dtype",
@@ -48,62 +70,21 @@ __all__ = [
     "float64",
     "from_dlpack",
     "from_numpy",
-    "full",
     "half",
     "int",
     "int8",
     "int16",
     "int32",
     "int64",
+    "layout",
     "long",
-    "ones",
+    "memory_format",
     "ops",
+    "preserve_format",
+    "return_types",
     "short",
+    "strided",
     "tensor",
     "uint8",
-    "zeros",
+    *_C._torch_function_names,
 ]
-
-
-def _size(size):
-    """``zeros(2, 3)`` and ``zeros((2, 3))`` alike: the sizes as a list."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return list(size[0])
-    return list(size)
-
-
-def _finish(t, requires_grad):
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-# The factories below are written over ``ops.aten`` until the generated bindings (plan step 4)
-# give them PyTorch's argument parser.
-
-
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of zeros of the given size (``zeros(2, 3)`` or ``zeros((2, 3))``)."""
-    return _finish(ops.aten.zeros.default(_size(size), dtype=dtype, device=device), requires_grad)
-
-
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of ones of the given size."""
-    return _finish(ops.aten.ones.default(_size(size), dtype=dtype, device=device), requires_grad)
-
-
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it if not given)."""
-    return _finish(
-        ops.aten.full.default(list(size), fill_value, dtype=dtype, device=device), requires_grad
-    )
-
-
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """``arange(end)``, ``arange(start, end)``, ``arange(start, end, step)``: int64 if every
-    bound is an integer, else the default float dtype."""
-    if end is None:
-        t = ops.aten.arange.default(start, dtype=dtype, device=device)
-    else:
-        t = ops.aten.arange.start_step(start, end, step, dtype=dtype, device=device)
-    return _finish(t, requires_grad)

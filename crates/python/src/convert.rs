@@ -418,3 +418,200 @@ fn nest_lit(sizes: &[i64], values: &mut impl Iterator<Item = Scalar>) -> Lit {
         Some((&n, rest)) => Lit::List((0..n).map(|_| nest_lit(rest, values)).collect()),
     }
 }
+
+// ---- values of the argument parser's parameters (`PythonArgs` accessors) ---------------
+
+use crate::parser::{Arg, Param, ParamType, is_long, sequence_items, tp_name};
+
+/// The value of parameter `param` of function `fname` as the schema argument of type `ty`
+/// takes it, once the parser's check accepted it (`PythonArgs::tensor`, `scalar`, `toInt64`,
+/// `intlist`, ...). An omitted parameter (or `None` where allowed) is `None` here; the caller
+/// puts the schema default in its place.
+pub fn param_value(fname: &str, param: &Param, arg: &Arg<'_>) -> PyResult<Option<IValue>> {
+    let Some(obj) = arg.obj() else {
+        return Ok(None);
+    };
+    let py = obj.py();
+    let runtime = |e: Error| crate::errors::to_py_err(py, &e);
+    Ok(Some(match param.ty {
+        ParamType::Tensor => match obj.cast::<PyTensor>() {
+            Ok(t) => IValue::Tensor(t.get().t.clone()),
+            Err(_) => match python_number(obj)? {
+                Some(s) => IValue::Tensor(Tensor::wrapped_scalar(s).map_err(runtime)?),
+                None => {
+                    return Err(PyTypeError::new_err(format!(
+                        "expected Tensor as argument {}, but got {}",
+                        0,
+                        tp_name(obj)
+                    )));
+                }
+            },
+        },
+        ParamType::Scalar => match scalar_of(obj)? {
+            Scalar::Bool(b) => IValue::Bool(b),
+            Scalar::Int(i) => IValue::Int(i),
+            Scalar::Float(f) => IValue::Double(f),
+        },
+        ParamType::Int64 | ParamType::SymInt => IValue::Int(index_of(obj)?),
+        ParamType::Double => IValue::Double(match obj.cast::<PyTensor>() {
+            Ok(t) => t.get().t.item_scalar().map_err(runtime)?.to_f64(),
+            Err(_) => obj.extract::<f64>()?,
+        }),
+        ParamType::Bool => IValue::Bool(obj.is_truthy()?),
+        ParamType::TensorList | ParamType::OptionalTensorList => {
+            let items = sequence_items(obj).unwrap_or_default();
+            if param.ty == ParamType::TensorList {
+                IValue::TensorList(
+                    items
+                        .iter()
+                        .map(|i| Ok(i.cast::<PyTensor>()?.get().t.clone()))
+                        .collect::<PyResult<_>>()?,
+                )
+            } else {
+                IValue::OptionalTensorList(
+                    items
+                        .iter()
+                        .map(|i| {
+                            if i.is_none() {
+                                Ok(None)
+                            } else {
+                                Ok(Some(i.cast::<PyTensor>()?.get().t.clone()))
+                            }
+                        })
+                        .collect::<PyResult<_>>()?,
+                )
+            }
+        }
+        ParamType::IntList | ParamType::SymIntList => {
+            IValue::IntList(int_list_of(fname, param, obj)?)
+        }
+        ParamType::FloatList => IValue::DoubleList(
+            sequence_items(obj)
+                .unwrap_or_default()
+                .iter()
+                .map(|i| i.extract::<f64>())
+                .collect::<PyResult<_>>()?,
+        ),
+        ParamType::ScalarType => IValue::ScalarType(crate::types::dtype_from_py(obj)?),
+        ParamType::Device => {
+            if is_long(obj) {
+                // PyTorch reads a bare index as a CUDA device.
+                let i: i64 = obj.extract()?;
+                IValue::Device(Device::parse(&format!("cuda:{i}")).map_err(runtime)?)
+            } else {
+                IValue::Device(device_from_py(obj)?)
+            }
+        }
+        ParamType::String => IValue::from(obj.cast::<PyString>()?.to_str()?),
+        ParamType::Layout => IValue::Layout(obj.cast::<crate::types::PyLayout>()?.get().layout),
+        ParamType::MemoryFormat => {
+            IValue::MemoryFormat(obj.cast::<crate::types::PyMemoryFormat>()?.get().format)
+        }
+        ParamType::Generator | ParamType::ScalarList => {
+            return Err(PyNotImplementedError::new_err(format!(
+                "{fname}(): {} arguments can't be passed from Python yet",
+                param.ty.type_name()
+            )));
+        }
+    }))
+}
+
+/// A Python `bool`, `int` or `float` as a [`Scalar`], with PyTorch 2.15's errors for ints
+/// beyond int64: it reads them as uint64 (which switchyard's scalars do not have: refused
+/// with the error PyTorch gives where a uint64 meets int64), and Python's own
+/// `OverflowError`s beyond that.
+fn python_number(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if obj.is_instance_of::<PyInt>()
+        && !obj.is_instance_of::<PyBool>()
+        && obj.extract::<i64>().is_err()
+    {
+        if obj.lt(0)? {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "can't convert negative int to unsigned",
+            ));
+        }
+        if obj.extract::<u64>().is_err() {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "int too big to convert",
+            ));
+        }
+        return Err(PyRuntimeError::new_err(
+            "value cannot be converted to type int64_t without overflow",
+        ));
+    }
+    py_scalar(obj).or_raise(obj.py())
+}
+
+/// A number (or a 0-dim tensor's value) as a [`Scalar`] (`PythonArgs::scalar_slow`).
+fn scalar_of(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    let py = obj.py();
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return t.get().t.item_scalar().or_raise(py);
+    }
+    if let Some(s) = python_number(obj)? {
+        return Ok(s);
+    }
+    if is_long(obj) {
+        return Ok(Scalar::Int(obj.extract()?));
+    }
+    Ok(Scalar::Float(obj.extract()?))
+}
+
+/// An index: an int, a one-element integral tensor's value, or `__index__`'s result.
+fn index_of(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return match t.get().t.item_scalar().or_raise(obj.py())? {
+            Scalar::Int(i) => Ok(i),
+            Scalar::Bool(b) => Ok(i64::from(b)),
+            Scalar::Float(f) => Ok(f as i64),
+        };
+    }
+    obj.extract::<i64>().map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) {
+            // `THPUtils_unpackLong`'s error.
+            PyValueError::new_err("Overflow when unpacking long long")
+        } else {
+            e
+        }
+    })
+}
+
+/// `PythonArgs::intlist`: a sequence of ints (or one int for `IntArrayRef[N]`, repeated).
+fn int_list_of(fname: &str, param: &Param, obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    let Some(items) = sequence_items(obj) else {
+        let v = index_of(obj)?;
+        return Ok(vec![v; param.size.max(1)]);
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let ok = !item.is_instance_of::<PyBool>()
+            && (item.is_instance_of::<PyInt>()
+                || item.cast::<PyTensor>().is_ok_and(|t| {
+                    let t = &t.get().t;
+                    t.numel() == 1 && t.dtype().is_integral(true)
+                })
+                || (!item.is_instance_of::<PyFloat>() && item.hasattr("__index__")?));
+        if !ok {
+            return Err(PyTypeError::new_err(format!(
+                "{fname}(): argument '{}' failed to unpack the object at pos {} with error \"type must be tuple of ints,but got {}\"",
+                param.name,
+                i + 1,
+                tp_name(item)
+            )));
+        }
+        match index_of(item) {
+            Ok(v) => out.push(v),
+            Err(e) if e.is_instance_of::<PyValueError>(item.py()) => {
+                // PyTorch appends the C++ backtrace of the unpacking error here.
+                return Err(PyTypeError::new_err(format!(
+                    "{fname}(): argument '{}' failed to unpack the object at pos {} with error \"{}\"",
+                    param.name,
+                    i + 1,
+                    e.value(item.py())
+                )));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}

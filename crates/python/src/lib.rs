@@ -8,6 +8,8 @@
 //! - [`interop`]: memory shared with NumPy and DLPack without copies;
 //! - [`library`]: `switchyard.library.Library`, Python functions as kernels and fallbacks;
 //! - [`introspect`]: dispatch-table dumps and call explanations (`_dispatch_dump_table`, ...);
+//! - [`parser`], [`bindings`], [`handwritten`]: PyTorch's Python argument parser and the
+//!   functions and methods generated from the signature tables (`switchyard.add`, `x.view(2, 3)`);
 //! - [`convert`]: Python objects to and from switchyard values;
 //! - [`errors`]: switchyard errors as Python exceptions, and the panic guard of every entry;
 //! - [`generated`]: tables generated from ops.yaml (`cargo run -p switchyard-codegen -- generate`).
@@ -21,14 +23,17 @@ use pyo3::prelude::*;
 // Linked for its kernels' static registration at the CPU key.
 use switchyard_cpu as _;
 
+pub mod bindings;
 pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
 pub mod interop;
+pub mod handwritten;
 pub mod introspect;
 pub mod library;
 pub mod ops;
+pub mod parser;
 pub mod tensor;
 pub mod types;
 
@@ -45,6 +50,11 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ops::OpOverloadPacket>()?;
     m.add_class::<ops::PySchema>()?;
     m.add("Size", types::size_type(py)?)?;
+    m.add_class::<types::PyLayout>()?;
+    m.add_class::<types::PyMemoryFormat>()?;
+    for (name, obj) in types::layout_and_format_objects(py)? {
+        m.add(name, obj)?;
+    }
     for (name, ty) in types::dtype_attributes() {
         m.add(name, types::dtype_object(py, ty)?)?;
     }
@@ -66,5 +76,10 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interop::tensor_to_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(interop::tensor_to_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(interop::tensor_dlpack_device, m)?)?;
+    let nn = PyModule::new(py, "switchyard._C._nn")?;
+    let linalg = PyModule::new(py, "switchyard._C._linalg")?;
+    bindings::register(m, &nn, &linalg)?;
+    m.add("_nn", nn)?;
+    m.add("_linalg", linalg)?;
     Ok(())
 }

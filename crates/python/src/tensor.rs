@@ -1,6 +1,8 @@
 //! `switchyard.Tensor`: a Python object holding one core [`Tensor`] handle, with PyTorch's
-//! attributes (`shape`, `dtype`, `device`, `size()`, `stride()`, `dim()`, `numel()`, `item()`,
-//! `tolist()`, `requires_grad`) and its printing, and `switchyard.tensor(data, ...)`.
+//! attributes (`shape`, `dtype`, `device`, `requires_grad`) and its printing, and
+//! `switchyard.tensor(data, ...)`. Methods are added at import: the generated ones and the
+//! hand-written `size()`, `stride()`, `dim()`, `numel()`, `item()`, `tolist()`, ...
+//! (`bindings.rs`, `handwritten.rs`), all through PyTorch's argument parser.
 //!
 //! The class is `frozen`: a core tensor is an immutable handle (its geometry sits in a
 //! sequence lock and its data behind `access.rs`), so `&self` serves every method, in-place
@@ -10,7 +12,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyList, PyTuple};
+use pyo3::types::{PyBool, PyList};
 use switchyard_call::data::tensor_from_data;
 use switchyard_core::{Device, Element, Result, Scalar, ScalarType, Tensor};
 
@@ -39,7 +41,7 @@ pub fn tensor_scalars(t: &Tensor) -> Result<Vec<Scalar>> {
     })
 }
 
-fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Bound<'_, PyAny>> {
     Ok(match s {
         Scalar::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
         Scalar::Int(i) => i.into_pyobject(py)?.into_any(),
@@ -47,7 +49,7 @@ fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Bound<'_, PyAny>> {
     })
 }
 
-fn nest<'py>(
+pub(crate) fn nest<'py>(
     py: Python<'py>,
     sizes: &[i64],
     values: &mut impl Iterator<Item = Scalar>,
@@ -82,39 +84,10 @@ impl PyTensor {
         guard(|| size_object(py, &self.t.sizes()))
     }
 
-    /// `size()`: the shape as a `Size`; `size(dim)`: one dimension's size (negative `dim`
-    /// counts from the end).
-    #[pyo3(signature = (dim = None))]
-    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-        guard(|| match dim {
-            None => size_object(py, &self.t.sizes()),
-            Some(d) => Ok(self.t.size(d).or_raise(py)?.into_pyobject(py)?.into_any()),
-        })
-    }
-
-    /// `stride()`: the strides as a tuple; `stride(dim)`: one dimension's stride.
-    #[pyo3(signature = (dim = None))]
-    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-        guard(|| match dim {
-            None => Ok(PyTuple::new(py, self.t.strides().iter())?.into_any()),
-            Some(d) => Ok(self.t.stride(d).or_raise(py)?.into_pyobject(py)?.into_any()),
-        })
-    }
-
-    /// The number of dimensions.
-    fn dim(&self) -> usize {
-        self.t.dim()
-    }
-
     /// The number of dimensions.
     #[getter]
     fn ndim(&self) -> usize {
         self.t.dim()
-    }
-
-    /// The number of elements.
-    fn numel(&self) -> i64 {
-        self.t.numel()
     }
 
     /// The offset of the first element in the storage, in elements.
@@ -125,11 +98,6 @@ impl PyTensor {
     /// The size of one element in bytes.
     fn element_size(&self) -> usize {
         self.t.element_size()
-    }
-
-    /// Whether the tensor is contiguous in row-major order.
-    fn is_contiguous(&self) -> bool {
-        self.t.is_contiguous()
     }
 
     /// The dtype object.
@@ -159,34 +127,6 @@ impl PyTensor {
     #[setter]
     fn set_requires_grad(&self, py: Python<'_>, requires_grad: bool) -> PyResult<()> {
         guard(|| self.t.set_requires_grad(requires_grad).or_raise(py))
-    }
-
-    /// Sets `requires_grad` in place and returns the tensor itself.
-    #[pyo3(signature = (requires_grad = true))]
-    fn requires_grad_<'py>(
-        slf: &Bound<'py, Self>,
-        requires_grad: bool,
-    ) -> PyResult<Bound<'py, Self>> {
-        guard(|| {
-            slf.get()
-                .t
-                .set_requires_grad(requires_grad)
-                .or_raise(slf.py())?;
-            Ok(slf.clone())
-        })
-    }
-
-    /// The value of a one-element tensor as a Python number.
-    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        guard(|| scalar_to_py(py, self.t.item_scalar().or_raise(py)?))
-    }
-
-    /// The values as nested lists of Python numbers (a number for a 0-dim tensor).
-    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        guard(|| {
-            let values = tensor_scalars(&self.t).or_raise(py)?;
-            nest(py, &self.t.sizes(), &mut values.into_iter())
-        })
     }
 
     fn __len__(&self) -> PyResult<usize> {

@@ -256,3 +256,74 @@ pub fn size_object<'py>(py: Python<'py>, sizes: &[i64]) -> PyResult<Bound<'py, P
 pub fn is_sequence(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>()
 }
+
+/// `switchyard.layout`: `switchyard.strided` (the only layout).
+#[pyclass(frozen, eq, hash, name = "layout", module = "switchyard")]
+#[derive(PartialEq, Eq, Hash)]
+pub struct PyLayout {
+    /// The layout.
+    pub layout: switchyard_core::Layout,
+}
+
+#[pymethods]
+impl PyLayout {
+    fn __repr__(&self) -> &'static str {
+        match self.layout {
+            switchyard_core::Layout::Strided => "torch.strided",
+        }
+    }
+
+    /// Pickles by name, as PyTorch's layouts do.
+    fn __reduce__(&self) -> &'static str {
+        "strided"
+    }
+}
+
+/// `switchyard.memory_format`: `contiguous_format`, `preserve_format`, `channels_last`,
+/// `channels_last_3d`.
+#[pyclass(frozen, eq, hash, name = "memory_format", module = "switchyard")]
+#[derive(PartialEq, Eq, Hash)]
+pub struct PyMemoryFormat {
+    /// The memory format.
+    pub format: switchyard_core::MemoryFormat,
+}
+
+#[pymethods]
+impl PyMemoryFormat {
+    fn __repr__(&self) -> String {
+        format!("torch.{}", self.format.name())
+    }
+
+    /// Pickles by name, as PyTorch's memory formats do.
+    fn __reduce__(&self) -> &'static str {
+        self.format.name()
+    }
+}
+
+/// The module attributes of the layout and memory-format objects (`strided`,
+/// `contiguous_format`, ...).
+pub fn layout_and_format_objects(py: Python<'_>) -> PyResult<Vec<(&'static str, Py<PyAny>)>> {
+    use switchyard_core::MemoryFormat as M;
+    let mut out = vec![(
+        "strided",
+        Py::new(
+            py,
+            PyLayout {
+                layout: switchyard_core::Layout::Strided,
+            },
+        )?
+        .into_any(),
+    )];
+    for format in [
+        M::Contiguous,
+        M::Preserve,
+        M::ChannelsLast,
+        M::ChannelsLast3d,
+    ] {
+        out.push((
+            format.name(),
+            Py::new(py, PyMemoryFormat { format })?.into_any(),
+        ));
+    }
+    Ok(out)
+}
