@@ -1,0 +1,67 @@
+"""Cases whose outcome differs from PyTorch's today, each with its reason (reviewed like code).
+
+Keys are case ids or ``fnmatch`` patterns over them. ``test_oracle.py`` checks that every case
+listed here still differs (so a fix removes its entry) and that every pattern matches a case.
+Reasons starting with ``bug:`` are kernel bugs to fix; the others are justified differences.
+"""
+
+_PYOBJECT = ("justified: PyObject preservation is not implemented (plan §4.1, §12): the op "
+             "returns its input tensor itself, as PyTorch does (a requires_grad_ on the result "
+             "shows on the input), but wrapped in a new Python object, so `result is input` "
+             "is False")
+_SET = ("justified: a tensor's storage is fixed at creation (ARCHITECTURE.md invariants), so "
+        "set_ cannot make a tensor view another's storage; switchyard refuses with "
+        "NotImplementedError")
+_TORCH_BN = ("justified (PyTorch's bug): native_batch_norm.out / _native_batch_norm_legit.out "
+             "with a non-contiguous input return wrong values (save_mean zeros, output not "
+             "normalised by the batch statistics; with outs needing a resize it reads "
+             "uninitialized memory); switchyard's equal PyTorch's functional overload")
+_OVERLAP = ("bug: the in-place kernel writes into an input with internal overlap (an expanded, "
+            "stride-0 tensor); PyTorch refuses with 'unsupported operation: more than one "
+            "element of the written-to tensor refers to a single memory location...' "
+            "(assert_no_internal_overlap)")
+
+KNOWN = {
+    "contiguous.default/*/contig": _PYOBJECT,
+    "contiguous.default/float32/zerodim": _PYOBJECT,
+    "contiguous.default/float32/empty": _PYOBJECT,
+    "dropout.default/*": _PYOBJECT,
+    "to.dtype_layout/*/contig": _PYOBJECT,  # not the dtype=float64 variant
+    **{f"to.dtype_layout/float32/{kind}": _PYOBJECT
+       for kind in ("t", "slice", "expand", "zerodim", "empty")},
+    "to.device/float64/contig": _PYOBJECT,
+    "to.dtype/float64/contig": _PYOBJECT,
+    "to.other/*": _PYOBJECT,
+    "lift.default/*": ("bug: lift returns a new tensor aliasing the input (requires_grad_ on "
+                       "it does not show on the input) where PyTorch returns the input itself"),
+    "lift_fresh.default/*": ("bug: lift_fresh returns a new tensor aliasing the input where "
+                             "PyTorch returns the input itself"),
+    "set.source_Tensor*": _SET,
+    "set_.source_Tensor/*": _SET,
+    "native_batch_norm.out/float32/slice": _TORCH_BN,
+    "_native_batch_norm_legit.out/float32/slice": _TORCH_BN,
+    "_native_batch_norm_legit.no_stats_out/float32/slice": _TORCH_BN,
+    "amax.default/float32/empty": ("bug: amax over an empty input without dim raises "
+                                   "IndexError; PyTorch raises RuntimeError (same message)"),
+    "amin.default/float32/empty": ("bug: amin over an empty input without dim raises "
+                                   "IndexError; PyTorch raises RuntimeError (same message)"),
+    "conv2d.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where PyTorch "
+                                   "names \"slow_conv2d_cpu\""),
+    "convolution.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where "
+                                        "PyTorch names \"slow_conv2d_cpu\""),
+    "cumsum_.default/float32/expand": _OVERLAP,
+    "cumprod_.default/float32/expand": _OVERLAP,
+    "pow_.Scalar/float32/expand": _OVERLAP,
+    "relu_.default/float32/expand": _OVERLAP,
+    "cumsum_.default/float32/contig/dtype=float64": (
+        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
+        "'float'/'double' (Bad in-place call: input tensor dtype float and output tensor "
+        "dtype double should match)"),
+    "cumprod_.default/float32/contig/dtype=float64": (
+        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
+        "'float'/'double'"),
+    "unfold_backward.default/float32/contig/dim=0": (
+        "bug: grad_in of the wrong shape for dim=0 is not checked; PyTorch fails with 'The "
+        "size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension "
+        "1', switchyard later with \"shape '[2, 2]' is invalid for input of size 8\""),
+}
