@@ -2,7 +2,7 @@
 can be hashed), built into Python objects of a library by ``build``.
 
 A value is a Python number, bool, string, None, a list of values, or a dict:
-``{"tensor": nested data, "dtype": name, "layout": contig | t | slice | expand, "size": ...}``
+``{"tensor": nested data (NaN and infinities allowed: JSON as Python writes it), "dtype": name, "layout": contig | t | slice | expand, "size": ...}``
 (``t``: the data is the transposed shape, the tensor is ``aten.t`` of it; ``slice``: the data
 has twice the last dimension, the tensor is its step-2 ``aten.slice``; ``expand``: the data
 has a leading 1, expanded to ``size`` with stride 0), ``{"zeros": shape, "dtype": name}``
@@ -11,6 +11,7 @@ has a leading 1, expanded to ``size`` with stride 0), ``{"zeros": shape, "dtype"
 ``Gen`` draws the data from ``random.Random(seed)`` in pure Python.
 """
 
+import math
 import random
 import zlib
 
@@ -79,6 +80,13 @@ class Gen:
             return self.tensor([0, 3], dtype)
         if self.kind == "bcast" and position > 0:
             return self.tensor([3], dtype, low=low, high=high)
+        if self.kind == "mixed" and position > 0:
+            return self.tensor([2, 3], "int64", low=low, high=high)
+        if self.kind == "mixed0d" and position > 0:
+            return self.tensor([], "float64", low=low, high=high)
+        if self.kind == "special" and position == 0 and (dtype or self.dt) in FLOATING:
+            return {"tensor": [[math.nan, math.inf, -math.inf], [0.0, -0.0, 1.5]],
+                    "dtype": dtype or self.dt}
         return self.T([2, 3], dtype, low, high)
 
     def primary_shape(self, position=0):

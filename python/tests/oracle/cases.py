@@ -262,6 +262,14 @@ OVERRIDES = {
     "ones": lambda g: {"size": [2, 3]},
     "set": lambda g: {"source": g.T([3, 2])},
 }
+# Operators that also get a case whose first input holds NaN, ±inf and ±0.0 (besides every
+# pointwise and reduction operator).
+SPECIAL_VALUES = {"sort", "topk", "max", "min", "argmax", "argmin", "amax", "amin", "aminmax",
+                  "cumsum", "cumprod", "logsumexp", "softmax", "log_softmax", "_softmax",
+                  "_log_softmax", "isnan", "isinf", "isfinite", "nan_to_num", "maximum",
+                  "minimum", "clamp", "clamp_min", "clamp_max", "where", "masked_fill",
+                  "nonzero", "linalg_vector_norm", "mse_loss", "layer_norm"}
+
 # Operators the harness does not call, with the reason.
 NOT_RUN = {
     "_to_cpu": "backend plumbing: moves tensors of an external backend to the CPU",
@@ -301,7 +309,8 @@ def fill(name, arg, g, position):
             dt = g.dt
             if name.rstrip("_") in BOOL_OUT:
                 dt = "bool"
-            elif name in INDEX_OUT or "indices" in n:
+            elif name in INDEX_OUT or "indices" in n or n == "max_values":
+                # max.dim_max's second out (named max_values) holds the indices.
                 dt = "int64"
             return g.zeros([0], dt)
         if arg.optional and arg.has_default:
@@ -402,7 +411,9 @@ def _variants(name, overload, arguments, tags):
         dts += ["float16", "bfloat16"]
     kinds = ["t", "slice", "expand", "zerodim", "empty"]
     if len(tensor_inputs) >= 2:
-        kinds.append("bcast")
+        kinds += ["bcast", "mixed", "mixed0d"]
+    if tags & {"pointwise", "reduction"} or name.rstrip("_") in SPECIAL_VALUES:
+        kinds.append("special")
     if overridden:
         kinds = ["slice"]
     if not tensor_inputs:
@@ -442,6 +453,10 @@ def _variants(name, overload, arguments, tags):
         tweaks.append(("descending", {"descending": True}))
     if "ceil_mode" in names:
         tweaks.append(("stride1_pad1", {"stride": [1, 1], "padding": [1, 1]}))
+    scalars = [a.name for a in arguments if a.base == "Scalar" and not a.has_default]
+    if scalars and tensor_inputs:
+        # A float Scalar with an integral tensor (type promotion with a wrapped number).
+        out.append(("int64", "contig", "float_scalar", {n: 1.5 for n in scalars}))
     out += [(main, "contig", label, tw) for label, tw in tweaks]
     return out
 

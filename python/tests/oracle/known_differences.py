@@ -31,7 +31,13 @@ KNOWN = {
        for kind in ("t", "slice", "expand", "zerodim", "empty")},
     "to.device/float64/contig": _PYOBJECT,
     "to.dtype/float64/contig": _PYOBJECT,
-    "to.other/*": _PYOBJECT,
+    "to.other/*/contig": _PYOBJECT,
+    **{f"to.other/float32/{kind}": _PYOBJECT
+       for kind in ("t", "slice", "expand", "zerodim", "empty", "bcast")},
+    "gelu.default/float32/special": (
+        "justified: gelu(+inf) with approximate='none' is inf; PyTorch's vectorised CPU path "
+        "returns NaN for it (its scalar path, e.g. a 1-element tensor, returns inf), so "
+        "PyTorch disagrees with itself; ours is inf for every length"),
     "lift.default/*": ("bug: lift returns a new tensor aliasing the input (requires_grad_ on "
                        "it does not show on the input) where PyTorch returns the input itself"),
     "lift_fresh.default/*": ("bug: lift_fresh returns a new tensor aliasing the input where "
