@@ -82,6 +82,8 @@ class Gen:
             return self.tensor([3], dtype, low=low, high=high)
         if self.kind == "mixed" and position > 0:
             return self.tensor([2, 3], "int64", low=low, high=high)
+        if self.kind == "number" and position > 0:
+            return 2.5  # a Python number for a Tensor argument (a wrapped number)
         if self.kind == "mixed0d" and position > 0:
             return self.tensor([], "float64", low=low, high=high)
         if self.kind == "special" and position == 0 and (dtype or self.dt) in FLOATING:

@@ -14,6 +14,7 @@ transposed (``t``), step-2 sliced, ``expand``ed (stride 0), broadcast (later ten
 """
 
 import functools
+import re
 import hashlib
 import json
 
@@ -377,7 +378,9 @@ def _args_of(name, overload, arguments, g, tweak=None):
             v = given[arg.name]
             if v is SKIP:
                 continue
-            if arg.is_list and arg.base in ("int", "SymInt") and isinstance(v, int):
+            if arg.type.endswith(("[]", "[]?")) and isinstance(v, int) and arg.base in (
+                    "int", "SymInt"):
+                # An unsized int[] takes no bare int under torch.ops (int[N] does).
                 v = [v]
             values[arg.name] = v
             if arg.base == "Tensor":
@@ -425,12 +428,18 @@ def _variants(name, overload, arguments, tags):
         dts = [main, "float32" if main == "int64" else "int64"]
     out = [(dt, "contig", "", None) for dt in dts]
     out += [(main, k, "", None) for k in kinds]
+    if len(tensor_inputs) >= 2 and not overridden and not is_out:
+        out.append(("int64", "number", "", None))
     if is_out:
         return out
     names = {a.name: a for a in arguments}
     tweaks = []
     if "dim" in names and names["dim"].base == "int":
         tweaks.append(("dim=0", {"dim": [0] if names["dim"].is_list else 0}))
+        if re.search(r"\[\d+\]", names["dim"].type):
+            tweaks.append(("dim=bare_int", {"dim": 0}))
+    if "kernel_size" in names:
+        tweaks.append(("kernel=bare_int", {"kernel_size": 2}))
     if "keepdim" in names:
         tweaks.append(("keepdim", {"keepdim": True}))
     if "dtype" in names and names["dtype"].optional:
