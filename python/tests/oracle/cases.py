@@ -372,6 +372,11 @@ def _args_of(name, overload, arguments, g, tweak=None):
     given = dict(given)
     if tweak:
         given.update(tweak)
+        for k, v in tweak.items():
+            if v == "OUT_T":
+                given[k] = g.tensor([2, 3], layout="t")
+            elif v == "WEIGHT3":
+                given[k] = g.tensor([3], low=0.5, high=2)
     values, position = {}, 0
     for arg in arguments:
         if arg.name in given:
@@ -403,7 +408,7 @@ def _args_of(name, overload, arguments, g, tweak=None):
     return args, kwargs
 
 
-def _variants(name, overload, arguments, tags):
+def _variants(name, overload, arguments, tags, name_tags):
     """``[(dt, kind, tweak label, tweak)]`` for one overload."""
     tensor_inputs = [a for a in arguments if a.base == "Tensor" and not a.is_list
                      and not (a.written and a.kwarg_only) and not (a.optional and a.has_default)]
@@ -431,6 +436,10 @@ def _variants(name, overload, arguments, tags):
     if len(tensor_inputs) >= 2 and not overridden and not is_out:
         out.append(("int64", "number", "", None))
     if is_out:
+        outs = [a.name for a in arguments if a.written and a.kwarg_only and not a.is_list]
+        if "pointwise" in name_tags and len(outs) == 1 and not overridden:
+            # A transposed out of the right shape: written in place, strides kept.
+            out.append((main, "contig", "out_t", {outs[0]: "OUT_T"}))
         return out
     names = {a.name: a for a in arguments}
     tweaks = []
@@ -458,6 +467,15 @@ def _variants(name, overload, arguments, tags):
         tweaks.append(("eval", {"training": False}))
     if "train" in names:
         tweaks.append(("train_p0", {"train": True, "p": 0.0}))
+    if "reduction" in names and names["reduction"].base == "int":
+        tweaks.append(("reduction=none", {"reduction": 0}))
+        tweaks.append(("reduction=sum", {"reduction": 2}))
+    if "ignore_index" in names:
+        tweaks.append(("ignore_index=1", {"ignore_index": 1}))
+    if name in ("nll_loss", "nll_loss_nd", "nll_loss_forward", "cross_entropy_loss"):
+        tweaks.append(("weight", {"weight": "WEIGHT3"}))
+    if "label_smoothing" in names:
+        tweaks.append(("label_smoothing", {"label_smoothing": 0.1}))
     if "descending" in names:
         tweaks.append(("descending", {"descending": True}))
     if "ceil_mode" in names:
@@ -476,6 +494,9 @@ def all_cases():
     (``{(name, overload): reason}``)."""
     tags = yaml_tags()
     cases, unmapped = [], {}
+    name_tags = {}
+    for (name, _), t in tags.items():
+        name_tags.setdefault(name, set()).update(t)
     for name, overload in yaml_overloads():
         if name in NOT_RUN:
             unmapped[(name, overload)] = NOT_RUN[name]
@@ -483,7 +504,8 @@ def all_cases():
         schema = str(getattr(getattr(switchyard.ops.aten, name), overload)._schema)
         _, _, arguments, _ = parse_schema(schema)
         for dt, kind, label, tweak in _variants(name, overload, arguments,
-                                                tags.get((name, overload), set())):
+                                                tags.get((name, overload), set()),
+                                                name_tags.get(name, set())):
             cid = f"{name}.{overload}/{dt}/{kind}" + (f"/{label}" if label else "")
             g = Gen(cid, dt, kind)
             try:
