@@ -82,6 +82,8 @@ class Gen:
             return self.tensor([3], dtype, low=low, high=high)
         if self.kind == "mixed" and position > 0:
             return self.tensor([2, 3], "int64", low=low, high=high)
+        if self.kind == "large":
+            return self.tensor([4, 33], dtype, low=low, high=high)
         if self.kind == "number" and position > 0:
             return 2.5  # a Python number for a Tensor argument (a wrapped number)
         if self.kind == "mixed0d" and position > 0:
@@ -92,7 +94,7 @@ class Gen:
         return self.T([2, 3], dtype, low, high)
 
     def primary_shape(self, position=0):
-        return {"zerodim": [], "empty": [0, 3]}.get(self.kind, [3] if (
+        return {"zerodim": [], "empty": [0, 3], "large": [4, 33]}.get(self.kind, [3] if (
             self.kind == "bcast" and position > 0) else [2, 3])
 
     def index(self, shape, high, layout="contig"):

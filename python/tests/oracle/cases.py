@@ -10,7 +10,9 @@ structural constraints (shapes of matrix products and convolutions, indices in r
 that fit), and the generic rules fill the rest. Variants: the dtypes float32, float64, int64,
 bool (+ float16, bfloat16 for pointwise operators) on contiguous (2, 3) tensors; float32 also
 transposed (``t``), step-2 sliced, ``expand``ed (stride 0), broadcast (later tensors (3,)),
-0-dim and empty (0, 3); and argument variants (``dim=0``, ``keepdim``, ``dtype``...).
+0-dim and empty (0, 3); for several tensor inputs, later ones int64 (``mixed``), 0-dim float64
+(``mixed0d``) or a Python number (``number``, int64 first input); for pointwise and reduction
+operators NaN/±inf/±0 (``special``) and (4, 33) inputs (``large``); and argument variants (``dim=0``, ``keepdim``, ``dtype``...).
 """
 
 import functools
@@ -375,6 +377,8 @@ def _args_of(name, overload, arguments, g, tweak=None):
         for k, v in tweak.items():
             if v == "OUT_T":
                 given[k] = g.tensor([2, 3], layout="t")
+            elif v == "LARGE":
+                given[k] = g.tensor([4, 33])
             elif v == "WEIGHT3":
                 given[k] = g.tensor([3], low=0.5, high=2)
     values, position = {}, 0
@@ -421,7 +425,8 @@ def _variants(name, overload, arguments, tags, name_tags):
     if len(tensor_inputs) >= 2:
         kinds += ["bcast", "mixed", "mixed0d"]
     if tags & {"pointwise", "reduction"} or name.rstrip("_") in SPECIAL_VALUES:
-        kinds.append("special")
+        # NaN/±inf/±0 inputs; (4, 33) inputs, past vector widths and into loop tails.
+        kinds += ["special", "large"]
     if overridden:
         kinds = ["slice"]
     if not tensor_inputs:
@@ -476,6 +481,9 @@ def _variants(name, overload, arguments, tags, name_tags):
         tweaks.append(("weight", {"weight": "WEIGHT3"}))
     if "label_smoothing" in names:
         tweaks.append(("label_smoothing", {"label_smoothing": 0.1}))
+    if "stable" in names:
+        tweaks.append(("stable", {"stable": True}))
+        tweaks.append(("stable_large", {"stable": True, "self": "LARGE"}))
     if "descending" in names:
         tweaks.append(("descending", {"descending": True}))
     if "ceil_mode" in names:
