@@ -8,7 +8,7 @@ call ``<lib>.ops.aten.<op>.<overload>(*args, **kwargs)`` with objects built from
 Arguments are filled by name and type (``fill``); ``OVERRIDES`` gives the arguments that carry
 structural constraints (shapes of matrix products and convolutions, indices in range, sizes
 that fit), and the generic rules fill the rest. Variants: the dtypes float32, float64, int64,
-bool (+ float16, bfloat16 for pointwise operators) on contiguous (2, 3) tensors; float32 also
+bool (+ float16, bfloat16 for pointwise and reduction operators) on contiguous (2, 3) tensors; float32 also
 transposed (``t``), step-2 sliced, ``expand``ed (stride 0), broadcast (later tensors (3,)),
 0-dim and empty (0, 3); for several tensor inputs, later ones int64 (``mixed``), 0-dim float64
 (``mixed0d``) or a Python number (``number``, int64 first input); for pointwise and reduction
@@ -375,7 +375,10 @@ def _args_of(name, overload, arguments, g, tweak=None):
     if tweak:
         given.update(tweak)
         for k, v in tweak.items():
-            if v == "OUT_T":
+            if v == "OUT_5":
+                given[k] = fill(name, next(a for a in arguments if a.name == k), g, 0)
+                given[k] = {"zeros": [5], "dtype": given[k]["dtype"]}
+            elif v == "OUT_T":
                 given[k] = g.tensor([2, 3], layout="t")
             elif v == "LARGE":
                 given[k] = g.tensor([4, 33])
@@ -419,7 +422,7 @@ def _variants(name, overload, arguments, tags, name_tags):
     is_out = any(a.written and a.kwarg_only for a in arguments)
     overridden = _override(name, overload) is not None
     dts = ["float32", "float64", "int64", "bool"]
-    if "pointwise" in tags and not is_out:
+    if tags & {"pointwise", "reduction"} and not is_out:
         dts += ["float16", "bfloat16"]
     kinds = ["t", "slice", "expand", "zerodim", "empty"]
     if len(tensor_inputs) >= 2:
@@ -445,6 +448,9 @@ def _variants(name, overload, arguments, tags, name_tags):
         if "pointwise" in name_tags and len(outs) == 1 and not overridden:
             # A transposed out of the right shape: written in place, strides kept.
             out.append((main, "contig", "out_t", {outs[0]: "OUT_T"}))
+        if len(outs) == 1 and not overridden:
+            # A non-empty out of another shape: resized (PyTorch warns), then written.
+            out.append((main, "contig", "out_resize", {outs[0]: "OUT_5"}))
         return out
     names = {a.name: a for a in arguments}
     tweaks = []

@@ -3,7 +3,8 @@
 An outcome is JSON data: ``{"result": value, "mutated": {input index: values}}`` or
 ``{"raises": type name, "message": str(exception)}``. A tensor value records dtype, shape,
 strides, storage offset, values (NaN and infinities as strings; None when the values are
-undefined), the inputs whose storage it shares (``alias``) and the input it is (``is``).
+undefined), the inputs whose storage it shares after the call (``alias``) and the input it
+is (``is``).
 Values compare with torch.testing's default tolerances per dtype, everything else exactly.
 """
 
@@ -73,7 +74,6 @@ def run(lib, case):
     args = build(lib, case["args"], inputs)
     kwargs = {k: build(lib, v, inputs) for k, v in case["kwargs"].items()}
     before = [_encode_values(t.tolist()) for t in inputs]
-    addresses = [storage_address(lib, t) for t in inputs]
     try:
         op = getattr(getattr(lib.ops.aten, case["op"]), case["overload"])
         with warnings.catch_warnings():
@@ -81,6 +81,10 @@ def run(lib, case):
             result = op(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - every exception is an outcome
         return {"raises": type(e).__name__, "message": str(e)}
+    # Storage addresses are read after the call: switchyard reads them through ``numpy()``,
+    # which marks a storage as exported (never to grow again), so reading them before the
+    # call would make out= resizes fail. A resized out= storage is its new one.
+    addresses = [storage_address(lib, t) for t in inputs]
     out = {"result": _encode(lib, result, inputs, addresses, case["values"])}
     mutated = {}
     for i, t in enumerate(inputs if case["values"] else []):
