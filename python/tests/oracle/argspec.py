@@ -2,8 +2,8 @@
 can be hashed), built into Python objects of a library by ``build``.
 
 A value is a Python number, bool, string, None, a list of values, or a dict:
-``{"tensor": nested data (NaN and infinities allowed: JSON as Python writes it), "dtype": name, "layout": contig | t | slice | expand, "size": ...}``
-(``t``: the data is the transposed shape, the tensor is ``aten.t`` of it; ``slice``: the data
+``{"tensor": nested data, "dtype": name, "layout": contig | t | slice | expand, "size": ...}``
+(NaN and infinities allowed in the data, as Python's json writes them; ``t``: the data is the transposed shape, the tensor is ``aten.t`` of it; ``slice``: the data
 has twice the last dimension, the tensor is its step-2 ``aten.slice``; ``expand``: the data
 has a leading 1, expanded to ``size`` with stride 0), ``{"zeros": shape, "dtype": name}``
 (empty shapes and out= tensors), ``{"dtype": name}`` alone (a dtype argument).

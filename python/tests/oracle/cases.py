@@ -8,17 +8,23 @@ call ``<lib>.ops.aten.<op>.<overload>(*args, **kwargs)`` with objects built from
 Arguments are filled by name and type (``fill``); ``OVERRIDES`` gives the arguments that carry
 structural constraints (shapes of matrix products and convolutions, indices in range, sizes
 that fit), and the generic rules fill the rest. Variants: the dtypes float32, float64, int64,
-bool (+ float16, bfloat16 for pointwise and reduction operators) on contiguous (2, 3) tensors; float32 also
-transposed (``t``), step-2 sliced, ``expand``ed (stride 0), broadcast (later tensors (3,)),
-0-dim and empty (0, 3); for several tensor inputs, later ones int64 (``mixed``), 0-dim float64
-(``mixed0d``) or a Python number (``number``, int64 first input); for pointwise and reduction
-operators NaN/±inf/±0 (``special``) and (4, 33) inputs (``large``); and argument variants (``dim=0``, ``keepdim``, ``dtype``...).
+bool (+ float16, bfloat16 for pointwise and reduction operators) on contiguous (2, 3)
+tensors; float32 (int64 for bitwise operators) also transposed (``t``), step-2 sliced,
+``expand``ed (stride 0), broadcast (later tensors (3,)), 0-dim and empty (0, 3); for several
+tensor inputs, later ones int64 (``mixed``), 0-dim float64 (``mixed0d``) or a Python number
+(``number``, int64 first input); for pointwise and reduction operators NaN/±inf/±0
+(``special``) and (4, 33) inputs (``large``); argument variants (``dim=0``, ``keepdim``,
+``dtype``, a bare int for ``int[N]``, float scalars with int64 tensors, loss options...);
+out= overloads with empty, transposed and wrongly shaped out tensors.
+
+Random operators (``RANDOM``) run only with arguments whose results do not depend on the
+generator: switchyard has no ``manual_seed`` yet.
 """
 
 import functools
-import re
 import hashlib
 import json
+import re
 
 import switchyard
 
@@ -32,16 +38,11 @@ class Unmapped(Exception):
     """An argument that neither the generic rules nor an override can fill."""
 
 
-BOOL_OUT = {"all", "any", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and",
-            "logical_or", "logical_xor", "logical_not"}
+# Out dtypes of the generic out= tensors (the others take the case's dtype).
+BOOL_OUT = {"all", "any", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+            "logical_and", "logical_or", "logical_xor", "logical_not"}
 INDEX_OUT = {"argmax", "argmin", "nonzero"}
-FACTORIES = {"empty", "empty_strided", "zeros", "ones", "full", "arange", "linspace", "eye",
-             "rand", "randn", "randint"}
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty_strided"}
-
-
-def _is_int(dt):
-    return dt not in FLOATING and dt != "bool"
 
 
 def _scalar(dt, f=1.5, i=2, b=True):
@@ -55,9 +56,10 @@ def _perm_index(g, rows, cols, high):
 
 
 # ---------------------------------------------------------------------------------------
-# OVERRIDES: name -> fn(g) -> {argument name: value}; the generic rules fill the others.
-# Looked up as "name.overload", then "name", then the name without a trailing "_" and
-# without "_copy". ``g.dt`` and ``g.kind`` are the case's dtype and kind.
+# OVERRIDES: key -> fn(g) -> {argument name: value}; the generic rules fill the others.
+# For each of the name, the name without a trailing "_" and without "_copy", the keys tried
+# are "name.overload", "name.<overload without _out/out>" and "name". ``g.dt`` and ``g.kind``
+# are the case's dtype and kind.
 # ---------------------------------------------------------------------------------------
 
 
@@ -70,12 +72,6 @@ def _norm_args(g):
             "running_mean": g.tensor([3]), "running_var": g.tensor([3], low=0.5, high=2),
             "training": True, "momentum": 0.1, "eps": 1e-5, "cudnn_enabled": False,
             "use_input_stats": True}
-
-
-def _norm_self(g):
-    d = _norm_args(g)
-    d["self"] = d.pop("input")
-    return d
 
 
 def _pool(g):
@@ -98,8 +94,9 @@ def _fq(g):
 
 
 def _index_put(g):
-    return {"self": g.T([2, 3]), "indices": [_perm_index(g, 1, 2, 2)["tensor"][0] and
-                                             {"tensor": [1, 0], "dtype": "int64"}],
+    # Rows 1 and 0 (distinct: without accumulate, repeated indices have no defined result),
+    # each set from a (3,) values tensor (broadcast); the accumulate variant adds.
+    return {"self": g.T([2, 3]), "indices": [{"tensor": [1, 0], "dtype": "int64"}],
             "values": g.tensor([3]), "accumulate": False}
 
 
