@@ -20,6 +20,7 @@ from oracle.known_differences import KNOWN  # noqa: E402
 from oracle.outcome import differences, run  # noqa: E402
 
 CASES, _ = all_cases()
+CASES_BY_ID = {c["id"]: c for c in CASES}
 
 
 def known_reason(case_id):
@@ -106,3 +107,23 @@ def test_outcome_records_aliasing_and_mutation():
     assert inplace["result"]["is"] == 0 and set(inplace["mutated"]) == {"0"}
     fresh = run(switchyard, by_id["add.Tensor/float32/contig"])
     assert fresh["result"]["alias"] == [] and "mutated" not in fresh
+
+
+def test_a_wrong_kernel_is_caught():
+    """End to end: with aten::sin computing cos and aten::clone returning its input (Python
+    kernels at CPU), the oracle reports their cases."""
+    from switchyard.library import Library
+
+    lib = Library("aten", "IMPL", "CPU")
+    lib.impl("sin", lambda x: switchyard.ops.aten.cos.default(x))
+    lib.impl("clone", lambda x, memory_format=None: x)
+    try:
+        caught = {c["id"]: differences(expected_outcome(c), run(switchyard, c))
+                  for c in CASES if c["op"] in ("sin", "clone") and c["overload"] == "default"}
+    finally:
+        lib._destroy()
+    assert any("values" in d for d in caught["sin.default/float32/contig"])
+    assert any(".alias" in d for d in caught["clone.default/float32/contig"])
+    # Restored once the library is destroyed.
+    assert not differences(expected_outcome(CASES_BY_ID["sin.default/float32/contig"]),
+                           run(switchyard, CASES_BY_ID["sin.default/float32/contig"]))
