@@ -45,3 +45,15 @@ def test_uncovered_entries_are_current():
 def test_random_operators_exist():
     names = {name for name, _ in yaml_overloads()}
     assert set(GENERATOR_INDEPENDENT_ONLY) <= names
+
+
+def test_case_source_lists_every_overload_of_each_packet():
+    """The overload list the cases come from (generated/overloads.rs) is what the packets of
+    ``switchyard.ops.aten`` hold, in the same order."""
+    import switchyard
+
+    by_name = collections.defaultdict(list)
+    for name, overload in yaml_overloads():
+        by_name[name].append(overload)
+    for name, overloads in by_name.items():
+        assert getattr(switchyard.ops.aten, name).overloads() == overloads, name
