@@ -30,6 +30,7 @@ class Gen:
         self.rng = random.Random(seed_of(case_id))
         self.dt = dt
         self.kind = kind
+        self.tweak = None  # the case's argument variant, for overrides that depend on it
 
     # -- numbers -----------------------------------------------------------------------
     def _value(self, dtype, low, high):

@@ -78,8 +78,22 @@ def _pool(g):
     return {"self": g.T([1, 2, 4, 4]), "kernel_size": [2, 2]}
 
 
+def _dim_size(g):
+    """The size of (2, 3) along the case's dim (1 unless the dim=0 variant)."""
+    return 2 if (g.tweak or {}).get("dim") == 0 else 3
+
+
+def _scatter_index(g):
+    """(2, 2) indices with no two writes to one place: distinct within a row for dim 1,
+    within a column for dim 0 (scatter's result is undefined for repeated targets)."""
+    if _dim_size(g) == 2:
+        first = g.rng.sample(range(2), 2)
+        return {"tensor": [first, first[::-1]], "dtype": "int64"}
+    return _perm_index(g, 2, 2, 3)
+
+
 def _scatter(g):
-    return {"self": g.T([2, 3]), "dim": 1, "index": _perm_index(g, 2, 2, 3),
+    return {"self": g.T([2, 3]), "dim": 1, "index": _scatter_index(g),
             "src": g.T([2, 3]), "value": _scalar(g.dt), "reduce": "add"}
 
 
@@ -202,7 +216,8 @@ OVERRIDES = {
     "flip": lambda g: {"dims": [-1]},
     "full": lambda g: {"size": [2, 3], "fill_value": 1.5},
     "full_like": lambda g: {"fill_value": 2},
-    "gather": lambda g: {"self": g.T([2, 3]), "dim": 1, "index": g.index([2, 2], 3)},
+    "gather": lambda g: {"self": g.T([2, 3]), "dim": 1,
+                         "index": g.index([2, 2], _dim_size(g))},
     "index_select": lambda g: {"self": g.T([2, 3]), "dim": 1,
                                "index": {"tensor": [2, 0, 2], "dtype": "int64"}},
     "layer_norm": lambda g: {"input": g.T([2, 3]), "normalized_shape": [3],
@@ -367,6 +382,7 @@ def fill(name, arg, g, position):
 
 def _args_of(name, overload, arguments, g, tweak=None):
     override = _override(name, overload)
+    g.tweak = tweak
     given = override(g) if override else {}
     given = dict(given)
     if tweak:
