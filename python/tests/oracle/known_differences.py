@@ -1,0 +1,135 @@
+"""Cases whose outcome differs from PyTorch's today, each with its reason (reviewed like code).
+
+Keys are case ids or ``fnmatch`` patterns over them. ``test_oracle.py`` checks that every case
+listed here still differs (so a fix removes its entry) and that every pattern matches a case.
+Reasons starting with ``bug:`` are kernel bugs to fix; the others are justified differences.
+"""
+
+_PYOBJECT = ("justified: PyObject preservation is not implemented (plan §4.1, §12): the op "
+             "returns its input tensor itself, as PyTorch does (a requires_grad_ on the result "
+             "shows on the input), but wrapped in a new Python object, so `result is input` "
+             "is False")
+_SET = ("justified: a tensor's storage is fixed at creation (ARCHITECTURE.md invariants), so "
+        "set_ cannot make a tensor view another's storage; switchyard refuses with "
+        "NotImplementedError")
+_TORCH_BN = ("justified (PyTorch's bug): native_batch_norm.out / _native_batch_norm_legit.out "
+             "with a non-contiguous input return wrong values (save_mean zeros, output not "
+             "normalised by the batch statistics; with outs needing a resize it reads "
+             "uninitialized memory); switchyard's equal PyTorch's functional overload")
+_OVERLAP = ("bug: the in-place kernel writes into an input with internal overlap (an expanded, "
+            "stride-0 tensor); PyTorch refuses with 'unsupported operation: more than one "
+            "element of the written-to tensor refers to a single memory location...' "
+            "(assert_no_internal_overlap)")
+
+_NUMBERS = (
+    "bug (binding: switchyard-call's PySource / crates/python convert.rs, not a kernel): "
+    "ops.aten turns a Python number given for a Tensor argument into a tensor for every "
+    "operator; torch.ops does so only for the operators that allow numbers as tensors (add, "
+    "sub, mul, div, copy, to...) and otherwise raises RuntimeError \"aten::eq() Expected a "
+    "value of type 'Tensor' for argument 'other' but instead found type 'float'.\"")
+# Overloads called with 2.5 for their second tensor argument ("number" cases).
+_NUMBER_REFUSED = [
+    "atan2.default",
+    "atan2_.default",
+    "bitwise_and.Tensor",
+    "bitwise_and_.Tensor",
+    "bitwise_or.Tensor",
+    "bitwise_or_.Tensor",
+    "bitwise_xor.Tensor",
+    "bitwise_xor_.Tensor",
+    "eq.Tensor",
+    "eq_.Tensor",
+    "fmod.Tensor",
+    "fmod_.Tensor",
+    "ge.Tensor",
+    "ge_.Tensor",
+    "gt.Tensor",
+    "gt_.Tensor",
+    "le.Tensor",
+    "le_.Tensor",
+    "logical_and.default",
+    "logical_and_.default",
+    "logical_or.default",
+    "logical_or_.default",
+    "logical_xor.default",
+    "logical_xor_.default",
+    "lt.Tensor",
+    "lt_.Tensor",
+    "max.other",
+    "maximum.default",
+    "min.other",
+    "minimum.default",
+    "mse_loss.default",
+    "ne.Tensor",
+    "ne_.Tensor",
+    "pow.Tensor_Tensor",
+    "pow_.Tensor",
+    "remainder.Tensor",
+    "remainder_.Tensor",
+    "reshape_as.default",
+    "view_as.default",
+    "where.self",
+    "where.ScalarSelf",
+    "where.ScalarOther",
+]
+
+KNOWN = {
+    **{f"{overload}/int64/number": _NUMBERS for overload in _NUMBER_REFUSED},
+    "contiguous.default/*/contig": _PYOBJECT,
+    "contiguous.default/float32/zerodim": _PYOBJECT,
+    "contiguous.default/float32/empty": _PYOBJECT,
+    "dropout.default/*": _PYOBJECT,
+    "to.dtype_layout/*/contig": _PYOBJECT,  # not the dtype=float64 variant
+    **{f"to.dtype_layout/float32/{kind}": _PYOBJECT
+       for kind in ("t", "slice", "expand", "zerodim", "empty")},
+    "to.device/float64/contig": _PYOBJECT,
+    "to.dtype/float64/contig": _PYOBJECT,
+    "to.other/*/contig": _PYOBJECT,
+    **{f"to.other/float32/{kind}": _PYOBJECT
+       for kind in ("t", "slice", "expand", "zerodim", "empty", "bcast")},
+    **{f"sort.{o}/float32/large": (
+        "justified: an unstable sort (stable not True) orders equal values as its algorithm "
+        "happens to; the values agree and the indices differ only between equal elements "
+        "(checked when this entry was added); with stable=True they agree (sort.stable "
+        "/stable_large)") for o in ("default", "stable")},
+    "gelu.out/float32/contig/out_t": (
+        "justified (PyTorch's bug): torch.ops.aten.gelu.out into a non-contiguous out of the "
+        "right shape returns it unwritten (relu.out and sin.out write it); ours writes the "
+        "GELU values, as the functional overload computes them"),
+    "gelu.default/float32/special": (
+        "justified: gelu(+inf) with approximate='none' is inf; PyTorch's vectorised CPU path "
+        "returns NaN for it (its scalar path, e.g. a 1-element tensor, returns inf), so "
+        "PyTorch disagrees with itself; ours is inf for every length"),
+    "lift.default/*": ("bug: lift returns a new tensor aliasing the input (requires_grad_ on "
+                       "it does not show on the input) where PyTorch returns the input itself"),
+    "lift_fresh.default/*": ("bug: lift_fresh returns a new tensor aliasing the input where "
+                             "PyTorch returns the input itself"),
+    "set.source_Tensor*": _SET,
+    "set_.source_Tensor/*": _SET,
+    "native_batch_norm.out/float32/slice": _TORCH_BN,
+    "_native_batch_norm_legit.out/float32/slice": _TORCH_BN,
+    "_native_batch_norm_legit.no_stats_out/float32/slice": _TORCH_BN,
+    "amax.default/float32/empty": ("bug: amax over an empty input without dim raises "
+                                   "IndexError; PyTorch raises RuntimeError (same message)"),
+    "amin.default/float32/empty": ("bug: amin over an empty input without dim raises "
+                                   "IndexError; PyTorch raises RuntimeError (same message)"),
+    "conv2d.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where PyTorch "
+                                   "names \"slow_conv2d_cpu\""),
+    "convolution.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where "
+                                        "PyTorch names \"slow_conv2d_cpu\""),
+    "cumsum_.default/float32/expand": _OVERLAP,
+    "cumprod_.default/float32/expand": _OVERLAP,
+    "pow_.Scalar/float32/expand": _OVERLAP,
+    "relu_.default/float32/expand": _OVERLAP,
+    "cumsum_.default/float32/contig/dtype=float64": (
+        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
+        "'float'/'double' (Bad in-place call: input tensor dtype float and output tensor "
+        "dtype double should match)"),
+    "cumprod_.default/float32/contig/dtype=float64": (
+        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
+        "'float'/'double'"),
+    "unfold_backward.default/float32/contig/dim=0": (
+        "bug: grad_in of the wrong shape for dim=0 is not checked; PyTorch fails with 'The "
+        "size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension "
+        "1', switchyard later with \"shape '[2, 2]' is invalid for input of size 8\""),
+}
