@@ -30,32 +30,49 @@ from ._C import (
     tensor,
     uint8,
 )
+from ._C import is_grad_enabled, is_inference_mode_enabled, layout, strided
 from ._ops import ops
+
+# pyo3 names the extension type `switchyard.Tensor` at the C level, which Python prints in its
+# own messages; PyTorch's says `Tensor` (`unsupported operand type(s) for +: 'Tensor' and 'str'`).
+# Setting `__name__` of a heap type resets that C name; `__module__` stays "switchyard".
+Tensor.__name__ = "Tensor"
+from . import autograd
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 __all__ = [
     "Size",
     "Tensor",
     "arange",
+    "autograd",
     "bfloat16",
     "bool",
     "device",
     "double",
     "dtype",
+    "enable_grad",
     "float",
     "float16",
     "float32",
     "float64",
     "full",
     "half",
+    "inference_mode",
     "int",
     "int8",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
     "int16",
     "int32",
     "int64",
+    "layout",
     "long",
+    "no_grad",
     "ones",
     "ops",
+    "set_grad_enabled",
     "short",
+    "strided",
     "tensor",
     "uint8",
     "zeros",

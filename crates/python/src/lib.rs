@@ -19,13 +19,16 @@ use pyo3::prelude::*;
 // Linked for its kernels' static registration at the CPU key.
 use switchyard_cpu as _;
 
+pub mod autograd;
 pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
+pub mod indexing;
 pub mod introspect;
 pub mod ops;
 pub mod tensor;
+pub mod tensor_ops;
 pub mod types;
 
 /// The module `switchyard._C`.
@@ -49,5 +52,15 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(introspect::_dispatch_dump, m)?)?;
     m.add_function(wrap_pyfunction!(introspect::_dispatch_dump_table, m)?)?;
     m.add_function(wrap_pyfunction!(introspect::_dispatch_explain, m)?)?;
+    m.add_class::<tensor_ops::PyLayout>()?;
+    m.add("strided", tensor_ops::strided(py)?)?;
+    m.add_class::<autograd::PyNode>()?;
+    m.add_class::<autograd::RemovableHandle>()?;
+    m.add_class::<autograd::InferenceModeGuard>()?;
+    m.add_function(wrap_pyfunction!(autograd::_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_inference_mode_enabled, m)?)?;
     Ok(())
 }

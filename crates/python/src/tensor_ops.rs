@@ -1,0 +1,314 @@
+//! The operators of `switchyard.Tensor` (`+`, `-=`, `<`, `~`, `@`, `int(t)`, `iter(t)`, ...)
+//! and the attributes computed from the tensor (`T`, `mT`, `layout`), with PyTorch's results,
+//! type promotion and messages (docs/python-plan.md §4.2).
+//!
+//! The binary operators take a typed fast path: the other operand is a tensor, or a Python
+//! `bool` / `int` / `float` made a *wrapped number* ([`Tensor::wrapped_scalar`]), which is what
+//! PyTorch's argument parser makes of a number, so type promotion treats it as PyTorch does
+//! (`int_tensor + 2.5` is float32, `float16_tensor * 2` stays float16). Any other operand
+//! fails [`Operand`]'s extraction, which pyo3 turns into `NotImplemented` for the number
+//! protocol: Python then tries the reflected method and finally raises its own
+//! `unsupported operand type(s)` TypeError, and `t == None` is `False`, as in PyTorch.
+//!
+//! Where PyTorch's parser picks a `Scalar` overload for a number (`pow`, `remainder`, the
+//! comparisons, the bitwise operators) the same overload is called, so the recorded
+//! `grad_fn` is PyTorch's (`PowBackward0`, not `PowBackward1`).
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use switchyard_core::{Result, Scalar, Tensor};
+use switchyard_ops::op;
+
+use crate::convert::py_scalar;
+use crate::errors::OrRaise;
+use crate::tensor::PyTensor;
+
+/// The other operand of a binary operator: a tensor or a Python number.
+pub enum Operand {
+    /// A tensor.
+    Tensor(Tensor),
+    /// A `bool`, `int` or `float`.
+    Number(Scalar),
+    /// An `int` beyond int64 (PyTorch raises "Overflow when unpacking long").
+    Overflow,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Operand {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(t) = obj.cast::<PyTensor>() {
+            return Ok(Operand::Tensor(t.get().t.clone()));
+        }
+        match py_scalar(&obj) {
+            Ok(Some(s)) => Ok(Operand::Number(s)),
+            Ok(None) => Err(PyTypeError::new_err("not a tensor or a number")),
+            Err(_) => Ok(Operand::Overflow),
+        }
+    }
+}
+
+impl Operand {
+    /// The operand as a tensor (a number as a wrapped number).
+    fn tensor(&self) -> PyResult<Tensor> {
+        match self {
+            Operand::Tensor(t) => Ok(t.clone()),
+            Operand::Number(s) => Ok(Tensor::wrapped_scalar(*s)
+                .map_err(|e| PyRuntimeError::new_err(e.message().to_owned()))?),
+            Operand::Overflow => Err(overflow()),
+        }
+    }
+}
+
+fn overflow() -> PyErr {
+    PyRuntimeError::new_err("Overflow when unpacking long")
+}
+
+/// A new Python tensor for the result of `r`.
+pub fn wrap(py: Python<'_>, r: Result<Tensor>) -> PyResult<Py<PyAny>> {
+    let t = r.or_raise(py)?;
+    Ok(Bound::new(py, PyTensor { t })?.into_any().unbind())
+}
+
+/// `self (op) other` through the Tensor overload (numbers as wrapped numbers).
+pub fn tensor_op(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Operand,
+    f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+) -> PyResult<Py<PyAny>> {
+    let b = other.tensor()?;
+    wrap(py, f(a, &b))
+}
+
+/// `self (op) other` through the Tensor overload for a tensor and the Scalar overload for a
+/// number, as PyTorch's parser chooses between them.
+pub fn scalar_or_tensor_op(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Operand,
+    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor>,
+) -> PyResult<Py<PyAny>> {
+    match other {
+        Operand::Tensor(b) => wrap(py, with_tensor(a, b)),
+        Operand::Number(s) => wrap(py, with_scalar(a, *s)),
+        Operand::Overflow => Err(overflow()),
+    }
+}
+
+/// An in-place operator (`+=`): the operator's in-place overload; Python keeps `self`.
+pub fn inplace_op(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Operand,
+    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+) -> PyResult<()> {
+    let b = other.tensor()?;
+    with_tensor(a, &b).or_raise(py).map(|_| ())
+}
+
+/// An in-place operator with a Scalar overload for numbers (`**=`, `%=`, `&=`, ...).
+pub fn inplace_scalar_or_tensor_op(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Operand,
+    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor>,
+) -> PyResult<()> {
+    let r = match other {
+        Operand::Tensor(b) => with_tensor(a, b),
+        Operand::Number(s) => with_scalar(a, *s),
+        Operand::Overflow => return Err(overflow()),
+    };
+    r.or_raise(py).map(|_| ())
+}
+
+/// `other - self` (`Tensor.__rsub__`; PyTorch calls `rsub(self, other)`, which computes the
+/// same with the same promotion and checks).
+pub fn rsub(a: &Tensor, other: &Tensor) -> Result<Tensor> {
+    op::sub_Tensor::call(other, a, Scalar::Int(1))
+}
+
+/// `other / self` as `torch/_tensor.py` computes it: `self.reciprocal() * other`.
+pub fn rtruediv(a: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let r = op::reciprocal::call(a)?;
+    op::mul_Tensor::call(&r, other)
+}
+
+/// `self // other` (`floor_divide`: division rounded toward negative infinity).
+pub fn floordiv(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    op::div_Tensor_mode::call(a, b, Some("floor"))
+}
+
+/// `self //= other`.
+pub fn ifloordiv(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    op::div__Tensor_mode::call(a, b, Some("floor"))
+}
+
+/// `-self`.
+pub fn neg(py: Python<'_>, a: &Tensor) -> PyResult<Py<PyAny>> {
+    wrap(py, op::neg::call(a))
+}
+
+/// `+self`: `self` itself, refused for bool tensors as PyTorch's `positive` refuses them.
+pub fn check_pos(a: &Tensor) -> PyResult<()> {
+    if a.dtype() == switchyard_core::ScalarType::Bool {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+            "The `+` operator, on a bool tensor is not supported.",
+        ));
+    }
+    Ok(())
+}
+
+/// `~self`: bitwise not, only for integral and bool tensors.
+pub fn invert(py: Python<'_>, a: &Tensor) -> PyResult<Py<PyAny>> {
+    if !a.dtype().is_integral(true) {
+        return Err(PyTypeError::new_err(
+            "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
+        ));
+    }
+    wrap(py, op::bitwise_not::call(a))
+}
+
+/// `bool(self)`: the value of a one-element tensor, refused for others with PyTorch's words.
+pub fn truth(py: Python<'_>, a: &Tensor) -> PyResult<bool> {
+    match a.numel() {
+        0 => Err(PyRuntimeError::new_err(
+            "Boolean value of Tensor with no values is ambiguous",
+        )),
+        1 => Ok(match a.item_scalar().or_raise(py)? {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+        }),
+        _ => Err(PyRuntimeError::new_err(
+            "Boolean value of Tensor with more than one value is ambiguous",
+        )),
+    }
+}
+
+fn single_value(py: Python<'_>, a: &Tensor) -> PyResult<Scalar> {
+    if a.numel() != 1 {
+        return Err(PyValueError::new_err(
+            "only one element tensors can be converted to Python scalars",
+        ));
+    }
+    a.item_scalar().or_raise(py)
+}
+
+/// `int(self)`: a one-element tensor's value, truncated toward zero.
+pub fn to_int<'py>(py: Python<'py>, a: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match single_value(py, a)? {
+        Scalar::Bool(b) => i64::from(b).into_pyobject(py)?.into_any(),
+        Scalar::Int(i) => i.into_pyobject(py)?.into_any(),
+        // Python's own `int(float)`: exact for any finite value, its errors for nan and inf.
+        Scalar::Float(f) => py.get_type::<pyo3::types::PyInt>().call1((f,))?.into_any(),
+    })
+}
+
+/// `float(self)`.
+pub fn to_float(py: Python<'_>, a: &Tensor) -> PyResult<f64> {
+    Ok(match single_value(py, a)? {
+        Scalar::Bool(b) => f64::from(u8::from(b)),
+        // `float(int)` as Python rounds it.
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(f) => f,
+    })
+}
+
+/// `operator.index(self)`: only one-element integral (or bool) tensors are indices.
+pub fn to_index(py: Python<'_>, a: &Tensor) -> PyResult<i64> {
+    if a.numel() != 1 || !a.dtype().is_integral(true) {
+        return Err(PyTypeError::new_err(
+            "only integer tensors of a single element can be converted to an index",
+        ));
+    }
+    Ok(match a.item_scalar().or_raise(py)? {
+        Scalar::Bool(b) => i64::from(b),
+        Scalar::Int(i) => i,
+        Scalar::Float(f) => f as i64,
+    })
+}
+
+/// `iter(self)`: the sub-tensors along dimension 0 (`iter(self.unbind(0))`).
+pub fn iterate<'py>(py: Python<'py>, a: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    if a.dim() == 0 {
+        return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+    }
+    let parts = op::unbind_int::call(a, 0).or_raise(py)?;
+    let items = parts
+        .into_iter()
+        .map(|t| Bound::new(py, PyTensor { t }))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.as_any().try_iter()?.into_any())
+}
+
+/// `self.T`: the dimensions reversed (the identity on 0-d and 1-d tensors, where PyTorch
+/// also warns that this use is deprecated).
+pub fn numpy_t(py: Python<'_>, a: &Tensor) -> PyResult<Py<PyAny>> {
+    let n = a.dim();
+    if n != 2 && n != 0 {
+        warn(
+            py,
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+        )?;
+    } else if n == 0 {
+        warn(
+            py,
+            "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+        )?;
+    }
+    let dims: Vec<i64> = (0..n as i64).rev().collect();
+    wrap(py, op::permute::call(a, &dims))
+}
+
+/// `self.mT`: the last two dimensions swapped.
+pub fn matrix_t(py: Python<'_>, a: &Tensor) -> PyResult<Py<PyAny>> {
+    match a.dim() {
+        0 => {
+            warn(
+                py,
+                "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+            )?;
+            wrap(py, op::alias::call(a))
+        }
+        1 => Err(PyRuntimeError::new_err(
+            "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.",
+        )),
+        _ => wrap(py, op::transpose_int::call(a, -2, -1)),
+    }
+}
+
+/// Emits a `UserWarning`.
+pub fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    let text = std::ffi::CString::new(message)
+        .map_err(|_| PyRuntimeError::new_err("warning text holds a NUL byte"))?;
+    PyErr::warn(py, &category, &text, 1)
+}
+
+/// `switchyard.layout`: the memory layout of a tensor; only `switchyard.strided` exists.
+#[pyclass(frozen, name = "layout", module = "switchyard")]
+pub struct PyLayout;
+
+#[pymethods]
+impl PyLayout {
+    fn __repr__(&self) -> &'static str {
+        "torch.strided"
+    }
+
+    fn __reduce__(&self) -> &'static str {
+        "strided"
+    }
+}
+
+static STRIDED: pyo3::sync::PyOnceLock<Py<PyLayout>> = pyo3::sync::PyOnceLock::new();
+
+/// The one `switchyard.strided` object.
+pub fn strided(py: Python<'_>) -> PyResult<Py<PyLayout>> {
+    STRIDED
+        .get_or_try_init(py, || Py::new(py, PyLayout))
+        .map(|l| l.clone_ref(py))
+}
