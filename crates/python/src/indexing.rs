@@ -107,20 +107,29 @@ fn bool_index(b: bool) -> Result<Tensor> {
     Tensor::from_vec(if b { vec![0i64] } else { Vec::new() }, &[i64::from(b)])
 }
 
-/// Puts `index` at position `dim` of the collected tensor indices (`recordTensorIndex`); a
-/// mask covers as many dimensions as it has.
+/// Records an index tensor (`recordTensorIndex`): the first goes to position `dim` (the
+/// dimensions before it unindexed), later ones follow the entries recorded since (one
+/// unindexed entry per slice or `None`, as many as an ellipsis spans). A mask covers as many
+/// dimensions as it has.
 fn record_tensor_index(index: Tensor, out: &mut Vec<Option<Tensor>>, dim: &mut i64) {
-    let at = usize::try_from(*dim).unwrap_or(0);
-    if out.len() <= at {
-        out.resize(at + 1, None);
-    }
     let covers = if matches!(index.dtype(), ScalarType::Byte | ScalarType::Bool) {
         index.dim() as i64
     } else {
         1
     };
-    out[at] = Some(index);
+    if out.is_empty() {
+        let at = usize::try_from(*dim).unwrap_or(0);
+        out.resize(at, None);
+    }
+    out.push(Some(index));
     *dim += covers;
+}
+
+/// After the first index tensor, `n` unindexed dimensions follow in the recorded list.
+fn skip_dims(out: &mut Vec<Option<Tensor>>, n: i64) {
+    if !out.is_empty() {
+        out.resize(out.len() + usize::try_from(n).unwrap_or(0), None);
+    }
 }
 
 /// Applies the basic indices to `t` and collects the tensor indices into `out`
@@ -146,11 +155,16 @@ fn apply_slicing(
             TensorIndex::Slice(a, b, s) => {
                 result = apply_slice(&result, dim, (*a, *b, *s), false)?;
                 dim += 1;
+                skip_dims(out, 1);
             }
-            TensorIndex::Ellipsis => dim += ndim - specified,
+            TensorIndex::Ellipsis => {
+                dim += ndim - specified;
+                skip_dims(out, ndim - specified);
+            }
             TensorIndex::None => {
                 result = op::unsqueeze::call(&result, dim)?;
                 dim += 1;
+                skip_dims(out, 1);
             }
             TensorIndex::Bool(b) => {
                 result = op::unsqueeze::call(&result, dim)?;

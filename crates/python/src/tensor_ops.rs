@@ -30,7 +30,9 @@ pub enum Operand {
     Tensor(Tensor),
     /// A `bool`, `int` or `float`.
     Number(Scalar),
-    /// An `int` beyond int64 (PyTorch raises "Overflow when unpacking long").
+    /// An `int` in [2^63, 2^64): PyTorch's parser makes it a uint64 scalar.
+    Unsigned(u64),
+    /// An `int` beyond uint64 (or below int64).
     Overflow,
 }
 
@@ -44,25 +46,39 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Operand {
         match py_scalar(&obj) {
             Ok(Some(s)) => Ok(Operand::Number(s)),
             Ok(None) => Err(PyTypeError::new_err("not a tensor or a number")),
-            Err(_) => Ok(Operand::Overflow),
+            Err(_) => Ok(obj
+                .extract::<u64>()
+                .map_or(Operand::Overflow, Operand::Unsigned)),
         }
     }
 }
 
 impl Operand {
-    /// The operand as a tensor (a number as a wrapped number).
-    fn tensor(&self) -> PyResult<Tensor> {
+    /// The operand as a tensor (a number as a wrapped number), `a` being the tensor operand.
+    fn tensor(&self, a: &Tensor) -> PyResult<Tensor> {
         match self {
             Operand::Tensor(t) => Ok(t.clone()),
-            Operand::Number(s) => Ok(Tensor::wrapped_scalar(*s)
-                .map_err(|e| PyRuntimeError::new_err(e.message().to_owned()))?),
-            Operand::Overflow => Err(overflow()),
+            _ => Tensor::wrapped_scalar(self.scalar(a)?)
+                .map_err(|e| PyRuntimeError::new_err(e.message().to_owned())),
+        }
+    }
+
+    /// The number as a [`Scalar`], `a` being the tensor operand. A uint64 number (we have no
+    /// uint64 scalar) is what PyTorch computes with it: its int64 bits with an integral tensor,
+    /// its value with a floating-point one.
+    fn scalar(&self, a: &Tensor) -> PyResult<Scalar> {
+        match self {
+            Operand::Number(s) => Ok(*s),
+            Operand::Unsigned(u) if a.dtype().is_floating_point() => Ok(Scalar::Float(*u as f64)),
+            Operand::Unsigned(u) => Ok(Scalar::Int(*u as i64)),
+            Operand::Tensor(_) | Operand::Overflow => Err(overflow()),
         }
     }
 }
 
+/// PyTorch's error for an integer beyond uint64 (`PyLong_AsUnsignedLongLong`'s).
 fn overflow() -> PyErr {
-    PyRuntimeError::new_err("Overflow when unpacking long")
+    pyo3::exceptions::PyOverflowError::new_err("int too big to convert")
 }
 
 /// A new Python tensor for the result of `r`.
@@ -78,7 +94,7 @@ pub fn tensor_op(
     other: &Operand,
     f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
 ) -> PyResult<Py<PyAny>> {
-    let b = other.tensor()?;
+    let b = other.tensor(a)?;
     wrap(py, f(a, &b))
 }
 
@@ -93,8 +109,7 @@ pub fn scalar_or_tensor_op(
 ) -> PyResult<Py<PyAny>> {
     match other {
         Operand::Tensor(b) => wrap(py, with_tensor(a, b)),
-        Operand::Number(s) => wrap(py, with_scalar(a, *s)),
-        Operand::Overflow => Err(overflow()),
+        _ => wrap(py, with_scalar(a, other.scalar(a)?)),
     }
 }
 
@@ -105,7 +120,7 @@ pub fn inplace_op(
     other: &Operand,
     with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
 ) -> PyResult<()> {
-    let b = other.tensor()?;
+    let b = other.tensor(a)?;
     with_tensor(a, &b).or_raise(py).map(|_| ())
 }
 
@@ -119,8 +134,7 @@ pub fn inplace_scalar_or_tensor_op(
 ) -> PyResult<()> {
     let r = match other {
         Operand::Tensor(b) => with_tensor(a, b),
-        Operand::Number(s) => with_scalar(a, *s),
-        Operand::Overflow => return Err(overflow()),
+        _ => with_scalar(a, other.scalar(a)?),
     };
     r.or_raise(py).map(|_| ())
 }
