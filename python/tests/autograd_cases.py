@@ -80,6 +80,10 @@ CASES = [
     f"a = torch.tensor([1.0, 2.0], requires_grad=True)\ndef bad(g):\n    raise ValueError('boom')\na.register_hook(bad)\n{S}(a * 3).backward()\nresult = a.grad",
     f"a = torch.tensor([1.0, 2.0], requires_grad=True)\ndef bad(g):\n    raise KeyError('k')\nb = a * 2\nb.register_hook(bad)\nresult = torch.autograd.grad({S}(b), a)",
     "i = torch.tensor([1.0])\nresult = i.register_hook(lambda g: g)",
+    f"a = torch.tensor([1.0, 2.0], requires_grad=True)\na.register_hook(lambda g: 3)\n{S}(a * 2).backward()\nresult = a.grad",
+    f"a = torch.tensor([1.0, 2.0], requires_grad=True)\nb = a * 2\nb.register_hook(lambda g: 3)\n{S}(b).backward()\nresult = a.grad",
+    f"a = torch.tensor([1.0, 2.0], requires_grad=True)\na.register_hook(lambda g: torch.ones(3))\n{S}(a * 2).backward()\nresult = a.grad",
+    f"a = torch.tensor([1.0, 2.0], requires_grad=True)\ndef widen(g):\n    return A._to_copy.default(g, dtype=torch.float64)\na.register_hook(widen)\n{S}(a * 2).backward()\nresult = a.grad",
     f"a = torch.tensor([1.0, 2.0], requires_grad=True)\nb = a * 2\nout = []\nb.register_hook(lambda g: out.append((a * 2).requires_grad))\n{S}(b).backward()\nresult = out",
     f"a = torch.tensor([1.0, 2.0], requires_grad=True)\nb = a * 2\nwith a.register_hook(lambda g: g * 0):\n    pass\n{S}(b).backward()\nresult = a.grad",
     # grad modes

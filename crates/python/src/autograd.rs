@@ -154,19 +154,9 @@ pub fn register_hook(py: Python<'_>, t: &Tensor, hook: Py<PyAny>) -> PyResult<Re
     let handle = autograd::register_hook(t, move |g: &Tensor| {
         Python::attach(|py| {
             let arg = PyTensor { t: g.clone() };
-            let result = hook.call1(py, (arg,)).and_then(|r| {
-                let r = r.into_bound(py);
-                if r.is_none() {
-                    Ok(None)
-                } else if let Ok(t) = r.cast::<PyTensor>() {
-                    Ok(Some(t.get().t.clone()))
-                } else {
-                    Err(PyTypeError::new_err(format!(
-                        "expected a Tensor or None as the result of a hook, but got {}",
-                        crate::convert::type_name(&r)
-                    )))
-                }
-            });
+            let result = hook
+                .call1(py, (arg,))
+                .and_then(|r| hook_result(hook.bind(py), g, &r.into_bound(py)));
             result.map_err(|e| {
                 let message = e.to_string();
                 STASHED.with(|s| *s.borrow_mut() = Some(e));
@@ -176,6 +166,45 @@ pub fn register_hook(py: Python<'_>, t: &Tensor, hook: Py<PyAny>) -> PyResult<Re
     })
     .map_err(|e| to_py_err(py, &e))?;
     Ok(RemovableHandle { handle })
+}
+
+/// What a hook returned: `None` (keep the gradient) or a replacement of the same shape and
+/// dtype, checked with PyTorch's messages (`check_single_result`).
+fn hook_result(
+    hook: &Bound<'_, PyAny>,
+    grad: &Tensor,
+    r: &Bound<'_, PyAny>,
+) -> PyResult<Option<Tensor>> {
+    if r.is_none() {
+        return Ok(None);
+    }
+    let Ok(t) = r.cast::<PyTensor>() else {
+        return Err(PyTypeError::new_err(format!(
+            "expected Variable, but hook returned '{}'",
+            crate::convert::type_name(r)
+        )));
+    };
+    let t = t.get().t.clone();
+    let name = || {
+        hook.getattr("__name__")
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| hook.to_string())
+    };
+    if t.dtype() != grad.dtype() {
+        return Err(PyRuntimeError::new_err(format!(
+            "hook '{}' has changed the type of value (was {} got {})",
+            name(),
+            autograd::legacy_type_name(grad.dtype(), grad.device()),
+            autograd::legacy_type_name(t.dtype(), t.device())
+        )));
+    }
+    if t.sizes() != grad.sizes() {
+        return Err(PyRuntimeError::new_err(format!(
+            "hook '{}' has changed the size of value",
+            name()
+        )));
+    }
+    Ok(Some(t))
 }
 
 fn tensors_of(items: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Tensor>> {
