@@ -4,10 +4,12 @@ unary operators, conversions, attributes. Names are those of ``oracle.namespace`
 
 TENSORS = ["b", "u8", "i32", "i", "f16", "f32", "f64", "zi", "z"]
 SCALARS = ["True", "3", "-2", "2.5", "0"]
-BINARY = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "==", "!=", "<", "<=", ">", ">="]
+BINARY = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "==", "!=", "<", "<=", ">",
+          ">="]
 PAIRS = [("i", "f32"), ("i32", "i"), ("u8", "i32"), ("b", "i"), ("f16", "f64"), ("f32", "z"),
          ("i", "zi"), ("zi", "f16"), ("f32", "f32"), ("b", "b")]
-INPLACE = ["iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior", "ixor"]
+INPLACE = ["iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior", "ixor",
+           "ilshift", "irshift"]
 
 CASES = []
 for op in BINARY:
@@ -65,6 +67,21 @@ CASES += [
     "(lambda t: (operator.isub(t, True), t._version))(A.clone.default(b))",
     "(lambda t: (operator.iand(t, 2.5)))(A.clone.default(i))",
     "(lambda t: operator.iadd(t, f))(A.clone.default(f32))",
+    "torch.tensor([1, -1, 5, -8]) << torch.tensor([0, 63, 64, -1])",
+    "torch.tensor([1, -1, 5, -8]) >> torch.tensor([0, 63, 64, -1])",
+    "torch.tensor([3, -3, 2**62, -2**62]) << torch.tensor([62, 62, 1, 1])",
+    "torch.tensor([2**63 - 1, -2**63, -5, 5]) >> torch.tensor([62, 62, 1, 1])",
+    "torch.tensor([1, -1, 5, -8], dtype=torch.int32) << torch.tensor([31, 32, 30, 1], dtype=torch.int32)",
+    "torch.tensor([1, -1, 5, -8], dtype=torch.int32) >> torch.tensor([31, 32, 30, 1], dtype=torch.int32)",
+    "torch.tensor([200, 3], dtype=torch.uint8) << torch.tensor([1, 7], dtype=torch.uint8)",
+    "torch.tensor([200, 3], dtype=torch.uint8) >> torch.tensor([7, 8], dtype=torch.uint8)",
+    "torch.tensor([-128, 127, 1], dtype=torch.int8) << 7",
+    "torch.tensor([-128, 127, 1], dtype=torch.int8) >> 7",
+    "torch.tensor([-128, 127, 1], dtype=torch.int8) >> 9",
+    "torch.tensor([-128, 127, 1], dtype=torch.int8) << torch.tensor([8, -1, 6], dtype=torch.int8)",
+    "torch.tensor([1, 2], dtype=torch.int16) << 15",
+    "torch.tensor(3) << torch.tensor([1, 2], dtype=torch.int8)",
+    "i << zi",
     "bool(torch.tensor([0.0]))",
     "bool(torch.tensor([]))",
     "int(torch.tensor([-2.7]))",

@@ -485,6 +485,54 @@ impl PyTensor {
         })
     }
 
+    fn __lshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+        guard(|| {
+            ops::tensor_op(py, &self.t, &other, |a, b| {
+                ops::shift(a, b, ops::Shift::Left)
+            })
+        })
+    }
+
+    fn __rlshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+        guard(|| {
+            ops::tensor_op(py, &self.t, &other, |a, b| {
+                ops::rshift_reflected(a, b, ops::Shift::Left)
+            })
+        })
+    }
+
+    fn __ilshift__(&self, py: Python<'_>, other: Operand) -> PyResult<()> {
+        guard(|| {
+            ops::inplace_op(py, &self.t, &other, |a, b| {
+                ops::ishift(a, b, ops::Shift::Left)
+            })
+        })
+    }
+
+    fn __rshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+        guard(|| {
+            ops::tensor_op(py, &self.t, &other, |a, b| {
+                ops::shift(a, b, ops::Shift::Right)
+            })
+        })
+    }
+
+    fn __rrshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+        guard(|| {
+            ops::tensor_op(py, &self.t, &other, |a, b| {
+                ops::rshift_reflected(a, b, ops::Shift::Right)
+            })
+        })
+    }
+
+    fn __irshift__(&self, py: Python<'_>, other: Operand) -> PyResult<()> {
+        guard(|| {
+            ops::inplace_op(py, &self.t, &other, |a, b| {
+                ops::ishift(a, b, ops::Shift::Right)
+            })
+        })
+    }
+
     fn __eq__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::scalar_or_tensor_op(

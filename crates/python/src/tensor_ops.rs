@@ -326,3 +326,90 @@ pub fn strided(py: Python<'_>) -> PyResult<Py<PyLayout>> {
         .get_or_try_init(py, || Py::new(py, PyLayout))
         .map(|l| l.clone_ref(py))
 }
+
+/// Which shift: `<<` or `>>`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Shift {
+    /// `<<` (`__lshift__`).
+    Left,
+    /// `>>` (`__rshift__`).
+    Right,
+}
+
+/// `a << b` / `a >> b` for integral tensors, as PyTorch's `lshift` / `rshift` kernels compute
+/// them (ops.yaml has no shift operator, so this composes existing ones): the result has the
+/// promoted dtype; `<<` is `a * 2^b` wrapping (the bits shifted out are lost), 0 for a shift
+/// below 0 or of the width or more; `>>` is `floor(a / 2^b)` (an arithmetic shift), with a
+/// shift below 0 or beyond the width taken as the width (less one for signed types).
+/// Powers of two are taken at most `2^(width - 2)` (signed) or `2^(width - 1)` at a time,
+/// so no intermediate value overflows.
+pub fn shift(a: &Tensor, b: &Tensor, which: Shift) -> Result<Tensor> {
+    use switchyard_core::promotion::{PromotionArg, result_type};
+    let dtype =
+        result_type(&[PromotionArg::Tensor(a), PromotionArg::Tensor(b)]).unwrap_or(a.dtype());
+    if !dtype.is_integral(false) {
+        let kernel = match which {
+            Shift::Left => "lshift_cpu",
+            Shift::Right => "rshift_cpu",
+        };
+        return Err(switchyard_core::Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            dtype.name()
+        )));
+    }
+    let to = |t: &Tensor| op::_to_copy::call(t, Some(dtype), None, None, None, false, None);
+    let (a, b) = (to(a)?, to(b)?);
+    let bits = 8 * dtype.element_size() as i64;
+    let signed = !matches!(dtype, switchyard_core::ScalarType::Byte);
+    let cap = if signed { bits - 2 } else { bits - 1 };
+    let negative = op::lt_Scalar::call(&b, Scalar::Int(0))?;
+    // The shift, with out-of-range amounts mapped to what the kernels do with them.
+    let limit = match which {
+        Shift::Left => bits - 1,
+        Shift::Right => bits - i64::from(signed),
+    };
+    let amount = op::masked_fill_Scalar::call(&b, &negative, Scalar::Int(limit))?;
+    let amount = op::clamp_max::call(&amount, Scalar::Int(limit))?;
+    let first = op::clamp_max::call(&amount, Scalar::Int(cap))?;
+    let rest = op::sub_Tensor::call(&amount, &first, Scalar::Int(1))?;
+    let two = Scalar::Int(2);
+    let (p1, p2) = (
+        op::pow_Scalar::call(two, &first)?,
+        op::pow_Scalar::call(two, &rest)?,
+    );
+    match which {
+        Shift::Left => {
+            let r = op::mul_Tensor::call(&op::mul_Tensor::call(&a, &p1)?, &p2)?;
+            let too_far = op::ge_Scalar::call(&b, Scalar::Int(bits))?;
+            let out_of_range = op::logical_or::call(&negative, &too_far)?;
+            op::masked_fill_Scalar::call(&r, &out_of_range, Scalar::Int(0))
+        }
+        Shift::Right => {
+            let q = op::div_Tensor_mode::call(&a, &p1, Some("floor"))?;
+            op::div_Tensor_mode::call(&q, &p2, Some("floor"))
+        }
+    }
+}
+
+/// `other << self` / `other >> self` (the reflected operators).
+pub fn rshift_reflected(a: &Tensor, b: &Tensor, which: Shift) -> Result<Tensor> {
+    shift(b, a, which)
+}
+
+/// `self <<= other` / `self >>= other`: the shift written back into `self` (`copy_`, which
+/// refuses a result dtype `self` cannot hold as PyTorch's in-place kernels do).
+pub fn ishift(a: &Tensor, b: &Tensor, which: Shift) -> Result<Tensor> {
+    use switchyard_core::promotion::{PromotionArg, result_type};
+    // The in-place kernels check the cast before the dtype of the computation.
+    let dtype =
+        result_type(&[PromotionArg::Tensor(a), PromotionArg::Tensor(b)]).unwrap_or(a.dtype());
+    if !switchyard_core::can_cast(dtype, a.dtype()) {
+        return Err(switchyard_core::Error::runtime(format!(
+            "result type {} can't be cast to the desired output type {}",
+            dtype.name(),
+            a.dtype().name()
+        )));
+    }
+    let r = shift(a, b, which)?;
+    op::copy_::call(a, &r, false)
+}
