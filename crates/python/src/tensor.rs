@@ -218,15 +218,15 @@ impl PyTensor {
 
     // ---- operators (tensor_ops.rs) ----
 
-    fn __add__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::tensor_op(py, &self.t, &other, |a, b| {
+            ops::tensor_op(py, &self.t, other, |a, b| {
                 op::add_Tensor::call(a, b, 1.into())
             })
         })
     }
 
-    fn __radd__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__add__(py, other)
     }
 
@@ -238,16 +238,16 @@ impl PyTensor {
         })
     }
 
-    fn __sub__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::tensor_op(py, &self.t, &other, |a, b| {
+            ops::tensor_op(py, &self.t, other, |a, b| {
                 op::sub_Tensor::call(a, b, 1.into())
             })
         })
     }
 
-    fn __rsub__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        guard(|| ops::tensor_op(py, &self.t, &other, ops::rsub))
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        guard(|| ops::tensor_op(py, &self.t, other, ops::rsub))
     }
 
     fn __isub__(&self, py: Python<'_>, other: Operand) -> PyResult<()> {
@@ -258,11 +258,11 @@ impl PyTensor {
         })
     }
 
-    fn __mul__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        guard(|| ops::tensor_op(py, &self.t, &other, op::mul_Tensor::call))
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        guard(|| ops::tensor_op(py, &self.t, other, op::mul_Tensor::call))
     }
 
-    fn __rmul__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__mul__(py, other)
     }
 
@@ -270,48 +270,48 @@ impl PyTensor {
         guard(|| ops::inplace_op(py, &self.t, &other, op::mul__Tensor::call))
     }
 
-    fn __truediv__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        guard(|| ops::tensor_op(py, &self.t, &other, op::div_Tensor::call))
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        guard(|| ops::tensor_op(py, &self.t, other, op::div_Tensor::call))
     }
 
-    fn __rtruediv__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        guard(|| ops::tensor_op(py, &self.t, &other, ops::rtruediv))
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        guard(|| ops::tensor_op(py, &self.t, other, ops::rtruediv))
     }
 
     fn __itruediv__(&self, py: Python<'_>, other: Operand) -> PyResult<()> {
         guard(|| ops::inplace_op(py, &self.t, &other, op::div__Tensor::call))
     }
 
-    fn __floordiv__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        guard(|| ops::tensor_op(py, &self.t, &other, ops::floordiv))
+    fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        guard(|| ops::tensor_op(py, &self.t, other, ops::floordiv))
     }
 
-    fn __rfloordiv__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        guard(|| ops::tensor_op(py, &self.t, &other, |a, b| ops::floordiv(b, a)))
+    fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        guard(|| ops::tensor_op(py, &self.t, other, |a, b| ops::floordiv(b, a)))
     }
 
     fn __ifloordiv__(&self, py: Python<'_>, other: Operand) -> PyResult<()> {
         guard(|| ops::inplace_op(py, &self.t, &other, ops::ifloordiv))
     }
 
-    fn __mod__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 op::remainder_Tensor::call,
                 op::remainder_Scalar::call,
             )
         })
     }
 
-    fn __rmod__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rmod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 |a, b| op::remainder_Tensor::call(b, a),
                 |a, s| op::remainder_Scalar_Tensor::call(s, a),
             )
@@ -333,7 +333,7 @@ impl PyTensor {
     fn __pow__(
         &self,
         py: Python<'_>,
-        other: Operand,
+        other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         if modulo.is_some_and(|m| !m.is_none()) {
@@ -343,7 +343,7 @@ impl PyTensor {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 op::pow_Tensor_Tensor::call,
                 op::pow_Tensor_Scalar::call,
             )
@@ -353,7 +353,7 @@ impl PyTensor {
     fn __rpow__(
         &self,
         py: Python<'_>,
-        other: Operand,
+        other: &Bound<'_, PyAny>,
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         if modulo.is_some_and(|m| !m.is_none()) {
@@ -363,7 +363,7 @@ impl PyTensor {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 |a, b| op::pow_Tensor_Tensor::call(b, a),
                 |a, s| op::pow_Scalar::call(s, a),
             )
@@ -387,33 +387,33 @@ impl PyTensor {
         })
     }
 
-    fn __matmul__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        match other {
-            Operand::Tensor(b) => guard(|| ops::wrap(py, op::matmul::call(&self.t, &b))),
-            _ => Ok(py.NotImplemented()),
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match other.cast::<PyTensor>() {
+            Ok(b) => guard(|| ops::wrap(py, op::matmul::call(&self.t, &b.get().t))),
+            Err(_) => Ok(py.NotImplemented()),
         }
     }
 
-    fn __rmatmul__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
-        match other {
-            Operand::Tensor(b) => guard(|| ops::wrap(py, op::matmul::call(&b, &self.t))),
-            _ => Ok(py.NotImplemented()),
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match other.cast::<PyTensor>() {
+            Ok(b) => guard(|| ops::wrap(py, op::matmul::call(&b.get().t, &self.t))),
+            Err(_) => Ok(py.NotImplemented()),
         }
     }
 
-    fn __and__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 op::bitwise_and_Tensor::call,
                 op::bitwise_and_Scalar::call,
             )
         })
     }
 
-    fn __rand__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rand__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__and__(py, other)
     }
 
@@ -429,19 +429,19 @@ impl PyTensor {
         })
     }
 
-    fn __or__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 op::bitwise_or_Tensor::call,
                 op::bitwise_or_Scalar::call,
             )
         })
     }
 
-    fn __ror__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __ror__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__or__(py, other)
     }
 
@@ -457,19 +457,19 @@ impl PyTensor {
         })
     }
 
-    fn __xor__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::scalar_or_tensor_op(
                 py,
                 &self.t,
-                &other,
+                other,
                 op::bitwise_xor_Tensor::call,
                 op::bitwise_xor_Scalar::call,
             )
         })
     }
 
-    fn __rxor__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rxor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__xor__(py, other)
     }
 
@@ -485,17 +485,17 @@ impl PyTensor {
         })
     }
 
-    fn __lshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __lshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::tensor_op(py, &self.t, &other, |a, b| {
+            ops::tensor_op(py, &self.t, other, |a, b| {
                 ops::shift(a, b, ops::Shift::Left)
             })
         })
     }
 
-    fn __rlshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rlshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::tensor_op(py, &self.t, &other, |a, b| {
+            ops::tensor_op(py, &self.t, other, |a, b| {
                 ops::rshift_reflected(a, b, ops::Shift::Left)
             })
         })
@@ -509,17 +509,17 @@ impl PyTensor {
         })
     }
 
-    fn __rshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::tensor_op(py, &self.t, &other, |a, b| {
+            ops::tensor_op(py, &self.t, other, |a, b| {
                 ops::shift(a, b, ops::Shift::Right)
             })
         })
     }
 
-    fn __rrshift__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __rrshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::tensor_op(py, &self.t, &other, |a, b| {
+            ops::tensor_op(py, &self.t, other, |a, b| {
                 ops::rshift_reflected(a, b, ops::Shift::Right)
             })
         })
@@ -533,75 +533,39 @@ impl PyTensor {
         })
     }
 
-    fn __eq__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::scalar_or_tensor_op(
-                py,
-                &self.t,
-                &other,
-                op::eq_Tensor::call,
-                op::eq_Scalar::call,
-            )
+            ops::scalar_or_tensor_op(py, &self.t, other, op::eq_Tensor::call, op::eq_Scalar::call)
         })
     }
 
-    fn __ne__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::scalar_or_tensor_op(
-                py,
-                &self.t,
-                &other,
-                op::ne_Tensor::call,
-                op::ne_Scalar::call,
-            )
+            ops::scalar_or_tensor_op(py, &self.t, other, op::ne_Tensor::call, op::ne_Scalar::call)
         })
     }
 
-    fn __lt__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::scalar_or_tensor_op(
-                py,
-                &self.t,
-                &other,
-                op::lt_Tensor::call,
-                op::lt_Scalar::call,
-            )
+            ops::scalar_or_tensor_op(py, &self.t, other, op::lt_Tensor::call, op::lt_Scalar::call)
         })
     }
 
-    fn __le__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::scalar_or_tensor_op(
-                py,
-                &self.t,
-                &other,
-                op::le_Tensor::call,
-                op::le_Scalar::call,
-            )
+            ops::scalar_or_tensor_op(py, &self.t, other, op::le_Tensor::call, op::le_Scalar::call)
         })
     }
 
-    fn __gt__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::scalar_or_tensor_op(
-                py,
-                &self.t,
-                &other,
-                op::gt_Tensor::call,
-                op::gt_Scalar::call,
-            )
+            ops::scalar_or_tensor_op(py, &self.t, other, op::gt_Tensor::call, op::gt_Scalar::call)
         })
     }
 
-    fn __ge__(&self, py: Python<'_>, other: Operand) -> PyResult<Py<PyAny>> {
+    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
-            ops::scalar_or_tensor_op(
-                py,
-                &self.t,
-                &other,
-                op::ge_Tensor::call,
-                op::ge_Scalar::call,
-            )
+            ops::scalar_or_tensor_op(py, &self.t, other, op::ge_Tensor::call, op::ge_Scalar::call)
         })
     }
 

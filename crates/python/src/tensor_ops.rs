@@ -39,21 +39,29 @@ pub enum Operand {
 impl<'a, 'py> FromPyObject<'a, 'py> for Operand {
     type Error = PyErr;
 
+    /// For the in-place operators: a failed extraction is `NotImplemented` to pyo3.
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        if let Ok(t) = obj.cast::<PyTensor>() {
-            return Ok(Operand::Tensor(t.get().t.clone()));
-        }
-        match py_scalar(&obj) {
-            Ok(Some(s)) => Ok(Operand::Number(s)),
-            Ok(None) => Err(PyTypeError::new_err("not a tensor or a number")),
-            Err(_) => Ok(obj
-                .extract::<u64>()
-                .map_or(Operand::Overflow, Operand::Unsigned)),
-        }
+        Operand::of(&obj)?.ok_or_else(|| PyTypeError::new_err("not a tensor or a number"))
     }
 }
 
 impl Operand {
+    /// `obj` as an operand; `None` for anything but a tensor or a Python number (the caller
+    /// returns `NotImplemented` without building an exception).
+    pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
+        if let Ok(t) = obj.cast::<PyTensor>() {
+            return Ok(Some(Operand::Tensor(t.get().t.clone())));
+        }
+        Ok(match py_scalar(obj) {
+            Ok(Some(s)) => Some(Operand::Number(s)),
+            Ok(None) => None,
+            Err(_) => Some(
+                obj.extract::<u64>()
+                    .map_or(Operand::Overflow, Operand::Unsigned),
+            ),
+        })
+    }
+
     /// The operand as a tensor (a number as a wrapped number), `a` being the tensor operand.
     fn tensor(&self, a: &Tensor) -> PyResult<Tensor> {
         match self {
@@ -91,9 +99,12 @@ pub fn wrap(py: Python<'_>, r: Result<Tensor>) -> PyResult<Py<PyAny>> {
 pub fn tensor_op(
     py: Python<'_>,
     a: &Tensor,
-    other: &Operand,
+    other: &Bound<'_, PyAny>,
     f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
 ) -> PyResult<Py<PyAny>> {
+    let Some(other) = Operand::of(other)? else {
+        return Ok(py.NotImplemented());
+    };
     let b = other.tensor(a)?;
     wrap(py, f(a, &b))
 }
@@ -103,13 +114,14 @@ pub fn tensor_op(
 pub fn scalar_or_tensor_op(
     py: Python<'_>,
     a: &Tensor,
-    other: &Operand,
+    other: &Bound<'_, PyAny>,
     with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
     with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor>,
 ) -> PyResult<Py<PyAny>> {
-    match other {
-        Operand::Tensor(b) => wrap(py, with_tensor(a, b)),
-        _ => wrap(py, with_scalar(a, other.scalar(a)?)),
+    match Operand::of(other)? {
+        None => Ok(py.NotImplemented()),
+        Some(Operand::Tensor(b)) => wrap(py, with_tensor(a, &b)),
+        Some(other) => wrap(py, with_scalar(a, other.scalar(a)?)),
     }
 }
 
