@@ -100,3 +100,16 @@ def test_hook_handles_are_context_managers():
         pass
     A.sum.default(a * 2).backward()
     assert a.grad.tolist() == [2.0]
+
+
+def test_reading_grad_of_a_non_leaf_warns():
+    a = switchyard.tensor([1.0], requires_grad=True)
+    b = a * 2
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed"):
+        assert b.grad is None
+    b.retain_grad()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert b.grad is None and a.grad is None

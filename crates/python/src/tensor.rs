@@ -684,10 +684,21 @@ impl PyTensor {
         })
     }
 
-    /// The accumulated gradient.
+    /// The accumulated gradient. Reading it on a non-leaf that does not retain its gradient
+    /// warns, as PyTorch does (backward never fills it).
     #[getter]
-    fn grad(&self) -> Option<PyTensor> {
-        AutogradTensor::grad(&self.t).map(|t| PyTensor { t })
+    fn grad(&self, py: Python<'_>) -> PyResult<Option<PyTensor>> {
+        let g = AutogradTensor::grad(&self.t);
+        if g.is_none()
+            && !switchyard_autograd::is_leaf(&self.t)
+            && !AutogradTensor::retains_grad(&self.t)
+        {
+            ops::warn(
+                py,
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.",
+            )?;
+        }
+        Ok(g.map(|t| PyTensor { t }))
     }
 
     #[setter]
