@@ -3,7 +3,10 @@ process (both imported; runs alternate; each figure the median of many runs), as
 benchmark asks (target: switchyard <= 0.5x torch).
 
 Run with a Python that has torch, from the repository root, with the extension linked:
-``PYTHONPATH=python /tmp/torchref/bin/python python/bench/bench_add.py``.
+``PYTHONPATH=python /tmp/torchref/bin/python python/bench/bench_add.py``. Build the extension
+optimised for figures worth quoting (the test build's kernel crates are at opt-level 1 with
+debug assertions): ``cargo build --workspace --locked --example ext --profile pybench --config
+'profile.pybench.inherits="release"'`` and link ``<target>/pybench/examples/libext.so``.
 """
 
 import statistics
