@@ -24,6 +24,13 @@ READ = [
     "z[0]", "z[1]", "z[...]", "z[None]", "z[True]", "z[False]", "z[()]", "z[:]", "z[0,]",
     "x[1.5]", "x['a']", "x[{}]", "x[object()]", "x[1:2:0.5]", "x[:, 1.5]", "e[0]", "e[:, 1]",
     "e[e > 0]", "x[0][1][2]", "x[zi - 1]", "x[:zi]", "x[zi:, zi]",
+    # non-contiguous and expanded inputs
+    "A.t.default(f)[1]", "A.t.default(f)[:, 1]", "A.t.default(f)[[0, 2]]", "A.t.default(f)[1:, ::2]",
+    "A.t.default(f)[A.t.default(f) > 2]", "A.permute.default(x, [2, 0, 1])[1, :, ::2]",
+    "A.expand.default(i, [2, 3])[1]", "A.expand.default(i, [2, 3])[:, [0, 2]]",
+    "x[:, :, 1][[1, 0]]", "x[1][m]", "x[..., [True, False, True, False]]", "x[[[True, False, True], [False, True, True]]]",
+    "x[torch.tensor([[0], [1]]), torch.tensor([[0, 1, 2]])]", "x[None, 0, None, [1, 2]]",
+    "x[0, ..., None, [1, 2]]", "x[[0, 1], None, [0, 1]]", "x[:, [0, 1], None, [0, 1]]",
 ]
 
 ASSIGN = [
@@ -46,6 +53,12 @@ ASSIGN = [
     ("x", "0, 1", "torch.arange(4)"), ("x", "..., 1", "torch.tensor([100, 200, 300])"),
     ("x", "m", "torch.tensor(0)"), ("x", "x > 20", "-1"), ("x", ":, [0, 2], 1:", "7"),
     ("e", "0", "1"), ("e", "e > 0", "1"),
+    ("x", ":, :, 1", "A.t.default(torch.tensor([[1, 2], [3, 4], [5, 6]]))"),
+    ("x", "..., [0, 3]", "torch.tensor([[10], [20], [30]])"), ("x", "[0, 1], None, [0, 1]", "-5"),
+    ("x", "[[0, 1], [1, 0]], 0", "torch.tensor([[100, 101, 102, 103]])"),
+    ("x", "0", "A.expand.default(torch.tensor([7, 8, 9, 10]), [3, 4])"), ("x", "x", "1"),
+    ("x", "[0, 0], [1, 1]", "torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])"),
+    ("f", "[0, 0], [1, 1]", "torch.tensor([1.0, 2.0])"),
 ]
 
 
