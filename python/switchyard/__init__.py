@@ -32,13 +32,14 @@ from ._C import (
 )
 from ._C import is_grad_enabled, is_inference_mode_enabled, layout, strided
 from ._ops import ops
+from . import _tensor  # noqa: F401 - installs the Python-level Tensor methods
+from . import autograd
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 # pyo3 names the extension type `switchyard.Tensor` at the C level, which Python prints in its
 # own messages; PyTorch's says `Tensor` (`unsupported operand type(s) for +: 'Tensor' and 'str'`).
 # Setting `__name__` of a heap type resets that C name; `__module__` stays "switchyard".
 Tensor.__name__ = "Tensor"
-from . import autograd
-from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 __all__ = [
     "Size",
@@ -60,11 +61,11 @@ __all__ = [
     "inference_mode",
     "int",
     "int8",
-    "is_grad_enabled",
-    "is_inference_mode_enabled",
     "int16",
     "int32",
     "int64",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
     "layout",
     "long",
     "no_grad",
