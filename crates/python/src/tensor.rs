@@ -496,7 +496,7 @@ impl PyTensor {
     fn __rlshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::tensor_op(py, &self.t, other, |a, b| {
-                ops::rshift_reflected(a, b, ops::Shift::Left)
+                ops::shift_reflected(a, b, ops::Shift::Left)
             })
         })
     }
@@ -520,7 +520,7 @@ impl PyTensor {
     fn __rrshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
             ops::tensor_op(py, &self.t, other, |a, b| {
-                ops::rshift_reflected(a, b, ops::Shift::Right)
+                ops::shift_reflected(a, b, ops::Shift::Right)
             })
         })
     }

@@ -5,10 +5,11 @@
 //! The binary operators take a typed fast path: the other operand is a tensor, or a Python
 //! `bool` / `int` / `float` made a *wrapped number* ([`Tensor::wrapped_scalar`]), which is what
 //! PyTorch's argument parser makes of a number, so type promotion treats it as PyTorch does
-//! (`int_tensor + 2.5` is float32, `float16_tensor * 2` stays float16). Any other operand
-//! fails [`Operand`]'s extraction, which pyo3 turns into `NotImplemented` for the number
-//! protocol: Python then tries the reflected method and finally raises its own
-//! `unsupported operand type(s)` TypeError, and `t == None` is `False`, as in PyTorch.
+//! (`int_tensor + 2.5` is float32, `float16_tensor * 2` stays float16). For any other operand
+//! a binary operator returns `NotImplemented` (an in-place one fails [`Operand`]'s extraction,
+//! which pyo3 turns into `NotImplemented`): Python then tries the reflected method and finally
+//! raises its own `unsupported operand type(s)` TypeError, and `t == None` is `False`, as in
+//! PyTorch.
 //!
 //! Where PyTorch's parser picks a `Scalar` overload for a number (`pow`, `remainder`, the
 //! comparisons, the bitwise operators) the same overload is called, so the recorded
@@ -404,7 +405,7 @@ pub fn shift(a: &Tensor, b: &Tensor, which: Shift) -> Result<Tensor> {
 }
 
 /// `other << self` / `other >> self` (the reflected operators).
-pub fn rshift_reflected(a: &Tensor, b: &Tensor, which: Shift) -> Result<Tensor> {
+pub fn shift_reflected(a: &Tensor, b: &Tensor, which: Shift) -> Result<Tensor> {
     shift(b, a, which)
 }
 
