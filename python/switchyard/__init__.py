@@ -52,10 +52,20 @@ del _name
 # ``import switchyard._C._nn`` as ``import torch._C._nn`` works.
 _sys.modules[__name__ + "._C._nn"] = _C._nn
 _sys.modules[__name__ + "._C._linalg"] = _C._linalg
+from ._C import is_grad_enabled, is_inference_mode_enabled
+from . import _tensor  # noqa: F401 - installs the Python-level Tensor methods
+from . import autograd
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+# pyo3 names the extension type `switchyard.Tensor` at the C level, which Python prints in its
+# own messages; PyTorch's says `Tensor` (`unsupported operand type(s) for +: 'Tensor' and 'str'`).
+# Setting `__name__` of a heap type resets that C name; `__module__` stays "switchyard".
+Tensor.__name__ = "Tensor"
 
 __all__ = [
     "Size",
     "Tensor",
+    "autograd",
     "bfloat16",
     "bool",
     "channels_last",
@@ -64,6 +74,7 @@ __all__ = [
     "device",
     "double",
     "dtype",
+    "enable_grad",
     "float",
     "float16",
     "float32",
@@ -71,6 +82,7 @@ __all__ = [
     "from_dlpack",
     "from_numpy",
     "half",
+    "inference_mode",
     "int",
     "int8",
     "int16",
@@ -78,6 +90,11 @@ __all__ = [
     "int64",
     "layout",
     "long",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "enable_grad",
+    "no_grad",
+    "set_grad_enabled",
     "memory_format",
     "ops",
     "preserve_format",

@@ -137,7 +137,13 @@ pub(crate) fn execute(
             continue;
         }
         let leaf = graph.leaves.get(&id);
-        run_pre_hooks(&node, leaf, &mut inputs)?;
+        {
+            // Hooks run in the pass's grad mode, as the node does (PyTorch evaluates a node's
+            // pre-hooks inside `call_function`, under `GradMode(create_graph)`): what a hook
+            // computes is recorded only with `create_graph`.
+            let _mode = GradModeGuard::new(options.create_graph);
+            run_pre_hooks(&node, leaf, &mut inputs)?;
+        }
         for ((n, input_nr), positions) in &captures {
             if *n == id {
                 for &p in positions {

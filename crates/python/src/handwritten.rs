@@ -311,8 +311,8 @@ fn requires_grad_<'py>(
         kwargs,
     )?;
     let flag = !matches!(values.first(), Some(Some(IValue::Bool(false))));
-    receiver_tensor(receiver)?
-        .set_requires_grad(flag)
+    // The autograd layer's rules and messages (leaves only, floating point only).
+    switchyard_autograd::AutogradTensor::requires_grad_(&receiver_tensor(receiver)?, flag)
         .or_raise(receiver.py())?;
     Ok(receiver.clone())
 }

@@ -23,18 +23,21 @@ use pyo3::prelude::*;
 // Linked for its kernels' static registration at the CPU key.
 use switchyard_cpu as _;
 
+pub mod autograd;
 pub mod bindings;
 pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
-pub mod interop;
 pub mod handwritten;
+pub mod indexing;
+pub mod interop;
 pub mod introspect;
 pub mod library;
 pub mod ops;
 pub mod parser;
 pub mod tensor;
+pub mod tensor_ops;
 pub mod types;
 
 /// The module `switchyard._C`.
@@ -81,5 +84,13 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bindings::register(m, &nn, &linalg)?;
     m.add("_nn", nn)?;
     m.add("_linalg", linalg)?;
+    m.add_class::<autograd::PyNode>()?;
+    m.add_class::<autograd::RemovableHandle>()?;
+    m.add_class::<autograd::InferenceModeGuard>()?;
+    m.add_function(wrap_pyfunction!(autograd::_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_inference_mode_enabled, m)?)?;
     Ok(())
 }

@@ -304,16 +304,7 @@ impl PyMemoryFormat {
 /// `contiguous_format`, ...).
 pub fn layout_and_format_objects(py: Python<'_>) -> PyResult<Vec<(&'static str, Py<PyAny>)>> {
     use switchyard_core::MemoryFormat as M;
-    let mut out = vec![(
-        "strided",
-        Py::new(
-            py,
-            PyLayout {
-                layout: switchyard_core::Layout::Strided,
-            },
-        )?
-        .into_any(),
-    )];
+    let mut out = vec![("strided", crate::tensor_ops::strided(py)?.into_any())];
     for format in [
         M::Contiguous,
         M::Preserve,

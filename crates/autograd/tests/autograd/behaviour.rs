@@ -134,6 +134,27 @@ fn hooks_see_and_replace_gradients() {
     );
 }
 
+/// Hooks run in the pass's grad mode (PyTorch 2.15: a hook computing `a * 2` on a leaf that
+/// requires grad gets a result without history, unless the pass has `create_graph`).
+#[test]
+fn hooks_run_in_the_pass_grad_mode() {
+    for create_graph in [false, true] {
+        let a = leaf(&[1.0, 2.0], &[2]);
+        let b = mul_s(&a, 2.0);
+        let recorded = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (r2, a2) = (recorded.clone(), a.clone());
+        b.register_hook(move |_| {
+            r2.lock().unwrap().push(mul_s(&a2, 2.0).requires_grad_now());
+            Ok(None)
+        })
+        .unwrap();
+        sum(&b)
+            .backward_with(None, None, create_graph, &[])
+            .unwrap();
+        assert_eq!(*recorded.lock().unwrap(), vec![create_graph]);
+    }
+}
+
 #[test]
 fn retain_grad_keeps_a_non_leaf_gradient() {
     let x = leaf(&[1.0, 2.0], &[2]);
