@@ -6,6 +6,7 @@ The extension module ``switchyard._C`` holds the ``Tensor`` class, the ``dtype``
 re-exports them and adds what PyTorch writes in Python.
 """
 
+import builtins as _builtins
 import sys as _sys
 
 from . import _C
@@ -52,10 +53,36 @@ del _name
 # ``import switchyard._C._nn`` as ``import torch._C._nn`` works.
 _sys.modules[__name__ + "._C._nn"] = _C._nn
 _sys.modules[__name__ + "._C._linalg"] = _C._linalg
-from ._C import is_grad_enabled, is_inference_mode_enabled
+from ._C import initial_seed, is_grad_enabled, is_inference_mode_enabled, manual_seed
 from . import _tensor  # noqa: F401 - installs the Python-level Tensor methods
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from . import nn, optim  # noqa: E402 - after the functions they use
+
+
+def broadcast_shapes(*shapes):
+    """The shape every one of ``shapes`` broadcasts to (``torch.broadcast_shapes``)."""
+    result = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, _builtins.int) else tuple(shape)
+        for i, n in enumerate(reversed(shape)):
+            if i == len(result):
+                result.append(n)
+            elif result[i] == 1 or n == result[i]:
+                result[i] = n
+            elif n != 1:
+                raise RuntimeError(
+                    f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is between {list(shapes[0]) if len(shapes) else ''} and {list(shape)}."
+                )
+    return Size(reversed(result))
+
+
+def broadcast_tensors(*tensors):
+    """Views of ``tensors`` expanded to their common shape (``torch.broadcast_tensors``)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
 
 # pyo3 names the extension type `switchyard.Tensor` at the C level, which Python prints in its
 # own messages; PyTorch's says `Tensor` (`unsupported operand type(s) for +: 'Tensor' and 'str'`).
@@ -66,6 +93,12 @@ __all__ = [
     "Size",
     "Tensor",
     "autograd",
+    "broadcast_shapes",
+    "broadcast_tensors",
+    "initial_seed",
+    "manual_seed",
+    "nn",
+    "optim",
     "bfloat16",
     "bool",
     "channels_last",

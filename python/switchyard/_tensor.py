@@ -32,9 +32,18 @@ def __format__(self, format_spec):
     return object.__format__(self, format_spec)
 
 
+def _make_subclass(cls, data, require_grad=False):
+    """A ``cls`` object (a ``Tensor`` subclass such as ``nn.Parameter``) around ``data``
+    detached: it shares ``data``'s memory, and ``require_grad`` sets its flag."""
+    t = Tensor.__new__(cls, data.detach())
+    t.requires_grad_(require_grad)
+    return t
+
+
 def _install():
     for f in (__contains__, __reversed__, __format__):
         setattr(Tensor, f.__name__, f)
+    Tensor._make_subclass = staticmethod(_make_subclass)
 
 
 _install()

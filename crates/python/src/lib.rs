@@ -36,6 +36,7 @@ pub mod introspect;
 pub mod library;
 pub mod ops;
 pub mod parser;
+pub mod random;
 pub mod tensor;
 pub mod tensor_ops;
 pub mod types;
@@ -73,6 +74,8 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::include_dispatch_key_guard, m)?)?;
     m.add_function(wrap_pyfunction!(library::exclude_dispatch_key_guard, m)?)?;
     m.add_function(wrap_pyfunction!(library::_dispatch_keyset_full_after, m)?)?;
+    m.add_function(wrap_pyfunction!(random::manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(random::initial_seed, m)?)?;
     m.add_class::<interop::NumpyView>()?;
     m.add_function(wrap_pyfunction!(interop::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(interop::from_dlpack, m)?)?;

@@ -12,7 +12,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyList};
+use pyo3::types::{PyBool, PyList, PyTuple};
 use switchyard_call::data::tensor_from_data;
 use switchyard_core::{Device, Element, Result, Scalar, ScalarType, Tensor};
 
@@ -75,6 +75,35 @@ pub(crate) fn nest<'py>(
 
 #[pymethods]
 impl PyTensor {
+    /// `Tensor.__new__(cls, data)`: a new Python object of class `cls` (a subclass such as
+    /// `nn.Parameter`) around the tensor `data`. What `Tensor._make_subclass` builds on;
+    /// PyTorch's legacy `torch.Tensor(sizes or data)` constructor is not supported: use
+    /// `switchyard.tensor` or the factories.
+    #[new]
+    #[pyo3(signature = (*args, **kwargs))]
+    fn py_new(
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Self> {
+        match (args.len(), kwargs.map_or(0, |k| k.len())) {
+            (1, 0) => {
+                let data = args.get_item(0)?;
+                if let Ok(t) = data.cast::<PyTensor>() {
+                    return Ok(PyTensor {
+                        t: t.get().t.clone(),
+                    });
+                }
+                Err(PyTypeError::new_err(format!(
+                    "switchyard.Tensor(data) takes a tensor (got {}); use switchyard.tensor(data) for Python data",
+                    data.get_type().name()?
+                )))
+            }
+            _ => Err(PyTypeError::new_err(
+                "switchyard.Tensor(...) takes one tensor; the legacy torch.Tensor(sizes) constructor is not supported: use switchyard.empty(sizes) or switchyard.tensor(data)",
+            )),
+        }
+    }
+
     fn __repr__(&self) -> PyResult<String> {
         guard(|| Ok(switchyard_core::format::tensor_repr(&self.t)))
     }
