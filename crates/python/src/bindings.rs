@@ -61,6 +61,8 @@ struct Target {
     slots: Vec<Slot>,
     /// Field names when the results are a named tuple.
     return_type: Option<(&'static str, &'static [&'static str])>,
+    /// Whether calls release the GIL whatever their sizes ([`crate::gil`]).
+    heavy: bool,
 }
 
 /// A signature bound to its overloads.
@@ -235,6 +237,7 @@ fn bind_target(
         None
     };
     Ok(Target {
+        heavy: crate::gil::is_heavy(handle.name()),
         handle,
         facts,
         slots,
@@ -379,7 +382,9 @@ impl Parser {
             stack.push(value);
             objects.push(obj);
         }
-        target.handle.call_boxed(&mut stack).or_raise(py)?;
+        let release = target.heavy || crate::gil::stack_numel(&stack) >= crate::gil::RELEASE_NUMEL;
+        let handle = target.handle;
+        crate::gil::run(py, release, || handle.call_boxed(&mut stack)).or_raise(py)?;
         let requires_grad = ov
             .requires_grad_param
             .and_then(|p| dst[p].obj())

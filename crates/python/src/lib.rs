@@ -29,6 +29,7 @@ pub mod convert;
 pub mod errors;
 #[rustfmt::skip]
 pub mod generated;
+pub mod gil;
 pub mod handwritten;
 pub mod indexing;
 pub mod interop;

@@ -130,7 +130,10 @@ fn call_with_stack<'py>(
     objects: &[Option<&Bound<'py, PyAny>>],
 ) -> PyResult<Bound<'py, PyAny>> {
     let facts = handle.require_schema_facts().or_raise(py)?;
-    handle.call_boxed(&mut stack).or_raise(py)?;
+    let release = crate::gil::is_heavy(handle.name())
+        || crate::gil::stack_numel(&stack) >= crate::gil::RELEASE_NUMEL;
+    let h = *handle;
+    crate::gil::run(py, release, || h.call_boxed(&mut stack)).or_raise(py)?;
     if stack.len() != facts.returns.len() {
         return returns_to_py(py, stack);
     }

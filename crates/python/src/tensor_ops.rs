@@ -101,13 +101,14 @@ pub fn tensor_op(
     py: Python<'_>,
     a: &Tensor,
     other: &Bound<'_, PyAny>,
-    f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor> + Send,
 ) -> PyResult<Py<PyAny>> {
     let Some(other) = Operand::of(other)? else {
         return Ok(py.NotImplemented());
     };
     let b = other.tensor(a)?;
-    wrap(py, f(a, &b))
+    let release = crate::gil::worth_releasing(&[a, &b]);
+    wrap(py, crate::gil::run(py, release, || f(a, &b)))
 }
 
 /// `self (op) other` through the Tensor overload for a tensor and the Scalar overload for a
@@ -116,13 +117,20 @@ pub fn scalar_or_tensor_op(
     py: Python<'_>,
     a: &Tensor,
     other: &Bound<'_, PyAny>,
-    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
-    with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor>,
+    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor> + Send,
+    with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor> + Send,
 ) -> PyResult<Py<PyAny>> {
     match Operand::of(other)? {
         None => Ok(py.NotImplemented()),
-        Some(Operand::Tensor(b)) => wrap(py, with_tensor(a, &b)),
-        Some(other) => wrap(py, with_scalar(a, other.scalar(a)?)),
+        Some(Operand::Tensor(b)) => {
+            let release = crate::gil::worth_releasing(&[a, &b]);
+            wrap(py, crate::gil::run(py, release, || with_tensor(a, &b)))
+        }
+        Some(other) => {
+            let s = other.scalar(a)?;
+            let release = crate::gil::worth_releasing(&[a]);
+            wrap(py, crate::gil::run(py, release, || with_scalar(a, s)))
+        }
     }
 }
 
@@ -131,10 +139,13 @@ pub fn inplace_op(
     py: Python<'_>,
     a: &Tensor,
     other: &Operand,
-    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor> + Send,
 ) -> PyResult<()> {
     let b = other.tensor(a)?;
-    with_tensor(a, &b).or_raise(py).map(|_| ())
+    let release = crate::gil::worth_releasing(&[a, &b]);
+    crate::gil::run(py, release, || with_tensor(a, &b))
+        .or_raise(py)
+        .map(|_| ())
 }
 
 /// An in-place operator with a Scalar overload for numbers (`**=`, `%=`, `&=`, ...).
@@ -142,12 +153,18 @@ pub fn inplace_scalar_or_tensor_op(
     py: Python<'_>,
     a: &Tensor,
     other: &Operand,
-    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
-    with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor>,
+    with_tensor: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor> + Send,
+    with_scalar: impl FnOnce(&Tensor, Scalar) -> Result<Tensor> + Send,
 ) -> PyResult<()> {
     let r = match other {
-        Operand::Tensor(b) => with_tensor(a, b),
-        _ => with_scalar(a, other.scalar(a)?),
+        Operand::Tensor(b) => {
+            let release = crate::gil::worth_releasing(&[a, b]);
+            crate::gil::run(py, release, || with_tensor(a, b))
+        }
+        _ => {
+            let s = other.scalar(a)?;
+            crate::gil::run(py, crate::gil::worth_releasing(&[a]), || with_scalar(a, s))
+        }
     };
     r.or_raise(py).map(|_| ())
 }
