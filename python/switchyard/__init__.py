@@ -57,7 +57,7 @@ from ._C import initial_seed, is_grad_enabled, is_inference_mode_enabled, manual
 from . import _tensor  # noqa: F401 - installs the Python-level Tensor methods
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
-from . import nn, optim  # noqa: E402 - after the functions they use
+from . import func, nn, optim  # noqa: E402 - after the functions they use
 
 
 def broadcast_shapes(*shapes):
@@ -93,6 +93,7 @@ __all__ = [
     "Size",
     "Tensor",
     "autograd",
+    "func",
     "broadcast_shapes",
     "broadcast_tensors",
     "initial_seed",

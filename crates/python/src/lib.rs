@@ -27,6 +27,7 @@ pub mod autograd;
 pub mod bindings;
 pub mod convert;
 pub mod errors;
+pub mod func;
 #[rustfmt::skip]
 pub mod generated;
 pub mod gil;
@@ -47,6 +48,7 @@ pub mod types;
 #[pyo3(name = "_C")]
 fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     switchyard_autograd::init();
+    switchyard_functionalize::init();
     let py = m.py();
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<types::PyDType>()?;
@@ -75,6 +77,7 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::include_dispatch_key_guard, m)?)?;
     m.add_function(wrap_pyfunction!(library::exclude_dispatch_key_guard, m)?)?;
     m.add_function(wrap_pyfunction!(library::_dispatch_keyset_full_after, m)?)?;
+    m.add_function(wrap_pyfunction!(func::_functionalize, m)?)?;
     m.add_function(wrap_pyfunction!(random::manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(random::initial_seed, m)?)?;
     m.add_class::<interop::NumpyView>()?;
