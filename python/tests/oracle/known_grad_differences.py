@@ -57,8 +57,11 @@ _NOT_DIFFERENTIABLE_INPUT = (
     "differentiable with respect to argument 'running_mean'. This input cannot have "
     "requires_grad True.\", torchgen's check_no_requires_grad); switchyard runs the call")
 _EXTRA_FORMULA = (
-    "bug (derivatives.yaml): PyTorch has no derivative for this overload (its backward raises "
-    "\"derivative for aten::X is not implemented\"); switchyard returns a gradient")
+    "justified (for the lead to confirm): PyTorch has no derivative for this overload (its "
+    "backward raises \"derivative for aten::X is not implemented\"); switchyard's "
+    "derivatives.yaml has one and returns a gradient, which agrees with central finite "
+    "differences on the float64 case (checked when this entry was added). No program that "
+    "runs under PyTorch changes; parity would mean removing a working formula")
 _LAYOUT = (
     "bug (layout): the gradient's values agree but its strides differ: PyTorch's formula keeps "
     "the input's memory layout (TensorIterator outputs follow a transposed input), "
@@ -93,9 +96,11 @@ KNOWN = {
         "justified (PyTorch's bug): PyTorch fails an INTERNAL ASSERT (as_strided_scatter "
         "supports only contiguous inputs that require grad); switchyard computes a gradient"),
     "as_strided_scatter.default/float*/contig/grad": (
-        "bug (formula): the gradient of `self` is wrong: PyTorch zeroes the scattered "
-        "positions (offset 1, size (2, 2), stride (1, 2): elements 1, 2, 3, 4 of the storage) "
-        "and passes the others; switchyard passes the scattered ones and zeroes the rest"),
+        "justified (PyTorch's bug): PyTorch's gradient of `self` is wrong: with size (2, 2), "
+        "stride (1, 2), offset 1 the scatter overwrites storage elements 1-4, so d out / d self "
+        "is 1 at elements 0 and 5 only; PyTorch passes the gradient at 1-4 and zeroes 0 and 5 "
+        "(x = arange(6).view(2, 3), w = arange(1, 7): PyTorch [[0, 2, 3], [4, 5, 0]], the "
+        "derivative [[1, 0, 0], [0, 0, 6]]); switchyard's is the derivative"),
     **{f"{o}/*/grad_buffers": _NOT_DIFFERENTIABLE_INPUT for o in (
         "_batch_norm_impl_index.default", "batch_norm.default", "native_batch_norm.default",
         "_native_batch_norm_legit_functional.default",
@@ -178,13 +183,14 @@ KNOWN = {
         "bug (create_graph): var of a 0-dim input (NaN, no degrees of freedom): PyTorch's "
         "first-order gradient does not require grad, switchyard's does (and so has "
         "second-order gradients)") for o in ("default", "dim", "correction")},
-    "mse_loss.default/float32/bcast/grad*": (
-        "bug (formula): mse_loss's gradient for a broadcast target (3,) against self (2, 3) is "
-        "half PyTorch's (mean reduction: it should sum -2 (self - target) / numel over the "
-        "broadcast rows)"),
-    "mse_loss.default/float32/mixed0d/grad": (
-        "bug (formula): mse_loss's gradient for a 0-dim float64 target is 1/6 of PyTorch's "
-        "(broadcast reduction of the target's gradient)"),
+    **{f"mse_loss.default/float32/{kind}": (
+        "justified (PyTorch's bug): with a target broadcast against self, PyTorch's gradient "
+        "for the target is a multiple of the derivative (mse_loss_backward writes into an out "
+        "of the target's shape that it resizes, with the warning 'An output with one or more "
+        "elements was resized'): for x (2, 3), target (3,), mean reduction, PyTorch gives "
+        "twice -2 Σ_rows (x - t) / 6, for a 0-dim target six times; switchyard's equals "
+        "the derivative (checked by hand: x = [[1, 2, 3], [4, 5, 6]], t = 0.5 gives -6, "
+        "PyTorch -36)") for kind in ("bcast/grad", "bcast/grad2", "mixed0d/grad")},
     "masked_select.default/float32/zerodim/grad": (
         "bug (formula): masked_select of a 0-dim input: backward raises IndexError \"too many "
         "indices for tensor of dimension 0 (got 1)\"; PyTorch returns the gradient"),
