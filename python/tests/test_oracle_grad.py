@@ -26,10 +26,11 @@ from oracle.gradients import (  # noqa: E402
     grad_case_hash,
     grad_cases,
     grad_differences,
+    grad_fn_differences,
     recorded,
     run_grad,
 )
-from oracle.known_grad_differences import KNOWN  # noqa: E402
+from oracle.known_grad_differences import KNOWN, KNOWN_GRAD_FN  # noqa: E402
 from oracle.schema import yaml_overloads  # noqa: E402
 
 CASES = grad_cases()
@@ -37,8 +38,8 @@ CASE_IDS = [gid for gid, _, _ in CASES]
 BY_ID = {gid: (case, order) for gid, case, order in CASES}
 
 
-def known_reason(gid):
-    for pattern, reason in KNOWN.items():
+def known_reason(gid, known=KNOWN):
+    for pattern, reason in known.items():
         if fnmatch.fnmatchcase(gid, pattern):
             return reason
     return None
@@ -54,9 +55,10 @@ def test_fixture_is_current():
 
 
 def test_known_differences_name_cases():
-    unused = [p for p in KNOWN if not any(fnmatch.fnmatchcase(i, p) for i in CASE_IDS)]
-    assert not unused, f"known_grad_differences entries that match no case: {unused}"
-    assert all(r.startswith(("bug", "justified")) for r in KNOWN.values())
+    for known in (KNOWN, KNOWN_GRAD_FN):
+        unused = [p for p in known if not any(fnmatch.fnmatchcase(i, p) for i in CASE_IDS)]
+        assert not unused, f"known_grad_differences entries that match no case: {unused}"
+        assert all(r.startswith(("bug", "justified")) for r in known.values())
 
 
 @pytest.mark.parametrize("gid", CASE_IDS)
@@ -64,13 +66,16 @@ def test_same_gradients_as_torch(gid):
     case, order = BY_ID[gid]
     expected = expected_grad_outcome(gid, case, order)
     got = run_grad(switchyard, case, order)
-    diffs = grad_differences(expected, got)
-    reason = known_reason(gid)
-    if reason is not None:
-        assert diffs, f"same outcome as PyTorch now: remove it from known_grad_differences " \
-                      f"({reason})"
-    else:
-        assert not diffs, "\n".join(diffs)
+    failures = []
+    for known, compare in ((KNOWN, grad_differences), (KNOWN_GRAD_FN, grad_fn_differences)):
+        diffs = compare(expected, got)
+        reason = known_reason(gid, known)
+        if reason is not None and not diffs:
+            failures.append(f"same outcome as PyTorch now: remove it from "
+                            f"known_grad_differences ({reason})")
+        elif reason is None and diffs:
+            failures.extend(diffs)
+    assert not failures, "\n".join(failures)
 
 
 def _expected(gid):
@@ -112,6 +117,10 @@ def test_comparison_sees_each_field():
     other["grads2"][0]["values"][0][0] += 1e-3
     assert grad_differences(exp, other)
     assert grad_differences(exp, dict(exp, grad_requires_grad=[False]))
+    # grad_fn names, compared apart.
+    assert exp["grad_fn"] == ["SinBackward0"]
+    assert grad_fn_differences(exp, dict(exp, grad_fn=["CosBackward0"]))
+    assert not grad_differences(exp, dict(exp, grad_fn=["CosBackward0"]))
 
 
 def test_a_wrong_derivative_is_caught():

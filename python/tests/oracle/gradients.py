@@ -17,6 +17,7 @@ require grad.
 
 An outcome is JSON data: ``{"forward_raises": type, "message"}`` when the call with leaves
 raises (out= overloads refuse leaves); else ``{"requires_grad": [output i requires grad...]}``
+and ``{"grad_fn": [each output's grad_fn.name()]}``
 and, when some output does, ``"grads"`` (per leaf ``None`` or a tensor record: dtype, shape,
 strides, values) or ``"backward_raises"``/``"message"``; for second order also
 ``"grad_requires_grad"`` and ``"grads2"`` or ``"backward2_raises"``.
@@ -29,7 +30,7 @@ import warnings
 
 from .argspec import Gen
 from .cases import all_cases
-from .outcome import TOLERANCES, _close, _dtype_name, _encode_values
+from .outcome import _close, _dtype_name, _encode_values
 from .schema import parse_schema
 
 GRAD_DTYPES = ("float32", "float64")
@@ -208,7 +209,8 @@ def _run_grad(lib, case, order):
         return {"forward_raises": type(e).__name__, "message": str(e)}
     outputs = _tensors(lib, result)
     requires = [i for i, t in enumerate(outputs) if t.requires_grad]
-    out = {"requires_grad": requires}
+    out = {"requires_grad": requires,
+           "grad_fn": [None if t.grad_fn is None else t.grad_fn.name() for t in outputs]}
     differentiable = [outputs[i] for i in requires if _floating(lib, outputs[i])]
     if not differentiable:
         return out
@@ -291,7 +293,7 @@ def grad_case_hash(cases):
 # -- comparison ---------------------------------------------------------------------------
 
 
-def _diff_grads(exp, got, path, diffs, scale=1.0):
+def _diff_grads(exp, got, path, diffs):
     if len(exp) != len(got):
         diffs.append(f"{path}: {len(exp)} gradients != {len(got)}")
         return
@@ -305,26 +307,22 @@ def _diff_grads(exp, got, path, diffs, scale=1.0):
             if e[key] != g[key]:
                 diffs.append(f"{where}.{key}: torch {e[key]} != ours {g[key]}")
         if e["dtype"] == g["dtype"] and e["shape"] == g["shape"]:
-            if not _close_scaled(g["values"], e["values"], e["dtype"], scale):
+            if not _close(g["values"], e["values"], e["dtype"]):
                 diffs.append(f"{where}.values: torch {e['values']} != ours {g['values']}")
 
 
-def _close_scaled(a, b, dtype, scale):
-    if scale == 1.0 or dtype not in TOLERANCES:
-        return _close(a, b, dtype)
-    rtol, atol = TOLERANCES[dtype]
-    if isinstance(a, list) or isinstance(b, list):
-        if not (isinstance(a, list) and isinstance(b, list)) or len(a) != len(b):
-            return False
-        return all(_close_scaled(x, y, dtype, scale) for x, y in zip(a, b))
-    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
-        return a == b
-    return abs(a - b) <= (atol + rtol * abs(b)) * scale
+def grad_fn_differences(expected, got):
+    """The differences between the outputs' ``grad_fn`` names (compared apart from the
+    gradients, so that a node's name does not hide its gradients' values)."""
+    if "grad_fn" in expected and "grad_fn" in got and expected["grad_fn"] != got["grad_fn"]:
+        return [f"grad_fn: torch {expected['grad_fn']} != ours {got['grad_fn']}"]
+    return []
 
 
-def grad_differences(expected, got, scale=1.0):
-    """The differences between PyTorch's gradient outcome and ours (empty when they agree);
-    ``scale`` multiplies the tolerances."""
+def grad_differences(expected, got):
+    """The differences between PyTorch's gradient outcome and ours (empty when they agree),
+    ``grad_fn`` names apart. Values compare with torch.testing's default tolerances per dtype
+    (``outcome.TOLERANCES``), as forward values do: no case needed them loosened."""
     diffs = []
     for key in ("forward_raises", "backward_raises", "backward2_raises"):
         if key in expected or key in got:
@@ -344,7 +342,7 @@ def grad_differences(expected, got, scale=1.0):
             diffs.append(f"{key}: torch {'has' if key in expected else 'has no'} gradients, "
                          f"ours {'has' if key in got else 'has no'}")
         elif key in expected:
-            _diff_grads(expected[key], got[key], key, diffs, scale)
+            _diff_grads(expected[key], got[key], key, diffs)
     return diffs
 
 

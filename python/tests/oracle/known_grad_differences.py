@@ -1,10 +1,13 @@
 """Gradient cases (``gradients.py``) whose outcome differs from PyTorch's today, each with its
 reason (reviewed like code).
 
-Keys are gradient case ids (``<forward case id>/grad`` or ``/grad2``) or ``fnmatch`` patterns
-over them. ``test_oracle_grad.py`` checks that every case listed here still differs (so a fix
-removes its entry) and that every pattern matches a case. Reasons starting with ``bug:`` are
-for the lead (autograd formulas, the autograd codegen, the engine); the others are justified.
+``KNOWN`` is for the gradients (and exceptions, requires_grad flags), ``KNOWN_GRAD_FN`` for
+the outputs' ``grad_fn.name()``, compared apart so that a node's name does not hide its
+gradients. Keys are gradient case ids (``<forward case id>/grad``, ``/grad2``,
+``/grad_buffers``) or ``fnmatch`` patterns over them. ``test_oracle_grad.py`` checks that every
+case listed here still differs (so a fix removes its entry) and that every pattern matches a
+case. Reasons starting with ``bug`` are for the lead (autograd formulas, the autograd codegen,
+the engine, node names); the others are justified.
 """
 
 _OUT_REFUSED = (
@@ -216,4 +219,77 @@ KNOWN = {
         "bug (layout): the weight gradient of the convolution is non-contiguous (strides "
         "[4, 12, 2, 1]); PyTorch's is contiguous ([8, 4, 2, 1])")
        for o in ("conv2d.default", "convolution.default")},
+}
+
+_NUMBERING = (
+    "bug (naming): the backward node's number differs: PyTorch numbers the nodes of one "
+    "name by the order of its derivatives.yaml entries (ZeroBackward0, UniformBackward0, "
+    "BernoulliBackward1, IndexPutImplBackward0); switchyard's entries give another number")
+_QUALIFIED = (
+    "bug (naming): PyTorch's hand-written nodes print with their C++ namespace "
+    "(\"torch::autograd::CopyBackwards\", \"torch::autograd::NotImplemented\"); switchyard's "
+    "without it")
+_NOT_IMPLEMENTED_NODE = (
+    "PyTorch's output has the autograd fallback's torch::autograd::NotImplemented node; "
+    "switchyard's has its derivative's node (see KNOWN)")
+_INPLACE_VIEW_NODE = (
+    "bug (in-place metadata ops on a view): PyTorch records the op's own node (TBackward1, "
+    "TransposeBackward1, SqueezeBackward3-5, UnsqueezeBackward1, AsStridedBackward1); "
+    "switchyard records AsStridedBackward0 (its view replay), and its gradients fail for "
+    "most of them (see KNOWN)")
+
+
+def _each(overloads, suffixes):
+    """``{overload/suffix}`` for every pair."""
+    return [f"{o}/{k}" for o in overloads for k in suffixes]
+
+
+_CONTIG = ["float32/contig/grad", "float64/contig/grad"]
+_KINDS = _CONTIG + [f"float32/{k}/grad" for k in ("t", "slice", "expand", "zerodim", "empty")]
+_BN = _CONTIG + ["float32/slice/grad", "float32/contig/eval/grad"]
+_SCATTER = _CONTIG + ["float32/contig/dim=0/grad", "float32/contig/multiply/grad"]
+
+KNOWN_GRAD_FN = {
+    **{k: _NUMBERING for k in _each(["zero.default"], _KINDS)
+       + _each(["uniform.default", "bernoulli.Tensor"], _CONTIG + ["float32/slice/grad"])
+       + _each(["_index_put_impl.default"], _CONTIG + ["float32/slice/grad",
+                                                       "float32/contig/accumulate/grad"])},
+    **{k: _QUALIFIED for k in _each(["copy_.default"], _CONTIG + [
+        f"float32/{k}/grad" for k in ("zerodim", "empty", "bcast", "mixed", "mixed0d")])
+       + _each(["detach_copy.default"], _KINDS)},
+    **{k: "justified (for the lead to confirm): " + _NOT_IMPLEMENTED_NODE for k in
+       _each(["copy.default"], _KINDS + [f"float32/{k}/grad" for k in (
+           "bcast", "mixed", "mixed0d")])
+       + _each(["remainder.Scalar_Tensor"], _KINDS + ["float32/special/grad",
+                                                      "float32/large/grad"])
+       + _each(["scatter.value_reduce"], _SCATTER + ["float32/slice/grad"])
+       + _each(["scatter_.value_reduce"], _SCATTER)
+       + _each(["bernoulli.p", "normal_functional.default"],
+               _CONTIG + ["float32/slice/grad"])},
+    **{k: "bug: " + _NOT_IMPLEMENTED_NODE for k in
+       _each(["scatter.reduce"], _SCATTER + ["float32/slice/grad"])
+       + _each(["scatter_.reduce"], _SCATTER)},
+    **{k: ("bug (naming): PyTorch's resize has no derivative (torch::autograd::NotImplemented "
+           "node); switchyard's output has a ResizeBackward0 node whose backward raises")
+       for k in _each(["resize.default"], _CONTIG + ["float32/slice/grad"])},
+    **{k: ("bug (decomposition): batch_norm's output has NativeBatchNormBackward0 in PyTorch "
+           "(it calls native_batch_norm); switchyard's decomposition calls "
+           "_native_batch_norm_legit(_no_training) and shows that node (gradients agree)")
+       for k in _each(["batch_norm.default", "_batch_norm_impl_index.default"], _BN)},
+    **{k: ("bug (naming): native_batch_norm's output has NativeBatchNormBackward0 in PyTorch; "
+           "switchyard's shows NativeBatchNormLegit(NoTraining)Backward0, the node of the "
+           "operator it redispatches to (gradients agree)")
+       for k in _each(["native_batch_norm.default"], _BN)},
+    **{f"{o}/float32/{k}/grad": (
+        "bug (naming): reshape of a non-contiguous tensor that can be viewed records "
+        "ReshapeAliasBackward0 in PyTorch (its reshape calls _reshape_alias); switchyard "
+        "records ViewBackward0 (gradients agree)") for o, k in (
+        ("reshape.default", "slice"), ("flatten.using_ints", "slice"),
+        ("reshape_as.default", "t"), ("reshape_as.default", "slice"),
+        ("reshape_as.default", "expand"))},
+    **{f"{o}/float32/slice/grad": _INPLACE_VIEW_NODE for o in (
+        "as_strided_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims",
+        "transpose_.default", "t_.default", "unsqueeze_.default")},
+    "t_.default/float32/t/grad": _INPLACE_VIEW_NODE,
+    "t_.default/float32/expand/grad": _INPLACE_VIEW_NODE,
 }
