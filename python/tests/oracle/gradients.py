@@ -5,8 +5,11 @@ whose forward succeeds under PyTorch (the forward oracle's outcome) is run again
 floating input a leaf requiring grad. A leaf is the tensor built from the case's data, before
 its layout view (``t``, ``slice``, ``expand``), so the gradient also flows through the view;
 an argument the operator writes in place (``self`` of ``add_``...) is ``clone`` of its leaf, so
-that the in-place formula (not the leaf refusal) is exercised; out= tensors and written
-buffers (``running_mean``...) are plain tensors. The floating outputs that require grad are
+that the in-place formula (not the leaf refusal) is exercised; out= tensors and buffers
+(``BUFFERS``: running statistics, observer state) are plain tensors, except in one
+``/grad_buffers`` case per such overload, which compares the refusal of a buffer that
+requires grad. scatter's ``src`` gets a variant shaped like its index (``/src_like_index``),
+as its formula requires. The floating outputs that require grad are
 reduced with deterministic weights, ``loss = Σ (out_i * w_i).sum()`` (``w_i`` from the case's
 RNG, in the output's shape and dtype), and ``lib.autograd.grad(loss, leaves,
 allow_unused=True)`` gives the gradients.
@@ -16,9 +19,9 @@ Second order (``SECOND_ORDER`` operators): ``create_graph=True``, then
 require grad.
 
 An outcome is JSON data: ``{"forward_raises": type, "message"}`` when the call with leaves
-raises (out= overloads refuse leaves); else ``{"requires_grad": [output i requires grad...]}``
-and ``{"grad_fn": [each output's grad_fn.name()]}``
-and, when some output does, ``"grads"`` (per leaf ``None`` or a tensor record: dtype, shape,
+raises (out= overloads refuse leaves); else ``{"requires_grad": [indices of the outputs that
+require grad], "grad_fn": [each output's grad_fn.name()]}`` and, when some output does,
+``"grads"`` (per leaf ``None`` or a tensor record: dtype, shape,
 strides, values) or ``"backward_raises"``/``"message"``; for second order also
 ``"grad_requires_grad"`` and ``"grads2"`` or ``"backward2_raises"``.
 """
