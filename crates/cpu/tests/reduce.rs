@@ -752,3 +752,21 @@ fn functional_softmax_matches_out_variant() {
         "{half_to_float}"
     );
 }
+
+/// `torch.ones(2, 3).cumsum_(1, dtype=torch.float64)` (and `cumprod_`): the structured
+/// in-place check prints dtypes as c10's `TypeMeta` does (`float`, `double`).
+#[test]
+fn cumsum_and_cumprod_in_place_with_another_dtype_name_c10_types() {
+    for device in [Device::CPU, Device::META] {
+        let x = Tensor::allocate(&[2, 3], ScalarType::Float, device).unwrap();
+        for e in [
+            op::cumsum_::call(&x, 1, Some(ScalarType::Double)).unwrap_err(),
+            op::cumprod_::call(&x, 1, Some(ScalarType::Double)).unwrap_err(),
+        ] {
+            assert_eq!(
+                e.message(),
+                "Bad in-place call: input tensor dtype float and output tensor dtype double should match"
+            );
+        }
+    }
+}

@@ -121,13 +121,6 @@ KNOWN = {
     "cumprod_.default/float32/expand": _OVERLAP,
     "pow_.Scalar/float32/expand": _OVERLAP,
     "relu_.default/float32/expand": _OVERLAP,
-    "cumsum_.default/float32/contig/dtype=float64": (
-        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
-        "'float'/'double' (Bad in-place call: input tensor dtype float and output tensor "
-        "dtype double should match)"),
-    "cumprod_.default/float32/contig/dtype=float64": (
-        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
-        "'float'/'double'"),
     "unfold_backward.default/float32/contig/dim=0": (
         "bug: grad_in of the wrong shape for dim=0 is not checked; PyTorch fails with 'The "
         "size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension "
