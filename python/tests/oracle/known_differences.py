@@ -109,10 +109,6 @@ KNOWN = {
     "native_batch_norm.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.no_stats_out/float32/slice": _TORCH_BN,
-    "amax.default/float32/empty": ("bug: amax over an empty input without dim raises "
-                                   "IndexError; PyTorch raises RuntimeError (same message)"),
-    "amin.default/float32/empty": ("bug: amin over an empty input without dim raises "
-                                   "IndexError; PyTorch raises RuntimeError (same message)"),
     "conv2d.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where PyTorch "
                                    "names \"slow_conv2d_cpu\""),
     "convolution.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where "
