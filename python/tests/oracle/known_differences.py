@@ -109,10 +109,6 @@ KNOWN = {
     "native_batch_norm.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.no_stats_out/float32/slice": _TORCH_BN,
-    "conv2d.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where PyTorch "
-                                   "names \"slow_conv2d_cpu\""),
-    "convolution.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where "
-                                        "PyTorch names \"slow_conv2d_cpu\""),
     "cumsum_.default/float32/expand": _OVERLAP,
     "cumprod_.default/float32/expand": _OVERLAP,
     "pow_.Scalar/float32/expand": _OVERLAP,
