@@ -113,8 +113,4 @@ KNOWN = {
     "cumprod_.default/float32/expand": _OVERLAP,
     "pow_.Scalar/float32/expand": _OVERLAP,
     "relu_.default/float32/expand": _OVERLAP,
-    "unfold_backward.default/float32/contig/dim=0": (
-        "bug: grad_in of the wrong shape for dim=0 is not checked; PyTorch fails with 'The "
-        "size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension "
-        "1', switchyard later with \"shape '[2, 2]' is invalid for input of size 8\""),
 }
