@@ -16,11 +16,6 @@ _TORCH_BN = ("justified (PyTorch's bug): native_batch_norm.out / _native_batch_n
              "with a non-contiguous input return wrong values (save_mean zeros, output not "
              "normalised by the batch statistics; with outs needing a resize it reads "
              "uninitialized memory); switchyard's equal PyTorch's functional overload")
-_OVERLAP = ("bug: the in-place kernel writes into an input with internal overlap (an expanded, "
-            "stride-0 tensor); PyTorch refuses with 'unsupported operation: more than one "
-            "element of the written-to tensor refers to a single memory location...' "
-            "(assert_no_internal_overlap)")
-
 _NUMBERS = (
     "bug (binding: switchyard-call's PySource / crates/python convert.rs, not a kernel): "
     "ops.aten turns a Python number given for a Tensor argument into a tensor for every "
@@ -109,8 +104,4 @@ KNOWN = {
     "native_batch_norm.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.no_stats_out/float32/slice": _TORCH_BN,
-    "cumsum_.default/float32/expand": _OVERLAP,
-    "cumprod_.default/float32/expand": _OVERLAP,
-    "pow_.Scalar/float32/expand": _OVERLAP,
-    "relu_.default/float32/expand": _OVERLAP,
 }
