@@ -16,60 +16,7 @@ _TORCH_BN = ("justified (PyTorch's bug): native_batch_norm.out / _native_batch_n
              "with a non-contiguous input return wrong values (save_mean zeros, output not "
              "normalised by the batch statistics; with outs needing a resize it reads "
              "uninitialized memory); switchyard's equal PyTorch's functional overload")
-_NUMBERS = (
-    "bug (binding: switchyard-call's PySource / crates/python convert.rs, not a kernel): "
-    "ops.aten turns a Python number given for a Tensor argument into a tensor for every "
-    "operator; torch.ops does so only for the operators that allow numbers as tensors (add, "
-    "sub, mul, div, copy, to...) and otherwise raises RuntimeError \"aten::eq() Expected a "
-    "value of type 'Tensor' for argument 'other' but instead found type 'float'.\"")
-# Overloads called with 2.5 for their second tensor argument ("number" cases).
-_NUMBER_REFUSED = [
-    "atan2.default",
-    "atan2_.default",
-    "bitwise_and.Tensor",
-    "bitwise_and_.Tensor",
-    "bitwise_or.Tensor",
-    "bitwise_or_.Tensor",
-    "bitwise_xor.Tensor",
-    "bitwise_xor_.Tensor",
-    "eq.Tensor",
-    "eq_.Tensor",
-    "fmod.Tensor",
-    "fmod_.Tensor",
-    "ge.Tensor",
-    "ge_.Tensor",
-    "gt.Tensor",
-    "gt_.Tensor",
-    "le.Tensor",
-    "le_.Tensor",
-    "logical_and.default",
-    "logical_and_.default",
-    "logical_or.default",
-    "logical_or_.default",
-    "logical_xor.default",
-    "logical_xor_.default",
-    "lt.Tensor",
-    "lt_.Tensor",
-    "max.other",
-    "maximum.default",
-    "min.other",
-    "minimum.default",
-    "mse_loss.default",
-    "ne.Tensor",
-    "ne_.Tensor",
-    "pow.Tensor_Tensor",
-    "pow_.Tensor",
-    "remainder.Tensor",
-    "remainder_.Tensor",
-    "reshape_as.default",
-    "view_as.default",
-    "where.self",
-    "where.ScalarSelf",
-    "where.ScalarOther",
-]
-
 KNOWN = {
-    **{f"{overload}/int64/number": _NUMBERS for overload in _NUMBER_REFUSED},
     "contiguous.default/*/contig": _PYOBJECT,
     "contiguous.default/float32/zerodim": _PYOBJECT,
     "contiguous.default/float32/empty": _PYOBJECT,
