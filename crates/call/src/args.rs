@@ -71,6 +71,60 @@ pub fn base_name(schema: &FunctionSchema) -> String {
     }
 }
 
+/// The `aten` operators whose `Tensor` arguments take a Python number (as a wrapped scalar)
+/// when called through `torch.ops`: PyTorch's `should_allow_numbers_as_tensors`
+/// (`torch/csrc/utils/python_arg_parser.cpp`), by base name, every overload.
+const NUMBERS_AS_TENSORS: [&str; 32] = [
+    "add",
+    "add_",
+    "add_out",
+    "div",
+    "div_",
+    "div_out",
+    "divide",
+    "divide_",
+    "divide_out",
+    "mul",
+    "mul_",
+    "mul_out",
+    "multiply",
+    "multiply_",
+    "multiply_out",
+    "sub",
+    "sub_",
+    "sub_out",
+    "subtract",
+    "subtract_",
+    "subtract_out",
+    "true_divide",
+    "true_divide_",
+    "true_divide_out",
+    "to",
+    "_to_copy",
+    "copy_",
+    "copy",
+    "floor_divide",
+    "floor_divide_",
+    "floor_divide_out",
+    "_conj",
+];
+
+/// Whether a call of `schema` through `torch.ops` may pass a Python number for a `Tensor`
+/// argument (PyTorch's `opAllowsNumbersAsTensors`, which sets `toIValue`'s
+/// `allow_numbers_as_tensors` for the call): every operator of the `prims` namespace, and the
+/// `aten` operators of [`NUMBERS_AS_TENSORS`]. Elsewhere a number is refused ("aten::eq()
+/// Expected a value of type 'Tensor' for argument 'other' but instead found type 'float'.").
+pub fn allows_numbers_as_tensors(schema: &FunctionSchema) -> bool {
+    match schema.name.namespace.as_deref() {
+        Some("prims") => true,
+        Some("aten") | None => {
+            let name = schema.name.name.to_string();
+            NUMBERS_AS_TENSORS.contains(&name.as_str())
+        }
+        Some(_) => false,
+    }
+}
+
 /// The operator's full name (`aten::add.Tensor`), for [`Error::in_operator`].
 pub fn full_name(schema: &FunctionSchema) -> String {
     format!("{}{}", base_name(schema), overload_suffix(schema))
@@ -498,6 +552,30 @@ pub fn annotation_str(ty: &Type) -> String {
     }
 }
 
+/// `schema` as PyTorch prints a parsed `FunctionSchema` in its messages: defaults are the
+/// values its parser made of them (`reduction=Mean` is `reduction=1`, `dtype=long`
+/// `dtype=4`, `memory_format=contiguous_format` `memory_format=0`, strings in double quotes).
+pub fn declaration(schema: &FunctionSchema) -> FunctionSchema {
+    let mut printed = schema.clone();
+    for arg in &mut printed.arguments {
+        let Some(d) = arg.default.as_mut() else {
+            continue;
+        };
+        let value = match d.as_str() {
+            "Mean" => "1".to_owned(),
+            "Sum" => "2".to_owned(),
+            "long" => "4".to_owned(),
+            "contiguous_format" => "0".to_owned(),
+            s if s.len() >= 2 && s.starts_with('\'') && s.ends_with('\'') => {
+                format!("\"{}\"", &s[1..s.len() - 1])
+            }
+            _ => continue,
+        };
+        *d = value;
+    }
+    printed
+}
+
 /// `torch.ops`' message for argument `index` of `schema` given a value of Python type
 /// `found_type` (`str`) whose `repr` is `value`, with the conversion's `details`
 /// (`argumentValueMismatch` in PyTorch's `pybind_utils.h`):
@@ -525,10 +603,11 @@ pub fn type_mismatch_error(
     schema_error(
         schema,
         format!(
-            "{}() Expected a value of type '{}' for argument '{}' but instead found type '{found_type}'.\nPosition: {index}\nValue: {value}\nDeclaration: {schema}\nCast error details: {details}",
+            "{}() Expected a value of type '{}' for argument '{}' but instead found type '{found_type}'.\nPosition: {index}\nValue: {value}\nDeclaration: {}\nCast error details: {details}",
             base_name(schema),
             annotation_str(&arg.ty),
             arg.name,
+            declaration(schema),
         ),
     )
 }
@@ -578,6 +657,83 @@ mod tests {
         let e = match_call_args(&Ints, &s, &[&1], &[("a", &3)], Device::CPU).unwrap_err();
         assert!(e.message().starts_with("Argument 'a' specified both"));
         assert_eq!(e.operator(), Some("ns::f"));
+    }
+
+    #[test]
+    fn declarations_print_defaults_as_pytorch_parsed_them() {
+        // torch.ops.aten.mse_loss.default._schema, randint, contiguous, gelu.
+        for (text, printed) in [
+            (
+                "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",
+                "aten::mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+            ),
+            (
+                "aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None) -> Tensor",
+                "aten::randint(SymInt high, SymInt[] size, *, ScalarType? dtype=4, Layout? layout=None) -> Tensor",
+            ),
+            (
+                "aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+                "aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)",
+            ),
+            (
+                "aten::gelu(Tensor self, *, str approximate='none') -> Tensor",
+                "aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor",
+            ),
+        ] {
+            assert_eq!(declaration(&schema(text)).to_string(), printed);
+        }
+        let s = schema("aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor");
+        let e = type_mismatch_error(&s, 1, "float", "2.5", "Unable to cast 2.5 to Tensor");
+        assert_eq!(
+            e.message(),
+            "aten::mse_loss() Expected a value of type 'Tensor' for argument 'target' but instead found type 'float'.\nPosition: 1\nValue: 2.5\nDeclaration: aten::mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor\nCast error details: Unable to cast 2.5 to Tensor"
+        );
+    }
+
+    #[test]
+    fn numbers_as_tensors_follow_pytorchs_list() {
+        for (text, allowed) in [
+            (
+                "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+                true,
+            ),
+            (
+                "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+                true,
+            ),
+            (
+                "aten::mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+                true,
+            ),
+            (
+                "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+                true,
+            ),
+            (
+                "aten::_to_copy(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+                true,
+            ),
+            ("prims::add(Tensor self, Tensor other) -> Tensor", true),
+            (
+                "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",
+                false,
+            ),
+            (
+                "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+                false,
+            ),
+            (
+                "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+                false,
+            ),
+            (
+                "aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)",
+                false,
+            ),
+            ("mylib::add(Tensor self, Tensor other) -> Tensor", false),
+        ] {
+            assert_eq!(allows_numbers_as_tensors(&schema(text)), allowed, "{text}");
+        }
     }
 
     #[test]

@@ -246,3 +246,93 @@ fn permuted_results_hold_the_right_values() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// The in-place and out= kernels whose PyTorch counterpart writes through a TensorIterator
+/// without being a structured elementwise operator here (`pow.Tensor_Scalar` and the clamps
+/// describe their output as functional, `relu_` is `clamp_min_(self, 0)`, `cumsum` /
+/// `cumprod` run one in their kernel, `uniform_` / `normal_` fill through a nullary one)
+/// refuse an expanded output as PyTorch does; on Meta tensors nothing is checked.
+#[test]
+fn other_kernels_writing_repeated_elements_are_refused() {
+    let expanded = |dtype: ScalarType, device: Device| {
+        let one = Tensor::allocate(&[1, 3], dtype, device).unwrap();
+        op::expand::call(&one, &[2, 3], false).unwrap()
+    };
+    let cpu = Device::CPU;
+    let x = Tensor::allocate(&[2, 3], ScalarType::Float, cpu).unwrap();
+    let f = || expanded(ScalarType::Float, cpu);
+    let (half, zero, two) = (Scalar::Float(0.5), Scalar::Int(0), Scalar::Float(2.0));
+    let cases: Vec<(&str, Result<Tensor>)> = vec![
+        // torch.ones(1, 3).expand(2, 3).cumsum_(1), .cumprod_(1)
+        ("cumsum_", op::cumsum_::call(&f(), 1, None)),
+        ("cumprod_", op::cumprod_::call(&f(), 1, None)),
+        // an int64 one, and torch.cumsum(x, 1, out=<expanded>)
+        (
+            "cumsum_ long",
+            op::cumsum_::call(&expanded(ScalarType::Long, cpu), 1, None),
+        ),
+        ("cumsum.out", op::cumsum_out::call(&x, 1, None, &f())),
+        ("cumprod.out", op::cumprod_out::call(&x, 1, None, &f())),
+        // .pow_(2.), .pow_(0), .pow_(1), torch.pow(x, 2., out=<expanded>)
+        ("pow_", op::pow__Scalar::call(&f(), two)),
+        ("pow_ 0", op::pow__Scalar::call(&f(), zero)),
+        ("pow_ 1", op::pow__Scalar::call(&f(), Scalar::Int(1))),
+        ("pow.out", op::pow_Tensor_Scalar_out::call(&x, two, &f())),
+        // .clamp_(0, 0.5), .clamp_min_(0), .clamp_max_(0.5), torch.clamp(x, 0, 0.5, out=..)
+        ("clamp_", op::clamp_::call(&f(), Some(zero), Some(half))),
+        ("clamp_min_", op::clamp_min_::call(&f(), zero)),
+        ("clamp_max_", op::clamp_max_::call(&f(), half)),
+        (
+            "clamp.out",
+            op::clamp_out::call(&x, Some(zero), Some(half), &f()),
+        ),
+        // .relu_() of float and int64 tensors
+        ("relu_", op::relu_::call(&f())),
+        (
+            "relu_ long",
+            op::relu_::call(&expanded(ScalarType::Long, cpu)),
+        ),
+        // .uniform_(), .normal_()
+        ("uniform_", op::uniform_::call(&f(), 0.0, 1.0, None)),
+        ("normal_", op::normal_::call(&f(), 0.0, 1.0, None)),
+    ];
+    for (name, r) in cases {
+        assert_eq!(message(r), INTERNAL, "{name}");
+    }
+    // The kernels' own refusals come first: torch's "cumsum_out_cpu" for a bool tensor,
+    // "Boolean inputs not supported for relu", "normal_kernel_cpu" for int64, the argument
+    // checks of uniform_ and normal_.
+    assert_eq!(
+        message(op::cumsum_::call(&expanded(ScalarType::Bool, cpu), 1, None)),
+        "\"cumsum_out_cpu\" not implemented for 'Bool'"
+    );
+    assert_eq!(
+        message(op::relu_::call(&expanded(ScalarType::Bool, cpu))),
+        "Boolean inputs not supported for relu"
+    );
+    assert_eq!(
+        message(op::normal_::call(
+            &expanded(ScalarType::Long, cpu),
+            0.0,
+            1.0,
+            None
+        )),
+        "\"normal_kernel_cpu\" not implemented for 'Long'"
+    );
+    assert_eq!(
+        message(op::normal_::call(&f(), 0.0, -1.0, None)),
+        "normal expects std >= 0.0, but found std -1"
+    );
+    // A 0-dim cumsum_ and an empty expanded cumprod_ write nothing that overlaps.
+    let scalar = Tensor::from_vec(vec![1.0f32], &[]).unwrap();
+    assert_eq!(message(op::cumsum_::call(&scalar, 0, None)), "ok");
+    let empty = Tensor::allocate(&[1, 0], ScalarType::Float, cpu).unwrap();
+    let empty = op::expand::call(&empty, &[2, 0], false).unwrap();
+    assert_eq!(message(op::cumprod_::call(&empty, 1, None)), "ok");
+    // Meta tensors: no memory, no check.
+    let m = || expanded(ScalarType::Float, Device::META);
+    assert_eq!(message(op::cumsum_::call(&m(), 1, None)), "ok");
+    assert_eq!(message(op::pow__Scalar::call(&m(), two)), "ok");
+    assert_eq!(message(op::relu_::call(&m())), "ok");
+    assert_eq!(message(op::clamp_::call(&m(), Some(zero), None)), "ok");
+}

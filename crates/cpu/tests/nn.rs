@@ -530,3 +530,122 @@ fn large_layer_norm_outputs_match_small_ones() {
         );
     }
 }
+
+/// `torch.ops.aten.convolution` on inputs of a dtype the CPU backend PyTorch picks lacks: its
+/// refusal names that backend (`slow_conv2d_cpu` for 1-d and 2-d, `compute_columns3d` for 3-d,
+/// `slow_conv_dilated<>` when dilated, `slow_conv_transpose2d_out_cpu` /
+/// `slow_conv_transpose3d_out_cpu` when transposed), on CPU and Meta tensors; an empty batch
+/// takes no backend and is computed. Messages as PyTorch 2.15 prints them.
+#[test]
+fn convolution_dtype_refusals_name_pytorchs_backend() {
+    use switchyard_core::{ErrorKind, ScalarType};
+    let conv = |dtype: ScalarType, d: usize, transposed: bool, dilation: i64, n: i64, device| {
+        let mut xs = vec![n, 2];
+        xs.extend(std::iter::repeat_n(5, d));
+        let mut ws = vec![2, 2];
+        ws.extend(std::iter::repeat_n(2, d));
+        let x = Tensor::allocate(&xs, dtype, device).unwrap();
+        let w = Tensor::allocate(&ws, dtype, device).unwrap();
+        let (ones, zeros) = (vec![1; d], vec![0; d]);
+        op::convolution::call(
+            &x,
+            &w,
+            None,
+            &ones,
+            &zeros,
+            &vec![dilation; d],
+            transposed,
+            &zeros,
+            1,
+        )
+    };
+    use ScalarType::*;
+    let refused = [
+        (
+            Bool,
+            2,
+            false,
+            1,
+            "\"slow_conv2d_cpu\" not implemented for 'Bool'",
+        ),
+        (
+            Bool,
+            1,
+            false,
+            1,
+            "\"slow_conv2d_cpu\" not implemented for 'Bool'",
+        ),
+        (
+            Bool,
+            3,
+            false,
+            1,
+            "\"compute_columns3d\" not implemented for 'Bool'",
+        ),
+        (
+            Int,
+            2,
+            false,
+            2,
+            "\"slow_conv_dilated<>\" not implemented for 'Int'",
+        ),
+        (
+            Byte,
+            3,
+            false,
+            2,
+            "\"slow_conv_dilated<>\" not implemented for 'Byte'",
+        ),
+        (
+            Int,
+            1,
+            true,
+            1,
+            "\"slow_conv_transpose2d_out_cpu\" not implemented for 'Int'",
+        ),
+        (
+            Short,
+            2,
+            true,
+            2,
+            "\"slow_conv_transpose2d_out_cpu\" not implemented for 'Short'",
+        ),
+        (
+            Char,
+            3,
+            true,
+            1,
+            "\"slow_conv_transpose3d_out_cpu\" not implemented for 'Char'",
+        ),
+    ];
+    for device in [Device::CPU, Device::META] {
+        for (dtype, d, transposed, dilation, message) in refused {
+            let e = conv(dtype, d, transposed, dilation, 1, device).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotImplementedError, "{e}");
+            assert_eq!(e.message(), message);
+            // An empty batch is computed.
+            let r = conv(dtype, d, transposed, dilation, 0, device).unwrap();
+            assert_eq!((r.dtype(), r.size(0).unwrap()), (dtype, 0));
+        }
+        // What those backends take.
+        for (dtype, d, transposed, dilation) in [
+            (Int, 2, false, 1),
+            (Byte, 3, false, 1),
+            (Long, 2, false, 2),
+            (Long, 3, true, 1),
+            (Half, 2, true, 2),
+        ] {
+            let r = conv(dtype, d, transposed, dilation, 1, device).unwrap();
+            assert_eq!(r.dtype(), dtype);
+        }
+    }
+    // `conv2d`, the composite over it: the same refusal.
+    let x = Tensor::allocate(&[1, 2, 4, 4], Bool, Device::CPU).unwrap();
+    let w = Tensor::allocate(&[3, 2, 2, 2], Bool, Device::CPU).unwrap();
+    let b = Tensor::allocate(&[3], Bool, Device::CPU).unwrap();
+    let e = op::conv2d::call(&x, &w, Some(&b), &[1, 1], &[0, 0], &[1, 1], 1).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "\"slow_conv2d_cpu\" not implemented for 'Bool'"
+    );
+}

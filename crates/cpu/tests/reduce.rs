@@ -752,3 +752,50 @@ fn functional_softmax_matches_out_variant() {
         "{half_to_float}"
     );
 }
+
+/// `torch.ops.aten.amax(torch.empty(0, 3))` (and `amin`): an empty input with no `dim` is a
+/// `RuntimeError` in PyTorch (`zero_numel_check_dims` over a list is a `TORCH_CHECK`), unlike
+/// a reduced dimension of size zero (`amax(x, 0)`: `IndexError`).
+#[test]
+fn amax_amin_of_an_empty_input_without_dim_is_a_runtime_error() {
+    use switchyard_core::ErrorKind;
+    for device in [Device::CPU, Device::META] {
+        let x = Tensor::allocate(&[0, 3], ScalarType::Float, device).unwrap();
+        for (name, e) in [
+            ("amax", op::amax::call(&x, &[], false).unwrap_err()),
+            ("amin", op::amin::call(&x, &[], false).unwrap_err()),
+        ] {
+            assert_eq!(e.kind(), ErrorKind::RuntimeError, "{name} {e}");
+            assert_eq!(
+                e.message(),
+                format!(
+                    "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+                )
+            );
+        }
+        let e = op::amax::call(&x, &[0], false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IndexError, "{e}");
+        assert_eq!(
+            e.message(),
+            "amax(): Expected reduction dim 0 to have non-zero size."
+        );
+    }
+}
+
+/// `torch.ones(2, 3).cumsum_(1, dtype=torch.float64)` (and `cumprod_`): the structured
+/// in-place check prints dtypes as c10's `TypeMeta` does (`float`, `double`).
+#[test]
+fn cumsum_and_cumprod_in_place_with_another_dtype_name_c10_types() {
+    for device in [Device::CPU, Device::META] {
+        let x = Tensor::allocate(&[2, 3], ScalarType::Float, device).unwrap();
+        for e in [
+            op::cumsum_::call(&x, 1, Some(ScalarType::Double)).unwrap_err(),
+            op::cumprod_::call(&x, 1, Some(ScalarType::Double)).unwrap_err(),
+        ] {
+            assert_eq!(
+                e.message(),
+                "Bad in-place call: input tensor dtype float and output tensor dtype double should match"
+            );
+        }
+    }
+}

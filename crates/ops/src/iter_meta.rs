@@ -413,6 +413,15 @@ pub fn allocate_output(config: IterConfig<'_>) -> Result<Tensor> {
     crate::structured::create_out(config.build()?.output(0)?)
 }
 
+/// TensorIterator's memory-overlap checks (`compute_mem_overlaps`, see
+/// [`IterConfig::build`]) of the tensor `outs` writes (nothing when functional) against
+/// `inputs`: for meta functions and kernels that describe or fill their output without
+/// building an [`IterConfig`] over it, where PyTorch's kernel runs a TensorIterator
+/// (`pow_.Scalar`, `clamp_`, `relu_`). Meta tensors are not checked, as in PyTorch.
+pub fn check_mem_overlaps(inputs: &[&Tensor], outs: Outs<'_>) -> Result<()> {
+    IterConfig::new(inputs, outs).check_mem_overlaps()
+}
+
 /// TensorIterator's treatment of an out= tensor, for kernels that compute their shape and
 /// dtypes themselves (`where.self_out`): checks `out` against `inputs` for memory overlap,
 /// then resizes it to `shape` if its sizes differ, laid out as TensorIterator lays out the

@@ -165,13 +165,14 @@ pub fn resize_to_spec(out: &Tensor, spec: &OutputSpec) -> Result<()> {
     Ok(())
 }
 
-/// Checks an in-place `self` against the spec (PyTorch's `check_inplace`).
+/// Checks an in-place `self` against the spec (PyTorch's `check_inplace`; dtypes printed as
+/// `caffe2::TypeMeta` prints them: `float`, `double`).
 pub fn check_inplace(self_: &Tensor, spec: &OutputSpec) -> Result<()> {
     torch_check!(
         self_.dtype() == spec.dtype,
         "Bad in-place call: input tensor dtype {} and output tensor dtype {} should match",
-        self_.dtype().torch_name(),
-        spec.dtype.torch_name()
+        self_.dtype().type_meta_name(),
+        spec.dtype.type_meta_name()
     );
     torch_check!(
         self_.device() == spec.device,

@@ -2,8 +2,10 @@
 //!
 //! - [`PySource`]: Python objects as arguments of a call by schema, with `torch.ops`' rules
 //!   (`toIValue` in PyTorch's `torch/csrc/jit/python/pybind_utils.h`) and messages: a Tensor
-//!   argument takes a `Tensor` or a Python number (a wrapped scalar), `Scalar` a number, `int`
-//!   an integer, a sized list such as `int[2]` a bare number too, `T?` also `None`.
+//!   argument takes a `Tensor`, or a Python number (a wrapped scalar) for the operators that
+//!   allow numbers as tensors ([`switchyard_call::args::allows_numbers_as_tensors`]: `add`,
+//!   `mul`, `copy_`, `to`, ...), `Scalar` a number, `int` an integer, a sized list such as
+//!   `int[2]` a bare number too, `T?` also `None`.
 //! - [`ivalue_to_py`] / [`returns_to_py`]: results back to Python (tensors, numbers, lists,
 //!   tuples of several returns).
 //! - [`data_to_lit`]: the data of `switchyard.tensor(data)` (nested lists and tuples of
@@ -12,7 +14,7 @@
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
-use switchyard_call::args::{ArgSource, type_mismatch_error};
+use switchyard_call::args::{ArgSource, allows_numbers_as_tensors, type_mismatch_error};
 use switchyard_call::literal::Lit;
 use switchyard_core::{
     Device, Error, IValue, MemoryFormat, Result, Scalar, ScalarType, Stack, Tensor,
@@ -24,13 +26,38 @@ use crate::tensor::{PyTensor, tensor_scalars};
 use crate::types::{PyDType, device_from_py, device_object, dtype_object, is_sequence};
 
 /// Python objects as the values of a call by schema (`switchyard.ops.aten.<op>.<overload>`).
-pub struct PySource<'py>(pub Python<'py>);
+pub struct PySource<'py> {
+    /// The interpreter.
+    pub py: Python<'py>,
+    /// Whether a Python number converts to a `Tensor` argument (a wrapped scalar), as
+    /// `toIValue` converts it under `ToIValueAllowNumbersAsTensors`.
+    pub numbers_as_tensors: bool,
+}
+
+impl<'py> PySource<'py> {
+    /// The values of a call of `schema` through `torch.ops`: numbers are tensors only for the
+    /// operators PyTorch allows them for ([`allows_numbers_as_tensors`]).
+    pub fn for_call(py: Python<'py>, schema: &FunctionSchema) -> Self {
+        PySource {
+            py,
+            numbers_as_tensors: allows_numbers_as_tensors(schema),
+        }
+    }
+
+    /// Values that take numbers for every `Tensor` (the results of Python kernels).
+    pub fn numbers_allowed(py: Python<'py>) -> Self {
+        PySource {
+            py,
+            numbers_as_tensors: true,
+        }
+    }
+}
 
 impl<'py> ArgSource for PySource<'py> {
     type Value = Bound<'py, PyAny>;
 
     fn convert(&self, ty: &Type, value: &Bound<'py, PyAny>, device: Device) -> Result<IValue> {
-        convert(ty, value, device)
+        convert(ty, value, device, self.numbers_as_tensors)
     }
 
     fn show(&self, value: &Bound<'py, PyAny>) -> String {
@@ -96,7 +123,7 @@ pub fn py_scalar(obj: &Bound<'_, PyAny>) -> Result<Option<Scalar>> {
     Ok(None)
 }
 
-fn convert(ty: &Type, obj: &Bound<'_, PyAny>, device: Device) -> Result<IValue> {
+fn convert(ty: &Type, obj: &Bound<'_, PyAny>, device: Device, numbers: bool) -> Result<IValue> {
     if obj.is_none() {
         return if ty.is_optional() {
             Ok(IValue::None)
@@ -107,9 +134,9 @@ fn convert(ty: &Type, obj: &Bound<'_, PyAny>, device: Device) -> Result<IValue> 
         };
     }
     match ty {
-        Type::Optional(inner) => convert(inner, obj, device),
-        Type::Base(b) => convert_base(*b, obj, device),
-        Type::List { elem, size } => convert_list(elem, *size, obj, device),
+        Type::Optional(inner) => convert(inner, obj, device, numbers),
+        Type::Base(b) => convert_base(*b, obj, device, numbers),
+        Type::List { elem, size } => convert_list(elem, *size, obj, device, numbers),
         Type::CustomClass(c) => Err(Error::not_implemented(format!(
             "custom class {c} values can't be passed from Python yet"
         ))),
@@ -136,13 +163,20 @@ fn float_of(obj: &Bound<'_, PyAny>) -> Result<f64> {
     obj.extract::<f64>().map_err(|_| cannot_cast(obj))
 }
 
-fn convert_base(b: BaseType, obj: &Bound<'_, PyAny>, _device: Device) -> Result<IValue> {
+fn convert_base(
+    b: BaseType,
+    obj: &Bound<'_, PyAny>,
+    _device: Device,
+    numbers: bool,
+) -> Result<IValue> {
     Ok(match b {
         BaseType::Tensor => {
             if let Ok(t) = obj.cast::<PyTensor>() {
                 return Ok(IValue::Tensor(t.get().t.clone()));
             }
-            match py_scalar(obj)? {
+            // A number is refused as anything else is, unless the operator allows numbers.
+            let number = if numbers { py_scalar(obj)? } else { None };
+            match number {
                 Some(s) => IValue::Tensor(Tensor::wrapped_scalar(s)?),
                 None => {
                     return Err(Error::type_error(format!(
@@ -209,6 +243,7 @@ fn convert_list(
     size: Option<usize>,
     obj: &Bound<'_, PyAny>,
     device: Device,
+    numbers: bool,
 ) -> Result<IValue> {
     // A bare number for a sized list of numbers is repeated (`int[2] stride=1`,
     // `max_pool2d(x, 2)`, `int[1]? dim=1`), as PyTorch does.
@@ -270,7 +305,7 @@ fn convert_list(
         other => IValue::GenericList(
             items
                 .iter()
-                .map(|v| convert(other, v, device))
+                .map(|v| convert(other, v, device, numbers))
                 .collect::<Result<_>>()?,
         ),
     })

@@ -203,7 +203,7 @@ fn push_returns(
     result: &Bound<'_, PyAny>,
     stack: &mut Stack,
 ) -> Result<()> {
-    let source = PySource(py);
+    let source = PySource::numbers_allowed(py);
     let wrong = |what: &str| {
         Error::runtime(format!(
             "{}: the Python kernel returned {what}, but the schema has {} returns",

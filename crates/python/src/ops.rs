@@ -99,7 +99,13 @@ fn match_args<'py>(
     let pos: Vec<&Bound<'py, PyAny>> = positional.iter().collect();
     let kw: Vec<(&str, &Bound<'py, PyAny>)> =
         keywords.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    match_call_args(&PySource(py), schema, &pos, &kw, Device::CPU)
+    match_call_args(
+        &PySource::for_call(py, schema),
+        schema,
+        &pos,
+        &kw,
+        Device::CPU,
+    )
 }
 
 /// The Python object given for each argument of `schema` (by position or by keyword).

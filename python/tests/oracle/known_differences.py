@@ -16,65 +16,7 @@ _TORCH_BN = ("justified (PyTorch's bug): native_batch_norm.out / _native_batch_n
              "with a non-contiguous input return wrong values (save_mean zeros, output not "
              "normalised by the batch statistics; with outs needing a resize it reads "
              "uninitialized memory); switchyard's equal PyTorch's functional overload")
-_OVERLAP = ("bug: the in-place kernel writes into an input with internal overlap (an expanded, "
-            "stride-0 tensor); PyTorch refuses with 'unsupported operation: more than one "
-            "element of the written-to tensor refers to a single memory location...' "
-            "(assert_no_internal_overlap)")
-
-_NUMBERS = (
-    "bug (binding: switchyard-call's PySource / crates/python convert.rs, not a kernel): "
-    "ops.aten turns a Python number given for a Tensor argument into a tensor for every "
-    "operator; torch.ops does so only for the operators that allow numbers as tensors (add, "
-    "sub, mul, div, copy, to...) and otherwise raises RuntimeError \"aten::eq() Expected a "
-    "value of type 'Tensor' for argument 'other' but instead found type 'float'.\"")
-# Overloads called with 2.5 for their second tensor argument ("number" cases).
-_NUMBER_REFUSED = [
-    "atan2.default",
-    "atan2_.default",
-    "bitwise_and.Tensor",
-    "bitwise_and_.Tensor",
-    "bitwise_or.Tensor",
-    "bitwise_or_.Tensor",
-    "bitwise_xor.Tensor",
-    "bitwise_xor_.Tensor",
-    "eq.Tensor",
-    "eq_.Tensor",
-    "fmod.Tensor",
-    "fmod_.Tensor",
-    "ge.Tensor",
-    "ge_.Tensor",
-    "gt.Tensor",
-    "gt_.Tensor",
-    "le.Tensor",
-    "le_.Tensor",
-    "logical_and.default",
-    "logical_and_.default",
-    "logical_or.default",
-    "logical_or_.default",
-    "logical_xor.default",
-    "logical_xor_.default",
-    "lt.Tensor",
-    "lt_.Tensor",
-    "max.other",
-    "maximum.default",
-    "min.other",
-    "minimum.default",
-    "mse_loss.default",
-    "ne.Tensor",
-    "ne_.Tensor",
-    "pow.Tensor_Tensor",
-    "pow_.Tensor",
-    "remainder.Tensor",
-    "remainder_.Tensor",
-    "reshape_as.default",
-    "view_as.default",
-    "where.self",
-    "where.ScalarSelf",
-    "where.ScalarOther",
-]
-
 KNOWN = {
-    **{f"{overload}/int64/number": _NUMBERS for overload in _NUMBER_REFUSED},
     "contiguous.default/*/contig": _PYOBJECT,
     "contiguous.default/float32/zerodim": _PYOBJECT,
     "contiguous.default/float32/empty": _PYOBJECT,
@@ -109,27 +51,4 @@ KNOWN = {
     "native_batch_norm.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.out/float32/slice": _TORCH_BN,
     "_native_batch_norm_legit.no_stats_out/float32/slice": _TORCH_BN,
-    "amax.default/float32/empty": ("bug: amax over an empty input without dim raises "
-                                   "IndexError; PyTorch raises RuntimeError (same message)"),
-    "amin.default/float32/empty": ("bug: amin over an empty input without dim raises "
-                                   "IndexError; PyTorch raises RuntimeError (same message)"),
-    "conv2d.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where PyTorch "
-                                   "names \"slow_conv2d_cpu\""),
-    "convolution.default/bool/contig": ("bug: the dtype refusal names \"baddbmm\" where "
-                                        "PyTorch names \"slow_conv2d_cpu\""),
-    "cumsum_.default/float32/expand": _OVERLAP,
-    "cumprod_.default/float32/expand": _OVERLAP,
-    "pow_.Scalar/float32/expand": _OVERLAP,
-    "relu_.default/float32/expand": _OVERLAP,
-    "cumsum_.default/float32/contig/dtype=float64": (
-        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
-        "'float'/'double' (Bad in-place call: input tensor dtype float and output tensor "
-        "dtype double should match)"),
-    "cumprod_.default/float32/contig/dtype=float64": (
-        "bug: message prints dtypes as 'torch.float32'/'torch.float64' where PyTorch prints "
-        "'float'/'double'"),
-    "unfold_backward.default/float32/contig/dim=0": (
-        "bug: grad_in of the wrong shape for dim=0 is not checked; PyTorch fails with 'The "
-        "size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension "
-        "1', switchyard later with \"shape '[2, 2]' is invalid for input of size 8\""),
 }

@@ -380,6 +380,8 @@ pub fn uniform_(
     if self_.numel() == 0 {
         return Ok(self_.clone());
     }
+    // PyTorch fills through a nullary TensorIterator, which checks this.
+    assert_no_internal_overlap(self_)?;
     let g = generator_or_default(generator)?;
     let mut state = g.lock();
     dispatch_dtype!(self_.dtype(), T => random::uniform::<T>(self_, &mut state, from, to))?;
@@ -398,6 +400,9 @@ pub fn normal_(
         return Ok(self_.clone());
     }
     check_normal_dtype(self_.dtype())?;
+    // PyTorch fills a non-contiguous `self` through a nullary TensorIterator, which checks
+    // this (a contiguous one has no elements sharing memory).
+    assert_no_internal_overlap(self_)?;
     let g = generator_or_default(generator)?;
     let mut state = g.lock();
     dispatch_dtype!(self_.dtype(), T => random::normal::<T>(self_, &mut state, mean, std))?;

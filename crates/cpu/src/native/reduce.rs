@@ -17,6 +17,7 @@ use switchyard_core::Element;
 use switchyard_core::{
     Access, Error, Result, Scalar, ScalarType, Tensor, dispatch_dtype, torch_check, with_tensors,
 };
+use switchyard_ops::meta::index_support::{assert_no_internal_overlap, assert_no_partial_overlap};
 use switchyard_ops::meta::{
     DimInfo, ReduceInfo, allocate_var_mean, check_nonempty_all_reduce, check_result_cast,
     check_unary_extreme_out, dtype_from_self, prepare_std_var_out,
@@ -744,6 +745,13 @@ fn cum_op(self_: &Tensor, dim: usize, out: &Tensor, prod: bool, name: &str) -> R
     let t = out.dtype();
     if t == ScalarType::Bool {
         return Err(not_implemented(name, t));
+    }
+    // The checks of PyTorch's kernel's TensorIterator (`cpu_cum_base_kernel`): `out` may not
+    // have elements sharing memory, nor share part of its memory with `self` (read as `out`'s
+    // dtype: a copy when it is another).
+    assert_no_internal_overlap(out)?;
+    if self_.dtype() == t {
+        assert_no_partial_overlap(out, self_)?;
     }
     let x = contiguous_with(self_, t)?;
     let x = if x.is_alias_of(out) {

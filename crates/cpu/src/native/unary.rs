@@ -276,9 +276,11 @@ pub fn relu(self_: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `relu_` on CPU.
+/// `relu_` on CPU: PyTorch's `clamp_min_(self, 0)`, whose TensorIterator refuses a `self`
+/// with elements sharing memory.
 pub fn relu_(self_: &Tensor) -> Result<Tensor> {
     check_relu(self_)?;
+    switchyard_ops::iter_meta::check_mem_overlaps(&[self_], Outs::Inplace(self_))?;
     relu_into(self_, self_)?;
     Ok(self_.clone())
 }

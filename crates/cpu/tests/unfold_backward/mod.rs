@@ -100,3 +100,102 @@ fn unfold_backward_on_meta_and_out() {
         "Expected out tensor to have dtype float, but got long int instead"
     );
 }
+
+/// A `grad_in` of the wrong shape: PyTorch's kernel broadcasts the result, `grad_in` (without
+/// its last dimension, `dim` of size 1) and the indices along `dim` in one TensorIterator when
+/// windows overlap, and copies into `zeros.unfold(dim, size, step)` when they do not; its
+/// messages, on CPU and Meta tensors (recorded from `torch.ops.aten.unfold_backward`).
+#[test]
+fn unfold_backward_refuses_a_grad_in_of_the_wrong_shape() {
+    /// (grad_in sizes, input_sizes, dim, size, step, message)
+    type Case = (&'static [i64], &'static [i64], i64, i64, i64, &'static str);
+    let cases: [Case; 7] = [
+        (
+            &[2, 2, 2],
+            &[2, 3],
+            0,
+            2,
+            1,
+            "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1",
+        ),
+        (
+            &[2, 3],
+            &[2, 4],
+            1,
+            2,
+            1,
+            "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 1",
+        ),
+        (
+            &[2, 3, 2, 2],
+            &[2, 4],
+            1,
+            2,
+            1,
+            "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 2",
+        ),
+        (
+            &[3, 3, 2],
+            &[2, 4],
+            1,
+            2,
+            1,
+            "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0",
+        ),
+        (
+            &[2, 3, 2],
+            &[2, 4],
+            -2,
+            2,
+            1,
+            "The size of tensor a (4) must match the size of tensor b (3) at non-singleton dimension 1",
+        ),
+        (
+            &[2, 3, 2],
+            &[2, 4],
+            1,
+            2,
+            2,
+            "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1",
+        ),
+        (
+            &[2, 2, 2],
+            &[2, 4],
+            1,
+            2,
+            3,
+            "output with shape [2, 1, 2] doesn't match the broadcast shape [2, 2, 2]",
+        ),
+    ];
+    for device in [Device::CPU, Device::META] {
+        for (grad, input, dim, size, step, message) in cases {
+            let g = Tensor::allocate(grad, ScalarType::Float, device).unwrap();
+            let e = op::unfold_backward::call(&g, input, dim, size, step).unwrap_err();
+            assert_eq!(e.kind().name(), "RuntimeError", "{grad:?} {dim}");
+            assert_eq!(e.message(), message, "{grad:?} {dim} on {device:?}");
+        }
+    }
+    // Shapes PyTorch's kernel takes: a gradient broadcast along another dimension, fewer or
+    // more windows than the input holds, a longer last dimension (only `size` of it read).
+    // torch.ops.aten.unfold_backward(torch.arange(1., 7.).reshape(1, 3, 2), [2, 4], 1, 2, 1)
+    let g = arange(6, &[1, 3, 2]);
+    let r = op::unfold_backward::call(&g, &[2, 4], 1, 2, 1).unwrap();
+    assert_eq!(geometry(&r), (vec![2, 4], vec![4, 1]));
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        vec![1.0, 5.0, 9.0, 6.0, 1.0, 5.0, 9.0, 6.0]
+    );
+    // ... (2, 1, 2): one window each.
+    let r = op::unfold_backward::call(&arange(4, &[2, 1, 2]), &[2, 4], 1, 2, 1).unwrap();
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0]
+    );
+    // ... (1, 5, 2): windows past the input's end are dropped beyond it.
+    let r = op::unfold_backward::call(&arange(10, &[1, 5, 2]), &[1, 4], 1, 2, 1).unwrap();
+    assert_eq!(geometry(&r), (vec![1, 4], vec![4, 1]));
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.0, 5.0, 9.0, 13.0]);
+    // ... (1, 3, 3) for size 2: the third column is not read.
+    let r = op::unfold_backward::call(&arange(9, &[1, 3, 3]), &[1, 4], 1, 2, 1).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.0, 6.0, 12.0, 8.0]);
+}

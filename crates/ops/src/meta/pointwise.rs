@@ -230,6 +230,7 @@ pub fn pow_tensor_scalar(
     let mut meta = unary_as(self_, dtype, Outs::Functional)?;
     if let Some(out) = outs.get(0) {
         check_inplace_shape(outs, &meta.output(0)?.sizes)?;
+        crate::iter_meta::check_mem_overlaps(&[self_], outs)?;
         for o in &mut meta.outputs {
             o.dtype = out.dtype();
         }
@@ -290,6 +291,9 @@ fn unary_as(self_: &Tensor, dtype: ScalarType, outs: Outs<'_>) -> Result<Meta<It
     }
     let mut meta = IterConfig::unary_float(self_, Outs::Functional).build()?;
     check_inplace_shape(outs, &meta.output(0)?.sizes)?;
+    // The shape and dtype are computed as if functional; the given output is still checked
+    // for overlap as PyTorch's TensorIterator checks it.
+    crate::iter_meta::check_mem_overlaps(&[self_], outs)?;
     meta.extra.common_dtype = dtype;
     for o in &mut meta.outputs {
         o.dtype = dtype;

@@ -166,10 +166,11 @@ fn zero_numel_check_dim(self_: &Tensor, dim: i64, fn_name: &str) -> Result<()> {
     Ok(())
 }
 
-/// `zero_numel_check_dims` for a list (an empty list is an error for an empty input).
+/// `zero_numel_check_dims` for a list (an empty list is an error for an empty input: a
+/// `RuntimeError`, where a dimension of size zero is an `IndexError`).
 fn zero_numel_check_dims(self_: &Tensor, dims: &[i64], fn_name: &str) -> Result<()> {
     if dims.is_empty() {
-        torch_check_index!(
+        torch_check!(
             self_.numel() != 0,
             "{fn_name}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         );

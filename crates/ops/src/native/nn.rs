@@ -8,7 +8,7 @@ use crate::meta::{check_layer_norm_inputs, layer_norm_param_dtype, layer_norm_st
 use crate::op;
 use switchyard_core::shape::fmt_dims;
 use switchyard_core::{
-    Device, MemoryFormat, Result, Scalar, Tensor, torch_check, torch_check_value,
+    Device, Error, MemoryFormat, Result, Scalar, ScalarType, Tensor, torch_check, torch_check_value,
 };
 
 /// `layer_norm(...)`: the first output of `native_layer_norm` (`cudnn_enable` is ignored).
@@ -340,6 +340,9 @@ pub fn convolution(
         input.dtype(),
         weight.dtype()
     );
+    if input.numel() != 0 {
+        check_conv_backend_dtype(input.dtype(), &params, transposed, dim)?;
+    }
     let output = if transposed {
         conv_transpose(input, weight, bias, &params, groups)?
     } else {
@@ -355,6 +358,48 @@ pub fn convolution(
         return op::contiguous::call(&output, MemoryFormat::ChannelsLast);
     }
     Ok(output)
+}
+
+/// The dtype coverage of the CPU kernel PyTorch's `_convolution` picks for a non-empty input
+/// (`select_conv_backend`), and its refusal naming that kernel: transposed convolutions
+/// (`slow_conv_transpose2d`, 1-d ones through it, and `slow_conv_transpose3d`) and dilated
+/// ones (`slow_conv_dilated2d` / `3d`) take floating types and `Long`; the others
+/// (`slow_conv2d`, 1-d ones through it, and `slow_conv3d`) every type but `Bool`. An empty
+/// input takes no backend and is refused nothing.
+fn check_conv_backend_dtype(
+    dtype: ScalarType,
+    params: &ConvParams,
+    transposed: bool,
+    dim: usize,
+) -> Result<()> {
+    let dilated = params.dilation.iter().any(|&d| d != 1);
+    let (kernel, supported) = if transposed {
+        let kernel = if dim == 3 {
+            "slow_conv_transpose3d_out_cpu"
+        } else {
+            "slow_conv_transpose2d_out_cpu"
+        };
+        (
+            kernel,
+            dtype.is_floating_point() || dtype == ScalarType::Long,
+        )
+    } else if dilated {
+        (
+            "slow_conv_dilated<>",
+            dtype.is_floating_point() || dtype == ScalarType::Long,
+        )
+    } else if dim == 3 {
+        ("compute_columns3d", dtype != ScalarType::Bool)
+    } else {
+        ("slow_conv2d_cpu", dtype != ScalarType::Bool)
+    };
+    if supported {
+        return Ok(());
+    }
+    Err(Error::not_implemented(format!(
+        "\"{kernel}\" not implemented for '{}'",
+        dtype.name()
+    )))
 }
 
 /// The plain convolution (see [`convolution`]).

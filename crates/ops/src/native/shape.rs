@@ -628,11 +628,15 @@ pub fn sum_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 /// `input.unfold(dim, size, step)`) is added back where it came from, so overlapping windows
 /// (`size > step`) sum and elements no window covers stay 0.
 ///
-/// The dimension is wrapped against `input_sizes` first (PyTorch's `Dimension out of range`
-/// error). On Meta tensors only the result's geometry is computed. Elsewhere the windows'
-/// element indices (`arange(n).unfold(0, size, step)`) drive one `scatter_add` along `dim`,
-/// so the kernel runs on every backend that has those operators. A 0-dim input takes the
-/// gradient's single element.
+/// As PyTorch's kernel: the dimension is wrapped against `input_sizes` (its `Dimension out of
+/// range` error); windows that do not overlap (`step >= size`) are copied into
+/// `zeros.unfold(dim, size, step)` (`copy_`'s broadcasting and its errors); overlapping ones
+/// are checked as the kernel's TensorIterator checks them ([`unfold_backward_overlap_check`])
+/// and then summed by one `scatter_add` along `dim`, driven by the windows' element indices
+/// (`arange(extent).unfold(0, size, step)` for the `grad_in.size(dim)` windows `grad_in`
+/// has), so the kernel runs on every backend that has those operators. On Meta tensors only
+/// the checks and the result's geometry are computed. A 0-dim input takes the gradient's
+/// single element.
 pub fn unfold_backward(
     grad_in: &Tensor,
     input_sizes: &[i64],
@@ -640,9 +644,9 @@ pub fn unfold_backward(
     size: i64,
     step: i64,
 ) -> Result<Tensor> {
-    let zeros = || {
+    let zeros = |sizes: &[i64]| {
         op::zeros::call(
-            input_sizes,
+            sizes,
             Some(grad_in.dtype()),
             None,
             Some(grad_in.device()),
@@ -650,34 +654,107 @@ pub fn unfold_backward(
         )
     };
     let d = wrap_dim(dim, input_sizes.len())?;
+    if step >= size {
+        let result = zeros(input_sizes)?;
+        let windows = op::unfold::call(&result, d as i64, size, step)?;
+        op::copy_::call(&windows, grad_in, false)?;
+        return Ok(result);
+    }
+    unfold_backward_overlap_check(grad_in, input_sizes, d, size, step)?;
     if grad_in.is_meta() {
-        return zeros();
+        return zeros(input_sizes);
     }
     if input_sizes.is_empty() {
         return op::clone::call(&op::reshape::call(grad_in, &[])?, None);
     }
     let n = input_sizes[d];
+    // The windows `grad_in` holds along `dim`, and the extent they cover.
+    let nw = grad_in.size(d as i64)?;
+    let extent = (nw - 1).saturating_mul(step).saturating_add(size).max(0);
     let positions = op::arange_start::call(
         Scalar::Int(0),
-        Scalar::Int(n),
+        Scalar::Int(extent),
         Some(ScalarType::Long),
         None,
         Some(grad_in.device()),
         None,
     )?;
     let windows = op::unfold::call(&positions, 0, size, step)?;
-    let nw = windows.sizes()[0];
+    // Only the first `size` elements of each window are read; dimensions of size 1 broadcast.
+    let mut g = grad_in.clone();
+    if g.size(-1)? > size {
+        g = op::narrow::call(&g, -1, 0, size)?;
+    }
+    let mut full: Vec<i64> = input_sizes.to_vec();
+    full[d] = nw;
+    full.push(size);
+    let g = op::expand::call(&g, &full, false)?;
     // [.., windows, .., size] -> [.., windows * size, ..]: each window's elements in a row.
-    let g = op::movedim_int::call(grad_in, -1, d as i64 + 1)?;
-    let mut merged = g.sizes().to_vec();
-    merged.remove(d + 1);
+    let g = op::movedim_int::call(&g, -1, d as i64 + 1)?;
+    let mut merged = input_sizes.to_vec();
     merged[d] = nw * size;
     let g = op::reshape::call(&g, &merged)?;
     let mut index_shape = vec![1i64; input_sizes.len()];
     index_shape[d] = nw * size;
     let index = op::reshape::call(&windows, &index_shape)?;
     let index = op::expand::call(&index, &merged, false)?;
-    op::scatter_add::call(&zeros()?, d as i64, &index, &g)
+    let mut buffer_sizes = input_sizes.to_vec();
+    buffer_sizes[d] = n.max(extent);
+    let summed = op::scatter_add::call(&zeros(&buffer_sizes)?, d as i64, &index, &g)?;
+    if extent <= n {
+        return Ok(summed);
+    }
+    // Windows reaching past the input: their elements beyond it are dropped.
+    let kept = op::narrow::call(&summed, d as i64, 0, n)?;
+    op::clone::call(&kept, Some(switchyard_core::MemoryFormat::Contiguous))
+}
+
+/// The shape checks of the TensorIterator PyTorch's `unfold_backward` kernel builds for
+/// overlapping windows (`_make_unfold_backward_iter_over_grad_out`): the result
+/// (`input_sizes`, of `iter = min(input_sizes[dim], (grad_in.size(dim) - 1) * step + size)`
+/// along `dim`), `grad_in` without its last dimension and with `dim` of size 1, and the
+/// `iter` indices along `dim` broadcast together in that order ("The size of tensor a (3) must match the size of
+/// tensor b (2) at non-singleton dimension 1"), and the result is not broadcast ("output with
+/// shape [..] doesn't match the broadcast shape [..]").
+fn unfold_backward_overlap_check(
+    grad_in: &Tensor,
+    input_sizes: &[i64],
+    d: usize,
+    size: i64,
+    step: i64,
+) -> Result<()> {
+    let nonempty = |sizes: &[i64]| {
+        if sizes.is_empty() {
+            vec![1]
+        } else {
+            sizes.to_vec()
+        }
+    };
+    let mut out = nonempty(input_sizes);
+    let mut grad = nonempty(&grad_in.sizes());
+    let grad_dim_size = grad.get(d).copied().unwrap_or(1);
+    if let Some(s) = grad.get_mut(d) {
+        *s = 1;
+    }
+    grad.pop();
+    let iter = out[d].min(
+        (grad_dim_size - 1)
+            .saturating_mul(step)
+            .saturating_add(size),
+    );
+    // The result is iterated over its first `iter` elements along `dim`.
+    out[d] = iter;
+    let mut index = vec![1i64; out.len()];
+    index[d] = iter;
+    let shape = switchyard_core::shape::infer_size(&out, &grad)?;
+    let shape = switchyard_core::shape::infer_size(&shape, &index)?;
+    torch_check!(
+        shape.as_slice() == out.as_slice(),
+        "output with shape {} doesn't match the broadcast shape {}",
+        fmt_dims(&out),
+        fmt_dims(&shape)
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
