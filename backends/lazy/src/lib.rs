@@ -25,6 +25,7 @@
 
 pub mod data;
 pub mod executor;
+pub mod fallback;
 #[rustfmt::skip]
 mod generated;
 pub mod ir;
@@ -36,8 +37,8 @@ pub mod trace;
 use std::sync::OnceLock;
 
 use switchyard_backend::{
-    Device, DeviceType, DispatchKey, DispatchKeySet, Dispatcher, Error, Kernel, Library,
-    LibraryKind, OperatorHandle, Result, Stack, Tensor, cpu_fallback,
+    Device, DeviceType, DispatchKey, Dispatcher, Error, Kernel, Library, LibraryKind, Result,
+    Tensor,
 };
 use switchyard_ops::op;
 
@@ -49,6 +50,7 @@ use switchyard_cpu as _;
 pub use executor::{
     clear_computation_cache, computation_cache_size, remove_from_computation_cache, wait_device_ops,
 };
+pub use fallback::{fallback, get_force_fallback, set_force_fallback};
 pub use ir::Hash128;
 pub use metrics::{counter_names, counter_value, metrics_report, reset_metrics};
 pub use tensor::{LazyTensor, get_ltc_tensor, try_get_ltc_tensor};
@@ -73,25 +75,8 @@ fn register() -> Result<()> {
     let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::Lazy))?;
     fallback_lib.fallback(Kernel::boxed(fallback))?;
     fallback_lib.leak();
-    // Composites that allocate their output on their input's device directly (not through
-    // `empty`) would make a storage-backed tensor on `lazy`: they run through the fallback.
-    let mut composites = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::Lazy))?;
-    for name in ALLOCATING_COMPOSITES {
-        composites.impl_(name, Kernel::boxed(fallback))?;
-    }
-    composites.leak();
+    fallback::force_fallback_from_env()?;
     Ok(())
-}
-
-/// CompositeExplicitAutograd kernels of ops.yaml that allocate with `Tensor::allocate` on their
-/// input's device, for operators not in backend.yaml (the fallback runs them on the CPU).
-const ALLOCATING_COMPOSITES: [&str; 2] = ["logical_not", "convolution"];
-
-/// The eager fallback (B.10): counts `aten::<op>` (with its overload), then runs the operator
-/// on the CPU through `cpu_fallback` (arguments materialised in one batched `_to_cpu`).
-pub fn fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
-    metrics::counter_add(op.name(), 1);
-    cpu_fallback(op, ks, stack)
 }
 
 /// A copy of `t` on the lazy device (a functional wrapper around a lazy tensor holding the

@@ -157,8 +157,10 @@ fn counters_name_kernels_and_fallbacks() {
     let x = switchyard_lazy::to_lazy(&sample(&[3], 56)).unwrap();
     let _a = x.add(&x).unwrap().add(&x).unwrap();
     let _b = x.cos().unwrap();
+    let _c = switchyard_ops::op::nonzero::call(&x).unwrap();
     assert_eq!(counter("lazy::add"), 2);
-    assert_eq!(counter("aten::cos"), 1);
+    assert_eq!(counter("lazy::cos"), 1);
+    assert_eq!(counter("aten::nonzero"), 1);
     assert!(switchyard_lazy::counter_names().contains(&"lazy::add".to_string()));
     switchyard_lazy::reset_metrics();
     assert_eq!(switchyard_lazy::counter_value("lazy::add"), None);
