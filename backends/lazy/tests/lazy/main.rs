@@ -10,4 +10,5 @@ mod cases;
 mod coverage;
 mod executor;
 mod ir;
+mod property;
 mod values;
