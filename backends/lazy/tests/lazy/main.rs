@@ -6,6 +6,7 @@
 
 mod support;
 
+mod autograd;
 mod cases;
 mod coverage;
 mod executor;
