@@ -24,6 +24,7 @@
 //! ```
 
 pub mod data;
+pub mod dump;
 pub mod executor;
 pub mod fallback;
 #[rustfmt::skip]
@@ -47,6 +48,7 @@ use switchyard_ops::op;
 use switchyard_autograd as _;
 use switchyard_cpu as _;
 
+pub use dump::{DumpFormat, dump_ir};
 pub use executor::{
     clear_computation_cache, computation_cache_size, remove_from_computation_cache, wait_device_ops,
 };

@@ -9,6 +9,7 @@ mod support;
 mod autograd;
 mod cases;
 mod coverage;
+mod dump;
 mod executor;
 mod ir;
 mod property;
