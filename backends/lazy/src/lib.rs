@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod closures;
 pub mod data;
 pub mod dump;
 pub mod executor;
@@ -48,6 +49,7 @@ use switchyard_ops::op;
 use switchyard_autograd as _;
 use switchyard_cpu as _;
 
+pub use closures::{StepClosure, add_step_closure, wait_async_closures};
 pub use dump::{DumpFormat, dump_ir};
 pub use executor::{
     clear_computation_cache, computation_cache_size, remove_from_computation_cache, wait_device_ops,
@@ -94,10 +96,12 @@ pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
 
 /// Syncs every live lazy tensor (PyTorch's `torch._lazy.mark_step()`): one graph, compiled or
 /// taken from the cache, executed; each tensor's IR replaced by its data. Counter `MarkStep`.
+/// Then the step closures queued with [`add_step_closure`] run (a synchronous closure's error
+/// is returned; asynchronous ones run on a worker thread).
 pub fn mark_step() -> Result<()> {
     executor::sync_live_tensors()?;
     metrics::counter_add("MarkStep", 1);
-    Ok(())
+    closures::run_step_closures()
 }
 
 /// The lazy payloads of `tensors` (functional wrappers synced and unwrapped first).
