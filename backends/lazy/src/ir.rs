@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use smallvec::SmallVec;
 use switchyard_core::shape::contiguous_strides;
 use switchyard_core::{
-    Device, DimVec, Error, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor,
+    Device, DimVec, Error, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor,
 };
 
 use crate::data::DeviceData;
@@ -151,6 +151,32 @@ pub enum Attr {
     /// Owned (PyTorch PR #75527 fixed a use-after-free of a borrowed string here).
     Str(Box<str>),
     OptStr(Option<Box<str>>),
+    /// A `Scalar?` (hashed by value: `clamp`'s bounds, `var`'s correction).
+    OptScalar(Option<Scalar>),
+    /// A `Generator?`: `None` draws from the default generator at execution; an explicit
+    /// generator is part of the graph, hashed by its initial seed (L12).
+    Generator(Option<GeneratorAttr>),
+}
+
+/// An explicit generator on a node (compared by identity, printed and hashed by its seed).
+#[derive(Clone)]
+pub struct GeneratorAttr(pub Generator);
+
+impl fmt::Debug for GeneratorAttr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "torch.Generator(device=\"{}\", seed={})",
+            self.0.device(),
+            self.0.initial_seed()
+        )
+    }
+}
+
+impl PartialEq for GeneratorAttr {
+    fn eq(&self, other: &GeneratorAttr) -> bool {
+        self.0.is_same(&other.0)
+    }
 }
 
 macro_rules! attr_from {
@@ -177,6 +203,12 @@ attr_from!(Option<Device>, v, Attr::OptDevice(v));
 attr_from!(Option<MemoryFormat>, v, Attr::OptMemoryFormat(v));
 attr_from!(&str, v, Attr::Str(v.into()));
 attr_from!(Option<&str>, v, Attr::OptStr(v.map(Into::into)));
+attr_from!(Option<Scalar>, v, Attr::OptScalar(v));
+attr_from!(
+    Option<&Generator>,
+    v,
+    Attr::Generator(v.map(|g| GeneratorAttr(g.clone())))
+);
 
 impl Attr {
     /// The value's hash (f64 by its bits; enums by their printed form).
@@ -198,6 +230,8 @@ impl Attr {
             Attr::OptMemoryFormat(_) => "memory_format?",
             Attr::Str(_) => "str",
             Attr::OptStr(_) => "str?",
+            Attr::OptScalar(_) => "Scalar?",
+            Attr::Generator(_) => "Generator?",
         });
         let body = match self {
             Attr::Int(v) => Hash128::of_u64(*v as u64),
@@ -216,6 +250,10 @@ impl Attr {
             Attr::Str(v) => Hash128::of_str(v),
             Attr::OptStr(v) => {
                 opt(v.is_some()).combine(Hash128::of_str(v.as_deref().unwrap_or("")))
+            }
+            Attr::OptScalar(v) => opt(v.is_some()).combine(Hash128::of_str(&format!("{v:?}"))),
+            Attr::Generator(v) => {
+                opt(v.is_some()).with_u64(v.as_ref().map_or(0, |g| g.0.initial_seed()))
             }
         };
         tag.combine(body)
@@ -244,6 +282,8 @@ impl fmt::Display for Attr {
             Attr::OptMemoryFormat(v) => f.write_str(&opt(v)),
             Attr::Str(v) => f.write_str(v),
             Attr::OptStr(v) => f.write_str(v.as_deref().unwrap_or("null")),
+            Attr::OptScalar(v) => f.write_str(&opt(v)),
+            Attr::Generator(v) => f.write_str(&opt(v)),
         }
     }
 }

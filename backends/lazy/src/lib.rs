@@ -23,8 +23,11 @@
 //! # }
 //! ```
 
+pub mod closures;
 pub mod data;
+pub mod dump;
 pub mod executor;
+pub mod fallback;
 #[rustfmt::skip]
 mod generated;
 pub mod ir;
@@ -36,8 +39,8 @@ pub mod trace;
 use std::sync::OnceLock;
 
 use switchyard_backend::{
-    Device, DeviceType, DispatchKey, DispatchKeySet, Dispatcher, Error, Kernel, Library,
-    LibraryKind, OperatorHandle, Result, Stack, Tensor, cpu_fallback,
+    Device, DeviceType, DispatchKey, Dispatcher, Error, Kernel, Library, LibraryKind, Result,
+    Tensor,
 };
 use switchyard_ops::op;
 
@@ -46,9 +49,12 @@ use switchyard_ops::op;
 use switchyard_autograd as _;
 use switchyard_cpu as _;
 
+pub use closures::{StepClosure, add_step_closure, wait_async_closures};
+pub use dump::{DumpFormat, dump_ir};
 pub use executor::{
     clear_computation_cache, computation_cache_size, remove_from_computation_cache, wait_device_ops,
 };
+pub use fallback::{fallback, get_force_fallback, set_force_fallback};
 pub use ir::Hash128;
 pub use metrics::{counter_names, counter_value, metrics_report, reset_metrics};
 pub use tensor::{LazyTensor, get_ltc_tensor, try_get_ltc_tensor};
@@ -73,25 +79,8 @@ fn register() -> Result<()> {
     let mut fallback_lib = Library::new(LibraryKind::Impl, "_", Some(DispatchKey::Lazy))?;
     fallback_lib.fallback(Kernel::boxed(fallback))?;
     fallback_lib.leak();
-    // Composites that allocate their output on their input's device directly (not through
-    // `empty`) would make a storage-backed tensor on `lazy`: they run through the fallback.
-    let mut composites = Library::new(LibraryKind::Impl, "aten", Some(DispatchKey::Lazy))?;
-    for name in ALLOCATING_COMPOSITES {
-        composites.impl_(name, Kernel::boxed(fallback))?;
-    }
-    composites.leak();
+    fallback::force_fallback_from_env()?;
     Ok(())
-}
-
-/// CompositeExplicitAutograd kernels of ops.yaml that allocate with `Tensor::allocate` on their
-/// input's device, for operators not in backend.yaml (the fallback runs them on the CPU).
-const ALLOCATING_COMPOSITES: [&str; 2] = ["logical_not", "convolution"];
-
-/// The eager fallback (B.10): counts `aten::<op>` (with its overload), then runs the operator
-/// on the CPU through `cpu_fallback` (arguments materialised in one batched `_to_cpu`).
-pub fn fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack) -> Result<()> {
-    metrics::counter_add(op.name(), 1);
-    cpu_fallback(op, ks, stack)
 }
 
 /// A copy of `t` on the lazy device (a functional wrapper around a lazy tensor holding the
@@ -107,10 +96,12 @@ pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
 
 /// Syncs every live lazy tensor (PyTorch's `torch._lazy.mark_step()`): one graph, compiled or
 /// taken from the cache, executed; each tensor's IR replaced by its data. Counter `MarkStep`.
+/// Then the step closures queued with [`add_step_closure`] run (a synchronous closure's error
+/// is returned; asynchronous ones run on a worker thread).
 pub fn mark_step() -> Result<()> {
     executor::sync_live_tensors()?;
     metrics::counter_add("MarkStep", 1);
-    Ok(())
+    closures::run_step_closures()
 }
 
 /// The lazy payloads of `tensors` (functional wrappers synced and unwrapped first).

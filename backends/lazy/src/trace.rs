@@ -336,4 +336,8 @@ impl<'a> LowerArgs<'a> {
     }
     attr_getter!(/// Attribute `i` as `str?`.
         opt_str, OptStr, Option<&'a str>, |v: &'a Option<Box<str>>| v.as_deref());
+    attr_getter!(/// Attribute `i` as `Scalar?`.
+        opt_scalar, OptScalar, Option<Scalar>, |v: &Option<Scalar>| *v);
+    attr_getter!(/// Attribute `i` as `Generator?`.
+        opt_generator, Generator, Option<&'a switchyard_core::Generator>, |v: &'a Option<crate::ir::GeneratorAttr>| v.as_ref().map(|g| &g.0));
 }

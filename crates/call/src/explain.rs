@@ -9,6 +9,12 @@ use switchyard_core::{Device, DispatchKeySet, IValue, Result, ScalarType, Stack,
 use switchyard_dispatch::{OperatorHandle, trace};
 use switchyard_schema::{BaseType, FunctionSchema, Type};
 
+/// A 2×2 float sample tensor of zeros on `device`, made through the dispatcher (`zeros`), so
+/// a device without storage (the lazy device) makes its own tensor.
+fn sample_tensor(device: Device) -> Result<Tensor> {
+    switchyard_ops::op::zeros::call(&[2, 2], Some(ScalarType::Float), None, Some(device), None)
+}
+
 /// A sample value for argument `index` of `schema`: its default, small tensors on `device`, or
 /// simple values. Errors name the operator and the argument.
 fn sample(
@@ -24,7 +30,7 @@ fn sample(
     let ty = &arg.ty;
     let text = match ty {
         _ if ty.is_tensor() || ty.is_optional_tensor() => {
-            let t = Tensor::allocate(&[2, 2], ScalarType::Float, device)?;
+            let t = sample_tensor(device)?;
             if requires_grad {
                 t.set_requires_grad(true)?;
             }
@@ -32,11 +38,7 @@ fn sample(
         }
         Type::Optional(_) => "None",
         Type::List { elem, .. } if elem.is_tensor() => {
-            return Ok(IValue::TensorList(vec![Tensor::allocate(
-                &[2, 2],
-                ScalarType::Float,
-                device,
-            )?]));
+            return Ok(IValue::TensorList(vec![sample_tensor(device)?]));
         }
         // A sized list (`int[2] kernel_size`) takes a bare number for all its entries.
         Type::List { size: Some(_), .. } => "1",

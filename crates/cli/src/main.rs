@@ -2,6 +2,7 @@
 
 mod demo;
 mod functionalize;
+mod lazy;
 mod output;
 mod train;
 
@@ -48,7 +49,7 @@ enum Command {
         /// Seed of the weights and the data order.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Device to train on (cpu, sidecar).
+        /// Device to train on (cpu, sidecar, lazy).
         #[arg(long, default_value = "cpu")]
         device: String,
         /// Write the loss curve to this PNG file.
@@ -117,6 +118,9 @@ enum Command {
     /// `view_inplace`, ...; see `--list`) and print the graph its backend sees, traced below
     /// the functionalization layer.
     Functionalize(functionalize::FunctionalizeArgs),
+    /// Run a built-in program on the lazy device (`add`, `mlp-step`; see `--list`) and print
+    /// the IR its last step traced (text or Graphviz) and the lazy metrics.
+    Lazy(lazy::LazyArgs),
     /// Validate a native_functions.yaml-format file, or a backend yaml (recognised by its
     /// top-level `backend:` / `cpp_namespace:` keys; checked against the operators of this
     /// build), reporting every problem with its line.
@@ -161,11 +165,18 @@ struct Loadable {
 }
 
 /// The backends the command can load: the reference external backend.
-const BACKENDS: [Loadable; 1] = [Loadable {
-    name: switchyard_sidecar::DEVICE_NAME,
-    key: DispatchKey::PrivateUse1,
-    init: switchyard_sidecar::init,
-}];
+const BACKENDS: [Loadable; 2] = [
+    Loadable {
+        name: switchyard_sidecar::DEVICE_NAME,
+        key: DispatchKey::PrivateUse1,
+        init: switchyard_sidecar::init,
+    },
+    Loadable {
+        name: "lazy",
+        key: DispatchKey::Lazy,
+        init: switchyard_lazy::init,
+    },
+];
 
 fn loadable(name: &str) -> Option<&'static Loadable> {
     BACKENDS.iter().find(|b| b.name == name)
@@ -357,6 +368,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Outcome<ExitCode> {
             }
         }
         Command::Functionalize(args) => functionalize::run(&args, out)?,
+        Command::Lazy(args) => lazy::run(&args, out)?,
         Command::YamlCheck { file } => {
             let problems = switchyard_codegen::emit::workspace::check_yaml_file(&file, None)
                 .map_err(Error::value)?;

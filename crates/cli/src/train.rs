@@ -232,6 +232,11 @@ pub fn train(
             let loss = cross_entropy(&net.forward(&xb)?, &yb, None, Reduction::Mean, -100, 0.0)?;
             loss.backward()?;
             opt.step()?;
+            if o.device.kind() == switchyard_core::DeviceType::Lazy {
+                // One graph per step: forward, backward and the update, compiled once and
+                // taken from the cache afterwards.
+                switchyard_lazy::mark_step()?;
+            }
             history.train_time += start.elapsed();
             history.steps += 1;
             let l = scalar(&loss)?;

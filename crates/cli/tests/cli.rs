@@ -229,6 +229,24 @@ fn demo_and_help_run() {
         .unwrap_or_default();
     assert!(fell_back.contains("aten::_log_softmax"), "{fell_back}");
     assert!(!fell_back.contains("aten::relu"), "{fell_back}");
+    // Lazily: the first step's loss equals the CPU's, nothing falls back, later steps hit the
+    // program cache.
+    assert!(text.contains("The same training lazily"), "{text}");
+    let first = text
+        .lines()
+        .find(|l| l.contains("first step's loss:") && l.contains("lazily"))
+        .unwrap_or_default();
+    let losses: Vec<&str> = first
+        .split([' ', ',', ';'])
+        .filter(|w| w.contains('.') && w.parse::<f64>().is_ok())
+        .collect();
+    assert_eq!(losses.len(), 2, "{first}");
+    assert_eq!(losses[0], losses[1], "{first}");
+    assert!(
+        text.contains("operators without a lazy kernel (run through the fallback): none"),
+        "{text}"
+    );
+    assert!(text.contains("CachedCompile"), "{text}");
     for sub in ["demo", "table", "explain", "call", "ops", "yaml-check"] {
         let o = run(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
@@ -1127,4 +1145,85 @@ fn functionalize_on_the_reference_backend() {
             );
         }
     }
+}
+
+/// `call --device lazy`: the arguments go to the lazy device, the call is traced, printing the
+/// result runs it: the same text as on the CPU.
+#[test]
+fn call_on_the_lazy_device_prints_the_cpu_result() {
+    let args = [
+        "call",
+        "aten::add.Tensor",
+        "[[1,2],[3,4]]",
+        "[10,20]",
+        "alpha=2",
+    ];
+    let cpu = run(&args);
+    let mut lazy_args = args.to_vec();
+    lazy_args.extend(["--device", "lazy"]);
+    let lazy = run(&lazy_args);
+    assert!(
+        lazy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lazy.stderr)
+    );
+    let (c, l) = (stdout(&cpu), stdout(&lazy));
+    // The CPU prints a plain tensor; the lazy one names its device.
+    assert_eq!(c, "tensor([[21, 42],\n        [23, 44]])\n");
+    assert!(l.starts_with("tensor([[21, 42],\n        [23, 44]]"), "{l}");
+}
+
+/// `explain --device lazy` shows the layers above the backend, functionalization included,
+/// and the lazy kernel.
+#[test]
+fn explain_on_the_lazy_device_shows_functionalize_then_lazy() {
+    let o = run(&["explain", "aten::add.Tensor", "--device", "lazy"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    let f = text.find("Functionalize").expect(&text);
+    let l = text[f..].find("Lazy").expect(&text);
+    assert!(l > 0, "{text}");
+}
+
+/// `switchyard lazy`: the last step's IR as text and as Graphviz, the metrics report, the
+/// program list and an unknown program's error.
+#[test]
+fn lazy_subcommand_dumps_and_reports() {
+    let o = run(&["lazy", "add", "--steps", "2", "--metrics"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(text.starts_with("IR {\n"), "{text}");
+    assert!(text.contains("aten::add("), "{text}");
+    assert!(
+        text.contains("ROOT=0, NodeType=torch::lazy::AddTensor"),
+        "{text}"
+    );
+    // Three steps of the same graph: compiled once, then cached.
+    assert!(
+        text.contains("Counter: UncachedCompile\n  Value: 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Counter: CachedCompile\n  Value: 2"),
+        "{text}"
+    );
+
+    let o = run(&["lazy", "mlp-step", "--format", "dot"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dot = stdout(&o);
+    assert!(
+        dot.starts_with("digraph G {\n") && dot.ends_with("}\n"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("aten::tanh") && dot.contains("aten::mm"),
+        "{dot}"
+    );
+    assert!(dot.contains(" -> node"), "{dot}");
+
+    let o = run(&["lazy", "--list"]);
+    assert!(stdout(&o).contains("mlp-step"));
+    let o = run(&["lazy", "nope"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown lazy program 'nope'"));
 }

@@ -9,9 +9,364 @@
 use crate::ir::Attr;
 use crate::metrics::Counter;
 use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};
-use switchyard_core::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
+use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
+
+/// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`: records an IR node of class `DivTensorMode`.
+pub(crate) fn lazy_div_Tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::div");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_div_Tensor_mode)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    b.attr(Attr::from(rounding_mode));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `log1p(Tensor self) -> Tensor`: records an IR node of class `Log1p`.
+pub(crate) fn lazy_log1p(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::log1p");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_log1p)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::log1p(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `sin(Tensor self) -> Tensor`: records an IR node of class `Sin`.
+pub(crate) fn lazy_sin(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::sin");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_sin)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::sin(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `tan(Tensor self) -> Tensor`: records an IR node of class `Tan`.
+pub(crate) fn lazy_tan(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::tan");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_tan)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::tan(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `ceil(Tensor self) -> Tensor`: records an IR node of class `Ceil`.
+pub(crate) fn lazy_ceil(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::ceil");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_ceil)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::ceil(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `round(Tensor self) -> Tensor`: records an IR node of class `Round`.
+pub(crate) fn lazy_round(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::round");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_round)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::round(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `trunc(Tensor self) -> Tensor`: records an IR node of class `Trunc`.
+pub(crate) fn lazy_trunc(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::trunc");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_trunc)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::trunc(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `reciprocal(Tensor self) -> Tensor`: records an IR node of class `Reciprocal`.
+pub(crate) fn lazy_reciprocal(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::reciprocal");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_reciprocal)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `silu(Tensor self) -> Tensor`: records an IR node of class `Silu`.
+pub(crate) fn lazy_silu(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::silu");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_silu)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::silu(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `bitwise_not(Tensor self) -> Tensor`: records an IR node of class `BitwiseNot`.
+pub(crate) fn lazy_bitwise_not(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_not");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_not)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `isnan(Tensor self) -> Tensor`: records an IR node of class `Isnan`.
+pub(crate) fn lazy_isnan(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::isnan");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_isnan)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::isnan::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`: records an IR node of class `NanToNum`.
+pub(crate) fn lazy_nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::nan_to_num");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_nan_to_num)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(nan));
+    b.attr(Attr::from(posinf));
+    b.attr(Attr::from(neginf));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::nan_to_num::call(&b.shadow(self_)?, nan, posinf, neginf)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `atan2(Tensor self, Tensor other) -> Tensor`: records an IR node of class `Atan2`.
+pub(crate) fn lazy_atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::atan2");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_atan2)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `RemainderTensor`.
+pub(crate) fn lazy_remainder_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::remainder");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`: records an IR node of class `PowTensorTensor`.
+pub(crate) fn lazy_pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::pow");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_pow_Tensor_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(exponent)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `ne.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `NeTensor`.
+pub(crate) fn lazy_ne_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::ne");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_ne_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `ge.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `GeTensor`.
+pub(crate) fn lazy_ge_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::ge");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_ge_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `le.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `LeTensor`.
+pub(crate) fn lazy_le_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::le");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_le_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`: records an IR node of class `Clamp`.
+pub(crate) fn lazy_clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::clamp");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_clamp)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(min));
+    b.attr(Attr::from(max));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor`: records an IR node of class `ClampMin`.
+pub(crate) fn lazy_clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::clamp_min");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_clamp_min)?;
+    b.tensor(self_)?;
+    b.scalar(&min)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::clamp_min(self_, min.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor`: records an IR node of class `ClampMax`.
+pub(crate) fn lazy_clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::clamp_max");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_clamp_max)?;
+    b.tensor(self_)?;
+    b.scalar(&max)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::clamp_max(self_, max.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `logical_and(Tensor self, Tensor other) -> Tensor`: records an IR node of class `LogicalAnd`.
+pub(crate) fn lazy_logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::logical_and");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_logical_and)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::logical_and::call(&b.shadow(self_)?, &b.shadow(other)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `logical_xor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `LogicalXor`.
+pub(crate) fn lazy_logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::logical_xor");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_logical_xor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::logical_xor::call(&b.shadow(self_)?, &b.shadow(other)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `BitwiseOrTensor`.
+pub(crate) fn lazy_bitwise_or_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_or");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_or_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`: records an IR node of class `MaskedFillScalar`.
+pub(crate) fn lazy_masked_fill_Scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::masked_fill");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_masked_fill_Scalar)?;
+    b.tensor(self_)?;
+    b.tensor(mask)?;
+    b.scalar(&value)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::masked_fill_Scalar::call(&b.shadow(self_)?, &b.shadow(mask)?, value.clone())?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
 
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`: records an IR node of class `AddTensor`.
 pub(crate) fn lazy_add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
@@ -169,6 +524,194 @@ pub(crate) fn lazy_where_self(condition: &Tensor, self_: &Tensor, other: &Tensor
     b.build_one(shapes)
 }
 
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`: records an IR node of class `AllDim`.
+pub(crate) fn lazy_all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::all");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_all_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `any(Tensor self) -> Tensor`: records an IR node of class `Any`.
+pub(crate) fn lazy_any(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::any");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_any)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::any(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`: records an IR node of class `AnyDims`.
+pub(crate) fn lazy_any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::any");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_any_dims)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`: records an IR node of class `Argmin`.
+pub(crate) fn lazy_argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::argmin");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_argmin)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`: records an IR node of class `Aminmax`.
+pub(crate) fn lazy_aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::aminmax");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_aminmax)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `min(Tensor self) -> Tensor`: records an IR node of class `Min`.
+pub(crate) fn lazy_min(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::min");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_min)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::min::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: records an IR node of class `MinDim`.
+pub(crate) fn lazy_min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::min");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_min_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `ProdDimInt`.
+pub(crate) fn lazy_prod_dim_int(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::prod");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_prod_dim_int)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    b.attr(Attr::from(dtype));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`: records an IR node of class `Logsumexp`.
+pub(crate) fn lazy_logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::logsumexp");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_logsumexp)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::logsumexp::call(&b.shadow(self_)?, dim, keepdim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`: records an IR node of class `VarCorrection`.
+pub(crate) fn lazy_var_correction(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::var");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_var_correction)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(correction));
+    b.attr(Attr::from(keepdim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::var_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `LinalgVectorNorm`.
+pub(crate) fn lazy_linalg_vector_norm(self_: &Tensor, ord: Scalar, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::linalg_vector_norm");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_linalg_vector_norm)?;
+    b.tensor(self_)?;
+    b.scalar(&ord)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    b.attr(Attr::from(dtype));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord.clone(), dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `Cumprod`.
+pub(crate) fn lazy_cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::cumprod");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_cumprod)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(dtype));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
 /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `SumDimIntlist`.
 pub(crate) fn lazy_sum_dim_IntList(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::sum");
@@ -200,110 +743,340 @@ pub(crate) fn lazy_amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     b.build_one(shapes)
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
-pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::addmm");
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Baddbmm`.
+pub(crate) fn lazy_baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::baddbmm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_baddbmm)?;
     b.tensor(self_)?;
-    b.tensor(mat1)?;
-    b.tensor(mat2)?;
+    b.tensor(batch1)?;
+    b.tensor(batch2)?;
     b.scalar(&beta)?;
     b.scalar(&alpha)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta.clone(), alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
-pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`: records an IR node of class `MseLoss`.
+pub(crate) fn lazy_mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::mse_loss");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_mse_loss)?;
+    b.tensor(self_)?;
+    b.tensor(target)?;
+    b.attr(Attr::from(reduction));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`: records an IR node of class `AvgPool2d`.
+pub(crate) fn lazy_avg_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], ceil_mode: bool, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::avg_pool2d");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_avg_pool2d)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(kernel_size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(padding));
+    b.attr(Attr::from(ceil_mode));
+    b.attr(Attr::from(count_include_pad));
+    b.attr(Attr::from(divisor_override));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`: records an IR node of class `Convolution`.
+pub(crate) fn lazy_convolution(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::convolution");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_convolution)?;
+    b.tensor(input)?;
+    b.tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(padding));
+    b.attr(Attr::from(dilation));
+    b.attr(Attr::from(transposed));
+    b.attr(Attr::from(output_padding));
+    b.attr(Attr::from(groups));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::convolution::call(&b.shadow(input)?, &b.shadow(weight)?, b.shadow_opt(bias)?.as_ref(), stride, padding, dilation, transposed, output_padding, groups)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`: records an IR node of class `ConstantPadNd`.
+pub(crate) fn lazy_constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::constant_pad_nd");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_constant_pad_nd)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(pad));
+    b.scalar(&value)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::constant_pad_nd::call(&b.shadow(self_)?, pad, value.clone())?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeBatchNormLegitNoTraining`.
+pub(crate) fn lazy__native_batch_norm_legit_no_training(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::_native_batch_norm_legit_no_training");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__native_batch_norm_legit_no_training)?;
+    b.tensor(input)?;
+    b.opt_tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.tensor(running_mean)?;
+    b.tensor(running_var)?;
+    b.attr(Attr::from(momentum));
+    b.attr(Attr::from(eps));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1, o2) = {
+        let _guard = meta_guard();
+        op::_native_batch_norm_legit_no_training::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, momentum, eps)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
+}
+
+/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
+pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::mm");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
+    b.tensor(self_)?;
+    b.tensor(mat2)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
+pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_softmax");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
-pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::copy");
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
+pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
-    b.tensor(self_)?;
-    b.tensor_any_device(src)?;
-    b.attr(Attr::from(non_blocking));
+    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
+    b.tensor(input)?;
+    b.attr(Attr::from(normalized_shape));
+    b.opt_tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.attr(Attr::from(eps));
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
+    let (o0, o1, o2) = {
         let _guard = meta_guard();
-        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
+        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
+    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
-pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
+pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
     b.tensor(self_)?;
-    b.tensor(value)?;
+    b.scalar(&value)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
+        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
-pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::permute_copy");
+/// `zero(Tensor self) -> Tensor`: records an IR node of class `Zero`.
+pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::zero");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_zero)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::permute_copy::call(&b.shadow(self_)?, dims)?
+        op::zero::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
-pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
+/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `NormalFunctional`.
+pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::normal_functional");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_normal_functional)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim0));
-    b.attr(Attr::from(dim1));
+    b.attr(Attr::from(mean));
+    b.attr(Attr::from(std));
+    b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
+        op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
-pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_copy");
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliP`.
+pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_p)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(p));
+    b.attr(Attr::from(generator));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
+pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::view_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(size));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::view_copy::call(&b.shadow(self_)?, size)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
+pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::t_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::t_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
+pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::expand_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(implicit));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
+pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
+pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
+pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(storage_offset));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
+pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
@@ -311,72 +1084,228 @@ pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
+        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
-pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
+pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
-pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::alias_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
-    b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::alias_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
-pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::detach_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
-    b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::detach_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
-pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
     b.tensor(self_)?;
     b.tensor(src)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(storage_offset));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
+}
+
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalCopy`.
+pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::diagonal_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(offset));
+    b.attr(Attr::from(dim1));
+    b.attr(Attr::from(dim2));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::diagonal_copy::call(&b.shadow(self_)?, offset, dim1, dim2)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`: records an IR node of class `SqueezeCopyDims`.
+pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dims)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::squeeze_copy_dims::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`: records an IR node of class `UnfoldCopy`.
+pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unfold_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dimension));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(step));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unfold_copy::call(&b.shadow(self_)?, dimension, size, step)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`: records an IR node of class `NarrowCopy`.
+pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::narrow_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_narrow_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(start));
+    b.attr(Attr::from(length));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `flip(Tensor self, int[] dims) -> Tensor`: records an IR node of class `Flip`.
+pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::flip");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dims));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::flip::call(&b.shadow(self_)?, dims)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`: records an IR node of class `Repeat`.
+pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::repeat");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(repeats));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::repeat::call(&b.shadow(self_)?, repeats)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`: records an IR node of class `Gather`.
+pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::gather");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_gather)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.attr(Attr::from(sparse_grad));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`: records an IR node of class `ScatterValue`.
+pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.scalar(&value)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`: records an IR node of class `ScatterValueReduce`.
+pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value_reduce)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.scalar(&value)?;
+    b.attr(Attr::from(reduce));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `tril(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Tril`.
+pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::tril");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(diagonal));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `Sort`.
+pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::sort");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_sort)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(descending));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::sort::call(&b.shadow(self_)?, dim, descending)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`: records an IR node of class `Topk`.
+pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::topk");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_topk)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(k));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(largest));
+    b.attr(Attr::from(sorted));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
 }

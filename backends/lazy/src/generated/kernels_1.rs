@@ -9,9 +9,362 @@
 use crate::ir::Attr;
 use crate::metrics::Counter;
 use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};
-use switchyard_core::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
+use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
+
+/// `expm1(Tensor self) -> Tensor`: records an IR node of class `Expm1`.
+pub(crate) fn lazy_expm1(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::expm1");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_expm1)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::expm1(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `log2(Tensor self) -> Tensor`: records an IR node of class `Log2`.
+pub(crate) fn lazy_log2(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::log2");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_log2)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::log2(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `cos(Tensor self) -> Tensor`: records an IR node of class `Cos`.
+pub(crate) fn lazy_cos(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::cos");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_cos)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::cos(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `erf(Tensor self) -> Tensor`: records an IR node of class `Erf`.
+pub(crate) fn lazy_erf(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::erf");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_erf)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::erf(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `floor(Tensor self) -> Tensor`: records an IR node of class `Floor`.
+pub(crate) fn lazy_floor(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::floor");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_floor)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::floor(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor`: records an IR node of class `RoundDecimals`.
+pub(crate) fn lazy_round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::round");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_round_decimals)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(decimals));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `sign(Tensor self) -> Tensor`: records an IR node of class `Sign`.
+pub(crate) fn lazy_sign(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::sign");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_sign)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::sign(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `rsqrt(Tensor self) -> Tensor`: records an IR node of class `Rsqrt`.
+pub(crate) fn lazy_rsqrt(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::rsqrt");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_rsqrt)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor`: records an IR node of class `Gelu`.
+pub(crate) fn lazy_gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::gelu");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_gelu)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(approximate));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `logical_not(Tensor self) -> Tensor`: records an IR node of class `LogicalNot`.
+pub(crate) fn lazy_logical_not(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::logical_not");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_logical_not)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::logical_not::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `isinf(Tensor self) -> Tensor`: records an IR node of class `Isinf`.
+pub(crate) fn lazy_isinf(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::isinf");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_isinf)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::isinf::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `minimum(Tensor self, Tensor other) -> Tensor`: records an IR node of class `Minimum`.
+pub(crate) fn lazy_minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::minimum");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_minimum)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `FmodTensor`.
+pub(crate) fn lazy_fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::fmod");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_fmod_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`: records an IR node of class `RemainderScalarTensor`.
+pub(crate) fn lazy_remainder_Scalar_Tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::remainder");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Scalar_Tensor)?;
+    b.scalar(&self_)?;
+    b.tensor(other)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::remainder_Scalar_Tensor::call(self_.clone(), &b.shadow(other)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`: records an IR node of class `PowScalar`.
+pub(crate) fn lazy_pow_Scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::pow");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_pow_Scalar)?;
+    b.scalar(&self_)?;
+    b.tensor(exponent)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::pow_scalar(self_.clone(), exponent, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `ne.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `NeScalar`.
+pub(crate) fn lazy_ne_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::ne");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_ne_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::ne_scalar(self_, other.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `ge.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `GeScalar`.
+pub(crate) fn lazy_ge_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::ge");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_ge_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::ge_scalar(self_, other.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `le.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `LeScalar`.
+pub(crate) fn lazy_le_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::le");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_le_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::le_scalar(self_, other.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`: records an IR node of class `ClampTensor`.
+pub(crate) fn lazy_clamp_Tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::clamp");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_clamp_Tensor)?;
+    b.tensor(self_)?;
+    b.opt_tensor(min)?;
+    b.opt_tensor(max)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`: records an IR node of class `ClampMinTensor`.
+pub(crate) fn lazy_clamp_min_Tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::clamp_min");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_clamp_min_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(min)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`: records an IR node of class `ClampMaxTensor`.
+pub(crate) fn lazy_clamp_max_Tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::clamp_max");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_clamp_max_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(max)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `logical_or(Tensor self, Tensor other) -> Tensor`: records an IR node of class `LogicalOr`.
+pub(crate) fn lazy_logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::logical_or");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_logical_or)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::logical_or::call(&b.shadow(self_)?, &b.shadow(other)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `BitwiseAndTensor`.
+pub(crate) fn lazy_bitwise_and_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_and");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_and_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `BitwiseXorTensor`.
+pub(crate) fn lazy_bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bitwise_xor");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_xor_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(other)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`: records an IR node of class `MaskedFillTensor`.
+pub(crate) fn lazy_masked_fill_Tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::masked_fill");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_masked_fill_Tensor)?;
+    b.tensor(self_)?;
+    b.tensor(mask)?;
+    b.tensor(value)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::masked_fill_Tensor::call(&b.shadow(self_)?, &b.shadow(mask)?, &b.shadow(value)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
 
 /// `sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`: records an IR node of class `SubTensor`.
 pub(crate) fn lazy_sub_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> Result<Tensor> {
@@ -152,6 +505,194 @@ pub(crate) fn lazy_lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     b.build_one(shapes)
 }
 
+/// `all(Tensor self) -> Tensor`: records an IR node of class `All`.
+pub(crate) fn lazy_all(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::all");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_all)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::all(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`: records an IR node of class `AllDims`.
+pub(crate) fn lazy_all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::all");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_all_dims)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`: records an IR node of class `AnyDim`.
+pub(crate) fn lazy_any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::any");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_any_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`: records an IR node of class `Argmax`.
+pub(crate) fn lazy_argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::argmax");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_argmax)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`: records an IR node of class `Amin`.
+pub(crate) fn lazy_amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::amin");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_amin)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `max(Tensor self) -> Tensor`: records an IR node of class `Max`.
+pub(crate) fn lazy_max(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::max");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_max)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::max::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: records an IR node of class `MaxDim`.
+pub(crate) fn lazy_max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::max");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_max_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `Prod`.
+pub(crate) fn lazy_prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::prod");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_prod)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dtype));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::prod::call(&b.shadow(self_)?, dtype)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `Mean`.
+pub(crate) fn lazy_mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::mean");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_mean)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dtype));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::mean::call(&b.shadow(self_)?, dtype)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`: records an IR node of class `StdCorrection`.
+pub(crate) fn lazy_std_correction(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::std");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_std_correction)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(correction));
+    b.attr(Attr::from(keepdim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::std_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`: records an IR node of class `VarMeanCorrection`.
+pub(crate) fn lazy_var_mean_correction(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::var_mean");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_var_mean_correction)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(correction));
+    b.attr(Attr::from(keepdim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::var_mean_correction::call(&b.shadow(self_)?, dim, correction, keepdim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `Cumsum`.
+pub(crate) fn lazy_cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::cumsum");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_cumsum)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(dtype));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
 /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `Sum`.
 pub(crate) fn lazy_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::sum");
@@ -184,177 +725,286 @@ pub(crate) fn lazy_mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, 
     b.build_one(shapes)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
-pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::mm");
+/// `bmm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Bmm`.
+pub(crate) fn lazy_bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bmm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bmm)?;
     b.tensor(self_)?;
     b.tensor(mat2)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
-pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_softmax");
+/// `dot(Tensor self, Tensor tensor) -> Tensor`: records an IR node of class `Dot`.
+pub(crate) fn lazy_dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::dot");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_dot)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(half_to_float));
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
+    b.tensor(tensor)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::dot::call(&b.shadow(self_)?, &b.shadow(tensor)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
-pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
+/// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`: records an IR node of class `NllLossForward`.
+pub(crate) fn lazy_nll_loss_forward(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::nll_loss_forward");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_nll_loss_forward)?;
+    b.tensor(self_)?;
+    b.tensor(target)?;
+    b.opt_tensor(weight)?;
+    b.attr(Attr::from(reduction));
+    b.attr(Attr::from(ignore_index));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`: records an IR node of class `MaxPool2dWithIndices`.
+pub(crate) fn lazy_max_pool2d_with_indices(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::max_pool2d_with_indices");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_max_pool2d_with_indices)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(kernel_size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(padding));
+    b.attr(Attr::from(dilation));
+    b.attr(Attr::from(ceil_mode));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`: records an IR node of class `Embedding`.
+pub(crate) fn lazy_embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::embedding");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_embedding)?;
+    b.tensor(weight)?;
+    b.tensor(indices)?;
+    b.attr(Attr::from(padding_idx));
+    b.attr(Attr::from(scale_grad_by_freq));
+    b.attr(Attr::from(sparse));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::embedding::call(&b.shadow(weight)?, &b.shadow(indices)?, padding_idx, scale_grad_by_freq, sparse)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeBatchNormLegitNoStats`.
+pub(crate) fn lazy__native_batch_norm_legit_no_stats(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::_native_batch_norm_legit");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__native_batch_norm_legit_no_stats)?;
     b.tensor(input)?;
-    b.attr(Attr::from(normalized_shape));
     b.opt_tensor(weight)?;
     b.opt_tensor(bias)?;
+    b.attr(Attr::from(training));
+    b.attr(Attr::from(momentum));
     b.attr(Attr::from(eps));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2) = {
         let _guard = meta_guard();
-        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
+        op::_native_batch_norm_legit_no_stats::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), training, momentum, eps)?
     };
     let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
-pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`: records an IR node of class `NativeDropout`.
+pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::native_dropout");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_native_dropout)?;
+    b.tensor(input)?;
+    b.attr(Attr::from(p));
+    b.attr(Attr::from(train));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::native_dropout::call(&b.shadow(input)?, p, train)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
+pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::addmm");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
+    b.tensor(self_)?;
+    b.tensor(mat1)?;
+    b.tensor(mat2)?;
+    b.scalar(&beta)?;
+    b.scalar(&alpha)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
+pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(half_to_float));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
+pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
+    b.tensor(self_)?;
+    b.tensor_any_device(src)?;
+    b.attr(Attr::from(non_blocking));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
+pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
     b.tensor(self_)?;
-    b.scalar(&value)?;
+    b.tensor(value)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
+        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
-pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::view_copy");
+/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `Uniform`.
+pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::uniform");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_uniform)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
+    b.attr(Attr::from(from));
+    b.attr(Attr::from(to));
+    b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy::call(&b.shadow(self_)?, size)?
+        op::uniform::call(&b.shadow(self_)?, from, to, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
-pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::t_copy");
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`: records an IR node of class `Bernoulli`.
+pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::t_copy::call(&b.shadow(self_)?)?
+        op::bernoulli::call(&b.shadow(self_)?, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
-pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::expand_copy");
+/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliTensor`.
+pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(implicit));
+    b.tensor(p)?;
+    b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
+        op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
-pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_copy");
+/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
+pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::permute_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
+    b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
+        op::permute_copy::call(&b.shadow(self_)?, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
-pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
+pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
+    b.attr(Attr::from(dim0));
+    b.attr(Attr::from(dim1));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
+        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
-pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
+/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
+pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
-pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
-    b.tensor(self_)?;
-    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
@@ -362,27 +1012,270 @@ pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: 
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
+        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
-pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
+pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
     b.tensor(self_)?;
-    b.tensor(src)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
+    b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
+        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
+}
+
+/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
+pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::alias_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::alias_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
+pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::detach_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::detach_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
+pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalScatter`.
+pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::diagonal_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
+    b.attr(Attr::from(offset));
+    b.attr(Attr::from(dim1));
+    b.attr(Attr::from(dim2));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `squeeze_copy(Tensor self) -> Tensor`: records an IR node of class `SqueezeCopy`.
+pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::squeeze_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`: records an IR node of class `ViewCopyDtype`.
+pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::view_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy_dtype)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dtype));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::view_copy_dtype::call(&b.shadow(self_)?, dtype)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `lift_fresh_copy(Tensor self) -> Tensor`: records an IR node of class `LiftFreshCopy`.
+pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::lift_fresh_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::lift_fresh_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`: records an IR node of class `UnfoldBackward`.
+pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unfold_backward");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_backward)?;
+    b.tensor(grad_in)?;
+    b.attr(Attr::from(input_sizes));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(step));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`: records an IR node of class `Roll`.
+pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::roll");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_roll)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(shifts));
+    b.attr(Attr::from(dims));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::roll::call(&b.shadow(self_)?, shifts, dims)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`: records an IR node of class `IndexSelect`.
+pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::index_select");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_select)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterSrc`.
+pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_src)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.tensor(src)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`: records an IR node of class `ScatterReduce`.
+pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_reduce)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.tensor(src)?;
+    b.attr(Attr::from(reduce));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterAdd`.
+pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter_add");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_add)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.tensor(src)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `triu(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Triu`.
+pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::triu");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(diagonal));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `SortStable`.
+pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::sort");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_sort_stable)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(stable));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(descending));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
 }

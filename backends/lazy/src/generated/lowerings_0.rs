@@ -10,6 +10,131 @@ use crate::trace::{LowerArgs, cpu_only};
 use switchyard_core::{Result, Tensor};
 use switchyard_ops::op;
 
+/// Lowers a `div.Tensor_mode` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_div_Tensor_mode(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::div_Tensor_mode::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.opt_str(2)?)?])
+}
+
+/// Lowers a `log1p` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_log1p(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::log1p::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `sin` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sin(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::sin::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `tan` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_tan(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::tan::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `ceil` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_ceil(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::ceil::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `round` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_round(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::round::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `trunc` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_trunc(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::trunc::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `reciprocal` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_reciprocal(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::reciprocal::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `silu` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_silu(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::silu::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `bitwise_not` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_not(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_not::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `isnan` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_isnan(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::isnan::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `nan_to_num` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_nan_to_num(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::nan_to_num::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_float(1)?, ins.opt_float(2)?, ins.opt_float(3)?)?])
+}
+
+/// Lowers a `atan2` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_atan2(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::atan2::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `remainder.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_remainder_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::remainder_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `pow.Tensor_Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_pow_Tensor_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::pow_Tensor_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `ne.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_ne_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::ne_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `ge.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_ge_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::ge_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `le.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_le_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::le_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `clamp` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_clamp(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::clamp::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_scalar(1)?, ins.opt_scalar(2)?)?])
+}
+
+/// Lowers a `clamp_min` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_clamp_min(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::clamp_min::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `clamp_max` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_clamp_max(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::clamp_max::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `logical_and` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_logical_and(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::logical_and::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `logical_xor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_logical_xor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::logical_xor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `bitwise_or.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_or_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_or_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `masked_fill.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_masked_fill_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::masked_fill_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.scalar(2)?)?])
+}
+
 /// Lowers a `add.Tensor` node: its CPU kernel on the node's inputs.
 pub(crate) fn lower_add_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::add_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.scalar(2)?)?])
@@ -65,6 +190,68 @@ pub(crate) fn lower_where_self(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::where_self::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?)?])
 }
 
+/// Lowers a `all.dim` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_all_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::all_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `any` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_any(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::any::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `any.dims` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_any_dims(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::any_dims::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `argmin` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_argmin(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::argmin::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_int(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `aminmax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_aminmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::aminmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_int(1)?, ins.bool(2)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `min` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_min(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::min::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `min.dim` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_min_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::min_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `prod.dim_int` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_prod_dim_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::prod_dim_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?, ins.opt_dtype(3)?)?])
+}
+
+/// Lowers a `logsumexp` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_logsumexp(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::logsumexp::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `var.correction` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_var_correction(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::var_correction::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.opt_scalar(2)?, ins.bool(3)?)?])
+}
+
+/// Lowers a `linalg_vector_norm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_linalg_vector_norm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::linalg_vector_norm::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?, ins.opt_ints(2)?, ins.bool(3)?, ins.opt_dtype(4)?)?])
+}
+
+/// Lowers a `cumprod` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_cumprod(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::cumprod::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.opt_dtype(2)?)?])
+}
+
 /// Lowers a `sum.dim_IntList` node: its CPU kernel on the node's inputs.
 pub(crate) fn lower_sum_dim_IntList(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::sum_dim_IntList::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?, ins.opt_dtype(3)?)?])
@@ -75,62 +262,171 @@ pub(crate) fn lower_amax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::amax::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `addmm` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_addmm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::addmm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.scalar(4)?)?])
+/// Lowers a `baddbmm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_baddbmm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::baddbmm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.scalar(4)?)?])
 }
 
-/// Lowers a `_log_softmax` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower__log_softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::_log_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
+/// Lowers a `mse_loss` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_mse_loss(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::mse_loss::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?)?])
 }
 
-/// Lowers a `copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::copy::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.bool(2)?)?])
+/// Lowers a `avg_pool2d` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_avg_pool2d(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::avg_pool2d::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?, ins.ints(3)?, ins.bool(4)?, ins.bool(5)?, ins.opt_int(6)?)?])
 }
 
-/// Lowers a `fill.Tensor` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_fill_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::fill_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+/// Lowers a `convolution` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_convolution(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::convolution::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.opt_tensor(2)?.as_ref(), ins.ints(3)?, ins.ints(4)?, ins.ints(5)?, ins.bool(6)?, ins.ints(7)?, ins.int(8)?)?])
 }
 
-/// Lowers a `permute_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_permute_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::permute_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+/// Lowers a `constant_pad_nd` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_constant_pad_nd(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::constant_pad_nd::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.scalar(2)?)?])
 }
 
-/// Lowers a `transpose_copy.int` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_transpose_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::transpose_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
+/// Lowers a `_native_batch_norm_legit_no_training` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__native_batch_norm_legit_no_training(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1, o2) = op::_native_batch_norm_legit_no_training::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_tensor(1)?.as_ref(), ins.opt_tensor(2)?.as_ref(), &ins.tensor(3)?, &ins.tensor(4)?, ins.float(5)?, ins.float(6)?)?;
+    Ok(vec![o0, o1, o2])
 }
 
-/// Lowers a `slice_copy.Tensor` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_slice_copy_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::slice_copy_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.opt_int(2)?, ins.opt_int(3)?, ins.int(4)?)?])
+/// Lowers a `mm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_mm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::mm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `unsqueeze_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_unsqueeze_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::unsqueeze_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+/// Lowers a `_softmax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `alias_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_alias_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::alias_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `native_layer_norm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_native_layer_norm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1, o2) = op::native_layer_norm::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.opt_tensor(2)?.as_ref(), ins.opt_tensor(3)?.as_ref(), ins.float(4)?)?;
+    Ok(vec![o0, o1, o2])
 }
 
-/// Lowers a `detach_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_detach_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::detach_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `fill.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_fill_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::fill_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
 }
 
-/// Lowers a `select_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_select_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::select_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.int(3)?)?])
+/// Lowers a `zero` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_zero(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::zero::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `_to_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower__to_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::_to_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?, ins.opt_layout(2)?, ins.opt_device(3)?, ins.opt_bool(4)?, ins.bool(5)?, ins.opt_memory_format(6)?)?])
+/// Lowers a `normal_functional` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_normal_functional(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::normal_functional::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.float(2)?, ins.opt_generator(3)?)?])
+}
+
+/// Lowers a `bernoulli.p` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bernoulli_p(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bernoulli_p::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.opt_generator(2)?)?])
+}
+
+/// Lowers a `view_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_view_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::view_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+}
+
+/// Lowers a `t_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_t_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::t_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `expand_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_expand_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::expand_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `select_copy.int` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_select_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::select_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
+}
+
+/// Lowers a `squeeze_copy.dim` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_squeeze_copy_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::squeeze_copy_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `as_strided_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_as_strided_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::as_strided_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?, ins.opt_int(3)?)?])
+}
+
+/// Lowers a `slice_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_slice_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::slice_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.opt_int(3)?, ins.opt_int(4)?, ins.int(5)?)?])
+}
+
+/// Lowers a `as_strided_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_as_strided_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::as_strided_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.ints(2)?, ins.ints(3)?, ins.opt_int(4)?)?])
+}
+
+/// Lowers a `diagonal_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_diagonal_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::diagonal_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
+}
+
+/// Lowers a `squeeze_copy.dims` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_squeeze_copy_dims(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::squeeze_copy_dims::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+}
+
+/// Lowers a `unfold_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_unfold_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::unfold_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
+}
+
+/// Lowers a `narrow_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_narrow_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::narrow_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
+}
+
+/// Lowers a `flip` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_flip(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::flip::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+}
+
+/// Lowers a `repeat` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_repeat(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::repeat::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+}
+
+/// Lowers a `gather` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_gather(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::gather::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, ins.bool(3)?)?])
+}
+
+/// Lowers a `scatter.value` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_value(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_value::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, ins.scalar(3)?)?])
+}
+
+/// Lowers a `scatter.value_reduce` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_value_reduce(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_value_reduce::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.str(4)?)?])
+}
+
+/// Lowers a `tril` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_tril(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::tril::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `sort` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sort(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::sort::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `topk` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_topk(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::topk::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.bool(3)?, ins.bool(4)?)?;
+    Ok(vec![o0, o1])
 }

@@ -10,6 +10,131 @@ use crate::trace::{LowerArgs, cpu_only};
 use switchyard_core::{Result, Tensor};
 use switchyard_ops::op;
 
+/// Lowers a `expm1` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_expm1(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::expm1::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `log2` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_log2(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::log2::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `cos` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_cos(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::cos::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `erf` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_erf(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::erf::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `floor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_floor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::floor::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `round.decimals` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_round_decimals(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::round_decimals::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `sign` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sign(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::sign::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `rsqrt` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_rsqrt(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::rsqrt::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `gelu` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_gelu(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::gelu::redispatch(cpu_only(), &ins.tensor(0)?, ins.str(1)?)?])
+}
+
+/// Lowers a `logical_not` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_logical_not(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::logical_not::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `isinf` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_isinf(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::isinf::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `minimum` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_minimum(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::minimum::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `fmod.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_fmod_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::fmod_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `remainder.Scalar_Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_remainder_Scalar_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::remainder_Scalar_Tensor::redispatch(cpu_only(), ins.scalar(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `pow.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_pow_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::pow_Scalar::redispatch(cpu_only(), ins.scalar(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `ne.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_ne_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::ne_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `ge.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_ge_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::ge_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `le.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_le_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::le_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+}
+
+/// Lowers a `clamp.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_clamp_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::clamp_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_tensor(1)?.as_ref(), ins.opt_tensor(2)?.as_ref())?])
+}
+
+/// Lowers a `clamp_min.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_clamp_min_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::clamp_min_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `clamp_max.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_clamp_max_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::clamp_max_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `logical_or` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_logical_or(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::logical_or::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `bitwise_and.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_and_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_and_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `bitwise_xor.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bitwise_xor_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bitwise_xor_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+}
+
+/// Lowers a `masked_fill.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_masked_fill_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::masked_fill_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?)?])
+}
+
 /// Lowers a `sub.Tensor` node: its CPU kernel on the node's inputs.
 pub(crate) fn lower_sub_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::sub_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.scalar(2)?)?])
@@ -60,6 +185,68 @@ pub(crate) fn lower_lt_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::lt_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
 }
 
+/// Lowers a `all` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_all(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::all::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `all.dims` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_all_dims(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::all_dims::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `any.dim` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_any_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::any_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `argmax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_argmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::argmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_int(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `amin` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_amin(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::amin::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
+}
+
+/// Lowers a `max` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_max(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::max::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `max.dim` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_max_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::max_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `prod` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_prod(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::prod::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?)?])
+}
+
+/// Lowers a `mean` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_mean(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::mean::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?)?])
+}
+
+/// Lowers a `std.correction` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_std_correction(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::std_correction::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.opt_scalar(2)?, ins.bool(3)?)?])
+}
+
+/// Lowers a `var_mean.correction` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_var_mean_correction(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::var_mean_correction::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.opt_scalar(2)?, ins.bool(3)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `cumsum` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_cumsum(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::cumsum::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.opt_dtype(2)?)?])
+}
+
 /// Lowers a `sum` node: its CPU kernel on the node's inputs.
 pub(crate) fn lower_sum(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::sum::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?)?])
@@ -70,63 +257,177 @@ pub(crate) fn lower_mean_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::mean_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?, ins.opt_dtype(3)?)?])
 }
 
-/// Lowers a `mm` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_mm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::mm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+/// Lowers a `bmm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bmm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bmm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `_softmax` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower__softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
+/// Lowers a `dot` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_dot(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::dot::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `native_layer_norm` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_native_layer_norm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    let (o0, o1, o2) = op::native_layer_norm::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.opt_tensor(2)?.as_ref(), ins.opt_tensor(3)?.as_ref(), ins.float(4)?)?;
+/// Lowers a `nll_loss_forward` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_nll_loss_forward(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::nll_loss_forward::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.opt_tensor(2)?.as_ref(), ins.int(3)?, ins.int(4)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `max_pool2d_with_indices` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_max_pool2d_with_indices(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::max_pool2d_with_indices::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?, ins.ints(3)?, ins.ints(4)?, ins.bool(5)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `embedding` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_embedding(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::embedding::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.bool(3)?, ins.bool(4)?)?])
+}
+
+/// Lowers a `_native_batch_norm_legit.no_stats` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__native_batch_norm_legit_no_stats(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1, o2) = op::_native_batch_norm_legit_no_stats::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_tensor(1)?.as_ref(), ins.opt_tensor(2)?.as_ref(), ins.bool(3)?, ins.float(4)?, ins.float(5)?)?;
     Ok(vec![o0, o1, o2])
 }
 
-/// Lowers a `fill.Scalar` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_fill_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::fill_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+/// Lowers a `native_dropout` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_native_dropout(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::native_dropout::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.opt_bool(2)?)?;
+    Ok(vec![o0, o1])
 }
 
-/// Lowers a `view_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_view_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::view_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+/// Lowers a `addmm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_addmm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::addmm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.scalar(4)?)?])
 }
 
-/// Lowers a `t_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_t_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::t_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `_log_softmax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__log_softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_log_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `expand_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_expand_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::expand_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
+/// Lowers a `copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::copy::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `select_copy.int` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_select_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::select_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
+/// Lowers a `fill.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_fill_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::fill_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `squeeze_copy.dim` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_squeeze_copy_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::squeeze_copy_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+/// Lowers a `uniform` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_uniform(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::uniform::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.float(2)?, ins.opt_generator(3)?)?])
 }
 
-/// Lowers a `as_strided_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_as_strided_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::as_strided_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?, ins.opt_int(3)?)?])
+/// Lowers a `bernoulli` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bernoulli(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bernoulli::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_generator(1)?)?])
 }
 
-/// Lowers a `slice_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_slice_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::slice_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.opt_int(3)?, ins.opt_int(4)?, ins.int(5)?)?])
+/// Lowers a `bernoulli.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bernoulli_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bernoulli_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.opt_generator(2)?)?])
 }
 
-/// Lowers a `as_strided_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_as_strided_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::as_strided_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.ints(2)?, ins.ints(3)?, ins.opt_int(4)?)?])
+/// Lowers a `permute_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_permute_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::permute_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+}
+
+/// Lowers a `transpose_copy.int` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_transpose_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::transpose_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
+}
+
+/// Lowers a `slice_copy.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_slice_copy_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::slice_copy_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.opt_int(2)?, ins.opt_int(3)?, ins.int(4)?)?])
+}
+
+/// Lowers a `unsqueeze_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_unsqueeze_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::unsqueeze_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `alias_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_alias_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::alias_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `detach_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_detach_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::detach_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `select_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_select_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::select_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.int(3)?)?])
+}
+
+/// Lowers a `diagonal_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_diagonal_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::diagonal_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.int(3)?, ins.int(4)?)?])
+}
+
+/// Lowers a `squeeze_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_squeeze_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::squeeze_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `view_copy.dtype` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_view_copy_dtype(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::view_copy_dtype::redispatch(cpu_only(), &ins.tensor(0)?, ins.dtype(1)?)?])
+}
+
+/// Lowers a `lift_fresh_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_lift_fresh_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::lift_fresh_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+}
+
+/// Lowers a `unfold_backward` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_unfold_backward(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::unfold_backward::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.int(2)?, ins.int(3)?, ins.int(4)?)?])
+}
+
+/// Lowers a `roll` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_roll(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::roll::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?)?])
+}
+
+/// Lowers a `index_select` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_index_select(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::index_select::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?)?])
+}
+
+/// Lowers a `scatter.src` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_src(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_src::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, &ins.tensor(3)?)?])
+}
+
+/// Lowers a `scatter.reduce` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_reduce(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_reduce::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, &ins.tensor(3)?, ins.str(4)?)?])
+}
+
+/// Lowers a `scatter_add` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_add(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_add::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, &ins.tensor(3)?)?])
+}
+
+/// Lowers a `triu` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_triu(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::triu::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `sort.stable` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sort_stable(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::sort_stable::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_bool(1)?, ins.int(2)?, ins.bool(3)?)?;
+    Ok(vec![o0, o1])
+}
+
+/// Lowers a `_to_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__to_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_to_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?, ins.opt_layout(2)?, ins.opt_device(3)?, ins.opt_bool(4)?, ins.bool(5)?, ins.opt_memory_format(6)?)?])
 }

@@ -15,13 +15,85 @@ use switchyard_core::{Device, DispatchKeySet, Generator, Layout, MemoryFormat, R
 /// `op::<name>::redispatch(ks & sets::AFTER_AUTOGRAD, ..)`. Register an implementation with
 /// [`register`](super::register::register).
 pub trait LazyNativeFunctions {
+    /// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `all`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_all_dim(self_, dim, keepdim)
+    }
+
+    /// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `all`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_all_dims(self_, dim, keepdim)
+    }
+
+    /// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `any`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_any_dim(self_, dim, keepdim)
+    }
+
+    /// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `any`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_any_dims(self_, dim, keepdim)
+    }
+
+    /// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `argmax`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_argmax(self_, dim, keepdim)
+    }
+
+    /// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `argmin`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_argmin(self_, dim, keepdim)
+    }
+
+    /// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
+    ///
+    /// Kernel `baddbmm`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_baddbmm(self_, batch1, batch2, beta, alpha)
+    }
+
+    /// `bmm(Tensor self, Tensor mat2) -> Tensor`
+    ///
+    /// Kernel `bmm`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_bmm(self_, mat2)
+    }
+
     /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
     ///
     /// Kernel `copy`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-        super::kernels_0::lazy_copy(self_, src, non_blocking)
+        super::kernels_1::lazy_copy(self_, src, non_blocking)
     }
 
     /// `_copy_from(Tensor self, Tensor dst, bool non_blocking=False) -> Tensor`
@@ -34,6 +106,24 @@ pub trait LazyNativeFunctions {
     /// Kernel `_copy_from_and_resize`, registered at `Lazy`.
     fn _copy_from_and_resize(self_: &Tensor, dst: &Tensor) -> Result<Tensor>;
 
+    /// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Kernel `cumprod`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        super::kernels_0::lazy_cumprod(self_, dim, dtype)
+    }
+
+    /// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Kernel `cumsum`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -> Result<Tensor> {
+        super::kernels_1::lazy_cumsum(self_, dim, dtype)
+    }
+
     /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor`
     ///
     /// Kernel `empty_strided`, registered at `Lazy`.
@@ -45,7 +135,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
-        super::kernels_1::lazy_fill_Scalar(self_, value)
+        super::kernels_0::lazy_fill_Scalar(self_, value)
     }
 
     /// `fill.Tensor(Tensor self, Tensor value) -> Tensor`
@@ -54,7 +144,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_fill_Tensor(self_, value)
+        super::kernels_1::lazy_fill_Tensor(self_, value)
     }
 
     /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -63,7 +153,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-        super::kernels_0::lazy__log_softmax(self_, dim, half_to_float)
+        super::kernels_1::lazy__log_softmax(self_, dim, half_to_float)
     }
 
     /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
@@ -75,13 +165,40 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_amax(self_, dim, keepdim)
     }
 
+    /// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `amin`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_amin(self_, dim, keepdim)
+    }
+
+    /// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)`
+    ///
+    /// Kernel `aminmax`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_0::lazy_aminmax(self_, dim, keepdim)
+    }
+
     /// `mm(Tensor self, Tensor mat2) -> Tensor`
     ///
     /// Kernel `mm`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_mm(self_, mat2)
+        super::kernels_0::lazy_mm(self_, mat2)
+    }
+
+    /// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
+    ///
+    /// Kernel `narrow_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_narrow_copy(self_, dim, start, length)
     }
 
     /// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
@@ -90,7 +207,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_slice_scatter(self_, src, dim, start, end, step)
+        super::kernels_0::lazy_slice_scatter(self_, src, dim, start, end, step)
     }
 
     /// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`
@@ -99,7 +216,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_select_scatter(self_, src, dim, index)
+        super::kernels_1::lazy_select_scatter(self_, src, dim, index)
+    }
+
+    /// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`
+    ///
+    /// Kernel `diagonal_scatter`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        super::kernels_1::lazy_diagonal_scatter(self_, src, offset, dim1, dim2)
     }
 
     /// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
@@ -108,7 +234,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        super::kernels_1::lazy_as_strided_scatter(self_, src, size, stride, storage_offset)
+        super::kernels_0::lazy_as_strided_scatter(self_, src, size, stride, storage_offset)
     }
 
     /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -117,7 +243,43 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-        super::kernels_1::lazy__softmax(self_, dim, half_to_float)
+        super::kernels_0::lazy__softmax(self_, dim, half_to_float)
+    }
+
+    /// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Kernel `prod`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        super::kernels_1::lazy_prod(self_, dtype)
+    }
+
+    /// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Kernel `prod`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn prod_dim_int(self_: &Tensor, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        super::kernels_0::lazy_prod_dim_int(self_, dim, keepdim, dtype)
+    }
+
+    /// `flip(Tensor self, int[] dims) -> Tensor`
+    ///
+    /// Kernel `flip`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+        super::kernels_0::lazy_flip(self_, dims)
+    }
+
+    /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
+    ///
+    /// Kernel `roll`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+        super::kernels_1::lazy_roll(self_, shifts, dims)
     }
 
     /// `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`
@@ -130,13 +292,22 @@ pub trait LazyNativeFunctions {
     /// Kernel `clone`, registered at `Lazy`.
     fn clone(self_: &Tensor, memory_format: Option<MemoryFormat>) -> Result<Tensor>;
 
+    /// `zero(Tensor self) -> Tensor`
+    ///
+    /// Kernel `zero`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn zero(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_zero(self_)
+    }
+
     /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
     ///
     /// Kernel `addmm`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-        super::kernels_0::lazy_addmm(self_, mat1, mat2, beta, alpha)
+        super::kernels_1::lazy_addmm(self_, mat1, mat2, beta, alpha)
     }
 
     /// `_to_cpu(Tensor[] tensors) -> Tensor[]`
@@ -149,13 +320,184 @@ pub trait LazyNativeFunctions {
     /// Kernel `_to_copy`, registered at `Lazy`.
     fn _to_copy(self_: &Tensor, dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>, non_blocking: bool, memory_format: Option<MemoryFormat>) -> Result<Tensor>;
 
+    /// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+    ///
+    /// Kernel `scatter`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_scatter_src(self_, dim, index, src)
+    }
+
+    /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
+    ///
+    /// Kernel `scatter`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_scatter_value(self_, dim, index, value)
+    }
+
+    /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
+    ///
+    /// Kernel `scatter`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+        super::kernels_1::lazy_scatter_reduce(self_, dim, index, src, reduce)
+    }
+
+    /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
+    ///
+    /// Kernel `scatter`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+        super::kernels_0::lazy_scatter_value_reduce(self_, dim, index, value, reduce)
+    }
+
+    /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
+    ///
+    /// Kernel `scatter_add`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_scatter_add(self_, dim, index, src)
+    }
+
+    /// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
+    ///
+    /// Kernel `tril`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_tril(self_, diagonal)
+    }
+
+    /// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
+    ///
+    /// Kernel `triu`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+        super::kernels_1::lazy_triu(self_, diagonal)
+    }
+
+    /// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Kernel `uniform`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        super::kernels_1::lazy_uniform(self_, from, to, generator)
+    }
+
+    /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
+    ///
+    /// Kernel `index_select`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_index_select(self_, dim, index)
+    }
+
+    /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
+    ///
+    /// Kernel `gather`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_gather(self_, dim, index, sparse_grad)
+    }
+
+    /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
+    ///
+    /// Kernel `topk`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_0::lazy_topk(self_, k, dim, largest, sorted)
+    }
+
+    /// `all(Tensor self) -> Tensor`
+    ///
+    /// Kernel `all`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn all(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_all(self_)
+    }
+
+    /// `any(Tensor self) -> Tensor`
+    ///
+    /// Kernel `any`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn any(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_any(self_)
+    }
+
+    /// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor`
+    ///
+    /// Kernel `mse_loss`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_mse_loss(self_, target, reduction)
+    }
+
+    /// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)`
+    ///
+    /// Kernel `nll_loss_forward`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn nll_loss_forward(self_: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: i64, ignore_index: i64) -> Result<(Tensor, Tensor)> {
+        super::kernels_1::lazy_nll_loss_forward(self_, target, weight, reduction, ignore_index)
+    }
+
+    /// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor`
+    ///
+    /// Kernel `avg_pool2d`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn avg_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], ceil_mode: bool, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
+        super::kernels_0::lazy_avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    }
+
+    /// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)`
+    ///
+    /// Kernel `max_pool2d_with_indices`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn max_pool2d_with_indices(self_: &Tensor, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_1::lazy_max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+    }
+
+    /// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Kernel `linalg_vector_norm`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn linalg_vector_norm(self_: &Tensor, ord: Scalar, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+        super::kernels_0::lazy_linalg_vector_norm(self_, ord, dim, keepdim, dtype)
+    }
+
     /// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
     ///
     /// Kernel `as_strided_copy`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        super::kernels_1::lazy_as_strided_copy(self_, size, stride, storage_offset)
+        super::kernels_0::lazy_as_strided_copy(self_, size, stride, storage_offset)
+    }
+
+    /// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`
+    ///
+    /// Kernel `diagonal_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_diagonal_copy(self_, offset, dim1, dim2)
     }
 
     /// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`
@@ -164,7 +506,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-        super::kernels_1::lazy_expand_copy(self_, size, implicit)
+        super::kernels_0::lazy_expand_copy(self_, size, implicit)
     }
 
     /// `permute_copy(Tensor self, int[] dims) -> Tensor`
@@ -173,7 +515,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-        super::kernels_0::lazy_permute_copy(self_, dims)
+        super::kernels_1::lazy_permute_copy(self_, dims)
     }
 
     /// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`
@@ -182,7 +524,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_select_copy_int(self_, dim, index)
+        super::kernels_0::lazy_select_copy_int(self_, dim, index)
     }
 
     /// `detach_copy(Tensor self) -> Tensor`
@@ -191,7 +533,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn detach_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_detach_copy(self_)
+        super::kernels_1::lazy_detach_copy(self_)
     }
 
     /// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
@@ -200,7 +542,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_slice_copy_Tensor(self_, dim, start, end, step)
+        super::kernels_1::lazy_slice_copy_Tensor(self_, dim, start, end, step)
+    }
+
+    /// `squeeze_copy(Tensor self) -> Tensor`
+    ///
+    /// Kernel `squeeze_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_squeeze_copy(self_)
     }
 
     /// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`
@@ -209,7 +560,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_squeeze_copy_dim(self_, dim)
+        super::kernels_0::lazy_squeeze_copy_dim(self_, dim)
+    }
+
+    /// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`
+    ///
+    /// Kernel `squeeze_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+        super::kernels_0::lazy_squeeze_copy_dims(self_, dim)
     }
 
     /// `t_copy(Tensor self) -> Tensor`
@@ -218,7 +578,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn t_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_t_copy(self_)
+        super::kernels_0::lazy_t_copy(self_)
     }
 
     /// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`
@@ -227,7 +587,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_transpose_copy_int(self_, dim0, dim1)
+        super::kernels_1::lazy_transpose_copy_int(self_, dim0, dim1)
     }
 
     /// `unsqueeze_copy(Tensor self, int dim) -> Tensor`
@@ -236,7 +596,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_unsqueeze_copy(self_, dim)
+        super::kernels_1::lazy_unsqueeze_copy(self_, dim)
     }
 
     /// `view_copy(Tensor self, SymInt[] size) -> Tensor`
@@ -245,7 +605,34 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::kernels_1::lazy_view_copy(self_, size)
+        super::kernels_0::lazy_view_copy(self_, size)
+    }
+
+    /// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`
+    ///
+    /// Kernel `view_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+        super::kernels_1::lazy_view_copy_dtype(self_, dtype)
+    }
+
+    /// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
+    ///
+    /// Kernel `unfold_backward`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        super::kernels_1::lazy_unfold_backward(grad_in, input_sizes, dim, size, step)
+    }
+
+    /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
+    ///
+    /// Kernel `unfold_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_unfold_copy(self_, dimension, size, step)
     }
 
     /// `alias_copy(Tensor self) -> Tensor`
@@ -254,7 +641,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn alias_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_alias_copy(self_)
+        super::kernels_1::lazy_alias_copy(self_)
     }
 
     /// `lift(Tensor self) -> Tensor`
@@ -267,13 +654,67 @@ pub trait LazyNativeFunctions {
     /// Kernel `lift_fresh`, registered at `Lazy`.
     fn lift_fresh(self_: &Tensor) -> Result<Tensor>;
 
+    /// `lift_fresh_copy(Tensor self) -> Tensor`
+    ///
+    /// Kernel `lift_fresh_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_lift_fresh_copy(self_)
+    }
+
+    /// `dot(Tensor self, Tensor tensor) -> Tensor`
+    ///
+    /// Kernel `dot`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_dot(self_, tensor)
+    }
+
     /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`
     ///
     /// Kernel `native_layer_norm`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-        super::kernels_1::lazy_native_layer_norm(input, normalized_shape, weight, bias, eps)
+        super::kernels_0::lazy_native_layer_norm(input, normalized_shape, weight, bias, eps)
+    }
+
+    /// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+    ///
+    /// Kernel `_native_batch_norm_legit_no_training`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn _native_batch_norm_legit_no_training(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        super::kernels_0::lazy__native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
+    }
+
+    /// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
+    ///
+    /// Kernel `_native_batch_norm_legit`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn _native_batch_norm_legit_no_stats(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        super::kernels_1::lazy__native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps)
+    }
+
+    /// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`
+    ///
+    /// Kernel `native_dropout`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+        super::kernels_1::lazy_native_dropout(input, p, train)
+    }
+
+    /// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
+    ///
+    /// Kernel `convolution`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn convolution(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], dilation: &[i64], transposed: bool, output_padding: &[i64], groups: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     }
 
     /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -294,6 +735,15 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_div_Tensor(self_, other)
     }
 
+    /// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor`
+    ///
+    /// Kernel `div`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn div_Tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+        super::kernels_0::lazy_div_Tensor_mode(self_, other, rounding_mode)
+    }
+
     /// `mul.Tensor(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `mul`, registered at `Lazy`.
@@ -312,6 +762,87 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_sub_Tensor(self_, other, alpha)
     }
 
+    /// `logical_xor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `logical_xor`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_logical_xor(self_, other)
+    }
+
+    /// `logical_and(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `logical_and`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_logical_and(self_, other)
+    }
+
+    /// `logical_or(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `logical_or`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_logical_or(self_, other)
+    }
+
+    /// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor`
+    ///
+    /// Kernel `clamp`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        super::kernels_0::lazy_clamp(self_, min, max)
+    }
+
+    /// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor`
+    ///
+    /// Kernel `clamp`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn clamp_Tensor(self_: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        super::kernels_1::lazy_clamp_Tensor(self_, min, max)
+    }
+
+    /// `clamp_max(Tensor self, Scalar max) -> Tensor`
+    ///
+    /// Kernel `clamp_max`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_clamp_max(self_, max)
+    }
+
+    /// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor`
+    ///
+    /// Kernel `clamp_max`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn clamp_max_Tensor(self_: &Tensor, max: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_clamp_max_Tensor(self_, max)
+    }
+
+    /// `clamp_min(Tensor self, Scalar min) -> Tensor`
+    ///
+    /// Kernel `clamp_min`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_clamp_min(self_, min)
+    }
+
+    /// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor`
+    ///
+    /// Kernel `clamp_min`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn clamp_min_Tensor(self_: &Tensor, min: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_clamp_min_Tensor(self_, min)
+    }
+
     /// `eq.Scalar(Tensor self, Scalar other) -> Tensor`
     ///
     /// Kernel `eq`, registered at `Lazy`.
@@ -328,6 +859,87 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn eq_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         super::kernels_0::lazy_eq_Tensor(self_, other)
+    }
+
+    /// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `bitwise_and`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_and_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_bitwise_and_Tensor(self_, other)
+    }
+
+    /// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `bitwise_or`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_or_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_bitwise_or_Tensor(self_, other)
+    }
+
+    /// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `bitwise_xor`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_bitwise_xor_Tensor(self_, other)
+    }
+
+    /// `ne.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `ne`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn ne_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_ne_Scalar(self_, other)
+    }
+
+    /// `ne.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `ne`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn ne_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_ne_Tensor(self_, other)
+    }
+
+    /// `ge.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `ge`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn ge_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_ge_Scalar(self_, other)
+    }
+
+    /// `ge.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `ge`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn ge_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_ge_Tensor(self_, other)
+    }
+
+    /// `le.Scalar(Tensor self, Scalar other) -> Tensor`
+    ///
+    /// Kernel `le`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn le_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+        super::kernels_1::lazy_le_Scalar(self_, other)
+    }
+
+    /// `le.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `le`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn le_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_le_Tensor(self_, other)
     }
 
     /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -366,6 +978,42 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_lt_Tensor(self_, other)
     }
 
+    /// `atan2(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `atan2`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_atan2(self_, other)
+    }
+
+    /// `fmod.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `fmod`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_fmod_Tensor(self_, other)
+    }
+
+    /// `remainder.Tensor(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `remainder`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn remainder_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_remainder_Tensor(self_, other)
+    }
+
+    /// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `remainder`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn remainder_Scalar_Tensor(self_: Scalar, other: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_remainder_Scalar_Tensor(self_, other)
+    }
+
     /// `maximum(Tensor self, Tensor other) -> Tensor`
     ///
     /// Kernel `maximum`, registered at `Lazy`.
@@ -373,6 +1021,33 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
         super::kernels_1::lazy_maximum(self_, other)
+    }
+
+    /// `minimum(Tensor self, Tensor other) -> Tensor`
+    ///
+    /// Kernel `minimum`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_minimum(self_, other)
+    }
+
+    /// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor`
+    ///
+    /// Kernel `pow`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_pow_Tensor_Tensor(self_, exponent)
+    }
+
+    /// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor`
+    ///
+    /// Kernel `pow`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn pow_Scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_pow_Scalar(self_, exponent)
     }
 
     /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
@@ -403,6 +1078,78 @@ pub trait LazyNativeFunctions {
     /// Kernel `new_empty_strided`, registered at `Lazy`.
     fn new_empty_strided(self_: &Tensor, size: &[i64], stride: &[i64], dtype: Option<ScalarType>, layout: Option<Layout>, device: Option<Device>, pin_memory: Option<bool>) -> Result<Tensor>;
 
+    /// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Kernel `bernoulli`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        super::kernels_1::lazy_bernoulli(self_, generator)
+    }
+
+    /// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Kernel `bernoulli`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+        super::kernels_1::lazy_bernoulli_Tensor(self_, p, generator)
+    }
+
+    /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Kernel `bernoulli`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        super::kernels_0::lazy_bernoulli_p(self_, p, generator)
+    }
+
+    /// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
+    ///
+    /// Kernel `normal_functional`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+        super::kernels_0::lazy_normal_functional(self_, mean, std, generator)
+    }
+
+    /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
+    ///
+    /// Kernel `masked_fill`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn masked_fill_Scalar(self_: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_masked_fill_Scalar(self_, mask, value)
+    }
+
+    /// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor`
+    ///
+    /// Kernel `masked_fill`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn masked_fill_Tensor(self_: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_masked_fill_Tensor(self_, mask, value)
+    }
+
+    /// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Kernel `max`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_1::lazy_max_dim(self_, dim, keepdim)
+    }
+
+    /// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor`
+    ///
+    /// Kernel `mean`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
+        super::kernels_1::lazy_mean(self_, dtype)
+    }
+
     /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
     ///
     /// Kernel `mean`, registered at `Lazy`.
@@ -410,6 +1157,15 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
         super::kernels_1::lazy_mean_dim(self_, dim, keepdim, dtype)
+    }
+
+    /// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Kernel `min`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_0::lazy_min_dim(self_, dim, keepdim)
     }
 
     /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
@@ -430,6 +1186,51 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_sum_dim_IntList(self_, dim, keepdim, dtype)
     }
 
+    /// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `std`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn std_correction(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_std_correction(self_, dim, correction, keepdim)
+    }
+
+    /// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `var`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn var_correction(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_var_correction(self_, dim, correction, keepdim)
+    }
+
+    /// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)`
+    ///
+    /// Kernel `var_mean`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn var_mean_correction(self_: &Tensor, dim: Option<&[i64]>, correction: Option<Scalar>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_1::lazy_var_mean_correction(self_, dim, correction, keepdim)
+    }
+
+    /// `min(Tensor self) -> Tensor`
+    ///
+    /// Kernel `min`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn min(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_min(self_)
+    }
+
+    /// `max(Tensor self) -> Tensor`
+    ///
+    /// Kernel `max`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn max(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_max(self_)
+    }
+
     /// `abs(Tensor self) -> Tensor`
     ///
     /// Kernel `abs`, registered at `Lazy`.
@@ -437,6 +1238,51 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn abs(self_: &Tensor) -> Result<Tensor> {
         super::kernels_1::lazy_abs(self_)
+    }
+
+    /// `bitwise_not(Tensor self) -> Tensor`
+    ///
+    /// Kernel `bitwise_not`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn bitwise_not(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_bitwise_not(self_)
+    }
+
+    /// `logical_not(Tensor self) -> Tensor`
+    ///
+    /// Kernel `logical_not`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn logical_not(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_logical_not(self_)
+    }
+
+    /// `ceil(Tensor self) -> Tensor`
+    ///
+    /// Kernel `ceil`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn ceil(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_ceil(self_)
+    }
+
+    /// `cos(Tensor self) -> Tensor`
+    ///
+    /// Kernel `cos`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn cos(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_cos(self_)
+    }
+
+    /// `erf(Tensor self) -> Tensor`
+    ///
+    /// Kernel `erf`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn erf(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_erf(self_)
     }
 
     /// `exp(Tensor self) -> Tensor`
@@ -448,6 +1294,42 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_exp(self_)
     }
 
+    /// `expm1(Tensor self) -> Tensor`
+    ///
+    /// Kernel `expm1`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn expm1(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_expm1(self_)
+    }
+
+    /// `floor(Tensor self) -> Tensor`
+    ///
+    /// Kernel `floor`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn floor(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_floor(self_)
+    }
+
+    /// `isnan(Tensor self) -> Tensor`
+    ///
+    /// Kernel `isnan`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn isnan(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_isnan(self_)
+    }
+
+    /// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor`
+    ///
+    /// Kernel `nan_to_num`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        super::kernels_0::lazy_nan_to_num(self_, nan, posinf, neginf)
+    }
+
     /// `log(Tensor self) -> Tensor`
     ///
     /// Kernel `log`, registered at `Lazy`.
@@ -455,6 +1337,33 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn log(self_: &Tensor) -> Result<Tensor> {
         super::kernels_0::lazy_log(self_)
+    }
+
+    /// `log1p(Tensor self) -> Tensor`
+    ///
+    /// Kernel `log1p`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn log1p(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_log1p(self_)
+    }
+
+    /// `log2(Tensor self) -> Tensor`
+    ///
+    /// Kernel `log2`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn log2(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_log2(self_)
+    }
+
+    /// `reciprocal(Tensor self) -> Tensor`
+    ///
+    /// Kernel `reciprocal`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn reciprocal(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_reciprocal(self_)
     }
 
     /// `neg(Tensor self) -> Tensor`
@@ -466,6 +1375,24 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_neg(self_)
     }
 
+    /// `round(Tensor self) -> Tensor`
+    ///
+    /// Kernel `round`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn round(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_round(self_)
+    }
+
+    /// `round.decimals(Tensor self, *, int decimals) -> Tensor`
+    ///
+    /// Kernel `round`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn round_decimals(self_: &Tensor, decimals: i64) -> Result<Tensor> {
+        super::kernels_1::lazy_round_decimals(self_, decimals)
+    }
+
     /// `relu(Tensor self) -> Tensor`
     ///
     /// Kernel `relu`, registered at `Lazy`.
@@ -473,6 +1400,33 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn relu(self_: &Tensor) -> Result<Tensor> {
         super::kernels_0::lazy_relu(self_)
+    }
+
+    /// `gelu(Tensor self, *, str approximate='none') -> Tensor`
+    ///
+    /// Kernel `gelu`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
+        super::kernels_1::lazy_gelu(self_, approximate)
+    }
+
+    /// `rsqrt(Tensor self) -> Tensor`
+    ///
+    /// Kernel `rsqrt`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn rsqrt(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_rsqrt(self_)
+    }
+
+    /// `silu(Tensor self) -> Tensor`
+    ///
+    /// Kernel `silu`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn silu(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_silu(self_)
     }
 
     /// `sigmoid(Tensor self) -> Tensor`
@@ -484,6 +1438,15 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_sigmoid(self_)
     }
 
+    /// `sin(Tensor self) -> Tensor`
+    ///
+    /// Kernel `sin`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn sin(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_sin(self_)
+    }
+
     /// `sqrt(Tensor self) -> Tensor`
     ///
     /// Kernel `sqrt`, registered at `Lazy`.
@@ -493,6 +1456,15 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_sqrt(self_)
     }
 
+    /// `tan(Tensor self) -> Tensor`
+    ///
+    /// Kernel `tan`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn tan(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_tan(self_)
+    }
+
     /// `tanh(Tensor self) -> Tensor`
     ///
     /// Kernel `tanh`, registered at `Lazy`.
@@ -500,5 +1472,86 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn tanh(self_: &Tensor) -> Result<Tensor> {
         super::kernels_1::lazy_tanh(self_)
+    }
+
+    /// `trunc(Tensor self) -> Tensor`
+    ///
+    /// Kernel `trunc`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn trunc(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_trunc(self_)
+    }
+
+    /// `sign(Tensor self) -> Tensor`
+    ///
+    /// Kernel `sign`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn sign(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_sign(self_)
+    }
+
+    /// `isinf(Tensor self) -> Tensor`
+    ///
+    /// Kernel `isinf`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn isinf(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_1::lazy_isinf(self_)
+    }
+
+    /// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
+    ///
+    /// Kernel `repeat`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+        super::kernels_0::lazy_repeat(self_, repeats)
+    }
+
+    /// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
+    ///
+    /// Kernel `constant_pad_nd`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
+        super::kernels_0::lazy_constant_pad_nd(self_, pad, value)
+    }
+
+    /// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor`
+    ///
+    /// Kernel `embedding`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad_by_freq: bool, sparse: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    }
+
+    /// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Kernel `sort`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_0::lazy_sort(self_, dim, descending)
+    }
+
+    /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
+    ///
+    /// Kernel `sort`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        super::kernels_1::lazy_sort_stable(self_, stable, dim, descending)
+    }
+
+    /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`
+    ///
+    /// Kernel `logsumexp`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_logsumexp(self_, dim, keepdim)
     }
 }

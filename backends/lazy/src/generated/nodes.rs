@@ -8,107 +8,841 @@
 
 use crate::ir::{ArgKind, Hash128, NodeInfo, NonNativeInfo};
 
+/// Index of `div.Tensor_mode` in [`NODES`].
+pub(crate) const NODE_div_Tensor_mode: usize = 0;
+/// Index of `expm1` in [`NODES`].
+pub(crate) const NODE_expm1: usize = 1;
+/// Index of `log1p` in [`NODES`].
+pub(crate) const NODE_log1p: usize = 2;
+/// Index of `log2` in [`NODES`].
+pub(crate) const NODE_log2: usize = 3;
+/// Index of `sin` in [`NODES`].
+pub(crate) const NODE_sin: usize = 4;
+/// Index of `cos` in [`NODES`].
+pub(crate) const NODE_cos: usize = 5;
+/// Index of `tan` in [`NODES`].
+pub(crate) const NODE_tan: usize = 6;
+/// Index of `erf` in [`NODES`].
+pub(crate) const NODE_erf: usize = 7;
+/// Index of `ceil` in [`NODES`].
+pub(crate) const NODE_ceil: usize = 8;
+/// Index of `floor` in [`NODES`].
+pub(crate) const NODE_floor: usize = 9;
+/// Index of `round` in [`NODES`].
+pub(crate) const NODE_round: usize = 10;
+/// Index of `round.decimals` in [`NODES`].
+pub(crate) const NODE_round_decimals: usize = 11;
+/// Index of `trunc` in [`NODES`].
+pub(crate) const NODE_trunc: usize = 12;
+/// Index of `sign` in [`NODES`].
+pub(crate) const NODE_sign: usize = 13;
+/// Index of `reciprocal` in [`NODES`].
+pub(crate) const NODE_reciprocal: usize = 14;
+/// Index of `rsqrt` in [`NODES`].
+pub(crate) const NODE_rsqrt: usize = 15;
+/// Index of `silu` in [`NODES`].
+pub(crate) const NODE_silu: usize = 16;
+/// Index of `gelu` in [`NODES`].
+pub(crate) const NODE_gelu: usize = 17;
+/// Index of `bitwise_not` in [`NODES`].
+pub(crate) const NODE_bitwise_not: usize = 18;
+/// Index of `logical_not` in [`NODES`].
+pub(crate) const NODE_logical_not: usize = 19;
+/// Index of `isnan` in [`NODES`].
+pub(crate) const NODE_isnan: usize = 20;
+/// Index of `isinf` in [`NODES`].
+pub(crate) const NODE_isinf: usize = 21;
+/// Index of `nan_to_num` in [`NODES`].
+pub(crate) const NODE_nan_to_num: usize = 22;
+/// Index of `minimum` in [`NODES`].
+pub(crate) const NODE_minimum: usize = 23;
+/// Index of `atan2` in [`NODES`].
+pub(crate) const NODE_atan2: usize = 24;
+/// Index of `fmod.Tensor` in [`NODES`].
+pub(crate) const NODE_fmod_Tensor: usize = 25;
+/// Index of `remainder.Tensor` in [`NODES`].
+pub(crate) const NODE_remainder_Tensor: usize = 26;
+/// Index of `remainder.Scalar_Tensor` in [`NODES`].
+pub(crate) const NODE_remainder_Scalar_Tensor: usize = 27;
+/// Index of `pow.Tensor_Tensor` in [`NODES`].
+pub(crate) const NODE_pow_Tensor_Tensor: usize = 28;
+/// Index of `pow.Scalar` in [`NODES`].
+pub(crate) const NODE_pow_Scalar: usize = 29;
+/// Index of `ne.Tensor` in [`NODES`].
+pub(crate) const NODE_ne_Tensor: usize = 30;
+/// Index of `ne.Scalar` in [`NODES`].
+pub(crate) const NODE_ne_Scalar: usize = 31;
+/// Index of `ge.Tensor` in [`NODES`].
+pub(crate) const NODE_ge_Tensor: usize = 32;
+/// Index of `ge.Scalar` in [`NODES`].
+pub(crate) const NODE_ge_Scalar: usize = 33;
+/// Index of `le.Tensor` in [`NODES`].
+pub(crate) const NODE_le_Tensor: usize = 34;
+/// Index of `le.Scalar` in [`NODES`].
+pub(crate) const NODE_le_Scalar: usize = 35;
+/// Index of `clamp` in [`NODES`].
+pub(crate) const NODE_clamp: usize = 36;
+/// Index of `clamp.Tensor` in [`NODES`].
+pub(crate) const NODE_clamp_Tensor: usize = 37;
+/// Index of `clamp_min` in [`NODES`].
+pub(crate) const NODE_clamp_min: usize = 38;
+/// Index of `clamp_min.Tensor` in [`NODES`].
+pub(crate) const NODE_clamp_min_Tensor: usize = 39;
+/// Index of `clamp_max` in [`NODES`].
+pub(crate) const NODE_clamp_max: usize = 40;
+/// Index of `clamp_max.Tensor` in [`NODES`].
+pub(crate) const NODE_clamp_max_Tensor: usize = 41;
+/// Index of `logical_and` in [`NODES`].
+pub(crate) const NODE_logical_and: usize = 42;
+/// Index of `logical_or` in [`NODES`].
+pub(crate) const NODE_logical_or: usize = 43;
+/// Index of `logical_xor` in [`NODES`].
+pub(crate) const NODE_logical_xor: usize = 44;
+/// Index of `bitwise_and.Tensor` in [`NODES`].
+pub(crate) const NODE_bitwise_and_Tensor: usize = 45;
+/// Index of `bitwise_or.Tensor` in [`NODES`].
+pub(crate) const NODE_bitwise_or_Tensor: usize = 46;
+/// Index of `bitwise_xor.Tensor` in [`NODES`].
+pub(crate) const NODE_bitwise_xor_Tensor: usize = 47;
+/// Index of `masked_fill.Scalar` in [`NODES`].
+pub(crate) const NODE_masked_fill_Scalar: usize = 48;
+/// Index of `masked_fill.Tensor` in [`NODES`].
+pub(crate) const NODE_masked_fill_Tensor: usize = 49;
 /// Index of `add.Tensor` in [`NODES`].
-pub(crate) const NODE_add_Tensor: usize = 0;
+pub(crate) const NODE_add_Tensor: usize = 50;
 /// Index of `sub.Tensor` in [`NODES`].
-pub(crate) const NODE_sub_Tensor: usize = 1;
+pub(crate) const NODE_sub_Tensor: usize = 51;
 /// Index of `mul.Tensor` in [`NODES`].
-pub(crate) const NODE_mul_Tensor: usize = 2;
+pub(crate) const NODE_mul_Tensor: usize = 52;
 /// Index of `div.Tensor` in [`NODES`].
-pub(crate) const NODE_div_Tensor: usize = 3;
+pub(crate) const NODE_div_Tensor: usize = 53;
 /// Index of `neg` in [`NODES`].
-pub(crate) const NODE_neg: usize = 4;
+pub(crate) const NODE_neg: usize = 54;
 /// Index of `exp` in [`NODES`].
-pub(crate) const NODE_exp: usize = 5;
+pub(crate) const NODE_exp: usize = 55;
 /// Index of `log` in [`NODES`].
-pub(crate) const NODE_log: usize = 6;
+pub(crate) const NODE_log: usize = 56;
 /// Index of `tanh` in [`NODES`].
-pub(crate) const NODE_tanh: usize = 7;
+pub(crate) const NODE_tanh: usize = 57;
 /// Index of `relu` in [`NODES`].
-pub(crate) const NODE_relu: usize = 8;
+pub(crate) const NODE_relu: usize = 58;
 /// Index of `sigmoid` in [`NODES`].
-pub(crate) const NODE_sigmoid: usize = 9;
+pub(crate) const NODE_sigmoid: usize = 59;
 /// Index of `sqrt` in [`NODES`].
-pub(crate) const NODE_sqrt: usize = 10;
+pub(crate) const NODE_sqrt: usize = 60;
 /// Index of `abs` in [`NODES`].
-pub(crate) const NODE_abs: usize = 11;
+pub(crate) const NODE_abs: usize = 61;
 /// Index of `pow.Tensor_Scalar` in [`NODES`].
-pub(crate) const NODE_pow_Tensor_Scalar: usize = 12;
+pub(crate) const NODE_pow_Tensor_Scalar: usize = 62;
 /// Index of `maximum` in [`NODES`].
-pub(crate) const NODE_maximum: usize = 13;
+pub(crate) const NODE_maximum: usize = 63;
 /// Index of `eq.Tensor` in [`NODES`].
-pub(crate) const NODE_eq_Tensor: usize = 14;
+pub(crate) const NODE_eq_Tensor: usize = 64;
 /// Index of `eq.Scalar` in [`NODES`].
-pub(crate) const NODE_eq_Scalar: usize = 15;
+pub(crate) const NODE_eq_Scalar: usize = 65;
 /// Index of `gt.Tensor` in [`NODES`].
-pub(crate) const NODE_gt_Tensor: usize = 16;
+pub(crate) const NODE_gt_Tensor: usize = 66;
 /// Index of `gt.Scalar` in [`NODES`].
-pub(crate) const NODE_gt_Scalar: usize = 17;
+pub(crate) const NODE_gt_Scalar: usize = 67;
 /// Index of `lt.Tensor` in [`NODES`].
-pub(crate) const NODE_lt_Tensor: usize = 18;
+pub(crate) const NODE_lt_Tensor: usize = 68;
 /// Index of `lt.Scalar` in [`NODES`].
-pub(crate) const NODE_lt_Scalar: usize = 19;
+pub(crate) const NODE_lt_Scalar: usize = 69;
 /// Index of `where.self` in [`NODES`].
-pub(crate) const NODE_where_self: usize = 20;
+pub(crate) const NODE_where_self: usize = 70;
+/// Index of `all` in [`NODES`].
+pub(crate) const NODE_all: usize = 71;
+/// Index of `all.dim` in [`NODES`].
+pub(crate) const NODE_all_dim: usize = 72;
+/// Index of `all.dims` in [`NODES`].
+pub(crate) const NODE_all_dims: usize = 73;
+/// Index of `any` in [`NODES`].
+pub(crate) const NODE_any: usize = 74;
+/// Index of `any.dim` in [`NODES`].
+pub(crate) const NODE_any_dim: usize = 75;
+/// Index of `any.dims` in [`NODES`].
+pub(crate) const NODE_any_dims: usize = 76;
+/// Index of `argmax` in [`NODES`].
+pub(crate) const NODE_argmax: usize = 77;
+/// Index of `argmin` in [`NODES`].
+pub(crate) const NODE_argmin: usize = 78;
+/// Index of `amin` in [`NODES`].
+pub(crate) const NODE_amin: usize = 79;
+/// Index of `aminmax` in [`NODES`].
+pub(crate) const NODE_aminmax: usize = 80;
+/// Index of `max` in [`NODES`].
+pub(crate) const NODE_max: usize = 81;
+/// Index of `min` in [`NODES`].
+pub(crate) const NODE_min: usize = 82;
+/// Index of `max.dim` in [`NODES`].
+pub(crate) const NODE_max_dim: usize = 83;
+/// Index of `min.dim` in [`NODES`].
+pub(crate) const NODE_min_dim: usize = 84;
+/// Index of `prod` in [`NODES`].
+pub(crate) const NODE_prod: usize = 85;
+/// Index of `prod.dim_int` in [`NODES`].
+pub(crate) const NODE_prod_dim_int: usize = 86;
+/// Index of `mean` in [`NODES`].
+pub(crate) const NODE_mean: usize = 87;
+/// Index of `logsumexp` in [`NODES`].
+pub(crate) const NODE_logsumexp: usize = 88;
+/// Index of `std.correction` in [`NODES`].
+pub(crate) const NODE_std_correction: usize = 89;
+/// Index of `var.correction` in [`NODES`].
+pub(crate) const NODE_var_correction: usize = 90;
+/// Index of `var_mean.correction` in [`NODES`].
+pub(crate) const NODE_var_mean_correction: usize = 91;
+/// Index of `linalg_vector_norm` in [`NODES`].
+pub(crate) const NODE_linalg_vector_norm: usize = 92;
+/// Index of `cumsum` in [`NODES`].
+pub(crate) const NODE_cumsum: usize = 93;
+/// Index of `cumprod` in [`NODES`].
+pub(crate) const NODE_cumprod: usize = 94;
 /// Index of `sum` in [`NODES`].
-pub(crate) const NODE_sum: usize = 21;
+pub(crate) const NODE_sum: usize = 95;
 /// Index of `sum.dim_IntList` in [`NODES`].
-pub(crate) const NODE_sum_dim_IntList: usize = 22;
+pub(crate) const NODE_sum_dim_IntList: usize = 96;
 /// Index of `mean.dim` in [`NODES`].
-pub(crate) const NODE_mean_dim: usize = 23;
+pub(crate) const NODE_mean_dim: usize = 97;
 /// Index of `amax` in [`NODES`].
-pub(crate) const NODE_amax: usize = 24;
+pub(crate) const NODE_amax: usize = 98;
+/// Index of `bmm` in [`NODES`].
+pub(crate) const NODE_bmm: usize = 99;
+/// Index of `baddbmm` in [`NODES`].
+pub(crate) const NODE_baddbmm: usize = 100;
+/// Index of `dot` in [`NODES`].
+pub(crate) const NODE_dot: usize = 101;
+/// Index of `mse_loss` in [`NODES`].
+pub(crate) const NODE_mse_loss: usize = 102;
+/// Index of `nll_loss_forward` in [`NODES`].
+pub(crate) const NODE_nll_loss_forward: usize = 103;
+/// Index of `avg_pool2d` in [`NODES`].
+pub(crate) const NODE_avg_pool2d: usize = 104;
+/// Index of `max_pool2d_with_indices` in [`NODES`].
+pub(crate) const NODE_max_pool2d_with_indices: usize = 105;
+/// Index of `convolution` in [`NODES`].
+pub(crate) const NODE_convolution: usize = 106;
+/// Index of `embedding` in [`NODES`].
+pub(crate) const NODE_embedding: usize = 107;
+/// Index of `constant_pad_nd` in [`NODES`].
+pub(crate) const NODE_constant_pad_nd: usize = 108;
+/// Index of `_native_batch_norm_legit.no_stats` in [`NODES`].
+pub(crate) const NODE__native_batch_norm_legit_no_stats: usize = 109;
+/// Index of `_native_batch_norm_legit_no_training` in [`NODES`].
+pub(crate) const NODE__native_batch_norm_legit_no_training: usize = 110;
+/// Index of `native_dropout` in [`NODES`].
+pub(crate) const NODE_native_dropout: usize = 111;
 /// Index of `mm` in [`NODES`].
-pub(crate) const NODE_mm: usize = 25;
+pub(crate) const NODE_mm: usize = 112;
 /// Index of `addmm` in [`NODES`].
-pub(crate) const NODE_addmm: usize = 26;
+pub(crate) const NODE_addmm: usize = 113;
 /// Index of `_softmax` in [`NODES`].
-pub(crate) const NODE__softmax: usize = 27;
+pub(crate) const NODE__softmax: usize = 114;
 /// Index of `_log_softmax` in [`NODES`].
-pub(crate) const NODE__log_softmax: usize = 28;
+pub(crate) const NODE__log_softmax: usize = 115;
 /// Index of `native_layer_norm` in [`NODES`].
-pub(crate) const NODE_native_layer_norm: usize = 29;
+pub(crate) const NODE_native_layer_norm: usize = 116;
 /// Index of `copy` in [`NODES`].
-pub(crate) const NODE_copy: usize = 30;
+pub(crate) const NODE_copy: usize = 117;
 /// Index of `fill.Scalar` in [`NODES`].
-pub(crate) const NODE_fill_Scalar: usize = 31;
+pub(crate) const NODE_fill_Scalar: usize = 118;
 /// Index of `fill.Tensor` in [`NODES`].
-pub(crate) const NODE_fill_Tensor: usize = 32;
+pub(crate) const NODE_fill_Tensor: usize = 119;
+/// Index of `zero` in [`NODES`].
+pub(crate) const NODE_zero: usize = 120;
+/// Index of `uniform` in [`NODES`].
+pub(crate) const NODE_uniform: usize = 121;
+/// Index of `normal_functional` in [`NODES`].
+pub(crate) const NODE_normal_functional: usize = 122;
+/// Index of `bernoulli` in [`NODES`].
+pub(crate) const NODE_bernoulli: usize = 123;
+/// Index of `bernoulli.p` in [`NODES`].
+pub(crate) const NODE_bernoulli_p: usize = 124;
+/// Index of `bernoulli.Tensor` in [`NODES`].
+pub(crate) const NODE_bernoulli_Tensor: usize = 125;
 /// Index of `view_copy` in [`NODES`].
-pub(crate) const NODE_view_copy: usize = 33;
+pub(crate) const NODE_view_copy: usize = 126;
 /// Index of `permute_copy` in [`NODES`].
-pub(crate) const NODE_permute_copy: usize = 34;
+pub(crate) const NODE_permute_copy: usize = 127;
 /// Index of `t_copy` in [`NODES`].
-pub(crate) const NODE_t_copy: usize = 35;
+pub(crate) const NODE_t_copy: usize = 128;
 /// Index of `transpose_copy.int` in [`NODES`].
-pub(crate) const NODE_transpose_copy_int: usize = 36;
+pub(crate) const NODE_transpose_copy_int: usize = 129;
 /// Index of `expand_copy` in [`NODES`].
-pub(crate) const NODE_expand_copy: usize = 37;
+pub(crate) const NODE_expand_copy: usize = 130;
 /// Index of `slice_copy.Tensor` in [`NODES`].
-pub(crate) const NODE_slice_copy_Tensor: usize = 38;
+pub(crate) const NODE_slice_copy_Tensor: usize = 131;
 /// Index of `select_copy.int` in [`NODES`].
-pub(crate) const NODE_select_copy_int: usize = 39;
+pub(crate) const NODE_select_copy_int: usize = 132;
 /// Index of `unsqueeze_copy` in [`NODES`].
-pub(crate) const NODE_unsqueeze_copy: usize = 40;
+pub(crate) const NODE_unsqueeze_copy: usize = 133;
 /// Index of `squeeze_copy.dim` in [`NODES`].
-pub(crate) const NODE_squeeze_copy_dim: usize = 41;
+pub(crate) const NODE_squeeze_copy_dim: usize = 134;
 /// Index of `alias_copy` in [`NODES`].
-pub(crate) const NODE_alias_copy: usize = 42;
+pub(crate) const NODE_alias_copy: usize = 135;
 /// Index of `as_strided_copy` in [`NODES`].
-pub(crate) const NODE_as_strided_copy: usize = 43;
+pub(crate) const NODE_as_strided_copy: usize = 136;
 /// Index of `detach_copy` in [`NODES`].
-pub(crate) const NODE_detach_copy: usize = 44;
+pub(crate) const NODE_detach_copy: usize = 137;
 /// Index of `slice_scatter` in [`NODES`].
-pub(crate) const NODE_slice_scatter: usize = 45;
+pub(crate) const NODE_slice_scatter: usize = 138;
 /// Index of `select_scatter` in [`NODES`].
-pub(crate) const NODE_select_scatter: usize = 46;
+pub(crate) const NODE_select_scatter: usize = 139;
 /// Index of `as_strided_scatter` in [`NODES`].
-pub(crate) const NODE_as_strided_scatter: usize = 47;
+pub(crate) const NODE_as_strided_scatter: usize = 140;
+/// Index of `diagonal_scatter` in [`NODES`].
+pub(crate) const NODE_diagonal_scatter: usize = 141;
+/// Index of `diagonal_copy` in [`NODES`].
+pub(crate) const NODE_diagonal_copy: usize = 142;
+/// Index of `squeeze_copy` in [`NODES`].
+pub(crate) const NODE_squeeze_copy: usize = 143;
+/// Index of `squeeze_copy.dims` in [`NODES`].
+pub(crate) const NODE_squeeze_copy_dims: usize = 144;
+/// Index of `view_copy.dtype` in [`NODES`].
+pub(crate) const NODE_view_copy_dtype: usize = 145;
+/// Index of `unfold_copy` in [`NODES`].
+pub(crate) const NODE_unfold_copy: usize = 146;
+/// Index of `lift_fresh_copy` in [`NODES`].
+pub(crate) const NODE_lift_fresh_copy: usize = 147;
+/// Index of `narrow_copy` in [`NODES`].
+pub(crate) const NODE_narrow_copy: usize = 148;
+/// Index of `unfold_backward` in [`NODES`].
+pub(crate) const NODE_unfold_backward: usize = 149;
+/// Index of `flip` in [`NODES`].
+pub(crate) const NODE_flip: usize = 150;
+/// Index of `roll` in [`NODES`].
+pub(crate) const NODE_roll: usize = 151;
+/// Index of `repeat` in [`NODES`].
+pub(crate) const NODE_repeat: usize = 152;
+/// Index of `index_select` in [`NODES`].
+pub(crate) const NODE_index_select: usize = 153;
+/// Index of `gather` in [`NODES`].
+pub(crate) const NODE_gather: usize = 154;
+/// Index of `scatter.src` in [`NODES`].
+pub(crate) const NODE_scatter_src: usize = 155;
+/// Index of `scatter.value` in [`NODES`].
+pub(crate) const NODE_scatter_value: usize = 156;
+/// Index of `scatter.reduce` in [`NODES`].
+pub(crate) const NODE_scatter_reduce: usize = 157;
+/// Index of `scatter.value_reduce` in [`NODES`].
+pub(crate) const NODE_scatter_value_reduce: usize = 158;
+/// Index of `scatter_add` in [`NODES`].
+pub(crate) const NODE_scatter_add: usize = 159;
+/// Index of `tril` in [`NODES`].
+pub(crate) const NODE_tril: usize = 160;
+/// Index of `triu` in [`NODES`].
+pub(crate) const NODE_triu: usize = 161;
+/// Index of `sort` in [`NODES`].
+pub(crate) const NODE_sort: usize = 162;
+/// Index of `sort.stable` in [`NODES`].
+pub(crate) const NODE_sort_stable: usize = 163;
+/// Index of `topk` in [`NODES`].
+pub(crate) const NODE_topk: usize = 164;
 /// Index of `_to_copy` in [`NODES`].
-pub(crate) const NODE__to_copy: usize = 48;
+pub(crate) const NODE__to_copy: usize = 165;
 
 /// One entry per generated node kind.
-pub(crate) static NODES: [NodeInfo; 49] = [
+pub(crate) static NODES: [NodeInfo; 166] = [
+    NodeInfo {
+        qualified: "aten::div",
+        overload: "Tensor_mode",
+        class: "DivTensorMode",
+        op_hash: Hash128::of_str("aten::div"),
+        arg_names: &["self", "other", "rounding_mode"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_div_Tensor_mode,
+    },
+    NodeInfo {
+        qualified: "aten::expm1",
+        overload: "",
+        class: "Expm1",
+        op_hash: Hash128::of_str("aten::expm1"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_expm1,
+    },
+    NodeInfo {
+        qualified: "aten::log1p",
+        overload: "",
+        class: "Log1p",
+        op_hash: Hash128::of_str("aten::log1p"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_log1p,
+    },
+    NodeInfo {
+        qualified: "aten::log2",
+        overload: "",
+        class: "Log2",
+        op_hash: Hash128::of_str("aten::log2"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_log2,
+    },
+    NodeInfo {
+        qualified: "aten::sin",
+        overload: "",
+        class: "Sin",
+        op_hash: Hash128::of_str("aten::sin"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_sin,
+    },
+    NodeInfo {
+        qualified: "aten::cos",
+        overload: "",
+        class: "Cos",
+        op_hash: Hash128::of_str("aten::cos"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_cos,
+    },
+    NodeInfo {
+        qualified: "aten::tan",
+        overload: "",
+        class: "Tan",
+        op_hash: Hash128::of_str("aten::tan"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_tan,
+    },
+    NodeInfo {
+        qualified: "aten::erf",
+        overload: "",
+        class: "Erf",
+        op_hash: Hash128::of_str("aten::erf"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_erf,
+    },
+    NodeInfo {
+        qualified: "aten::ceil",
+        overload: "",
+        class: "Ceil",
+        op_hash: Hash128::of_str("aten::ceil"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_ceil,
+    },
+    NodeInfo {
+        qualified: "aten::floor",
+        overload: "",
+        class: "Floor",
+        op_hash: Hash128::of_str("aten::floor"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_floor,
+    },
+    NodeInfo {
+        qualified: "aten::round",
+        overload: "",
+        class: "Round",
+        op_hash: Hash128::of_str("aten::round"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_round,
+    },
+    NodeInfo {
+        qualified: "aten::round",
+        overload: "decimals",
+        class: "RoundDecimals",
+        op_hash: Hash128::of_str("aten::round"),
+        arg_names: &["self", "decimals"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_round_decimals,
+    },
+    NodeInfo {
+        qualified: "aten::trunc",
+        overload: "",
+        class: "Trunc",
+        op_hash: Hash128::of_str("aten::trunc"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_trunc,
+    },
+    NodeInfo {
+        qualified: "aten::sign",
+        overload: "",
+        class: "Sign",
+        op_hash: Hash128::of_str("aten::sign"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_sign,
+    },
+    NodeInfo {
+        qualified: "aten::reciprocal",
+        overload: "",
+        class: "Reciprocal",
+        op_hash: Hash128::of_str("aten::reciprocal"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_reciprocal,
+    },
+    NodeInfo {
+        qualified: "aten::rsqrt",
+        overload: "",
+        class: "Rsqrt",
+        op_hash: Hash128::of_str("aten::rsqrt"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_rsqrt,
+    },
+    NodeInfo {
+        qualified: "aten::silu",
+        overload: "",
+        class: "Silu",
+        op_hash: Hash128::of_str("aten::silu"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_silu,
+    },
+    NodeInfo {
+        qualified: "aten::gelu",
+        overload: "",
+        class: "Gelu",
+        op_hash: Hash128::of_str("aten::gelu"),
+        arg_names: &["self", "approximate"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_gelu,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_not",
+        overload: "",
+        class: "BitwiseNot",
+        op_hash: Hash128::of_str("aten::bitwise_not"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_bitwise_not,
+    },
+    NodeInfo {
+        qualified: "aten::logical_not",
+        overload: "",
+        class: "LogicalNot",
+        op_hash: Hash128::of_str("aten::logical_not"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_logical_not,
+    },
+    NodeInfo {
+        qualified: "aten::isnan",
+        overload: "",
+        class: "Isnan",
+        op_hash: Hash128::of_str("aten::isnan"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_isnan,
+    },
+    NodeInfo {
+        qualified: "aten::isinf",
+        overload: "",
+        class: "Isinf",
+        op_hash: Hash128::of_str("aten::isinf"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_isinf,
+    },
+    NodeInfo {
+        qualified: "aten::nan_to_num",
+        overload: "",
+        class: "NanToNum",
+        op_hash: Hash128::of_str("aten::nan_to_num"),
+        arg_names: &["self", "nan", "posinf", "neginf"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_nan_to_num,
+    },
+    NodeInfo {
+        qualified: "aten::minimum",
+        overload: "",
+        class: "Minimum",
+        op_hash: Hash128::of_str("aten::minimum"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_minimum,
+    },
+    NodeInfo {
+        qualified: "aten::atan2",
+        overload: "",
+        class: "Atan2",
+        op_hash: Hash128::of_str("aten::atan2"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_atan2,
+    },
+    NodeInfo {
+        qualified: "aten::fmod",
+        overload: "Tensor",
+        class: "FmodTensor",
+        op_hash: Hash128::of_str("aten::fmod"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_fmod_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::remainder",
+        overload: "Tensor",
+        class: "RemainderTensor",
+        op_hash: Hash128::of_str("aten::remainder"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_remainder_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::remainder",
+        overload: "Scalar_Tensor",
+        class: "RemainderScalarTensor",
+        op_hash: Hash128::of_str("aten::remainder"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Scalar, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_remainder_Scalar_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::pow",
+        overload: "Tensor_Tensor",
+        class: "PowTensorTensor",
+        op_hash: Hash128::of_str("aten::pow"),
+        arg_names: &["self", "exponent"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_pow_Tensor_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::pow",
+        overload: "Scalar",
+        class: "PowScalar",
+        op_hash: Hash128::of_str("aten::pow"),
+        arg_names: &["self", "exponent"],
+        arg_kinds: &[ArgKind::Scalar, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_pow_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::ne",
+        overload: "Tensor",
+        class: "NeTensor",
+        op_hash: Hash128::of_str("aten::ne"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_ne_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::ne",
+        overload: "Scalar",
+        class: "NeScalar",
+        op_hash: Hash128::of_str("aten::ne"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_ne_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::ge",
+        overload: "Tensor",
+        class: "GeTensor",
+        op_hash: Hash128::of_str("aten::ge"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_ge_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::ge",
+        overload: "Scalar",
+        class: "GeScalar",
+        op_hash: Hash128::of_str("aten::ge"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_ge_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::le",
+        overload: "Tensor",
+        class: "LeTensor",
+        op_hash: Hash128::of_str("aten::le"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_le_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::le",
+        overload: "Scalar",
+        class: "LeScalar",
+        op_hash: Hash128::of_str("aten::le"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_le_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::clamp",
+        overload: "",
+        class: "Clamp",
+        op_hash: Hash128::of_str("aten::clamp"),
+        arg_names: &["self", "min", "max"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_clamp,
+    },
+    NodeInfo {
+        qualified: "aten::clamp",
+        overload: "Tensor",
+        class: "ClampTensor",
+        op_hash: Hash128::of_str("aten::clamp"),
+        arg_names: &["self", "min", "max"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_clamp_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::clamp_min",
+        overload: "",
+        class: "ClampMin",
+        op_hash: Hash128::of_str("aten::clamp_min"),
+        arg_names: &["self", "min"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_clamp_min,
+    },
+    NodeInfo {
+        qualified: "aten::clamp_min",
+        overload: "Tensor",
+        class: "ClampMinTensor",
+        op_hash: Hash128::of_str("aten::clamp_min"),
+        arg_names: &["self", "min"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_clamp_min_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::clamp_max",
+        overload: "",
+        class: "ClampMax",
+        op_hash: Hash128::of_str("aten::clamp_max"),
+        arg_names: &["self", "max"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_clamp_max,
+    },
+    NodeInfo {
+        qualified: "aten::clamp_max",
+        overload: "Tensor",
+        class: "ClampMaxTensor",
+        op_hash: Hash128::of_str("aten::clamp_max"),
+        arg_names: &["self", "max"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_clamp_max_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::logical_and",
+        overload: "",
+        class: "LogicalAnd",
+        op_hash: Hash128::of_str("aten::logical_and"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_logical_and,
+    },
+    NodeInfo {
+        qualified: "aten::logical_or",
+        overload: "",
+        class: "LogicalOr",
+        op_hash: Hash128::of_str("aten::logical_or"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_logical_or,
+    },
+    NodeInfo {
+        qualified: "aten::logical_xor",
+        overload: "",
+        class: "LogicalXor",
+        op_hash: Hash128::of_str("aten::logical_xor"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_logical_xor,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_and",
+        overload: "Tensor",
+        class: "BitwiseAndTensor",
+        op_hash: Hash128::of_str("aten::bitwise_and"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_bitwise_and_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_or",
+        overload: "Tensor",
+        class: "BitwiseOrTensor",
+        op_hash: Hash128::of_str("aten::bitwise_or"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_bitwise_or_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::bitwise_xor",
+        overload: "Tensor",
+        class: "BitwiseXorTensor",
+        op_hash: Hash128::of_str("aten::bitwise_xor"),
+        arg_names: &["self", "other"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_bitwise_xor_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::masked_fill",
+        overload: "Scalar",
+        class: "MaskedFillScalar",
+        op_hash: Hash128::of_str("aten::masked_fill"),
+        arg_names: &["self", "mask", "value"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_masked_fill_Scalar,
+    },
+    NodeInfo {
+        qualified: "aten::masked_fill",
+        overload: "Tensor",
+        class: "MaskedFillTensor",
+        op_hash: Hash128::of_str("aten::masked_fill"),
+        arg_names: &["self", "mask", "value"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_masked_fill_Tensor,
+    },
     NodeInfo {
         qualified: "aten::add",
         overload: "Tensor",
@@ -320,6 +1054,246 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         lower: super::lowerings_0::lower_where_self,
     },
     NodeInfo {
+        qualified: "aten::all",
+        overload: "",
+        class: "All",
+        op_hash: Hash128::of_str("aten::all"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_all,
+    },
+    NodeInfo {
+        qualified: "aten::all",
+        overload: "dim",
+        class: "AllDim",
+        op_hash: Hash128::of_str("aten::all"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_all_dim,
+    },
+    NodeInfo {
+        qualified: "aten::all",
+        overload: "dims",
+        class: "AllDims",
+        op_hash: Hash128::of_str("aten::all"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_all_dims,
+    },
+    NodeInfo {
+        qualified: "aten::any",
+        overload: "",
+        class: "Any",
+        op_hash: Hash128::of_str("aten::any"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_any,
+    },
+    NodeInfo {
+        qualified: "aten::any",
+        overload: "dim",
+        class: "AnyDim",
+        op_hash: Hash128::of_str("aten::any"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_any_dim,
+    },
+    NodeInfo {
+        qualified: "aten::any",
+        overload: "dims",
+        class: "AnyDims",
+        op_hash: Hash128::of_str("aten::any"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_any_dims,
+    },
+    NodeInfo {
+        qualified: "aten::argmax",
+        overload: "",
+        class: "Argmax",
+        op_hash: Hash128::of_str("aten::argmax"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_argmax,
+    },
+    NodeInfo {
+        qualified: "aten::argmin",
+        overload: "",
+        class: "Argmin",
+        op_hash: Hash128::of_str("aten::argmin"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_argmin,
+    },
+    NodeInfo {
+        qualified: "aten::amin",
+        overload: "",
+        class: "Amin",
+        op_hash: Hash128::of_str("aten::amin"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_amin,
+    },
+    NodeInfo {
+        qualified: "aten::aminmax",
+        overload: "",
+        class: "Aminmax",
+        op_hash: Hash128::of_str("aten::aminmax"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_0::lower_aminmax,
+    },
+    NodeInfo {
+        qualified: "aten::max",
+        overload: "",
+        class: "Max",
+        op_hash: Hash128::of_str("aten::max"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_max,
+    },
+    NodeInfo {
+        qualified: "aten::min",
+        overload: "",
+        class: "Min",
+        op_hash: Hash128::of_str("aten::min"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_min,
+    },
+    NodeInfo {
+        qualified: "aten::max",
+        overload: "dim",
+        class: "MaxDim",
+        op_hash: Hash128::of_str("aten::max"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_1::lower_max_dim,
+    },
+    NodeInfo {
+        qualified: "aten::min",
+        overload: "dim",
+        class: "MinDim",
+        op_hash: Hash128::of_str("aten::min"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_0::lower_min_dim,
+    },
+    NodeInfo {
+        qualified: "aten::prod",
+        overload: "",
+        class: "Prod",
+        op_hash: Hash128::of_str("aten::prod"),
+        arg_names: &["self", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_prod,
+    },
+    NodeInfo {
+        qualified: "aten::prod",
+        overload: "dim_int",
+        class: "ProdDimInt",
+        op_hash: Hash128::of_str("aten::prod"),
+        arg_names: &["self", "dim", "keepdim", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_prod_dim_int,
+    },
+    NodeInfo {
+        qualified: "aten::mean",
+        overload: "",
+        class: "Mean",
+        op_hash: Hash128::of_str("aten::mean"),
+        arg_names: &["self", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_mean,
+    },
+    NodeInfo {
+        qualified: "aten::logsumexp",
+        overload: "",
+        class: "Logsumexp",
+        op_hash: Hash128::of_str("aten::logsumexp"),
+        arg_names: &["self", "dim", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_logsumexp,
+    },
+    NodeInfo {
+        qualified: "aten::std",
+        overload: "correction",
+        class: "StdCorrection",
+        op_hash: Hash128::of_str("aten::std"),
+        arg_names: &["self", "dim", "correction", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_std_correction,
+    },
+    NodeInfo {
+        qualified: "aten::var",
+        overload: "correction",
+        class: "VarCorrection",
+        op_hash: Hash128::of_str("aten::var"),
+        arg_names: &["self", "dim", "correction", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_var_correction,
+    },
+    NodeInfo {
+        qualified: "aten::var_mean",
+        overload: "correction",
+        class: "VarMeanCorrection",
+        op_hash: Hash128::of_str("aten::var_mean"),
+        arg_names: &["self", "dim", "correction", "keepdim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_1::lower_var_mean_correction,
+    },
+    NodeInfo {
+        qualified: "aten::linalg_vector_norm",
+        overload: "",
+        class: "LinalgVectorNorm",
+        op_hash: Hash128::of_str("aten::linalg_vector_norm"),
+        arg_names: &["self", "ord", "dim", "keepdim", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_linalg_vector_norm,
+    },
+    NodeInfo {
+        qualified: "aten::cumsum",
+        overload: "",
+        class: "Cumsum",
+        op_hash: Hash128::of_str("aten::cumsum"),
+        arg_names: &["self", "dim", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_cumsum,
+    },
+    NodeInfo {
+        qualified: "aten::cumprod",
+        overload: "",
+        class: "Cumprod",
+        op_hash: Hash128::of_str("aten::cumprod"),
+        arg_names: &["self", "dim", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_cumprod,
+    },
+    NodeInfo {
         qualified: "aten::sum",
         overload: "",
         class: "Sum",
@@ -360,6 +1334,136 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         lower: super::lowerings_0::lower_amax,
     },
     NodeInfo {
+        qualified: "aten::bmm",
+        overload: "",
+        class: "Bmm",
+        op_hash: Hash128::of_str("aten::bmm"),
+        arg_names: &["self", "mat2"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_bmm,
+    },
+    NodeInfo {
+        qualified: "aten::baddbmm",
+        overload: "",
+        class: "Baddbmm",
+        op_hash: Hash128::of_str("aten::baddbmm"),
+        arg_names: &["self", "batch1", "batch2", "beta", "alpha"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_baddbmm,
+    },
+    NodeInfo {
+        qualified: "aten::dot",
+        overload: "",
+        class: "Dot",
+        op_hash: Hash128::of_str("aten::dot"),
+        arg_names: &["self", "tensor"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_dot,
+    },
+    NodeInfo {
+        qualified: "aten::mse_loss",
+        overload: "",
+        class: "MseLoss",
+        op_hash: Hash128::of_str("aten::mse_loss"),
+        arg_names: &["self", "target", "reduction"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_mse_loss,
+    },
+    NodeInfo {
+        qualified: "aten::nll_loss_forward",
+        overload: "",
+        class: "NllLossForward",
+        op_hash: Hash128::of_str("aten::nll_loss_forward"),
+        arg_names: &["self", "target", "weight", "reduction", "ignore_index"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::OptTensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_1::lower_nll_loss_forward,
+    },
+    NodeInfo {
+        qualified: "aten::avg_pool2d",
+        overload: "",
+        class: "AvgPool2d",
+        op_hash: Hash128::of_str("aten::avg_pool2d"),
+        arg_names: &["self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_avg_pool2d,
+    },
+    NodeInfo {
+        qualified: "aten::max_pool2d_with_indices",
+        overload: "",
+        class: "MaxPool2dWithIndices",
+        op_hash: Hash128::of_str("aten::max_pool2d_with_indices"),
+        arg_names: &["self", "kernel_size", "stride", "padding", "dilation", "ceil_mode"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_1::lower_max_pool2d_with_indices,
+    },
+    NodeInfo {
+        qualified: "aten::convolution",
+        overload: "",
+        class: "Convolution",
+        op_hash: Hash128::of_str("aten::convolution"),
+        arg_names: &["input", "weight", "bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::OptTensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_convolution,
+    },
+    NodeInfo {
+        qualified: "aten::embedding",
+        overload: "",
+        class: "Embedding",
+        op_hash: Hash128::of_str("aten::embedding"),
+        arg_names: &["weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_embedding,
+    },
+    NodeInfo {
+        qualified: "aten::constant_pad_nd",
+        overload: "",
+        class: "ConstantPadNd",
+        op_hash: Hash128::of_str("aten::constant_pad_nd"),
+        arg_names: &["self", "pad", "value"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_constant_pad_nd,
+    },
+    NodeInfo {
+        qualified: "aten::_native_batch_norm_legit",
+        overload: "no_stats",
+        class: "NativeBatchNormLegitNoStats",
+        op_hash: Hash128::of_str("aten::_native_batch_norm_legit"),
+        arg_names: &["input", "weight", "bias", "training", "momentum", "eps"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 3,
+        lower: super::lowerings_1::lower__native_batch_norm_legit_no_stats,
+    },
+    NodeInfo {
+        qualified: "aten::_native_batch_norm_legit_no_training",
+        overload: "",
+        class: "NativeBatchNormLegitNoTraining",
+        op_hash: Hash128::of_str("aten::_native_batch_norm_legit_no_training"),
+        arg_names: &["input", "weight", "bias", "running_mean", "running_var", "momentum", "eps"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 3,
+        lower: super::lowerings_0::lower__native_batch_norm_legit_no_training,
+    },
+    NodeInfo {
+        qualified: "aten::native_dropout",
+        overload: "",
+        class: "NativeDropout",
+        op_hash: Hash128::of_str("aten::native_dropout"),
+        arg_names: &["input", "p", "train"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_1::lower_native_dropout,
+    },
+    NodeInfo {
         qualified: "aten::mm",
         overload: "",
         class: "Mm",
@@ -367,7 +1471,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "mat2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_mm,
+        lower: super::lowerings_0::lower_mm,
     },
     NodeInfo {
         qualified: "aten::addmm",
@@ -377,7 +1481,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "mat1", "mat2", "beta", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_addmm,
+        lower: super::lowerings_1::lower_addmm,
     },
     NodeInfo {
         qualified: "aten::_softmax",
@@ -387,7 +1491,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower__softmax,
+        lower: super::lowerings_0::lower__softmax,
     },
     NodeInfo {
         qualified: "aten::_log_softmax",
@@ -397,7 +1501,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower__log_softmax,
+        lower: super::lowerings_1::lower__log_softmax,
     },
     NodeInfo {
         qualified: "aten::native_layer_norm",
@@ -407,7 +1511,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["input", "normalized_shape", "weight", "bias", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Attr],
         num_outputs: 3,
-        lower: super::lowerings_1::lower_native_layer_norm,
+        lower: super::lowerings_0::lower_native_layer_norm,
     },
     NodeInfo {
         qualified: "aten::copy",
@@ -417,7 +1521,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "non_blocking"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_copy,
+        lower: super::lowerings_1::lower_copy,
     },
     NodeInfo {
         qualified: "aten::fill",
@@ -427,7 +1531,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_fill_Scalar,
+        lower: super::lowerings_0::lower_fill_Scalar,
     },
     NodeInfo {
         qualified: "aten::fill",
@@ -437,7 +1541,67 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_fill_Tensor,
+        lower: super::lowerings_1::lower_fill_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::zero",
+        overload: "",
+        class: "Zero",
+        op_hash: Hash128::of_str("aten::zero"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_zero,
+    },
+    NodeInfo {
+        qualified: "aten::uniform",
+        overload: "",
+        class: "Uniform",
+        op_hash: Hash128::of_str("aten::uniform"),
+        arg_names: &["self", "from", "to", "generator"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_uniform,
+    },
+    NodeInfo {
+        qualified: "aten::normal_functional",
+        overload: "",
+        class: "NormalFunctional",
+        op_hash: Hash128::of_str("aten::normal_functional"),
+        arg_names: &["self", "mean", "std", "generator"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_normal_functional,
+    },
+    NodeInfo {
+        qualified: "aten::bernoulli",
+        overload: "",
+        class: "Bernoulli",
+        op_hash: Hash128::of_str("aten::bernoulli"),
+        arg_names: &["self", "generator"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_bernoulli,
+    },
+    NodeInfo {
+        qualified: "aten::bernoulli",
+        overload: "p",
+        class: "BernoulliP",
+        op_hash: Hash128::of_str("aten::bernoulli"),
+        arg_names: &["self", "p", "generator"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_bernoulli_p,
+    },
+    NodeInfo {
+        qualified: "aten::bernoulli",
+        overload: "Tensor",
+        class: "BernoulliTensor",
+        op_hash: Hash128::of_str("aten::bernoulli"),
+        arg_names: &["self", "p", "generator"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_bernoulli_Tensor,
     },
     NodeInfo {
         qualified: "aten::view_copy",
@@ -447,7 +1611,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "size"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_view_copy,
+        lower: super::lowerings_0::lower_view_copy,
     },
     NodeInfo {
         qualified: "aten::permute_copy",
@@ -457,7 +1621,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_permute_copy,
+        lower: super::lowerings_1::lower_permute_copy,
     },
     NodeInfo {
         qualified: "aten::t_copy",
@@ -467,7 +1631,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_t_copy,
+        lower: super::lowerings_0::lower_t_copy,
     },
     NodeInfo {
         qualified: "aten::transpose_copy",
@@ -477,7 +1641,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim0", "dim1"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_transpose_copy_int,
+        lower: super::lowerings_1::lower_transpose_copy_int,
     },
     NodeInfo {
         qualified: "aten::expand_copy",
@@ -487,7 +1651,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "size", "implicit"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_expand_copy,
+        lower: super::lowerings_0::lower_expand_copy,
     },
     NodeInfo {
         qualified: "aten::slice_copy",
@@ -497,7 +1661,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_slice_copy_Tensor,
+        lower: super::lowerings_1::lower_slice_copy_Tensor,
     },
     NodeInfo {
         qualified: "aten::select_copy",
@@ -507,7 +1671,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_select_copy_int,
+        lower: super::lowerings_0::lower_select_copy_int,
     },
     NodeInfo {
         qualified: "aten::unsqueeze_copy",
@@ -517,7 +1681,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_unsqueeze_copy,
+        lower: super::lowerings_1::lower_unsqueeze_copy,
     },
     NodeInfo {
         qualified: "aten::squeeze_copy",
@@ -527,7 +1691,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_squeeze_copy_dim,
+        lower: super::lowerings_0::lower_squeeze_copy_dim,
     },
     NodeInfo {
         qualified: "aten::alias_copy",
@@ -537,7 +1701,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_alias_copy,
+        lower: super::lowerings_1::lower_alias_copy,
     },
     NodeInfo {
         qualified: "aten::as_strided_copy",
@@ -547,7 +1711,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_as_strided_copy,
+        lower: super::lowerings_0::lower_as_strided_copy,
     },
     NodeInfo {
         qualified: "aten::detach_copy",
@@ -557,7 +1721,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_detach_copy,
+        lower: super::lowerings_1::lower_detach_copy,
     },
     NodeInfo {
         qualified: "aten::slice_scatter",
@@ -567,7 +1731,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_slice_scatter,
+        lower: super::lowerings_0::lower_slice_scatter,
     },
     NodeInfo {
         qualified: "aten::select_scatter",
@@ -577,7 +1741,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_select_scatter,
+        lower: super::lowerings_1::lower_select_scatter,
     },
     NodeInfo {
         qualified: "aten::as_strided_scatter",
@@ -587,7 +1751,247 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_as_strided_scatter,
+        lower: super::lowerings_0::lower_as_strided_scatter,
+    },
+    NodeInfo {
+        qualified: "aten::diagonal_scatter",
+        overload: "",
+        class: "DiagonalScatter",
+        op_hash: Hash128::of_str("aten::diagonal_scatter"),
+        arg_names: &["self", "src", "offset", "dim1", "dim2"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_diagonal_scatter,
+    },
+    NodeInfo {
+        qualified: "aten::diagonal_copy",
+        overload: "",
+        class: "DiagonalCopy",
+        op_hash: Hash128::of_str("aten::diagonal_copy"),
+        arg_names: &["self", "offset", "dim1", "dim2"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_diagonal_copy,
+    },
+    NodeInfo {
+        qualified: "aten::squeeze_copy",
+        overload: "",
+        class: "SqueezeCopy",
+        op_hash: Hash128::of_str("aten::squeeze_copy"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_squeeze_copy,
+    },
+    NodeInfo {
+        qualified: "aten::squeeze_copy",
+        overload: "dims",
+        class: "SqueezeCopyDims",
+        op_hash: Hash128::of_str("aten::squeeze_copy"),
+        arg_names: &["self", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_squeeze_copy_dims,
+    },
+    NodeInfo {
+        qualified: "aten::view_copy",
+        overload: "dtype",
+        class: "ViewCopyDtype",
+        op_hash: Hash128::of_str("aten::view_copy"),
+        arg_names: &["self", "dtype"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_view_copy_dtype,
+    },
+    NodeInfo {
+        qualified: "aten::unfold_copy",
+        overload: "",
+        class: "UnfoldCopy",
+        op_hash: Hash128::of_str("aten::unfold_copy"),
+        arg_names: &["self", "dimension", "size", "step"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_unfold_copy,
+    },
+    NodeInfo {
+        qualified: "aten::lift_fresh_copy",
+        overload: "",
+        class: "LiftFreshCopy",
+        op_hash: Hash128::of_str("aten::lift_fresh_copy"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_lift_fresh_copy,
+    },
+    NodeInfo {
+        qualified: "aten::narrow_copy",
+        overload: "",
+        class: "NarrowCopy",
+        op_hash: Hash128::of_str("aten::narrow_copy"),
+        arg_names: &["self", "dim", "start", "length"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_narrow_copy,
+    },
+    NodeInfo {
+        qualified: "aten::unfold_backward",
+        overload: "",
+        class: "UnfoldBackward",
+        op_hash: Hash128::of_str("aten::unfold_backward"),
+        arg_names: &["grad_in", "input_sizes", "dim", "size", "step"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_unfold_backward,
+    },
+    NodeInfo {
+        qualified: "aten::flip",
+        overload: "",
+        class: "Flip",
+        op_hash: Hash128::of_str("aten::flip"),
+        arg_names: &["self", "dims"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_flip,
+    },
+    NodeInfo {
+        qualified: "aten::roll",
+        overload: "",
+        class: "Roll",
+        op_hash: Hash128::of_str("aten::roll"),
+        arg_names: &["self", "shifts", "dims"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_roll,
+    },
+    NodeInfo {
+        qualified: "aten::repeat",
+        overload: "",
+        class: "Repeat",
+        op_hash: Hash128::of_str("aten::repeat"),
+        arg_names: &["self", "repeats"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_repeat,
+    },
+    NodeInfo {
+        qualified: "aten::index_select",
+        overload: "",
+        class: "IndexSelect",
+        op_hash: Hash128::of_str("aten::index_select"),
+        arg_names: &["self", "dim", "index"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_index_select,
+    },
+    NodeInfo {
+        qualified: "aten::gather",
+        overload: "",
+        class: "Gather",
+        op_hash: Hash128::of_str("aten::gather"),
+        arg_names: &["self", "dim", "index", "sparse_grad"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_gather,
+    },
+    NodeInfo {
+        qualified: "aten::scatter",
+        overload: "src",
+        class: "ScatterSrc",
+        op_hash: Hash128::of_str("aten::scatter"),
+        arg_names: &["self", "dim", "index", "src"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_scatter_src,
+    },
+    NodeInfo {
+        qualified: "aten::scatter",
+        overload: "value",
+        class: "ScatterValue",
+        op_hash: Hash128::of_str("aten::scatter"),
+        arg_names: &["self", "dim", "index", "value"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Scalar],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_scatter_value,
+    },
+    NodeInfo {
+        qualified: "aten::scatter",
+        overload: "reduce",
+        class: "ScatterReduce",
+        op_hash: Hash128::of_str("aten::scatter"),
+        arg_names: &["self", "dim", "index", "src", "reduce"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_scatter_reduce,
+    },
+    NodeInfo {
+        qualified: "aten::scatter",
+        overload: "value_reduce",
+        class: "ScatterValueReduce",
+        op_hash: Hash128::of_str("aten::scatter"),
+        arg_names: &["self", "dim", "index", "value", "reduce"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_scatter_value_reduce,
+    },
+    NodeInfo {
+        qualified: "aten::scatter_add",
+        overload: "",
+        class: "ScatterAdd",
+        op_hash: Hash128::of_str("aten::scatter_add"),
+        arg_names: &["self", "dim", "index", "src"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_scatter_add,
+    },
+    NodeInfo {
+        qualified: "aten::tril",
+        overload: "",
+        class: "Tril",
+        op_hash: Hash128::of_str("aten::tril"),
+        arg_names: &["self", "diagonal"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_tril,
+    },
+    NodeInfo {
+        qualified: "aten::triu",
+        overload: "",
+        class: "Triu",
+        op_hash: Hash128::of_str("aten::triu"),
+        arg_names: &["self", "diagonal"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_triu,
+    },
+    NodeInfo {
+        qualified: "aten::sort",
+        overload: "",
+        class: "Sort",
+        op_hash: Hash128::of_str("aten::sort"),
+        arg_names: &["self", "dim", "descending"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_0::lower_sort,
+    },
+    NodeInfo {
+        qualified: "aten::sort",
+        overload: "stable",
+        class: "SortStable",
+        op_hash: Hash128::of_str("aten::sort"),
+        arg_names: &["self", "stable", "dim", "descending"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_1::lower_sort_stable,
+    },
+    NodeInfo {
+        qualified: "aten::topk",
+        overload: "",
+        class: "Topk",
+        op_hash: Hash128::of_str("aten::topk"),
+        arg_names: &["self", "k", "dim", "largest", "sorted"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 2,
+        lower: super::lowerings_0::lower_topk,
     },
     NodeInfo {
         qualified: "aten::_to_copy",
@@ -597,7 +2001,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dtype", "layout", "device", "pin_memory", "non_blocking", "memory_format"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower__to_copy,
+        lower: super::lowerings_1::lower__to_copy,
     },
 ];
 

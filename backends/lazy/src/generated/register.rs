@@ -15,9 +15,30 @@ use switchyard_ops::op;
 /// its key, so `lib` must be an `Impl` library of namespace `aten` with no key or with the
 /// backend's key when there are no autograd kernels). They stay registered while `lib` lives.
 pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
+    lib.impl_("all.dim", Kernel::typed::<op::all_dim>(wrapper_Lazy_all_dim::<K>).debug("wrapper_Lazy_all_dim").for_key(DispatchKey::Lazy))?;
+    lib.impl_("all.out", Kernel::typed::<op::all_out>(wrapper_Lazy_all_out::<K>).debug("wrapper_Lazy_all_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("all.dims", Kernel::typed::<op::all_dims>(wrapper_Lazy_all_dims::<K>).debug("wrapper_Lazy_all_dims").for_key(DispatchKey::Lazy))?;
+    lib.impl_("any.dim", Kernel::typed::<op::any_dim>(wrapper_Lazy_any_dim::<K>).debug("wrapper_Lazy_any_dim").for_key(DispatchKey::Lazy))?;
+    lib.impl_("any.out", Kernel::typed::<op::any_out>(wrapper_Lazy_any_out::<K>).debug("wrapper_Lazy_any_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("any.dims", Kernel::typed::<op::any_dims>(wrapper_Lazy_any_dims::<K>).debug("wrapper_Lazy_any_dims").for_key(DispatchKey::Lazy))?;
+    lib.impl_("argmax", Kernel::typed::<op::argmax>(wrapper_Lazy_argmax::<K>).debug("wrapper_Lazy_argmax").for_key(DispatchKey::Lazy))?;
+    lib.impl_("argmax.out", Kernel::typed::<op::argmax_out>(wrapper_Lazy_argmax_out::<K>).debug("wrapper_Lazy_argmax_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("argmin", Kernel::typed::<op::argmin>(wrapper_Lazy_argmin::<K>).debug("wrapper_Lazy_argmin").for_key(DispatchKey::Lazy))?;
+    lib.impl_("argmin.out", Kernel::typed::<op::argmin_out>(wrapper_Lazy_argmin_out::<K>).debug("wrapper_Lazy_argmin_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("baddbmm", Kernel::typed::<op::baddbmm>(wrapper_Lazy_baddbmm::<K>).debug("wrapper_Lazy_baddbmm").for_key(DispatchKey::Lazy))?;
+    lib.impl_("baddbmm.out", Kernel::typed::<op::baddbmm_out>(wrapper_Lazy_baddbmm_out::<K>).debug("wrapper_Lazy_baddbmm_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("baddbmm_", Kernel::typed::<op::baddbmm_>(wrapper_Lazy_baddbmm_::<K>).debug("wrapper_Lazy_baddbmm_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bmm", Kernel::typed::<op::bmm>(wrapper_Lazy_bmm::<K>).debug("wrapper_Lazy_bmm").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bmm.out", Kernel::typed::<op::bmm_out>(wrapper_Lazy_bmm_out::<K>).debug("wrapper_Lazy_bmm_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("copy", Kernel::typed::<op::copy>(wrapper_Lazy_copy::<K>).debug("wrapper_Lazy_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("_copy_from", Kernel::typed::<op::_copy_from>(wrapper_Lazy__copy_from::<K>).debug("wrapper_Lazy__copy_from").for_key(DispatchKey::Lazy))?;
     lib.impl_("_copy_from_and_resize", Kernel::typed::<op::_copy_from_and_resize>(wrapper_Lazy__copy_from_and_resize::<K>).debug("wrapper_Lazy__copy_from_and_resize").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cumprod", Kernel::typed::<op::cumprod>(wrapper_Lazy_cumprod::<K>).debug("wrapper_Lazy_cumprod").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cumprod.out", Kernel::typed::<op::cumprod_out>(wrapper_Lazy_cumprod_out::<K>).debug("wrapper_Lazy_cumprod_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cumprod_", Kernel::typed::<op::cumprod_>(wrapper_Lazy_cumprod_::<K>).debug("wrapper_Lazy_cumprod_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cumsum", Kernel::typed::<op::cumsum>(wrapper_Lazy_cumsum::<K>).debug("wrapper_Lazy_cumsum").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cumsum.out", Kernel::typed::<op::cumsum_out>(wrapper_Lazy_cumsum_out::<K>).debug("wrapper_Lazy_cumsum_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cumsum_", Kernel::typed::<op::cumsum_>(wrapper_Lazy_cumsum_::<K>).debug("wrapper_Lazy_cumsum_").for_key(DispatchKey::Lazy))?;
     lib.impl_("empty_strided", Kernel::typed::<op::empty_strided>(wrapper_Lazy_empty_strided::<K>).debug("wrapper_Lazy_empty_strided").for_key(DispatchKey::Lazy))?;
     lib.impl_("fill.Scalar", Kernel::typed::<op::fill_Scalar>(wrapper_Lazy_fill_Scalar::<K>).debug("wrapper_Lazy_fill_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("fill_.Scalar", Kernel::typed::<op::fill__Scalar>(wrapper_Lazy_fill__Scalar::<K>).debug("wrapper_Lazy_fill__Scalar").for_key(DispatchKey::Lazy))?;
@@ -27,53 +48,177 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(wrapper_Lazy__log_softmax_out::<K>).debug("wrapper_Lazy__log_softmax_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("amax", Kernel::typed::<op::amax>(wrapper_Lazy_amax::<K>).debug("wrapper_Lazy_amax").for_key(DispatchKey::Lazy))?;
     lib.impl_("amax.out", Kernel::typed::<op::amax_out>(wrapper_Lazy_amax_out::<K>).debug("wrapper_Lazy_amax_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("amin", Kernel::typed::<op::amin>(wrapper_Lazy_amin::<K>).debug("wrapper_Lazy_amin").for_key(DispatchKey::Lazy))?;
+    lib.impl_("amin.out", Kernel::typed::<op::amin_out>(wrapper_Lazy_amin_out::<K>).debug("wrapper_Lazy_amin_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("aminmax", Kernel::typed::<op::aminmax>(wrapper_Lazy_aminmax::<K>).debug("wrapper_Lazy_aminmax").for_key(DispatchKey::Lazy))?;
+    lib.impl_("aminmax.out", Kernel::typed::<op::aminmax_out>(wrapper_Lazy_aminmax_out::<K>).debug("wrapper_Lazy_aminmax_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("mm", Kernel::typed::<op::mm>(wrapper_Lazy_mm::<K>).debug("wrapper_Lazy_mm").for_key(DispatchKey::Lazy))?;
     lib.impl_("mm.out", Kernel::typed::<op::mm_out>(wrapper_Lazy_mm_out::<K>).debug("wrapper_Lazy_mm_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("narrow_copy", Kernel::typed::<op::narrow_copy>(wrapper_Lazy_narrow_copy::<K>).debug("wrapper_Lazy_narrow_copy").for_key(DispatchKey::Lazy))?;
+    lib.impl_("narrow_copy.out", Kernel::typed::<op::narrow_copy_out>(wrapper_Lazy_narrow_copy_out::<K>).debug("wrapper_Lazy_narrow_copy_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("slice_scatter", Kernel::typed::<op::slice_scatter>(wrapper_Lazy_slice_scatter::<K>).debug("wrapper_Lazy_slice_scatter").for_key(DispatchKey::Lazy))?;
     lib.impl_("select_scatter", Kernel::typed::<op::select_scatter>(wrapper_Lazy_select_scatter::<K>).debug("wrapper_Lazy_select_scatter").for_key(DispatchKey::Lazy))?;
+    lib.impl_("diagonal_scatter", Kernel::typed::<op::diagonal_scatter>(wrapper_Lazy_diagonal_scatter::<K>).debug("wrapper_Lazy_diagonal_scatter").for_key(DispatchKey::Lazy))?;
     lib.impl_("as_strided_scatter", Kernel::typed::<op::as_strided_scatter>(wrapper_Lazy_as_strided_scatter::<K>).debug("wrapper_Lazy_as_strided_scatter").for_key(DispatchKey::Lazy))?;
     lib.impl_("_softmax", Kernel::typed::<op::_softmax>(wrapper_Lazy__softmax::<K>).debug("wrapper_Lazy__softmax").for_key(DispatchKey::Lazy))?;
     lib.impl_("_softmax.out", Kernel::typed::<op::_softmax_out>(wrapper_Lazy__softmax_out::<K>).debug("wrapper_Lazy__softmax_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("prod", Kernel::typed::<op::prod>(wrapper_Lazy_prod::<K>).debug("wrapper_Lazy_prod").for_key(DispatchKey::Lazy))?;
+    lib.impl_("prod.dim_int", Kernel::typed::<op::prod_dim_int>(wrapper_Lazy_prod_dim_int::<K>).debug("wrapper_Lazy_prod_dim_int").for_key(DispatchKey::Lazy))?;
+    lib.impl_("prod.int_out", Kernel::typed::<op::prod_int_out>(wrapper_Lazy_prod_int_out::<K>).debug("wrapper_Lazy_prod_int_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("flip", Kernel::typed::<op::flip>(wrapper_Lazy_flip::<K>).debug("wrapper_Lazy_flip").for_key(DispatchKey::Lazy))?;
+    lib.impl_("roll", Kernel::typed::<op::roll>(wrapper_Lazy_roll::<K>).debug("wrapper_Lazy_roll").for_key(DispatchKey::Lazy))?;
     lib.impl_("_unsafe_view", Kernel::typed::<op::_unsafe_view>(wrapper_Lazy__unsafe_view::<K>).debug("wrapper_Lazy__unsafe_view").for_key(DispatchKey::Lazy))?;
     lib.impl_("clone", Kernel::typed::<op::clone>(wrapper_Lazy_clone::<K>).debug("wrapper_Lazy_clone").for_key(DispatchKey::Lazy))?;
+    lib.impl_("zero", Kernel::typed::<op::zero>(wrapper_Lazy_zero::<K>).debug("wrapper_Lazy_zero").for_key(DispatchKey::Lazy))?;
+    lib.impl_("zero_", Kernel::typed::<op::zero_>(wrapper_Lazy_zero_::<K>).debug("wrapper_Lazy_zero_").for_key(DispatchKey::Lazy))?;
     lib.impl_("addmm", Kernel::typed::<op::addmm>(wrapper_Lazy_addmm::<K>).debug("wrapper_Lazy_addmm").for_key(DispatchKey::Lazy))?;
     lib.impl_("addmm.out", Kernel::typed::<op::addmm_out>(wrapper_Lazy_addmm_out::<K>).debug("wrapper_Lazy_addmm_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("addmm_", Kernel::typed::<op::addmm_>(wrapper_Lazy_addmm_::<K>).debug("wrapper_Lazy_addmm_").for_key(DispatchKey::Lazy))?;
     lib.impl_("_to_cpu", Kernel::typed::<op::_to_cpu>(wrapper_Lazy__to_cpu::<K>).debug("wrapper_Lazy__to_cpu").for_key(DispatchKey::Lazy))?;
     lib.impl_("_to_copy", Kernel::typed::<op::_to_copy>(wrapper_Lazy__to_copy::<K>).debug("wrapper_Lazy__to_copy").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.src", Kernel::typed::<op::scatter_src>(wrapper_Lazy_scatter_src::<K>).debug("wrapper_Lazy_scatter_src").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.src_out", Kernel::typed::<op::scatter_src_out>(wrapper_Lazy_scatter_src_out::<K>).debug("wrapper_Lazy_scatter_src_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_.src", Kernel::typed::<op::scatter__src>(wrapper_Lazy_scatter__src::<K>).debug("wrapper_Lazy_scatter__src").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.value", Kernel::typed::<op::scatter_value>(wrapper_Lazy_scatter_value::<K>).debug("wrapper_Lazy_scatter_value").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.value_out", Kernel::typed::<op::scatter_value_out>(wrapper_Lazy_scatter_value_out::<K>).debug("wrapper_Lazy_scatter_value_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_.value", Kernel::typed::<op::scatter__value>(wrapper_Lazy_scatter__value::<K>).debug("wrapper_Lazy_scatter__value").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.reduce", Kernel::typed::<op::scatter_reduce>(wrapper_Lazy_scatter_reduce::<K>).debug("wrapper_Lazy_scatter_reduce").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.reduce_out", Kernel::typed::<op::scatter_reduce_out>(wrapper_Lazy_scatter_reduce_out::<K>).debug("wrapper_Lazy_scatter_reduce_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_.reduce", Kernel::typed::<op::scatter__reduce>(wrapper_Lazy_scatter__reduce::<K>).debug("wrapper_Lazy_scatter__reduce").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.value_reduce", Kernel::typed::<op::scatter_value_reduce>(wrapper_Lazy_scatter_value_reduce::<K>).debug("wrapper_Lazy_scatter_value_reduce").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter.value_reduce_out", Kernel::typed::<op::scatter_value_reduce_out>(wrapper_Lazy_scatter_value_reduce_out::<K>).debug("wrapper_Lazy_scatter_value_reduce_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_.value_reduce", Kernel::typed::<op::scatter__value_reduce>(wrapper_Lazy_scatter__value_reduce::<K>).debug("wrapper_Lazy_scatter__value_reduce").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_add", Kernel::typed::<op::scatter_add>(wrapper_Lazy_scatter_add::<K>).debug("wrapper_Lazy_scatter_add").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_add.out", Kernel::typed::<op::scatter_add_out>(wrapper_Lazy_scatter_add_out::<K>).debug("wrapper_Lazy_scatter_add_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("scatter_add_", Kernel::typed::<op::scatter_add_>(wrapper_Lazy_scatter_add_::<K>).debug("wrapper_Lazy_scatter_add_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("tril", Kernel::typed::<op::tril>(wrapper_Lazy_tril::<K>).debug("wrapper_Lazy_tril").for_key(DispatchKey::Lazy))?;
+    lib.impl_("tril.out", Kernel::typed::<op::tril_out>(wrapper_Lazy_tril_out::<K>).debug("wrapper_Lazy_tril_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("tril_", Kernel::typed::<op::tril_>(wrapper_Lazy_tril_::<K>).debug("wrapper_Lazy_tril_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("triu", Kernel::typed::<op::triu>(wrapper_Lazy_triu::<K>).debug("wrapper_Lazy_triu").for_key(DispatchKey::Lazy))?;
+    lib.impl_("triu.out", Kernel::typed::<op::triu_out>(wrapper_Lazy_triu_out::<K>).debug("wrapper_Lazy_triu_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("triu_", Kernel::typed::<op::triu_>(wrapper_Lazy_triu_::<K>).debug("wrapper_Lazy_triu_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("uniform", Kernel::typed::<op::uniform>(wrapper_Lazy_uniform::<K>).debug("wrapper_Lazy_uniform").for_key(DispatchKey::Lazy))?;
+    lib.impl_("uniform_", Kernel::typed::<op::uniform_>(wrapper_Lazy_uniform_::<K>).debug("wrapper_Lazy_uniform_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("index_select", Kernel::typed::<op::index_select>(wrapper_Lazy_index_select::<K>).debug("wrapper_Lazy_index_select").for_key(DispatchKey::Lazy))?;
+    lib.impl_("index_select.out", Kernel::typed::<op::index_select_out>(wrapper_Lazy_index_select_out::<K>).debug("wrapper_Lazy_index_select_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("gather", Kernel::typed::<op::gather>(wrapper_Lazy_gather::<K>).debug("wrapper_Lazy_gather").for_key(DispatchKey::Lazy))?;
+    lib.impl_("gather.out", Kernel::typed::<op::gather_out>(wrapper_Lazy_gather_out::<K>).debug("wrapper_Lazy_gather_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("topk", Kernel::typed::<op::topk>(wrapper_Lazy_topk::<K>).debug("wrapper_Lazy_topk").for_key(DispatchKey::Lazy))?;
+    lib.impl_("topk.values", Kernel::typed::<op::topk_values>(wrapper_Lazy_topk_values::<K>).debug("wrapper_Lazy_topk_values").for_key(DispatchKey::Lazy))?;
+    lib.impl_("all", Kernel::typed::<op::all>(wrapper_Lazy_all::<K>).debug("wrapper_Lazy_all").for_key(DispatchKey::Lazy))?;
+    lib.impl_("all.all_out", Kernel::typed::<op::all_all_out>(wrapper_Lazy_all_all_out::<K>).debug("wrapper_Lazy_all_all_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("any", Kernel::typed::<op::any>(wrapper_Lazy_any::<K>).debug("wrapper_Lazy_any").for_key(DispatchKey::Lazy))?;
+    lib.impl_("any.all_out", Kernel::typed::<op::any_all_out>(wrapper_Lazy_any_all_out::<K>).debug("wrapper_Lazy_any_all_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("mse_loss", Kernel::typed::<op::mse_loss>(wrapper_Lazy_mse_loss::<K>).debug("wrapper_Lazy_mse_loss").for_key(DispatchKey::Lazy))?;
+    lib.impl_("mse_loss.out", Kernel::typed::<op::mse_loss_out>(wrapper_Lazy_mse_loss_out::<K>).debug("wrapper_Lazy_mse_loss_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("nll_loss_forward", Kernel::typed::<op::nll_loss_forward>(wrapper_Lazy_nll_loss_forward::<K>).debug("wrapper_Lazy_nll_loss_forward").for_key(DispatchKey::Lazy))?;
+    lib.impl_("nll_loss_forward.output", Kernel::typed::<op::nll_loss_forward_output>(wrapper_Lazy_nll_loss_forward_output::<K>).debug("wrapper_Lazy_nll_loss_forward_output").for_key(DispatchKey::Lazy))?;
+    lib.impl_("avg_pool2d", Kernel::typed::<op::avg_pool2d>(wrapper_Lazy_avg_pool2d::<K>).debug("wrapper_Lazy_avg_pool2d").for_key(DispatchKey::Lazy))?;
+    lib.impl_("avg_pool2d.out", Kernel::typed::<op::avg_pool2d_out>(wrapper_Lazy_avg_pool2d_out::<K>).debug("wrapper_Lazy_avg_pool2d_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("max_pool2d_with_indices", Kernel::typed::<op::max_pool2d_with_indices>(wrapper_Lazy_max_pool2d_with_indices::<K>).debug("wrapper_Lazy_max_pool2d_with_indices").for_key(DispatchKey::Lazy))?;
+    lib.impl_("max_pool2d_with_indices.out", Kernel::typed::<op::max_pool2d_with_indices_out>(wrapper_Lazy_max_pool2d_with_indices_out::<K>).debug("wrapper_Lazy_max_pool2d_with_indices_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("linalg_vector_norm", Kernel::typed::<op::linalg_vector_norm>(wrapper_Lazy_linalg_vector_norm::<K>).debug("wrapper_Lazy_linalg_vector_norm").for_key(DispatchKey::Lazy))?;
+    lib.impl_("linalg_vector_norm.out", Kernel::typed::<op::linalg_vector_norm_out>(wrapper_Lazy_linalg_vector_norm_out::<K>).debug("wrapper_Lazy_linalg_vector_norm_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("as_strided_copy", Kernel::typed::<op::as_strided_copy>(wrapper_Lazy_as_strided_copy::<K>).debug("wrapper_Lazy_as_strided_copy").for_key(DispatchKey::Lazy))?;
+    lib.impl_("diagonal_copy", Kernel::typed::<op::diagonal_copy>(wrapper_Lazy_diagonal_copy::<K>).debug("wrapper_Lazy_diagonal_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("expand_copy", Kernel::typed::<op::expand_copy>(wrapper_Lazy_expand_copy::<K>).debug("wrapper_Lazy_expand_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("permute_copy", Kernel::typed::<op::permute_copy>(wrapper_Lazy_permute_copy::<K>).debug("wrapper_Lazy_permute_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("select_copy.int", Kernel::typed::<op::select_copy_int>(wrapper_Lazy_select_copy_int::<K>).debug("wrapper_Lazy_select_copy_int").for_key(DispatchKey::Lazy))?;
     lib.impl_("detach_copy", Kernel::typed::<op::detach_copy>(wrapper_Lazy_detach_copy::<K>).debug("wrapper_Lazy_detach_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("slice_copy.Tensor", Kernel::typed::<op::slice_copy_Tensor>(wrapper_Lazy_slice_copy_Tensor::<K>).debug("wrapper_Lazy_slice_copy_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("squeeze_copy", Kernel::typed::<op::squeeze_copy>(wrapper_Lazy_squeeze_copy::<K>).debug("wrapper_Lazy_squeeze_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("squeeze_copy.dim", Kernel::typed::<op::squeeze_copy_dim>(wrapper_Lazy_squeeze_copy_dim::<K>).debug("wrapper_Lazy_squeeze_copy_dim").for_key(DispatchKey::Lazy))?;
+    lib.impl_("squeeze_copy.dims", Kernel::typed::<op::squeeze_copy_dims>(wrapper_Lazy_squeeze_copy_dims::<K>).debug("wrapper_Lazy_squeeze_copy_dims").for_key(DispatchKey::Lazy))?;
     lib.impl_("t_copy", Kernel::typed::<op::t_copy>(wrapper_Lazy_t_copy::<K>).debug("wrapper_Lazy_t_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("transpose_copy.int", Kernel::typed::<op::transpose_copy_int>(wrapper_Lazy_transpose_copy_int::<K>).debug("wrapper_Lazy_transpose_copy_int").for_key(DispatchKey::Lazy))?;
     lib.impl_("unsqueeze_copy", Kernel::typed::<op::unsqueeze_copy>(wrapper_Lazy_unsqueeze_copy::<K>).debug("wrapper_Lazy_unsqueeze_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("view_copy", Kernel::typed::<op::view_copy>(wrapper_Lazy_view_copy::<K>).debug("wrapper_Lazy_view_copy").for_key(DispatchKey::Lazy))?;
+    lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(wrapper_Lazy_view_copy_dtype::<K>).debug("wrapper_Lazy_view_copy_dtype").for_key(DispatchKey::Lazy))?;
+    lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_Lazy_unfold_backward::<K>).debug("wrapper_Lazy_unfold_backward").for_key(DispatchKey::Lazy))?;
+    lib.impl_("unfold_copy", Kernel::typed::<op::unfold_copy>(wrapper_Lazy_unfold_copy::<K>).debug("wrapper_Lazy_unfold_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("alias_copy", Kernel::typed::<op::alias_copy>(wrapper_Lazy_alias_copy::<K>).debug("wrapper_Lazy_alias_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("lift", Kernel::typed::<op::lift>(wrapper_Lazy_lift::<K>).debug("wrapper_Lazy_lift").for_key(DispatchKey::Lazy))?;
     lib.impl_("lift_fresh", Kernel::typed::<op::lift_fresh>(wrapper_Lazy_lift_fresh::<K>).debug("wrapper_Lazy_lift_fresh").for_key(DispatchKey::Lazy))?;
+    lib.impl_("lift_fresh_copy", Kernel::typed::<op::lift_fresh_copy>(wrapper_Lazy_lift_fresh_copy::<K>).debug("wrapper_Lazy_lift_fresh_copy").for_key(DispatchKey::Lazy))?;
+    lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Lazy_dot::<K>).debug("wrapper_Lazy_dot").for_key(DispatchKey::Lazy))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_Lazy_native_layer_norm::<K>).debug("wrapper_Lazy_native_layer_norm").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(wrapper_Lazy__native_batch_norm_legit_no_training::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_training").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(wrapper_Lazy__native_batch_norm_legit_no_stats::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_stats").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(wrapper_Lazy__native_batch_norm_legit_no_stats_out::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_stats_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("native_dropout", Kernel::typed::<op::native_dropout>(wrapper_Lazy_native_dropout::<K>).debug("wrapper_Lazy_native_dropout").for_key(DispatchKey::Lazy))?;
+    lib.impl_("convolution", Kernel::typed::<op::convolution>(wrapper_Lazy_convolution::<K>).debug("wrapper_Lazy_convolution").for_key(DispatchKey::Lazy))?;
     lib.impl_("add.Tensor", Kernel::typed::<op::add_Tensor>(wrapper_Lazy_add_Tensor::<K>).debug("wrapper_Lazy_add_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("add.out", Kernel::typed::<op::add_out>(wrapper_Lazy_add_out::<K>).debug("wrapper_Lazy_add_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("add_.Tensor", Kernel::typed::<op::add__Tensor>(wrapper_Lazy_add__Tensor::<K>).debug("wrapper_Lazy_add__Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("div.Tensor", Kernel::typed::<op::div_Tensor>(wrapper_Lazy_div_Tensor::<K>).debug("wrapper_Lazy_div_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("div.out", Kernel::typed::<op::div_out>(wrapper_Lazy_div_out::<K>).debug("wrapper_Lazy_div_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("div_.Tensor", Kernel::typed::<op::div__Tensor>(wrapper_Lazy_div__Tensor::<K>).debug("wrapper_Lazy_div__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("div.Tensor_mode", Kernel::typed::<op::div_Tensor_mode>(wrapper_Lazy_div_Tensor_mode::<K>).debug("wrapper_Lazy_div_Tensor_mode").for_key(DispatchKey::Lazy))?;
+    lib.impl_("div.out_mode", Kernel::typed::<op::div_out_mode>(wrapper_Lazy_div_out_mode::<K>).debug("wrapper_Lazy_div_out_mode").for_key(DispatchKey::Lazy))?;
+    lib.impl_("div_.Tensor_mode", Kernel::typed::<op::div__Tensor_mode>(wrapper_Lazy_div__Tensor_mode::<K>).debug("wrapper_Lazy_div__Tensor_mode").for_key(DispatchKey::Lazy))?;
     lib.impl_("mul.Tensor", Kernel::typed::<op::mul_Tensor>(wrapper_Lazy_mul_Tensor::<K>).debug("wrapper_Lazy_mul_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("mul.out", Kernel::typed::<op::mul_out>(wrapper_Lazy_mul_out::<K>).debug("wrapper_Lazy_mul_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("mul_.Tensor", Kernel::typed::<op::mul__Tensor>(wrapper_Lazy_mul__Tensor::<K>).debug("wrapper_Lazy_mul__Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("sub.Tensor", Kernel::typed::<op::sub_Tensor>(wrapper_Lazy_sub_Tensor::<K>).debug("wrapper_Lazy_sub_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("sub.out", Kernel::typed::<op::sub_out>(wrapper_Lazy_sub_out::<K>).debug("wrapper_Lazy_sub_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sub_.Tensor", Kernel::typed::<op::sub__Tensor>(wrapper_Lazy_sub__Tensor::<K>).debug("wrapper_Lazy_sub__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_xor", Kernel::typed::<op::logical_xor>(wrapper_Lazy_logical_xor::<K>).debug("wrapper_Lazy_logical_xor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_xor.out", Kernel::typed::<op::logical_xor_out>(wrapper_Lazy_logical_xor_out::<K>).debug("wrapper_Lazy_logical_xor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_and", Kernel::typed::<op::logical_and>(wrapper_Lazy_logical_and::<K>).debug("wrapper_Lazy_logical_and").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_and.out", Kernel::typed::<op::logical_and_out>(wrapper_Lazy_logical_and_out::<K>).debug("wrapper_Lazy_logical_and_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_or", Kernel::typed::<op::logical_or>(wrapper_Lazy_logical_or::<K>).debug("wrapper_Lazy_logical_or").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_or.out", Kernel::typed::<op::logical_or_out>(wrapper_Lazy_logical_or_out::<K>).debug("wrapper_Lazy_logical_or_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp", Kernel::typed::<op::clamp>(wrapper_Lazy_clamp::<K>).debug("wrapper_Lazy_clamp").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp.out", Kernel::typed::<op::clamp_out>(wrapper_Lazy_clamp_out::<K>).debug("wrapper_Lazy_clamp_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_", Kernel::typed::<op::clamp_>(wrapper_Lazy_clamp_::<K>).debug("wrapper_Lazy_clamp_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp.Tensor", Kernel::typed::<op::clamp_Tensor>(wrapper_Lazy_clamp_Tensor::<K>).debug("wrapper_Lazy_clamp_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp.Tensor_out", Kernel::typed::<op::clamp_Tensor_out>(wrapper_Lazy_clamp_Tensor_out::<K>).debug("wrapper_Lazy_clamp_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_.Tensor", Kernel::typed::<op::clamp__Tensor>(wrapper_Lazy_clamp__Tensor::<K>).debug("wrapper_Lazy_clamp__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_max", Kernel::typed::<op::clamp_max>(wrapper_Lazy_clamp_max::<K>).debug("wrapper_Lazy_clamp_max").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_max.out", Kernel::typed::<op::clamp_max_out>(wrapper_Lazy_clamp_max_out::<K>).debug("wrapper_Lazy_clamp_max_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_max_", Kernel::typed::<op::clamp_max_>(wrapper_Lazy_clamp_max_::<K>).debug("wrapper_Lazy_clamp_max_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_max.Tensor", Kernel::typed::<op::clamp_max_Tensor>(wrapper_Lazy_clamp_max_Tensor::<K>).debug("wrapper_Lazy_clamp_max_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_max.Tensor_out", Kernel::typed::<op::clamp_max_Tensor_out>(wrapper_Lazy_clamp_max_Tensor_out::<K>).debug("wrapper_Lazy_clamp_max_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_max_.Tensor", Kernel::typed::<op::clamp_max__Tensor>(wrapper_Lazy_clamp_max__Tensor::<K>).debug("wrapper_Lazy_clamp_max__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_min", Kernel::typed::<op::clamp_min>(wrapper_Lazy_clamp_min::<K>).debug("wrapper_Lazy_clamp_min").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_min.out", Kernel::typed::<op::clamp_min_out>(wrapper_Lazy_clamp_min_out::<K>).debug("wrapper_Lazy_clamp_min_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_min_", Kernel::typed::<op::clamp_min_>(wrapper_Lazy_clamp_min_::<K>).debug("wrapper_Lazy_clamp_min_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_min.Tensor", Kernel::typed::<op::clamp_min_Tensor>(wrapper_Lazy_clamp_min_Tensor::<K>).debug("wrapper_Lazy_clamp_min_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_min.Tensor_out", Kernel::typed::<op::clamp_min_Tensor_out>(wrapper_Lazy_clamp_min_Tensor_out::<K>).debug("wrapper_Lazy_clamp_min_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("clamp_min_.Tensor", Kernel::typed::<op::clamp_min__Tensor>(wrapper_Lazy_clamp_min__Tensor::<K>).debug("wrapper_Lazy_clamp_min__Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("eq.Scalar", Kernel::typed::<op::eq_Scalar>(wrapper_Lazy_eq_Scalar::<K>).debug("wrapper_Lazy_eq_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("eq.Scalar_out", Kernel::typed::<op::eq_Scalar_out>(wrapper_Lazy_eq_Scalar_out::<K>).debug("wrapper_Lazy_eq_Scalar_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("eq_.Scalar", Kernel::typed::<op::eq__Scalar>(wrapper_Lazy_eq__Scalar::<K>).debug("wrapper_Lazy_eq__Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("eq.Tensor", Kernel::typed::<op::eq_Tensor>(wrapper_Lazy_eq_Tensor::<K>).debug("wrapper_Lazy_eq_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("eq.Tensor_out", Kernel::typed::<op::eq_Tensor_out>(wrapper_Lazy_eq_Tensor_out::<K>).debug("wrapper_Lazy_eq_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("eq_.Tensor", Kernel::typed::<op::eq__Tensor>(wrapper_Lazy_eq__Tensor::<K>).debug("wrapper_Lazy_eq__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_and.Tensor", Kernel::typed::<op::bitwise_and_Tensor>(wrapper_Lazy_bitwise_and_Tensor::<K>).debug("wrapper_Lazy_bitwise_and_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_and.Tensor_out", Kernel::typed::<op::bitwise_and_Tensor_out>(wrapper_Lazy_bitwise_and_Tensor_out::<K>).debug("wrapper_Lazy_bitwise_and_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_and_.Tensor", Kernel::typed::<op::bitwise_and__Tensor>(wrapper_Lazy_bitwise_and__Tensor::<K>).debug("wrapper_Lazy_bitwise_and__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_or.Tensor", Kernel::typed::<op::bitwise_or_Tensor>(wrapper_Lazy_bitwise_or_Tensor::<K>).debug("wrapper_Lazy_bitwise_or_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_or.Tensor_out", Kernel::typed::<op::bitwise_or_Tensor_out>(wrapper_Lazy_bitwise_or_Tensor_out::<K>).debug("wrapper_Lazy_bitwise_or_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_or_.Tensor", Kernel::typed::<op::bitwise_or__Tensor>(wrapper_Lazy_bitwise_or__Tensor::<K>).debug("wrapper_Lazy_bitwise_or__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_xor.Tensor", Kernel::typed::<op::bitwise_xor_Tensor>(wrapper_Lazy_bitwise_xor_Tensor::<K>).debug("wrapper_Lazy_bitwise_xor_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_xor.Tensor_out", Kernel::typed::<op::bitwise_xor_Tensor_out>(wrapper_Lazy_bitwise_xor_Tensor_out::<K>).debug("wrapper_Lazy_bitwise_xor_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_xor_.Tensor", Kernel::typed::<op::bitwise_xor__Tensor>(wrapper_Lazy_bitwise_xor__Tensor::<K>).debug("wrapper_Lazy_bitwise_xor__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ne.Scalar", Kernel::typed::<op::ne_Scalar>(wrapper_Lazy_ne_Scalar::<K>).debug("wrapper_Lazy_ne_Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ne.Scalar_out", Kernel::typed::<op::ne_Scalar_out>(wrapper_Lazy_ne_Scalar_out::<K>).debug("wrapper_Lazy_ne_Scalar_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ne_.Scalar", Kernel::typed::<op::ne__Scalar>(wrapper_Lazy_ne__Scalar::<K>).debug("wrapper_Lazy_ne__Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ne.Tensor", Kernel::typed::<op::ne_Tensor>(wrapper_Lazy_ne_Tensor::<K>).debug("wrapper_Lazy_ne_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ne.Tensor_out", Kernel::typed::<op::ne_Tensor_out>(wrapper_Lazy_ne_Tensor_out::<K>).debug("wrapper_Lazy_ne_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ne_.Tensor", Kernel::typed::<op::ne__Tensor>(wrapper_Lazy_ne__Tensor::<K>).debug("wrapper_Lazy_ne__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ge.Scalar", Kernel::typed::<op::ge_Scalar>(wrapper_Lazy_ge_Scalar::<K>).debug("wrapper_Lazy_ge_Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ge.Scalar_out", Kernel::typed::<op::ge_Scalar_out>(wrapper_Lazy_ge_Scalar_out::<K>).debug("wrapper_Lazy_ge_Scalar_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ge_.Scalar", Kernel::typed::<op::ge__Scalar>(wrapper_Lazy_ge__Scalar::<K>).debug("wrapper_Lazy_ge__Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ge.Tensor", Kernel::typed::<op::ge_Tensor>(wrapper_Lazy_ge_Tensor::<K>).debug("wrapper_Lazy_ge_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ge.Tensor_out", Kernel::typed::<op::ge_Tensor_out>(wrapper_Lazy_ge_Tensor_out::<K>).debug("wrapper_Lazy_ge_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ge_.Tensor", Kernel::typed::<op::ge__Tensor>(wrapper_Lazy_ge__Tensor::<K>).debug("wrapper_Lazy_ge__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("le.Scalar", Kernel::typed::<op::le_Scalar>(wrapper_Lazy_le_Scalar::<K>).debug("wrapper_Lazy_le_Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("le.Scalar_out", Kernel::typed::<op::le_Scalar_out>(wrapper_Lazy_le_Scalar_out::<K>).debug("wrapper_Lazy_le_Scalar_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("le_.Scalar", Kernel::typed::<op::le__Scalar>(wrapper_Lazy_le__Scalar::<K>).debug("wrapper_Lazy_le__Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("le.Tensor", Kernel::typed::<op::le_Tensor>(wrapper_Lazy_le_Tensor::<K>).debug("wrapper_Lazy_le_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("le.Tensor_out", Kernel::typed::<op::le_Tensor_out>(wrapper_Lazy_le_Tensor_out::<K>).debug("wrapper_Lazy_le_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("le_.Tensor", Kernel::typed::<op::le__Tensor>(wrapper_Lazy_le__Tensor::<K>).debug("wrapper_Lazy_le__Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("gt.Scalar", Kernel::typed::<op::gt_Scalar>(wrapper_Lazy_gt_Scalar::<K>).debug("wrapper_Lazy_gt_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("gt.Scalar_out", Kernel::typed::<op::gt_Scalar_out>(wrapper_Lazy_gt_Scalar_out::<K>).debug("wrapper_Lazy_gt_Scalar_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("gt_.Scalar", Kernel::typed::<op::gt__Scalar>(wrapper_Lazy_gt__Scalar::<K>).debug("wrapper_Lazy_gt__Scalar").for_key(DispatchKey::Lazy))?;
@@ -86,8 +231,25 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("lt.Tensor", Kernel::typed::<op::lt_Tensor>(wrapper_Lazy_lt_Tensor::<K>).debug("wrapper_Lazy_lt_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("lt.Tensor_out", Kernel::typed::<op::lt_Tensor_out>(wrapper_Lazy_lt_Tensor_out::<K>).debug("wrapper_Lazy_lt_Tensor_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("lt_.Tensor", Kernel::typed::<op::lt__Tensor>(wrapper_Lazy_lt__Tensor::<K>).debug("wrapper_Lazy_lt__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("atan2", Kernel::typed::<op::atan2>(wrapper_Lazy_atan2::<K>).debug("wrapper_Lazy_atan2").for_key(DispatchKey::Lazy))?;
+    lib.impl_("atan2.out", Kernel::typed::<op::atan2_out>(wrapper_Lazy_atan2_out::<K>).debug("wrapper_Lazy_atan2_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("atan2_", Kernel::typed::<op::atan2_>(wrapper_Lazy_atan2_::<K>).debug("wrapper_Lazy_atan2_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("fmod.Tensor", Kernel::typed::<op::fmod_Tensor>(wrapper_Lazy_fmod_Tensor::<K>).debug("wrapper_Lazy_fmod_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("fmod.Tensor_out", Kernel::typed::<op::fmod_Tensor_out>(wrapper_Lazy_fmod_Tensor_out::<K>).debug("wrapper_Lazy_fmod_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("fmod_.Tensor", Kernel::typed::<op::fmod__Tensor>(wrapper_Lazy_fmod__Tensor::<K>).debug("wrapper_Lazy_fmod__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("remainder.Tensor", Kernel::typed::<op::remainder_Tensor>(wrapper_Lazy_remainder_Tensor::<K>).debug("wrapper_Lazy_remainder_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("remainder.Tensor_out", Kernel::typed::<op::remainder_Tensor_out>(wrapper_Lazy_remainder_Tensor_out::<K>).debug("wrapper_Lazy_remainder_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("remainder_.Tensor", Kernel::typed::<op::remainder__Tensor>(wrapper_Lazy_remainder__Tensor::<K>).debug("wrapper_Lazy_remainder__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("remainder.Scalar_Tensor", Kernel::typed::<op::remainder_Scalar_Tensor>(wrapper_Lazy_remainder_Scalar_Tensor::<K>).debug("wrapper_Lazy_remainder_Scalar_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("maximum", Kernel::typed::<op::maximum>(wrapper_Lazy_maximum::<K>).debug("wrapper_Lazy_maximum").for_key(DispatchKey::Lazy))?;
     lib.impl_("maximum.out", Kernel::typed::<op::maximum_out>(wrapper_Lazy_maximum_out::<K>).debug("wrapper_Lazy_maximum_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("minimum", Kernel::typed::<op::minimum>(wrapper_Lazy_minimum::<K>).debug("wrapper_Lazy_minimum").for_key(DispatchKey::Lazy))?;
+    lib.impl_("minimum.out", Kernel::typed::<op::minimum_out>(wrapper_Lazy_minimum_out::<K>).debug("wrapper_Lazy_minimum_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("pow.Tensor_Tensor", Kernel::typed::<op::pow_Tensor_Tensor>(wrapper_Lazy_pow_Tensor_Tensor::<K>).debug("wrapper_Lazy_pow_Tensor_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("pow.Tensor_Tensor_out", Kernel::typed::<op::pow_Tensor_Tensor_out>(wrapper_Lazy_pow_Tensor_Tensor_out::<K>).debug("wrapper_Lazy_pow_Tensor_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("pow_.Tensor", Kernel::typed::<op::pow__Tensor>(wrapper_Lazy_pow__Tensor::<K>).debug("wrapper_Lazy_pow__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("pow.Scalar", Kernel::typed::<op::pow_Scalar>(wrapper_Lazy_pow_Scalar::<K>).debug("wrapper_Lazy_pow_Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("pow.Scalar_out", Kernel::typed::<op::pow_Scalar_out>(wrapper_Lazy_pow_Scalar_out::<K>).debug("wrapper_Lazy_pow_Scalar_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("pow.Tensor_Scalar", Kernel::typed::<op::pow_Tensor_Scalar>(wrapper_Lazy_pow_Tensor_Scalar::<K>).debug("wrapper_Lazy_pow_Tensor_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("pow.Tensor_Scalar_out", Kernel::typed::<op::pow_Tensor_Scalar_out>(wrapper_Lazy_pow_Tensor_Scalar_out::<K>).debug("wrapper_Lazy_pow_Tensor_Scalar_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("pow_.Scalar", Kernel::typed::<op::pow__Scalar>(wrapper_Lazy_pow__Scalar::<K>).debug("wrapper_Lazy_pow__Scalar").for_key(DispatchKey::Lazy))?;
@@ -96,33 +258,127 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("empty.memory_format", Kernel::typed::<op::empty_memory_format>(wrapper_Lazy_empty_memory_format::<K>).debug("wrapper_Lazy_empty_memory_format").for_key(DispatchKey::Lazy))?;
     lib.impl_("empty.out", Kernel::typed::<op::empty_out>(wrapper_Lazy_empty_out::<K>).debug("wrapper_Lazy_empty_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("new_empty_strided", Kernel::typed::<op::new_empty_strided>(wrapper_Lazy_new_empty_strided::<K>).debug("wrapper_Lazy_new_empty_strided").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bernoulli", Kernel::typed::<op::bernoulli>(wrapper_Lazy_bernoulli::<K>).debug("wrapper_Lazy_bernoulli").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bernoulli.out", Kernel::typed::<op::bernoulli_out>(wrapper_Lazy_bernoulli_out::<K>).debug("wrapper_Lazy_bernoulli_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bernoulli.Tensor", Kernel::typed::<op::bernoulli_Tensor>(wrapper_Lazy_bernoulli_Tensor::<K>).debug("wrapper_Lazy_bernoulli_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bernoulli_.Tensor", Kernel::typed::<op::bernoulli__Tensor>(wrapper_Lazy_bernoulli__Tensor::<K>).debug("wrapper_Lazy_bernoulli__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bernoulli.p", Kernel::typed::<op::bernoulli_p>(wrapper_Lazy_bernoulli_p::<K>).debug("wrapper_Lazy_bernoulli_p").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bernoulli_.float", Kernel::typed::<op::bernoulli__float>(wrapper_Lazy_bernoulli__float::<K>).debug("wrapper_Lazy_bernoulli__float").for_key(DispatchKey::Lazy))?;
+    lib.impl_("normal_functional", Kernel::typed::<op::normal_functional>(wrapper_Lazy_normal_functional::<K>).debug("wrapper_Lazy_normal_functional").for_key(DispatchKey::Lazy))?;
+    lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_Lazy_normal_::<K>).debug("wrapper_Lazy_normal_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("masked_fill.Scalar", Kernel::typed::<op::masked_fill_Scalar>(wrapper_Lazy_masked_fill_Scalar::<K>).debug("wrapper_Lazy_masked_fill_Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_Lazy_masked_fill__Scalar::<K>).debug("wrapper_Lazy_masked_fill__Scalar").for_key(DispatchKey::Lazy))?;
+    lib.impl_("masked_fill.Tensor", Kernel::typed::<op::masked_fill_Tensor>(wrapper_Lazy_masked_fill_Tensor::<K>).debug("wrapper_Lazy_masked_fill_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("masked_fill_.Tensor", Kernel::typed::<op::masked_fill__Tensor>(wrapper_Lazy_masked_fill__Tensor::<K>).debug("wrapper_Lazy_masked_fill__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("max.dim", Kernel::typed::<op::max_dim>(wrapper_Lazy_max_dim::<K>).debug("wrapper_Lazy_max_dim").for_key(DispatchKey::Lazy))?;
+    lib.impl_("max.dim_max", Kernel::typed::<op::max_dim_max>(wrapper_Lazy_max_dim_max::<K>).debug("wrapper_Lazy_max_dim_max").for_key(DispatchKey::Lazy))?;
+    lib.impl_("mean", Kernel::typed::<op::mean>(wrapper_Lazy_mean::<K>).debug("wrapper_Lazy_mean").for_key(DispatchKey::Lazy))?;
     lib.impl_("mean.dim", Kernel::typed::<op::mean_dim>(wrapper_Lazy_mean_dim::<K>).debug("wrapper_Lazy_mean_dim").for_key(DispatchKey::Lazy))?;
     lib.impl_("mean.out", Kernel::typed::<op::mean_out>(wrapper_Lazy_mean_out::<K>).debug("wrapper_Lazy_mean_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("min.dim", Kernel::typed::<op::min_dim>(wrapper_Lazy_min_dim::<K>).debug("wrapper_Lazy_min_dim").for_key(DispatchKey::Lazy))?;
+    lib.impl_("min.dim_min", Kernel::typed::<op::min_dim_min>(wrapper_Lazy_min_dim_min::<K>).debug("wrapper_Lazy_min_dim_min").for_key(DispatchKey::Lazy))?;
     lib.impl_("sum", Kernel::typed::<op::sum>(wrapper_Lazy_sum::<K>).debug("wrapper_Lazy_sum").for_key(DispatchKey::Lazy))?;
     lib.impl_("sum.dim_IntList", Kernel::typed::<op::sum_dim_IntList>(wrapper_Lazy_sum_dim_IntList::<K>).debug("wrapper_Lazy_sum_dim_IntList").for_key(DispatchKey::Lazy))?;
     lib.impl_("sum.IntList_out", Kernel::typed::<op::sum_IntList_out>(wrapper_Lazy_sum_IntList_out::<K>).debug("wrapper_Lazy_sum_IntList_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("std.correction", Kernel::typed::<op::std_correction>(wrapper_Lazy_std_correction::<K>).debug("wrapper_Lazy_std_correction").for_key(DispatchKey::Lazy))?;
+    lib.impl_("std.correction_out", Kernel::typed::<op::std_correction_out>(wrapper_Lazy_std_correction_out::<K>).debug("wrapper_Lazy_std_correction_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("var.correction", Kernel::typed::<op::var_correction>(wrapper_Lazy_var_correction::<K>).debug("wrapper_Lazy_var_correction").for_key(DispatchKey::Lazy))?;
+    lib.impl_("var.correction_out", Kernel::typed::<op::var_correction_out>(wrapper_Lazy_var_correction_out::<K>).debug("wrapper_Lazy_var_correction_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("var_mean.correction", Kernel::typed::<op::var_mean_correction>(wrapper_Lazy_var_mean_correction::<K>).debug("wrapper_Lazy_var_mean_correction").for_key(DispatchKey::Lazy))?;
+    lib.impl_("min", Kernel::typed::<op::min>(wrapper_Lazy_min::<K>).debug("wrapper_Lazy_min").for_key(DispatchKey::Lazy))?;
+    lib.impl_("min.unary_out", Kernel::typed::<op::min_unary_out>(wrapper_Lazy_min_unary_out::<K>).debug("wrapper_Lazy_min_unary_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("max", Kernel::typed::<op::max>(wrapper_Lazy_max::<K>).debug("wrapper_Lazy_max").for_key(DispatchKey::Lazy))?;
+    lib.impl_("max.unary_out", Kernel::typed::<op::max_unary_out>(wrapper_Lazy_max_unary_out::<K>).debug("wrapper_Lazy_max_unary_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("abs", Kernel::typed::<op::abs>(wrapper_Lazy_abs::<K>).debug("wrapper_Lazy_abs").for_key(DispatchKey::Lazy))?;
     lib.impl_("abs.out", Kernel::typed::<op::abs_out>(wrapper_Lazy_abs_out::<K>).debug("wrapper_Lazy_abs_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_not", Kernel::typed::<op::bitwise_not>(wrapper_Lazy_bitwise_not::<K>).debug("wrapper_Lazy_bitwise_not").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_not.out", Kernel::typed::<op::bitwise_not_out>(wrapper_Lazy_bitwise_not_out::<K>).debug("wrapper_Lazy_bitwise_not_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("bitwise_not_", Kernel::typed::<op::bitwise_not_>(wrapper_Lazy_bitwise_not_::<K>).debug("wrapper_Lazy_bitwise_not_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_not", Kernel::typed::<op::logical_not>(wrapper_Lazy_logical_not::<K>).debug("wrapper_Lazy_logical_not").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logical_not.out", Kernel::typed::<op::logical_not_out>(wrapper_Lazy_logical_not_out::<K>).debug("wrapper_Lazy_logical_not_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ceil", Kernel::typed::<op::ceil>(wrapper_Lazy_ceil::<K>).debug("wrapper_Lazy_ceil").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ceil.out", Kernel::typed::<op::ceil_out>(wrapper_Lazy_ceil_out::<K>).debug("wrapper_Lazy_ceil_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("ceil_", Kernel::typed::<op::ceil_>(wrapper_Lazy_ceil_::<K>).debug("wrapper_Lazy_ceil_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cos", Kernel::typed::<op::cos>(wrapper_Lazy_cos::<K>).debug("wrapper_Lazy_cos").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cos.out", Kernel::typed::<op::cos_out>(wrapper_Lazy_cos_out::<K>).debug("wrapper_Lazy_cos_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cos_", Kernel::typed::<op::cos_>(wrapper_Lazy_cos_::<K>).debug("wrapper_Lazy_cos_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("erf", Kernel::typed::<op::erf>(wrapper_Lazy_erf::<K>).debug("wrapper_Lazy_erf").for_key(DispatchKey::Lazy))?;
+    lib.impl_("erf.out", Kernel::typed::<op::erf_out>(wrapper_Lazy_erf_out::<K>).debug("wrapper_Lazy_erf_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("erf_", Kernel::typed::<op::erf_>(wrapper_Lazy_erf_::<K>).debug("wrapper_Lazy_erf_").for_key(DispatchKey::Lazy))?;
     lib.impl_("exp", Kernel::typed::<op::exp>(wrapper_Lazy_exp::<K>).debug("wrapper_Lazy_exp").for_key(DispatchKey::Lazy))?;
     lib.impl_("exp.out", Kernel::typed::<op::exp_out>(wrapper_Lazy_exp_out::<K>).debug("wrapper_Lazy_exp_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("exp_", Kernel::typed::<op::exp_>(wrapper_Lazy_exp_::<K>).debug("wrapper_Lazy_exp_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("expm1", Kernel::typed::<op::expm1>(wrapper_Lazy_expm1::<K>).debug("wrapper_Lazy_expm1").for_key(DispatchKey::Lazy))?;
+    lib.impl_("expm1.out", Kernel::typed::<op::expm1_out>(wrapper_Lazy_expm1_out::<K>).debug("wrapper_Lazy_expm1_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("expm1_", Kernel::typed::<op::expm1_>(wrapper_Lazy_expm1_::<K>).debug("wrapper_Lazy_expm1_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("floor", Kernel::typed::<op::floor>(wrapper_Lazy_floor::<K>).debug("wrapper_Lazy_floor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("floor.out", Kernel::typed::<op::floor_out>(wrapper_Lazy_floor_out::<K>).debug("wrapper_Lazy_floor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("floor_", Kernel::typed::<op::floor_>(wrapper_Lazy_floor_::<K>).debug("wrapper_Lazy_floor_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("isnan", Kernel::typed::<op::isnan>(wrapper_Lazy_isnan::<K>).debug("wrapper_Lazy_isnan").for_key(DispatchKey::Lazy))?;
+    lib.impl_("nan_to_num", Kernel::typed::<op::nan_to_num>(wrapper_Lazy_nan_to_num::<K>).debug("wrapper_Lazy_nan_to_num").for_key(DispatchKey::Lazy))?;
+    lib.impl_("nan_to_num.out", Kernel::typed::<op::nan_to_num_out>(wrapper_Lazy_nan_to_num_out::<K>).debug("wrapper_Lazy_nan_to_num_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("log", Kernel::typed::<op::log>(wrapper_Lazy_log::<K>).debug("wrapper_Lazy_log").for_key(DispatchKey::Lazy))?;
     lib.impl_("log.out", Kernel::typed::<op::log_out>(wrapper_Lazy_log_out::<K>).debug("wrapper_Lazy_log_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("log_", Kernel::typed::<op::log_>(wrapper_Lazy_log_::<K>).debug("wrapper_Lazy_log_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("log1p", Kernel::typed::<op::log1p>(wrapper_Lazy_log1p::<K>).debug("wrapper_Lazy_log1p").for_key(DispatchKey::Lazy))?;
+    lib.impl_("log1p.out", Kernel::typed::<op::log1p_out>(wrapper_Lazy_log1p_out::<K>).debug("wrapper_Lazy_log1p_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("log1p_", Kernel::typed::<op::log1p_>(wrapper_Lazy_log1p_::<K>).debug("wrapper_Lazy_log1p_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("log2", Kernel::typed::<op::log2>(wrapper_Lazy_log2::<K>).debug("wrapper_Lazy_log2").for_key(DispatchKey::Lazy))?;
+    lib.impl_("log2.out", Kernel::typed::<op::log2_out>(wrapper_Lazy_log2_out::<K>).debug("wrapper_Lazy_log2_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("log2_", Kernel::typed::<op::log2_>(wrapper_Lazy_log2_::<K>).debug("wrapper_Lazy_log2_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("reciprocal", Kernel::typed::<op::reciprocal>(wrapper_Lazy_reciprocal::<K>).debug("wrapper_Lazy_reciprocal").for_key(DispatchKey::Lazy))?;
+    lib.impl_("reciprocal.out", Kernel::typed::<op::reciprocal_out>(wrapper_Lazy_reciprocal_out::<K>).debug("wrapper_Lazy_reciprocal_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("reciprocal_", Kernel::typed::<op::reciprocal_>(wrapper_Lazy_reciprocal_::<K>).debug("wrapper_Lazy_reciprocal_").for_key(DispatchKey::Lazy))?;
     lib.impl_("neg", Kernel::typed::<op::neg>(wrapper_Lazy_neg::<K>).debug("wrapper_Lazy_neg").for_key(DispatchKey::Lazy))?;
     lib.impl_("neg.out", Kernel::typed::<op::neg_out>(wrapper_Lazy_neg_out::<K>).debug("wrapper_Lazy_neg_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("neg_", Kernel::typed::<op::neg_>(wrapper_Lazy_neg_::<K>).debug("wrapper_Lazy_neg_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("round", Kernel::typed::<op::round>(wrapper_Lazy_round::<K>).debug("wrapper_Lazy_round").for_key(DispatchKey::Lazy))?;
+    lib.impl_("round.out", Kernel::typed::<op::round_out>(wrapper_Lazy_round_out::<K>).debug("wrapper_Lazy_round_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("round_", Kernel::typed::<op::round_>(wrapper_Lazy_round_::<K>).debug("wrapper_Lazy_round_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("round.decimals", Kernel::typed::<op::round_decimals>(wrapper_Lazy_round_decimals::<K>).debug("wrapper_Lazy_round_decimals").for_key(DispatchKey::Lazy))?;
+    lib.impl_("round.decimals_out", Kernel::typed::<op::round_decimals_out>(wrapper_Lazy_round_decimals_out::<K>).debug("wrapper_Lazy_round_decimals_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("round_.decimals", Kernel::typed::<op::round__decimals>(wrapper_Lazy_round__decimals::<K>).debug("wrapper_Lazy_round__decimals").for_key(DispatchKey::Lazy))?;
     lib.impl_("relu", Kernel::typed::<op::relu>(wrapper_Lazy_relu::<K>).debug("wrapper_Lazy_relu").for_key(DispatchKey::Lazy))?;
     lib.impl_("relu_", Kernel::typed::<op::relu_>(wrapper_Lazy_relu_::<K>).debug("wrapper_Lazy_relu_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("gelu", Kernel::typed::<op::gelu>(wrapper_Lazy_gelu::<K>).debug("wrapper_Lazy_gelu").for_key(DispatchKey::Lazy))?;
+    lib.impl_("gelu.out", Kernel::typed::<op::gelu_out>(wrapper_Lazy_gelu_out::<K>).debug("wrapper_Lazy_gelu_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("gelu_", Kernel::typed::<op::gelu_>(wrapper_Lazy_gelu_::<K>).debug("wrapper_Lazy_gelu_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("rsqrt", Kernel::typed::<op::rsqrt>(wrapper_Lazy_rsqrt::<K>).debug("wrapper_Lazy_rsqrt").for_key(DispatchKey::Lazy))?;
+    lib.impl_("rsqrt.out", Kernel::typed::<op::rsqrt_out>(wrapper_Lazy_rsqrt_out::<K>).debug("wrapper_Lazy_rsqrt_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("rsqrt_", Kernel::typed::<op::rsqrt_>(wrapper_Lazy_rsqrt_::<K>).debug("wrapper_Lazy_rsqrt_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("silu", Kernel::typed::<op::silu>(wrapper_Lazy_silu::<K>).debug("wrapper_Lazy_silu").for_key(DispatchKey::Lazy))?;
+    lib.impl_("silu.out", Kernel::typed::<op::silu_out>(wrapper_Lazy_silu_out::<K>).debug("wrapper_Lazy_silu_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("silu_", Kernel::typed::<op::silu_>(wrapper_Lazy_silu_::<K>).debug("wrapper_Lazy_silu_").for_key(DispatchKey::Lazy))?;
     lib.impl_("sigmoid", Kernel::typed::<op::sigmoid>(wrapper_Lazy_sigmoid::<K>).debug("wrapper_Lazy_sigmoid").for_key(DispatchKey::Lazy))?;
     lib.impl_("sigmoid.out", Kernel::typed::<op::sigmoid_out>(wrapper_Lazy_sigmoid_out::<K>).debug("wrapper_Lazy_sigmoid_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sigmoid_", Kernel::typed::<op::sigmoid_>(wrapper_Lazy_sigmoid_::<K>).debug("wrapper_Lazy_sigmoid_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sin", Kernel::typed::<op::sin>(wrapper_Lazy_sin::<K>).debug("wrapper_Lazy_sin").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sin.out", Kernel::typed::<op::sin_out>(wrapper_Lazy_sin_out::<K>).debug("wrapper_Lazy_sin_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sin_", Kernel::typed::<op::sin_>(wrapper_Lazy_sin_::<K>).debug("wrapper_Lazy_sin_").for_key(DispatchKey::Lazy))?;
     lib.impl_("sqrt", Kernel::typed::<op::sqrt>(wrapper_Lazy_sqrt::<K>).debug("wrapper_Lazy_sqrt").for_key(DispatchKey::Lazy))?;
     lib.impl_("sqrt.out", Kernel::typed::<op::sqrt_out>(wrapper_Lazy_sqrt_out::<K>).debug("wrapper_Lazy_sqrt_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sqrt_", Kernel::typed::<op::sqrt_>(wrapper_Lazy_sqrt_::<K>).debug("wrapper_Lazy_sqrt_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("tan", Kernel::typed::<op::tan>(wrapper_Lazy_tan::<K>).debug("wrapper_Lazy_tan").for_key(DispatchKey::Lazy))?;
+    lib.impl_("tan.out", Kernel::typed::<op::tan_out>(wrapper_Lazy_tan_out::<K>).debug("wrapper_Lazy_tan_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("tan_", Kernel::typed::<op::tan_>(wrapper_Lazy_tan_::<K>).debug("wrapper_Lazy_tan_").for_key(DispatchKey::Lazy))?;
     lib.impl_("tanh", Kernel::typed::<op::tanh>(wrapper_Lazy_tanh::<K>).debug("wrapper_Lazy_tanh").for_key(DispatchKey::Lazy))?;
     lib.impl_("tanh.out", Kernel::typed::<op::tanh_out>(wrapper_Lazy_tanh_out::<K>).debug("wrapper_Lazy_tanh_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("tanh_", Kernel::typed::<op::tanh_>(wrapper_Lazy_tanh_::<K>).debug("wrapper_Lazy_tanh_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("trunc", Kernel::typed::<op::trunc>(wrapper_Lazy_trunc::<K>).debug("wrapper_Lazy_trunc").for_key(DispatchKey::Lazy))?;
+    lib.impl_("trunc.out", Kernel::typed::<op::trunc_out>(wrapper_Lazy_trunc_out::<K>).debug("wrapper_Lazy_trunc_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("trunc_", Kernel::typed::<op::trunc_>(wrapper_Lazy_trunc_::<K>).debug("wrapper_Lazy_trunc_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sign", Kernel::typed::<op::sign>(wrapper_Lazy_sign::<K>).debug("wrapper_Lazy_sign").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_Lazy_sign_out::<K>).debug("wrapper_Lazy_sign_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_Lazy_sign_::<K>).debug("wrapper_Lazy_sign_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("isinf", Kernel::typed::<op::isinf>(wrapper_Lazy_isinf::<K>).debug("wrapper_Lazy_isinf").for_key(DispatchKey::Lazy))?;
+    lib.impl_("repeat", Kernel::typed::<op::repeat>(wrapper_Lazy_repeat::<K>).debug("wrapper_Lazy_repeat").for_key(DispatchKey::Lazy))?;
+    lib.impl_("constant_pad_nd", Kernel::typed::<op::constant_pad_nd>(wrapper_Lazy_constant_pad_nd::<K>).debug("wrapper_Lazy_constant_pad_nd").for_key(DispatchKey::Lazy))?;
+    lib.impl_("embedding", Kernel::typed::<op::embedding>(wrapper_Lazy_embedding::<K>).debug("wrapper_Lazy_embedding").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sort", Kernel::typed::<op::sort>(wrapper_Lazy_sort::<K>).debug("wrapper_Lazy_sort").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sort.stable", Kernel::typed::<op::sort_stable>(wrapper_Lazy_sort_stable::<K>).debug("wrapper_Lazy_sort_stable").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sort.values_stable", Kernel::typed::<op::sort_values_stable>(wrapper_Lazy_sort_values_stable::<K>).debug("wrapper_Lazy_sort_values_stable").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logsumexp", Kernel::typed::<op::logsumexp>(wrapper_Lazy_logsumexp::<K>).debug("wrapper_Lazy_logsumexp").for_key(DispatchKey::Lazy))?;
+    lib.impl_("logsumexp.out", Kernel::typed::<op::logsumexp_out>(wrapper_Lazy_logsumexp_out::<K>).debug("wrapper_Lazy_logsumexp_out").for_key(DispatchKey::Lazy))?;
     Ok(())
 }
 
@@ -132,6 +388,95 @@ pub fn library<K: LazyNativeFunctions>(dispatcher: &'static Dispatcher) -> Resul
     let mut lib = Library::new_on(dispatcher, LibraryKind::Impl, "aten", None)?;
     register::<K>(&mut lib)?;
     Ok(lib)
+}
+
+/// `all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_all_dim<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
+    K::all_dim(self_, dim, keepdim)
+}
+
+/// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_all_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::all_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_all_dims<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
+    K::all_dims(self_, dim, keepdim)
+}
+
+/// `any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_any_dim<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<Tensor> {
+    K::any_dim(self_, dim, keepdim)
+}
+
+/// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_any_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::any_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_any_dims<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<&[i64]>, bool)) -> Result<Tensor> {
+    K::any_dims(self_, dim, keepdim)
+}
+
+/// `argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_argmax<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
+    K::argmax(self_, dim, keepdim)
+}
+
+/// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_argmax_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::argmax(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_argmin<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<Tensor> {
+    K::argmin(self_, dim, keepdim)
+}
+
+/// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_argmin_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::argmin(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_baddbmm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    K::baddbmm(self_, batch1, batch2, beta, alpha)
+}
+
+/// `baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_baddbmm_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha, out): (&Tensor, &Tensor, &Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_baddbmm_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, batch1, batch2, beta, alpha): (&Tensor, &Tensor, &Tensor, Scalar, Scalar)) -> Result<Tensor> {
+    let functional_result = K::baddbmm(self_, batch1, batch2, beta, alpha)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `bmm(Tensor self, Tensor mat2) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bmm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::bmm(self_, mat2)
+}
+
+/// `bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_bmm_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mat2, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bmm(self_, mat2)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
 }
 
 /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor` (the backend's kernel)
@@ -147,6 +492,44 @@ fn wrapper_Lazy__copy_from<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, 
 /// `_copy_from_and_resize(Tensor self, Tensor dst) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy__copy_from_and_resize<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dst): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::_copy_from_and_resize(self_, dst)
+}
+
+/// `cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_cumprod<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    K::cumprod(self_, dim, dtype)
+}
+
+/// `cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_cumprod_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::cumprod(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_cumprod_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    let functional_result = K::cumprod(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_cumsum<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    K::cumsum(self_, dim, dtype)
+}
+
+/// `cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_cumsum_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::cumsum(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_cumsum_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, dtype): (&Tensor, i64, Option<ScalarType>)) -> Result<Tensor> {
+    let functional_result = K::cumsum(self_, dim, dtype)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
 }
 
 /// `empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor` (the backend's kernel)
@@ -202,6 +585,33 @@ fn wrapper_Lazy_amax_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, di
     Ok(out.clone())
 }
 
+/// `amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_amin<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
+    K::amin(self_, dim, keepdim)
+}
+
+/// `amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_amin_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::amin(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)` (the backend's kernel)
+fn wrapper_Lazy_aminmax<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, Option<i64>, bool)) -> Result<(Tensor, Tensor)> {
+    K::aminmax(self_, dim, keepdim)
+}
+
+/// `aminmax.out(Tensor self, *, int? dim=None, bool keepdim=False, Tensor(a!) min, Tensor(b!) max) -> (Tensor(a!) min, Tensor(b!) max)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_aminmax_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, min, max): (&Tensor, Option<i64>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::aminmax(self_, dim, keepdim)?;
+    switchyard_ops::runtime::check_backend_out(min, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(max, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(min, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(max, &functional_result1)?;
+    Ok((min.clone(), max.clone()))
+}
+
 /// `mm(Tensor self, Tensor mat2) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_mm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mat2): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::mm(self_, mat2)
@@ -214,6 +624,18 @@ fn wrapper_Lazy_mm_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mat2
     Ok(out.clone())
 }
 
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_narrow_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, start, length): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    K::narrow_copy(self_, dim, start, length)
+}
+
+/// `narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_narrow_copy_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, start, length, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::narrow_copy(self_, dim, start, length)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
 /// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_slice_scatter<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, src, dim, start, end, step): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64)) -> Result<Tensor> {
     K::slice_scatter(self_, src, dim, start, end, step)
@@ -222,6 +644,11 @@ fn wrapper_Lazy_slice_scatter<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self
 /// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_select_scatter<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, src, dim, index): (&Tensor, &Tensor, i64, i64)) -> Result<Tensor> {
     K::select_scatter(self_, src, dim, index)
+}
+
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_diagonal_scatter<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, src, offset, dim1, dim2): (&Tensor, &Tensor, i64, i64, i64)) -> Result<Tensor> {
+    K::diagonal_scatter(self_, src, offset, dim1, dim2)
 }
 
 /// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (the backend's kernel)
@@ -241,6 +668,33 @@ fn wrapper_Lazy__softmax_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_
     Ok(out.clone())
 }
 
+/// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_prod<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    K::prod(self_, dtype)
+}
+
+/// `prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_prod_dim_int<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, i64, bool, Option<ScalarType>)) -> Result<Tensor> {
+    K::prod_dim_int(self_, dim, keepdim, dtype)
+}
+
+/// `prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_prod_int_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype, out): (&Tensor, i64, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::prod_dim_int(self_, dim, keepdim, dtype)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `flip(Tensor self, int[] dims) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_flip<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dims): (&Tensor, &[i64])) -> Result<Tensor> {
+    K::flip(self_, dims)
+}
+
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_roll<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, shifts, dims): (&Tensor, &[i64], &[i64])) -> Result<Tensor> {
+    K::roll(self_, shifts, dims)
+}
+
 /// `_unsafe_view(Tensor self, SymInt[] size) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy__unsafe_view<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, size): (&Tensor, &[i64])) -> Result<Tensor> {
     K::_unsafe_view(self_, size)
@@ -249,6 +703,18 @@ fn wrapper_Lazy__unsafe_view<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_
 /// `clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_clone<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, memory_format): (&Tensor, Option<MemoryFormat>)) -> Result<Tensor> {
     K::clone(self_, memory_format)
+}
+
+/// `zero(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_zero<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::zero(self_)
+}
+
+/// `zero_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_zero_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::zero(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
 }
 
 /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor` (the backend's kernel)
@@ -280,9 +746,288 @@ fn wrapper_Lazy__to_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dt
     K::_to_copy(self_, dtype, layout, device, pin_memory, non_blocking, memory_format)
 }
 
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_scatter_src<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    K::scatter_src(self_, dim, index, src)
+}
+
+/// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_scatter_src_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_src(self_, dim, index, src)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_scatter__src<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_src(self_, dim, index, src)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_scatter_value<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
+    K::scatter_value(self_, dim, index, value)
+}
+
+/// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_scatter_value_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_value(self_, dim, index, value)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_scatter__value<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value): (&Tensor, i64, &Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::scatter_value(self_, dim, index, value)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_scatter_reduce<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
+    K::scatter_reduce(self_, dim, index, src, reduce)
+}
+
+/// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_scatter_reduce_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_reduce(self_, dim, index, src, reduce)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_scatter__reduce<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, reduce): (&Tensor, i64, &Tensor, &Tensor, &str)) -> Result<Tensor> {
+    let functional_result = K::scatter_reduce(self_, dim, index, src, reduce)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_scatter_value_reduce<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
+    K::scatter_value_reduce(self_, dim, index, value, reduce)
+}
+
+/// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_scatter_value_reduce_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_scatter__value_reduce<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, value, reduce): (&Tensor, i64, &Tensor, Scalar, &str)) -> Result<Tensor> {
+    let functional_result = K::scatter_value_reduce(self_, dim, index, value, reduce)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_scatter_add<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    K::scatter_add(self_, dim, index, src)
+}
+
+/// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_scatter_add_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_add(self_, dim, index, src)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_scatter_add_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, src): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::scatter_add(self_, dim, index, src)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `tril(Tensor self, SymInt diagonal=0) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_tril<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    K::tril(self_, diagonal)
+}
+
+/// `tril.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_tril_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::tril(self_, diagonal)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `tril_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_tril_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    let functional_result = K::tril(self_, diagonal)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `triu(Tensor self, SymInt diagonal=0) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_triu<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    K::triu(self_, diagonal)
+}
+
+/// `triu.out(Tensor self, SymInt diagonal=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_triu_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::triu(self_, diagonal)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `triu_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_triu_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64)) -> Result<Tensor> {
+    let functional_result = K::triu(self_, diagonal)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_uniform<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    K::uniform(self_, from, to, generator)
+}
+
+/// `uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_uniform_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, from, to, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let functional_result = K::uniform(self_, from, to, generator)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_index_select<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    K::index_select(self_, dim, index)
+}
+
+/// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_index_select_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::index_select(self_, dim, index)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_gather<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, sparse_grad): (&Tensor, i64, &Tensor, bool)) -> Result<Tensor> {
+    K::gather(self_, dim, index, sparse_grad)
+}
+
+/// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_gather_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::gather(self_, dim, index, sparse_grad)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)` (the backend's kernel)
+fn wrapper_Lazy_topk<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, k, dim, largest, sorted): (&Tensor, i64, i64, bool, bool)) -> Result<(Tensor, Tensor)> {
+    K::topk(self_, k, dim, largest, sorted)
+}
+
+/// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_topk_values<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::topk(self_, k, dim, largest, sorted)?;
+    switchyard_ops::runtime::check_backend_out(values, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(values, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(indices, &functional_result1)?;
+    Ok((values.clone(), indices.clone()))
+}
+
+/// `all(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_all<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::all(self_)
+}
+
+/// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_all_all_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::all(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `any(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_any<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::any(self_)
+}
+
+/// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_any_all_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::any(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_mse_loss<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, target, reduction): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
+    K::mse_loss(self_, target, reduction)
+}
+
+/// `mse_loss.out(Tensor self, Tensor target, int reduction=Mean, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_mse_loss_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, target, reduction, out): (&Tensor, &Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::mse_loss(self_, target, reduction)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)` (the backend's kernel)
+fn wrapper_Lazy_nll_loss_forward<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index): (&Tensor, &Tensor, Option<&Tensor>, i64, i64)) -> Result<(Tensor, Tensor)> {
+    K::nll_loss_forward(self_, target, weight, reduction, ignore_index)
+}
+
+/// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_nll_loss_forward_output<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::nll_loss_forward(self_, target, weight, reduction, ignore_index)?;
+    switchyard_ops::runtime::check_backend_out(output, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(total_weight, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(output, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(total_weight, &functional_result1)?;
+    Ok((output.clone(), total_weight.clone()))
+}
+
+/// `avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_avg_pool2d<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>)) -> Result<Tensor> {
+    K::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+}
+
+/// `avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_avg_pool2d_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out): (&Tensor, &[i64], &[i64], &[i64], bool, bool, Option<i64>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)` (the backend's kernel)
+fn wrapper_Lazy_max_pool2d_with_indices<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool)) -> Result<(Tensor, Tensor)> {
+    K::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+/// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_max_pool2d_with_indices_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(indices, &functional_result1)?;
+    Ok((out.clone(), indices.clone()))
+}
+
+/// `linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_linalg_vector_norm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
+    K::linalg_vector_norm(self_, ord, dim, keepdim, dtype)
+}
+
+/// `linalg_vector_norm.out(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_linalg_vector_norm_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, ord, dim, keepdim, dtype, out): (&Tensor, Scalar, Option<&[i64]>, bool, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::linalg_vector_norm(self_, ord, dim, keepdim, dtype)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
 /// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_as_strided_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, size, stride, storage_offset): (&Tensor, &[i64], &[i64], Option<i64>)) -> Result<Tensor> {
     K::as_strided_copy(self_, size, stride, storage_offset)
+}
+
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_diagonal_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, offset, dim1, dim2): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    K::diagonal_copy(self_, offset, dim1, dim2)
 }
 
 /// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor` (the backend's kernel)
@@ -310,9 +1055,19 @@ fn wrapper_Lazy_slice_copy_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (
     K::slice_copy_Tensor(self_, dim, start, end, step)
 }
 
+/// `squeeze_copy(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_squeeze_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::squeeze_copy(self_)
+}
+
 /// `squeeze_copy.dim(Tensor self, int dim) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_squeeze_copy_dim<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     K::squeeze_copy_dim(self_, dim)
+}
+
+/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_squeeze_copy_dims<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim): (&Tensor, &[i64])) -> Result<Tensor> {
+    K::squeeze_copy_dims(self_, dim)
 }
 
 /// `t_copy(Tensor self) -> Tensor` (the backend's kernel)
@@ -335,6 +1090,21 @@ fn wrapper_Lazy_view_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, s
     K::view_copy(self_, size)
 }
 
+/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_view_copy_dtype<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dtype): (&Tensor, ScalarType)) -> Result<Tensor> {
+    K::view_copy_dtype(self_, dtype)
+}
+
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_unfold_backward<K: LazyNativeFunctions>(_ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step): (&Tensor, &[i64], i64, i64, i64)) -> Result<Tensor> {
+    K::unfold_backward(grad_in, input_sizes, dim, size, step)
+}
+
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_unfold_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dimension, size, step): (&Tensor, i64, i64, i64)) -> Result<Tensor> {
+    K::unfold_copy(self_, dimension, size, step)
+}
+
 /// `alias_copy(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_alias_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::alias_copy(self_)
@@ -350,9 +1120,51 @@ fn wrapper_Lazy_lift_fresh<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,)
     K::lift_fresh(self_)
 }
 
+/// `lift_fresh_copy(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_lift_fresh_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::lift_fresh_copy(self_)
+}
+
+/// `dot(Tensor self, Tensor tensor) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_dot<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, tensor): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::dot(self_, tensor)
+}
+
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
 fn wrapper_Lazy_native_layer_norm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     K::native_layer_norm(input, normalized_shape, weight, bias, eps)
+}
+
+/// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
+fn wrapper_Lazy__native_batch_norm_legit_no_training<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    K::_native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
+fn wrapper_Lazy__native_batch_norm_legit_no_stats<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor)> {
+    K::_native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy__native_batch_norm_legit_no_stats_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let (functional_result0, functional_result1, functional_result2) = K::_native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_invstd, &functional_result2)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))
+}
+
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)` (the backend's kernel)
+fn wrapper_Lazy_native_dropout<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, p, train): (&Tensor, f64, Option<bool>)) -> Result<(Tensor, Tensor)> {
+    K::native_dropout(input, p, train)
+}
+
+/// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_convolution<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64)) -> Result<Tensor> {
+    K::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 }
 
 /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor` (the backend's kernel)
@@ -389,6 +1201,25 @@ fn wrapper_Lazy_div_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, oth
 /// `div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_div__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::div_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_div_Tensor_mode<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    K::div_Tensor_mode(self_, other, rounding_mode)
+}
+
+/// `div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_div_out_mode<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, &Tensor, Option<&str>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_div__Tensor_mode<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, rounding_mode): (&Tensor, &Tensor, Option<&str>)) -> Result<Tensor> {
+    let functional_result = K::div_Tensor_mode(self_, other, rounding_mode)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
     Ok(self_.clone())
 }
@@ -431,6 +1262,156 @@ fn wrapper_Lazy_sub__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,
     Ok(self_.clone())
 }
 
+/// `logical_xor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_logical_xor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::logical_xor(self_, other)
+}
+
+/// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_logical_xor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::logical_xor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `logical_and(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_logical_and<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::logical_and(self_, other)
+}
+
+/// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_logical_and_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::logical_and(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `logical_or(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_logical_or<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::logical_or(self_, other)
+}
+
+/// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_logical_or_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::logical_or(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_clamp<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    K::clamp(self_, min, max)
+}
+
+/// `clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_clamp_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<Scalar>, Option<Scalar>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp(self_, min, max)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_clamp_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<Scalar>, Option<Scalar>)) -> Result<Tensor> {
+    let functional_result = K::clamp(self_, min, max)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_clamp_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    K::clamp_Tensor(self_, min, max)
+}
+
+/// `clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_clamp_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, max, out): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_Tensor(self_, min, max)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), min, max])?;
+    Ok(out.clone())
+}
+
+/// `clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_clamp__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, max): (&Tensor, Option<&Tensor>, Option<&Tensor>)) -> Result<Tensor> {
+    let functional_result = K::clamp_Tensor(self_, min, max)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[min, max])?;
+    Ok(self_.clone())
+}
+
+/// `clamp_max(Tensor self, Scalar max) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_clamp_max<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::clamp_max(self_, max)
+}
+
+/// `clamp_max.out(Tensor self, Scalar max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_clamp_max_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_max(self_, max)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_clamp_max_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::clamp_max(self_, max)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `clamp_max.Tensor(Tensor self, Tensor max) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_clamp_max_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::clamp_max_Tensor(self_, max)
+}
+
+/// `clamp_max.Tensor_out(Tensor self, Tensor max, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_clamp_max_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, max, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_max_Tensor(self_, max)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(max)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_clamp_max__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, max): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_max_Tensor(self_, max)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(max)])?;
+    Ok(self_.clone())
+}
+
+/// `clamp_min(Tensor self, Scalar min) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_clamp_min<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::clamp_min(self_, min)
+}
+
+/// `clamp_min.out(Tensor self, Scalar min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_clamp_min_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_min(self_, min)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_clamp_min_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::clamp_min(self_, min)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `clamp_min.Tensor(Tensor self, Tensor min) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_clamp_min_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::clamp_min_Tensor(self_, min)
+}
+
+/// `clamp_min.Tensor_out(Tensor self, Tensor min, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_clamp_min_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_min_Tensor(self_, min)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(min)])?;
+    Ok(out.clone())
+}
+
+/// `clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_clamp_min__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, min): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::clamp_min_Tensor(self_, min)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(min)])?;
+    Ok(self_.clone())
+}
+
 /// `eq.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_eq_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
     K::eq_Scalar(self_, other)
@@ -465,6 +1446,177 @@ fn wrapper_Lazy_eq_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self
 /// `eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_eq__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::eq_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_and_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::bitwise_and_Tensor(self_, other)
+}
+
+/// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_bitwise_and_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_and_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_bitwise_and__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_and_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_or_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::bitwise_or_Tensor(self_, other)
+}
+
+/// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_bitwise_or_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_or_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_bitwise_or__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_or_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_xor_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::bitwise_xor_Tensor(self_, other)
+}
+
+/// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_bitwise_xor_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_xor_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_bitwise_xor__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_xor_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `ne.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_ne_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::ne_Scalar(self_, other)
+}
+
+/// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_ne_Scalar_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ne_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_ne__Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::ne_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `ne.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_ne_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::ne_Tensor(self_, other)
+}
+
+/// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_ne_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ne_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_ne__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ne_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `ge.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_ge_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::ge_Scalar(self_, other)
+}
+
+/// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_ge_Scalar_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ge_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_ge__Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::ge_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `ge.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_ge_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::ge_Tensor(self_, other)
+}
+
+/// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_ge_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ge_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_ge__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ge_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `le.Scalar(Tensor self, Scalar other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_le_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    K::le_Scalar(self_, other)
+}
+
+/// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_le_Scalar_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::le_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_le__Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::le_Scalar(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `le.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_le_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::le_Tensor(self_, other)
+}
+
+/// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_le_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::le_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_le__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::le_Tensor(self_, other)?;
     switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
@@ -545,6 +1697,68 @@ fn wrapper_Lazy_lt__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, 
     Ok(self_.clone())
 }
 
+/// `atan2(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_atan2<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::atan2(self_, other)
+}
+
+/// `atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_atan2_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::atan2(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_atan2_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::atan2(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `fmod.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_fmod_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::fmod_Tensor(self_, other)
+}
+
+/// `fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_fmod_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::fmod_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_fmod__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::fmod_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `remainder.Tensor(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_remainder_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::remainder_Tensor(self_, other)
+}
+
+/// `remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_remainder_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::remainder_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_remainder__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::remainder_Tensor(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(other)])?;
+    Ok(self_.clone())
+}
+
+/// `remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_remainder_Scalar_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (Scalar, &Tensor)) -> Result<Tensor> {
+    K::remainder_Scalar_Tensor(self_, other)
+}
+
 /// `maximum(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_maximum<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
     K::maximum(self_, other)
@@ -554,6 +1768,49 @@ fn wrapper_Lazy_maximum<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, oth
 fn wrapper_Lazy_maximum_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::maximum(self_, other)?;
     switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `minimum(Tensor self, Tensor other) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_minimum<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::minimum(self_, other)
+}
+
+/// `minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_minimum_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::minimum(self_, other)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(other)])?;
+    Ok(out.clone())
+}
+
+/// `pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_pow_Tensor_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    K::pow_Tensor_Tensor(self_, exponent)
+}
+
+/// `pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_pow_Tensor_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_), Some(exponent)])?;
+    Ok(out.clone())
+}
+
+/// `pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_pow__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::pow_Tensor_Tensor(self_, exponent)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[Some(exponent)])?;
+    Ok(self_.clone())
+}
+
+/// `pow.Scalar(Scalar self, Tensor exponent) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_pow_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, exponent): (Scalar, &Tensor)) -> Result<Tensor> {
+    K::pow_Scalar(self_, exponent)
+}
+
+/// `pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_pow_Scalar_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, exponent, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::pow_Scalar(self_, exponent)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(exponent)])?;
     Ok(out.clone())
 }
 
@@ -605,6 +1862,98 @@ fn wrapper_Lazy_new_empty_strided<K: LazyNativeFunctions>(_ks: DispatchKeySet, (
     K::new_empty_strided(self_, size, stride, dtype, layout, device, pin_memory)
 }
 
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bernoulli<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, generator): (&Tensor, Option<&Generator>)) -> Result<Tensor> {
+    K::bernoulli(self_, generator)
+}
+
+/// `bernoulli.out(Tensor self, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_bernoulli_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, generator, out): (&Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bernoulli(self_, generator)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bernoulli_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    K::bernoulli_Tensor(self_, p, generator)
+}
+
+/// `bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_bernoulli__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, &Tensor, Option<&Generator>)) -> Result<Tensor> {
+    let functional_result = K::bernoulli_Tensor(self_, p, generator)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bernoulli_p<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    K::bernoulli_p(self_, p, generator)
+}
+
+/// `bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_bernoulli__float<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, p, generator): (&Tensor, f64, Option<&Generator>)) -> Result<Tensor> {
+    let functional_result = K::bernoulli_p(self_, p, generator)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_normal_functional<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    K::normal_functional(self_, mean, std, generator)
+}
+
+/// `normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_normal_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mean, std, generator): (&Tensor, f64, f64, Option<&Generator>)) -> Result<Tensor> {
+    let functional_result = K::normal_functional(self_, mean, std, generator)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_masked_fill_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    K::masked_fill_Scalar(self_, mask, value)
+}
+
+/// `masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_masked_fill__Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
+    let functional_result = K::masked_fill_Scalar(self_, mask, value)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_masked_fill_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    K::masked_fill_Tensor(self_, mask, value)
+}
+
+/// `masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_masked_fill__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::masked_fill_Tensor(self_, mask, value)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (the backend's kernel)
+fn wrapper_Lazy_max_dim<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    K::max_dim(self_, dim, keepdim)
+}
+
+/// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_max_dim_max<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::max_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::check_backend_out(max, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(max_values, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(max, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(max_values, &functional_result1)?;
+    Ok((max.clone(), max_values.clone()))
+}
+
+/// `mean(Tensor self, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_mean<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dtype): (&Tensor, Option<ScalarType>)) -> Result<Tensor> {
+    K::mean(self_, dtype)
+}
+
 /// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_mean_dim<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, dtype): (&Tensor, Option<&[i64]>, bool, Option<ScalarType>)) -> Result<Tensor> {
     K::mean_dim(self_, dim, keepdim, dtype)
@@ -615,6 +1964,21 @@ fn wrapper_Lazy_mean_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, di
     let functional_result = K::mean_dim(self_, dim, keepdim, dtype)?;
     switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
     Ok(out.clone())
+}
+
+/// `min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (the backend's kernel)
+fn wrapper_Lazy_min_dim<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    K::min_dim(self_, dim, keepdim)
+}
+
+/// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_min_dim_min<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::min_dim(self_, dim, keepdim)?;
+    switchyard_ops::runtime::check_backend_out(min, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(min_indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(min, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(min_indices, &functional_result1)?;
+    Ok((min.clone(), min_indices.clone()))
 }
 
 /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (the backend's kernel)
@@ -634,6 +1998,59 @@ fn wrapper_Lazy_sum_IntList_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (se
     Ok(out.clone())
 }
 
+/// `std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_std_correction<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+    K::std_correction(self_, dim, correction, keepdim)
+}
+
+/// `std.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_std_correction_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::std_correction(self_, dim, correction, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_var_correction<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<Tensor> {
+    K::var_correction(self_, dim, correction, keepdim)
+}
+
+/// `var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_var_correction_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim, out): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::var_correction(self_, dim, correction, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)` (the backend's kernel)
+fn wrapper_Lazy_var_mean_correction<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, correction, keepdim): (&Tensor, Option<&[i64]>, Option<Scalar>, bool)) -> Result<(Tensor, Tensor)> {
+    K::var_mean_correction(self_, dim, correction, keepdim)
+}
+
+/// `min(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_min<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::min(self_)
+}
+
+/// `min.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_min_unary_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::min(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `max(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_max<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::max(self_)
+}
+
+/// `max.unary_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_max_unary_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::max(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
 /// `abs(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_abs<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::abs(self_)
@@ -644,6 +2061,94 @@ fn wrapper_Lazy_abs_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out
     let functional_result = K::abs(self_)?;
     switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
     Ok(out.clone())
+}
+
+/// `bitwise_not(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_bitwise_not<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::bitwise_not(self_)
+}
+
+/// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_bitwise_not_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::bitwise_not(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `bitwise_not_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_bitwise_not_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::bitwise_not(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `logical_not(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_logical_not<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::logical_not(self_)
+}
+
+/// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_logical_not_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::logical_not(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `ceil(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_ceil<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::ceil(self_)
+}
+
+/// `ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_ceil_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::ceil(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `ceil_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_ceil_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::ceil(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `cos(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_cos<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::cos(self_)
+}
+
+/// `cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_cos_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::cos(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `cos_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_cos_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::cos(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `erf(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_erf<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::erf(self_)
+}
+
+/// `erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_erf_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::erf(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `erf_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_erf_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::erf(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
 }
 
 /// `exp(Tensor self) -> Tensor` (the backend's kernel)
@@ -665,6 +2170,61 @@ fn wrapper_Lazy_exp_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Te
     Ok(self_.clone())
 }
 
+/// `expm1(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_expm1<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::expm1(self_)
+}
+
+/// `expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_expm1_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::expm1(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `expm1_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_expm1_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::expm1(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `floor(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_floor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::floor(self_)
+}
+
+/// `floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_floor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::floor(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `floor_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_floor_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::floor(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `isnan(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_isnan<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::isnan(self_)
+}
+
+/// `nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_nan_to_num<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf): (&Tensor, Option<f64>, Option<f64>, Option<f64>)) -> Result<Tensor> {
+    K::nan_to_num(self_, nan, posinf, neginf)
+}
+
+/// `nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_nan_to_num_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, nan, posinf, neginf, out): (&Tensor, Option<f64>, Option<f64>, Option<f64>, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::nan_to_num(self_, nan, posinf, neginf)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
 /// `log(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_log<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::log(self_)
@@ -680,6 +2240,63 @@ fn wrapper_Lazy_log_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out
 /// `log_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_log_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::log(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `log1p(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_log1p<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::log1p(self_)
+}
+
+/// `log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_log1p_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::log1p(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `log1p_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_log1p_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::log1p(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `log2(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_log2<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::log2(self_)
+}
+
+/// `log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_log2_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::log2(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `log2_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_log2_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::log2(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `reciprocal(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_reciprocal<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::reciprocal(self_)
+}
+
+/// `reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_reciprocal_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::reciprocal(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `reciprocal_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_reciprocal_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::reciprocal(self_)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
@@ -703,6 +2320,44 @@ fn wrapper_Lazy_neg_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Te
     Ok(self_.clone())
 }
 
+/// `round(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_round<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::round(self_)
+}
+
+/// `round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_round_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::round(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `round_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_round_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::round(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `round.decimals(Tensor self, *, int decimals) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_round_decimals<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    K::round_decimals(self_, decimals)
+}
+
+/// `round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_round_decimals_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, decimals, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::round_decimals(self_, decimals)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_round__decimals<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, decimals): (&Tensor, i64)) -> Result<Tensor> {
+    let functional_result = K::round_decimals(self_, decimals)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
 /// `relu(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_relu<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::relu(self_)
@@ -711,6 +2366,63 @@ fn wrapper_Lazy_relu<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Te
 /// `relu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_relu_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::relu(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `gelu(Tensor self, *, str approximate='none') -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_gelu<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    K::gelu(self_, approximate)
+}
+
+/// `gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_gelu_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, approximate, out): (&Tensor, &str, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::gelu(self_, approximate)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_gelu_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, approximate): (&Tensor, &str)) -> Result<Tensor> {
+    let functional_result = K::gelu(self_, approximate)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `rsqrt(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_rsqrt<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::rsqrt(self_)
+}
+
+/// `rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_rsqrt_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::rsqrt(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `rsqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_rsqrt_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::rsqrt(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `silu(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_silu<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::silu(self_)
+}
+
+/// `silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_silu_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::silu(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `silu_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_silu_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::silu(self_)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
@@ -734,6 +2446,25 @@ fn wrapper_Lazy_sigmoid_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): 
     Ok(self_.clone())
 }
 
+/// `sin(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_sin<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::sin(self_)
+}
+
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_sin_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::sin(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_sin_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::sin(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
 /// `sqrt(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_sqrt<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::sqrt(self_)
@@ -749,6 +2480,25 @@ fn wrapper_Lazy_sqrt_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, ou
 /// `sqrt_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_sqrt_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sqrt(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `tan(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_tan<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::tan(self_)
+}
+
+/// `tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_tan_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::tan(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `tan_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_tan_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::tan(self_)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }
@@ -770,5 +2520,95 @@ fn wrapper_Lazy_tanh_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&T
     let functional_result = K::tanh(self_)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
+}
+
+/// `trunc(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_trunc<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::trunc(self_)
+}
+
+/// `trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_trunc_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::trunc(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `trunc_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_trunc_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::trunc(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `sign(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_sign<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::sign(self_)
+}
+
+/// `sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_sign_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::sign(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `sign_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_sign_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::sign(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `isinf(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_isinf<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::isinf(self_)
+}
+
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_repeat<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, repeats): (&Tensor, &[i64])) -> Result<Tensor> {
+    K::repeat(self_, repeats)
+}
+
+/// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_constant_pad_nd<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, pad, value): (&Tensor, &[i64], Scalar)) -> Result<Tensor> {
+    K::constant_pad_nd(self_, pad, value)
+}
+
+/// `embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_embedding<K: LazyNativeFunctions>(_ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse): (&Tensor, &Tensor, i64, bool, bool)) -> Result<Tensor> {
+    K::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+}
+
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (the backend's kernel)
+fn wrapper_Lazy_sort<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, descending): (&Tensor, i64, bool)) -> Result<(Tensor, Tensor)> {
+    K::sort(self_, dim, descending)
+}
+
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)` (the backend's kernel)
+fn wrapper_Lazy_sort_stable<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, stable, dim, descending): (&Tensor, Option<bool>, i64, bool)) -> Result<(Tensor, Tensor)> {
+    K::sort_stable(self_, stable, dim, descending)
+}
+
+/// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_sort_values_stable<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
+    let (functional_result0, functional_result1) = K::sort_stable(self_, stable, dim, descending)?;
+    switchyard_ops::runtime::check_backend_out(values, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(indices, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(values, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(indices, &functional_result1)?;
+    Ok((values.clone(), indices.clone()))
+}
+
+/// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_logsumexp<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim): (&Tensor, &[i64], bool)) -> Result<Tensor> {
+    K::logsumexp(self_, dim, keepdim)
+}
+
+/// `logsumexp.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_logsumexp_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::logsumexp(self_, dim, keepdim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
 }
 

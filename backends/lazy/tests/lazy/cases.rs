@@ -157,8 +157,10 @@ fn counters_name_kernels_and_fallbacks() {
     let x = switchyard_lazy::to_lazy(&sample(&[3], 56)).unwrap();
     let _a = x.add(&x).unwrap().add(&x).unwrap();
     let _b = x.cos().unwrap();
+    let _c = switchyard_ops::op::nonzero::call(&x).unwrap();
     assert_eq!(counter("lazy::add"), 2);
-    assert_eq!(counter("aten::cos"), 1);
+    assert_eq!(counter("lazy::cos"), 1);
+    assert_eq!(counter("aten::nonzero"), 1);
     assert!(switchyard_lazy::counter_names().contains(&"lazy::add".to_string()));
     switchyard_lazy::reset_metrics();
     assert_eq!(switchyard_lazy::counter_value("lazy::add"), None);
@@ -197,4 +199,128 @@ fn l12_explicit_generators_give_the_cpus_values() {
     let (l1, l2) = run(true, 2);
     assert_close(&l1, &c1, 0.0);
     assert_close(&l2, &c2, 0.0);
+}
+
+/// L12 (`test_generator`), its recompile half: an explicit generator is part of the graph,
+/// hashed by its seed: seeds 1, 2, 1 compile twice and hit the cache once; the IR names the
+/// generator and `aten::uniform` (PyTorch checks the TorchScript text for both).
+#[test]
+fn l12_generator_seeds_are_part_of_the_graph() {
+    let _g = setup();
+    let x = switchyard_lazy::to_lazy(&Tensor::from_slice(&[1.0f32]).unwrap()).unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    switchyard_lazy::reset_metrics();
+    let mut text = String::new();
+    for (seed, uncached, cached) in [(1u64, 1u64, 0u64), (2, 2, 0), (1, 2, 1)] {
+        let g = switchyard_core::Generator::new(switchyard_core::Device::CPU);
+        g.manual_seed(seed);
+        x.uniform__with(-1.0, 1.0, Some(&g)).unwrap();
+        if seed == 1 && uncached == 1 {
+            text = switchyard_lazy::dump_ir(&[Clone::clone(&x)], switchyard_lazy::DumpFormat::Text)
+                .unwrap();
+        }
+        switchyard_lazy::mark_step().unwrap();
+        assert_eq!(counter("UncachedCompile"), uncached, "seed {seed}");
+        assert_eq!(counter("CachedCompile"), cached, "seed {seed}");
+    }
+    assert!(
+        text.contains("torch.Generator(device=\"cpu\", seed=1)"),
+        "{text}"
+    );
+    assert!(text.contains("aten::uniform"), "{text}");
+    assert_eq!(counter("lazy::uniform"), 3);
+}
+
+/// L15 (`test_step_closures`): a synchronous closure has run when `mark_step` returns; an
+/// asynchronous one may run after it returns; a synchronous closure's error comes out of
+/// `mark_step`; an asynchronous closure's error surfaces at a later `mark_step` that queues
+/// another asynchronous closure, which never runs.
+#[test]
+fn l15_step_closures() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let _g = setup();
+    let x = switchyard_lazy::to_lazy(&sample(&[3], 401)).unwrap();
+    let y = x.add(&x).unwrap();
+    // Sync: runs after the step's sync, so it can read the synced value without a new graph.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (s, yc) = (Arc::clone(&seen), Clone::clone(&y));
+    switchyard_lazy::add_step_closure(
+        Box::new(move || {
+            let v = switchyard_lazy::to_cpu(&yc)?.to_vec::<f32>()?;
+            s.lock().unwrap().extend(v);
+            Ok(())
+        }),
+        false,
+    );
+    switchyard_lazy::mark_step().unwrap();
+    let want = switchyard_lazy::to_cpu(&y)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), want);
+    assert_eq!(counter("UncachedCompile"), 1);
+
+    // Async: runs on the worker, after mark_step returned.
+    let ran = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(std::sync::Barrier::new(2));
+    let (r, g) = (Arc::clone(&ran), Arc::clone(&gate));
+    switchyard_lazy::add_step_closure(
+        Box::new(move || {
+            g.wait();
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }),
+        true,
+    );
+    switchyard_lazy::mark_step().unwrap();
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        0,
+        "mark_step waited for the async closure"
+    );
+    gate.wait();
+    switchyard_lazy::wait_async_closures();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+
+    // A sync closure's error comes out of mark_step.
+    switchyard_lazy::add_step_closure(
+        Box::new(|| Err(switchyard_core::Error::runtime("sync closure failed"))),
+        false,
+    );
+    let e = switchyard_lazy::mark_step().unwrap_err().to_string();
+    assert!(e.contains("sync closure failed"), "{e}");
+
+    // An async closure's error: reported when the next async closure is queued, which never
+    // runs.
+    switchyard_lazy::add_step_closure(
+        Box::new(|| Err(switchyard_core::Error::runtime("async closure failed"))),
+        true,
+    );
+    switchyard_lazy::mark_step().unwrap();
+    switchyard_lazy::wait_async_closures();
+    let r = Arc::clone(&ran);
+    switchyard_lazy::add_step_closure(
+        Box::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }),
+        true,
+    );
+    let e = switchyard_lazy::mark_step().unwrap_err().to_string();
+    assert!(
+        e.contains("Cannot run asynchronous closure due to previously raised exception"),
+        "{e}"
+    );
+    assert!(e.contains("async closure failed"), "{e}");
+    switchyard_lazy::wait_async_closures();
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "the closure after the error ran"
+    );
+    // The error was reported once: async closures work again.
+    switchyard_lazy::add_step_closure(Box::new(|| Ok(())), true);
+    switchyard_lazy::mark_step().unwrap();
+    switchyard_lazy::wait_async_closures();
 }

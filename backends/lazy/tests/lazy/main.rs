@@ -6,7 +6,11 @@
 
 mod support;
 
+mod autograd;
 mod cases;
+mod coverage;
+mod dump;
 mod executor;
 mod ir;
+mod property;
 mod values;

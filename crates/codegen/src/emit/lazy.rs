@@ -99,6 +99,8 @@ fn classify(a: &Argument) -> Result<ArgClass, BackendGenError> {
         "Option<MemoryFormat>" => ArgClass::Attr("opt_memory_format"),
         "&str" => ArgClass::Attr("str"),
         "Option<&str>" => ArgClass::Attr("opt_str"),
+        "Option<Scalar>" => ArgClass::Attr("opt_scalar"),
+        "Option<&Generator>" => ArgClass::Attr("opt_generator"),
         other => {
             return Err(BackendGenError(format!(
                 "the lazy generator cannot carry an argument of Rust type {other} ({}) on an IR node",
@@ -450,7 +452,7 @@ fn kernels_file(
         "use crate::ir::Attr;\n\
          use crate::metrics::Counter;\n\
          use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};\n\
-         use switchyard_core::{Device, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
+         use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
          use switchyard_ops::op;\n\
          use switchyard_ops::structured::Outs;\n\n",
     );

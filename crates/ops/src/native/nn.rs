@@ -402,6 +402,12 @@ fn check_conv_backend_dtype(
     )))
 }
 
+/// A new tensor through the dispatcher (`at::empty`): a backend without storage (the lazy
+/// device) makes its own.
+fn empty_on(sizes: &[i64], dtype: ScalarType, device: Device) -> Result<Tensor> {
+    op::empty_memory_format::call(sizes, Some(dtype), None, Some(device), None, None)
+}
+
 /// The plain convolution (see [`convolution`]).
 fn conv_forward(
     input: &Tensor,
@@ -426,7 +432,7 @@ fn conv_forward(
     out_shape.extend_from_slice(&out_spatial);
     let (device, dtype) = (input.device(), input.dtype());
     if out_shape.contains(&0) {
-        return Tensor::allocate(&out_shape, dtype, device);
+        return empty_on(&out_shape, dtype, device);
     }
     let l: i64 = out_spatial.iter().product();
     let kk: i64 = cg * kernel.iter().product::<i64>();
@@ -434,7 +440,7 @@ fn conv_forward(
     let x = if params.padding.iter().any(|&p| p != 0) {
         let mut padded_sizes = vec![n, c];
         padded_sizes.extend((0..dim).map(|i| sizes[i + 2] + 2 * params.padding[i]));
-        let padded = Tensor::allocate(&padded_sizes, dtype, device)?;
+        let padded = empty_on(&padded_sizes, dtype, device)?;
         op::zero_::call(&padded)?;
         let mut interior = padded.clone();
         for (i, &p) in params.padding.iter().enumerate() {
@@ -532,7 +538,7 @@ fn conv_transpose(
     // The output before its padding is cut off: `padding` more on both sides.
     let mut full_shape = vec![n, c_out];
     full_shape.extend((0..dim).map(|i| out_spatial[i] + 2 * params.padding[i]));
-    let full = Tensor::allocate(&full_shape, dtype, device)?;
+    let full = empty_on(&full_shape, dtype, device)?;
     op::zero_::call(&full)?;
     let l_in: i64 = input_spatial.iter().product();
     let k_count: i64 = kernel.iter().product();

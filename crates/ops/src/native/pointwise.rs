@@ -83,7 +83,15 @@ macro_rules! logical_composites {
     ($($name:ident, $inplace:ident, $out:ident;)*) => {$(
         #[doc = concat!("`", stringify!($name), "`: a `Bool` result.")]
         pub fn $name(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-            let result = Tensor::allocate(&[0], ScalarType::Bool, self_.device())?;
+            // Through the dispatcher (`at::empty`), so a backend without storage makes its own.
+            let result = op::empty_memory_format::call(
+                &[0],
+                Some(ScalarType::Bool),
+                None,
+                Some(self_.device()),
+                None,
+                None,
+            )?;
             op::$out::call(self_, other, &result)
         }
 

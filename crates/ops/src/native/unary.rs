@@ -13,9 +13,10 @@ use crate::structured::{Outs, create_out};
 use switchyard_core::{Result, ScalarType, Tensor};
 
 /// An empty tensor for an out= kernel to resize: it then gets the layout TensorIterator gives
-/// the outputs it allocates (`at::empty({0}, ..)` in PyTorch's composites).
+/// the outputs it allocates (`at::empty({0}, ..)` in PyTorch's composites). Allocated through
+/// the dispatcher, so a backend without storage (the lazy device) makes its own tensor.
 fn empty_output(t: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-    Tensor::allocate(&[0], dtype, t.device())
+    op::empty_memory_format::call(&[0], Some(dtype), None, Some(t.device()), None, None)
 }
 
 /// `abs`: a new tensor of `self`'s dtype filled by `abs.out`.
