@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod compiler;
 pub mod data;
 pub mod executor;
 #[rustfmt::skip]

@@ -55,306 +55,255 @@ pub(crate) fn lazy_exp(self_: &Tensor) -> Result<Tensor> {
     b.build_one(shapes)
 }
 
-/// `tanh(Tensor self) -> Tensor`: records an IR node of class `Tanh`.
-pub(crate) fn lazy_tanh(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::tanh");
+/// `log(Tensor self) -> Tensor`: records an IR node of class `Log`.
+pub(crate) fn lazy_log(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::log");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_tanh)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_log)?;
     b.tensor(self_)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::tanh(self_, Outs::Functional);
+    let meta = switchyard_ops::meta::log(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `sigmoid(Tensor self) -> Tensor`: records an IR node of class `Sigmoid`.
-pub(crate) fn lazy_sigmoid(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::sigmoid");
+/// `relu(Tensor self) -> Tensor`: records an IR node of class `Relu`.
+pub(crate) fn lazy_relu(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::relu");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_sigmoid)?;
-    b.tensor(self_)?;
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `abs(Tensor self) -> Tensor`: records an IR node of class `Abs`.
-pub(crate) fn lazy_abs(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::abs");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_abs)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_relu)?;
     b.tensor(self_)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::abs::call(&b.shadow(self_)?)?
+        op::relu::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `maximum(Tensor self, Tensor other) -> Tensor`: records an IR node of class `Maximum`.
-pub(crate) fn lazy_maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::maximum");
+/// `sqrt(Tensor self) -> Tensor`: records an IR node of class `Sqrt`.
+pub(crate) fn lazy_sqrt(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::sqrt");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_maximum)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_sqrt)?;
+    b.tensor(self_)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`: records an IR node of class `PowTensorScalar`.
+pub(crate) fn lazy_pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::pow");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_pow_Tensor_Scalar)?;
+    b.tensor(self_)?;
+    b.scalar(&exponent)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `eq.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `EqTensor`.
+pub(crate) fn lazy_eq_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::eq");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_eq_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional);
+    let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `eq.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `EqScalar`.
-pub(crate) fn lazy_eq_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::eq");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_eq_Scalar)?;
-    b.tensor(self_)?;
-    b.scalar(&other)?;
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::eq_scalar(self_, other.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `gt.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `GtScalar`.
-pub(crate) fn lazy_gt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+/// `gt.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `GtTensor`.
+pub(crate) fn lazy_gt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::gt");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_gt_Scalar)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_gt_Tensor)?;
     b.tensor(self_)?;
-    b.scalar(&other)?;
+    b.tensor(other)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gt_scalar(self_, other.clone(), Outs::Functional);
+    let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `lt.Scalar(Tensor self, Scalar other) -> Tensor`: records an IR node of class `LtScalar`.
-pub(crate) fn lazy_lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
+/// `lt.Tensor(Tensor self, Tensor other) -> Tensor`: records an IR node of class `LtTensor`.
+pub(crate) fn lazy_lt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::lt");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_lt_Scalar)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_lt_Tensor)?;
     b.tensor(self_)?;
-    b.scalar(&other)?;
+    b.tensor(other)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::lt_scalar(self_, other.clone(), Outs::Functional);
+    let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `Sum`.
-pub(crate) fn lazy_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::sum");
+/// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`: records an IR node of class `WhereSelf`.
+pub(crate) fn lazy_where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::where");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_sum)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_where_self)?;
+    b.tensor(condition)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dtype));
+    b.tensor(other)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::sum::call(&b.shadow(self_)?, dtype)?
+        op::where_self::call(&b.shadow(condition)?, &b.shadow(self_)?, &b.shadow(other)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `MeanDim`.
-pub(crate) fn lazy_mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::mean");
+/// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`: records an IR node of class `SumDimIntlist`.
+pub(crate) fn lazy_sum_dim_IntList(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::sum");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_mean_dim)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_sum_dim_IntList)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
+    let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
-pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::mm");
+/// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`: records an IR node of class `Amax`.
+pub(crate) fn lazy_amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::amax");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_amax)?;
     b.tensor(self_)?;
-    b.tensor(mat2)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(keepdim));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
-pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_softmax");
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
+pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::addmm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
+    b.tensor(self_)?;
+    b.tensor(mat1)?;
+    b.tensor(mat2)?;
+    b.scalar(&beta)?;
+    b.scalar(&alpha)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
+pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
-pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
+/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
+pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
-    b.tensor(input)?;
-    b.attr(Attr::from(normalized_shape));
-    b.opt_tensor(weight)?;
-    b.opt_tensor(bias)?;
-    b.attr(Attr::from(eps));
+    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
+    b.tensor(self_)?;
+    b.tensor_any_device(src)?;
+    b.attr(Attr::from(non_blocking));
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2) = {
+    let o0 = {
         let _guard = meta_guard();
-        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
+        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
-    let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }
 
-/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
-pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
+pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
     b.tensor(self_)?;
-    b.scalar(&value)?;
+    b.tensor(value)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
+        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
-pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::view_copy");
+/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
+pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::permute_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
+    b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy::call(&b.shadow(self_)?, size)?
+        op::permute_copy::call(&b.shadow(self_)?, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
-pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::t_copy");
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
+pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(dim0));
+    b.attr(Attr::from(dim1));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::t_copy::call(&b.shadow(self_)?)?
+        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
-pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::expand_copy");
+/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
+pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(implicit));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
-pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
-pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
-pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
-pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
-    b.tensor(self_)?;
-    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
@@ -362,26 +311,71 @@ pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: 
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
+        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
-pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
+pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
     b.tensor(self_)?;
-    b.tensor(src)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
+    b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
+        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
+pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::alias_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::alias_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
+pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::detach_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::detach_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
+pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)

@@ -25,108 +25,112 @@ pub(crate) fn lower_exp(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::exp::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `tanh` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_tanh(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::tanh::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `log` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_log(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::log::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `sigmoid` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_sigmoid(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::sigmoid::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `relu` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_relu(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::relu::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `abs` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_abs(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::abs::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `sqrt` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sqrt(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::sqrt::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `maximum` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_maximum(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::maximum::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+/// Lowers a `pow.Tensor_Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_pow_Tensor_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::pow_Tensor_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
 }
 
-/// Lowers a `eq.Scalar` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_eq_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::eq_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+/// Lowers a `eq.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_eq_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::eq_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `gt.Scalar` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_gt_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::gt_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+/// Lowers a `gt.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_gt_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::gt_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `lt.Scalar` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_lt_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::lt_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+/// Lowers a `lt.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_lt_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::lt_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `sum` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_sum(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::sum::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?)?])
+/// Lowers a `where.self` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_where_self(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::where_self::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?)?])
 }
 
-/// Lowers a `mean.dim` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_mean_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::mean_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?, ins.opt_dtype(3)?)?])
+/// Lowers a `sum.dim_IntList` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sum_dim_IntList(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::sum_dim_IntList::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_ints(1)?, ins.bool(2)?, ins.opt_dtype(3)?)?])
 }
 
-/// Lowers a `mm` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_mm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::mm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+/// Lowers a `amax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_amax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::amax::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `_softmax` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower__softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
+/// Lowers a `addmm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_addmm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::addmm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.scalar(4)?)?])
 }
 
-/// Lowers a `native_layer_norm` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_native_layer_norm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    let (o0, o1, o2) = op::native_layer_norm::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.opt_tensor(2)?.as_ref(), ins.opt_tensor(3)?.as_ref(), ins.float(4)?)?;
-    Ok(vec![o0, o1, o2])
+/// Lowers a `_log_softmax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__log_softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_log_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `fill.Scalar` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_fill_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::fill_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
+/// Lowers a `copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::copy::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `view_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_view_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::view_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+/// Lowers a `fill.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_fill_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::fill_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `t_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_t_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::t_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `permute_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_permute_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::permute_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
 }
 
-/// Lowers a `expand_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_expand_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::expand_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
+/// Lowers a `transpose_copy.int` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_transpose_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::transpose_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
 }
 
-/// Lowers a `select_copy.int` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_select_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::select_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
+/// Lowers a `slice_copy.Tensor` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_slice_copy_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::slice_copy_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.opt_int(2)?, ins.opt_int(3)?, ins.int(4)?)?])
 }
 
-/// Lowers a `squeeze_copy.dim` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_squeeze_copy_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::squeeze_copy_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+/// Lowers a `unsqueeze_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_unsqueeze_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::unsqueeze_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
 }
 
-/// Lowers a `as_strided_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_as_strided_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::as_strided_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?, ins.opt_int(3)?)?])
+/// Lowers a `alias_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_alias_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::alias_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `slice_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_slice_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::slice_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.opt_int(3)?, ins.opt_int(4)?, ins.int(5)?)?])
+/// Lowers a `detach_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_detach_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::detach_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `as_strided_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_as_strided_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::as_strided_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.ints(2)?, ins.ints(3)?, ins.opt_int(4)?)?])
+/// Lowers a `select_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_select_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::select_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.int(3)?)?])
+}
+
+/// Lowers a `_to_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__to_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_to_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?, ins.opt_layout(2)?, ins.opt_device(3)?, ins.opt_bool(4)?, ins.bool(5)?, ins.opt_memory_format(6)?)?])
 }

@@ -21,7 +21,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-        super::kernels_0::lazy_copy(self_, src, non_blocking)
+        super::kernels_1::lazy_copy(self_, src, non_blocking)
     }
 
     /// `_copy_from(Tensor self, Tensor dst, bool non_blocking=False) -> Tensor`
@@ -45,7 +45,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
-        super::kernels_1::lazy_fill_Scalar(self_, value)
+        super::kernels_0::lazy_fill_Scalar(self_, value)
     }
 
     /// `fill.Tensor(Tensor self, Tensor value) -> Tensor`
@@ -54,7 +54,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_fill_Tensor(self_, value)
+        super::kernels_1::lazy_fill_Tensor(self_, value)
     }
 
     /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -63,7 +63,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-        super::kernels_0::lazy__log_softmax(self_, dim, half_to_float)
+        super::kernels_1::lazy__log_softmax(self_, dim, half_to_float)
     }
 
     /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
@@ -72,7 +72,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
-        super::kernels_0::lazy_amax(self_, dim, keepdim)
+        super::kernels_1::lazy_amax(self_, dim, keepdim)
     }
 
     /// `mm(Tensor self, Tensor mat2) -> Tensor`
@@ -81,7 +81,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_mm(self_, mat2)
+        super::kernels_0::lazy_mm(self_, mat2)
     }
 
     /// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
@@ -90,7 +90,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_slice_scatter(self_, src, dim, start, end, step)
+        super::kernels_0::lazy_slice_scatter(self_, src, dim, start, end, step)
     }
 
     /// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`
@@ -99,7 +99,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_select_scatter(self_, src, dim, index)
+        super::kernels_1::lazy_select_scatter(self_, src, dim, index)
     }
 
     /// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
@@ -108,7 +108,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        super::kernels_1::lazy_as_strided_scatter(self_, src, size, stride, storage_offset)
+        super::kernels_0::lazy_as_strided_scatter(self_, src, size, stride, storage_offset)
     }
 
     /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -117,7 +117,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-        super::kernels_1::lazy__softmax(self_, dim, half_to_float)
+        super::kernels_0::lazy__softmax(self_, dim, half_to_float)
     }
 
     /// `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`
@@ -136,7 +136,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-        super::kernels_0::lazy_addmm(self_, mat1, mat2, beta, alpha)
+        super::kernels_1::lazy_addmm(self_, mat1, mat2, beta, alpha)
     }
 
     /// `_to_cpu(Tensor[] tensors) -> Tensor[]`
@@ -155,7 +155,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        super::kernels_1::lazy_as_strided_copy(self_, size, stride, storage_offset)
+        super::kernels_0::lazy_as_strided_copy(self_, size, stride, storage_offset)
     }
 
     /// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`
@@ -164,7 +164,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-        super::kernels_1::lazy_expand_copy(self_, size, implicit)
+        super::kernels_0::lazy_expand_copy(self_, size, implicit)
     }
 
     /// `permute_copy(Tensor self, int[] dims) -> Tensor`
@@ -173,7 +173,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-        super::kernels_0::lazy_permute_copy(self_, dims)
+        super::kernels_1::lazy_permute_copy(self_, dims)
     }
 
     /// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`
@@ -182,7 +182,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_select_copy_int(self_, dim, index)
+        super::kernels_0::lazy_select_copy_int(self_, dim, index)
     }
 
     /// `detach_copy(Tensor self) -> Tensor`
@@ -191,7 +191,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn detach_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_detach_copy(self_)
+        super::kernels_1::lazy_detach_copy(self_)
     }
 
     /// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
@@ -200,7 +200,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_slice_copy_Tensor(self_, dim, start, end, step)
+        super::kernels_1::lazy_slice_copy_Tensor(self_, dim, start, end, step)
     }
 
     /// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`
@@ -209,7 +209,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_squeeze_copy_dim(self_, dim)
+        super::kernels_0::lazy_squeeze_copy_dim(self_, dim)
     }
 
     /// `t_copy(Tensor self) -> Tensor`
@@ -218,7 +218,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn t_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_t_copy(self_)
+        super::kernels_0::lazy_t_copy(self_)
     }
 
     /// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`
@@ -227,7 +227,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_transpose_copy_int(self_, dim0, dim1)
+        super::kernels_1::lazy_transpose_copy_int(self_, dim0, dim1)
     }
 
     /// `unsqueeze_copy(Tensor self, int dim) -> Tensor`
@@ -236,7 +236,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_unsqueeze_copy(self_, dim)
+        super::kernels_1::lazy_unsqueeze_copy(self_, dim)
     }
 
     /// `view_copy(Tensor self, SymInt[] size) -> Tensor`
@@ -245,7 +245,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::kernels_1::lazy_view_copy(self_, size)
+        super::kernels_0::lazy_view_copy(self_, size)
     }
 
     /// `alias_copy(Tensor self) -> Tensor`
@@ -254,7 +254,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn alias_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_alias_copy(self_)
+        super::kernels_1::lazy_alias_copy(self_)
     }
 
     /// `lift(Tensor self) -> Tensor`
@@ -273,7 +273,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-        super::kernels_1::lazy_native_layer_norm(input, normalized_shape, weight, bias, eps)
+        super::kernels_0::lazy_native_layer_norm(input, normalized_shape, weight, bias, eps)
     }
 
     /// `add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor`
@@ -318,7 +318,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn eq_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-        super::kernels_1::lazy_eq_Scalar(self_, other)
+        super::kernels_0::lazy_eq_Scalar(self_, other)
     }
 
     /// `eq.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -327,7 +327,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn eq_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_eq_Tensor(self_, other)
+        super::kernels_1::lazy_eq_Tensor(self_, other)
     }
 
     /// `gt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -336,7 +336,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn gt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-        super::kernels_1::lazy_gt_Scalar(self_, other)
+        super::kernels_0::lazy_gt_Scalar(self_, other)
     }
 
     /// `gt.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -345,7 +345,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn gt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_gt_Tensor(self_, other)
+        super::kernels_1::lazy_gt_Tensor(self_, other)
     }
 
     /// `lt.Scalar(Tensor self, Scalar other) -> Tensor`
@@ -354,7 +354,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
-        super::kernels_1::lazy_lt_Scalar(self_, other)
+        super::kernels_0::lazy_lt_Scalar(self_, other)
     }
 
     /// `lt.Tensor(Tensor self, Tensor other) -> Tensor`
@@ -363,7 +363,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn lt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_lt_Tensor(self_, other)
+        super::kernels_1::lazy_lt_Tensor(self_, other)
     }
 
     /// `maximum(Tensor self, Tensor other) -> Tensor`
@@ -372,7 +372,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_maximum(self_, other)
+        super::kernels_0::lazy_maximum(self_, other)
     }
 
     /// `pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor`
@@ -381,7 +381,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result<Tensor> {
-        super::kernels_0::lazy_pow_Tensor_Scalar(self_, exponent)
+        super::kernels_1::lazy_pow_Tensor_Scalar(self_, exponent)
     }
 
     /// `where.self(Tensor condition, Tensor self, Tensor other) -> Tensor`
@@ -390,7 +390,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn where_self(condition: &Tensor, self_: &Tensor, other: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_where_self(condition, self_, other)
+        super::kernels_1::lazy_where_self(condition, self_, other)
     }
 
     /// `empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor`
@@ -409,7 +409,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
-        super::kernels_1::lazy_mean_dim(self_, dim, keepdim, dtype)
+        super::kernels_0::lazy_mean_dim(self_, dim, keepdim, dtype)
     }
 
     /// `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
@@ -418,7 +418,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tensor> {
-        super::kernels_1::lazy_sum(self_, dtype)
+        super::kernels_0::lazy_sum(self_, dtype)
     }
 
     /// `sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor`
@@ -427,7 +427,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sum_dim_IntList(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<ScalarType>) -> Result<Tensor> {
-        super::kernels_0::lazy_sum_dim_IntList(self_, dim, keepdim, dtype)
+        super::kernels_1::lazy_sum_dim_IntList(self_, dim, keepdim, dtype)
     }
 
     /// `abs(Tensor self) -> Tensor`
@@ -436,7 +436,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn abs(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_abs(self_)
+        super::kernels_0::lazy_abs(self_)
     }
 
     /// `exp(Tensor self) -> Tensor`
@@ -454,7 +454,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn log(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_log(self_)
+        super::kernels_1::lazy_log(self_)
     }
 
     /// `neg(Tensor self) -> Tensor`
@@ -472,7 +472,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn relu(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_relu(self_)
+        super::kernels_1::lazy_relu(self_)
     }
 
     /// `sigmoid(Tensor self) -> Tensor`
@@ -481,7 +481,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sigmoid(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_sigmoid(self_)
+        super::kernels_0::lazy_sigmoid(self_)
+    }
+
+    /// `sin(Tensor self) -> Tensor`
+    ///
+    /// Kernel `sin`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn sin(self_: &Tensor) -> Result<Tensor> {
+        super::kernels_0::lazy_sin(self_)
     }
 
     /// `sqrt(Tensor self) -> Tensor`
@@ -490,7 +499,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sqrt(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_sqrt(self_)
+        super::kernels_1::lazy_sqrt(self_)
     }
 
     /// `tanh(Tensor self) -> Tensor`
@@ -499,6 +508,6 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn tanh(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_tanh(self_)
+        super::kernels_0::lazy_tanh(self_)
     }
 }

@@ -20,95 +20,97 @@ pub(crate) const NODE_div_Tensor: usize = 3;
 pub(crate) const NODE_neg: usize = 4;
 /// Index of `exp` in [`NODES`].
 pub(crate) const NODE_exp: usize = 5;
+/// Index of `sin` in [`NODES`].
+pub(crate) const NODE_sin: usize = 6;
 /// Index of `log` in [`NODES`].
-pub(crate) const NODE_log: usize = 6;
+pub(crate) const NODE_log: usize = 7;
 /// Index of `tanh` in [`NODES`].
-pub(crate) const NODE_tanh: usize = 7;
+pub(crate) const NODE_tanh: usize = 8;
 /// Index of `relu` in [`NODES`].
-pub(crate) const NODE_relu: usize = 8;
+pub(crate) const NODE_relu: usize = 9;
 /// Index of `sigmoid` in [`NODES`].
-pub(crate) const NODE_sigmoid: usize = 9;
+pub(crate) const NODE_sigmoid: usize = 10;
 /// Index of `sqrt` in [`NODES`].
-pub(crate) const NODE_sqrt: usize = 10;
+pub(crate) const NODE_sqrt: usize = 11;
 /// Index of `abs` in [`NODES`].
-pub(crate) const NODE_abs: usize = 11;
+pub(crate) const NODE_abs: usize = 12;
 /// Index of `pow.Tensor_Scalar` in [`NODES`].
-pub(crate) const NODE_pow_Tensor_Scalar: usize = 12;
+pub(crate) const NODE_pow_Tensor_Scalar: usize = 13;
 /// Index of `maximum` in [`NODES`].
-pub(crate) const NODE_maximum: usize = 13;
+pub(crate) const NODE_maximum: usize = 14;
 /// Index of `eq.Tensor` in [`NODES`].
-pub(crate) const NODE_eq_Tensor: usize = 14;
+pub(crate) const NODE_eq_Tensor: usize = 15;
 /// Index of `eq.Scalar` in [`NODES`].
-pub(crate) const NODE_eq_Scalar: usize = 15;
+pub(crate) const NODE_eq_Scalar: usize = 16;
 /// Index of `gt.Tensor` in [`NODES`].
-pub(crate) const NODE_gt_Tensor: usize = 16;
+pub(crate) const NODE_gt_Tensor: usize = 17;
 /// Index of `gt.Scalar` in [`NODES`].
-pub(crate) const NODE_gt_Scalar: usize = 17;
+pub(crate) const NODE_gt_Scalar: usize = 18;
 /// Index of `lt.Tensor` in [`NODES`].
-pub(crate) const NODE_lt_Tensor: usize = 18;
+pub(crate) const NODE_lt_Tensor: usize = 19;
 /// Index of `lt.Scalar` in [`NODES`].
-pub(crate) const NODE_lt_Scalar: usize = 19;
+pub(crate) const NODE_lt_Scalar: usize = 20;
 /// Index of `where.self` in [`NODES`].
-pub(crate) const NODE_where_self: usize = 20;
+pub(crate) const NODE_where_self: usize = 21;
 /// Index of `sum` in [`NODES`].
-pub(crate) const NODE_sum: usize = 21;
+pub(crate) const NODE_sum: usize = 22;
 /// Index of `sum.dim_IntList` in [`NODES`].
-pub(crate) const NODE_sum_dim_IntList: usize = 22;
+pub(crate) const NODE_sum_dim_IntList: usize = 23;
 /// Index of `mean.dim` in [`NODES`].
-pub(crate) const NODE_mean_dim: usize = 23;
+pub(crate) const NODE_mean_dim: usize = 24;
 /// Index of `amax` in [`NODES`].
-pub(crate) const NODE_amax: usize = 24;
+pub(crate) const NODE_amax: usize = 25;
 /// Index of `mm` in [`NODES`].
-pub(crate) const NODE_mm: usize = 25;
+pub(crate) const NODE_mm: usize = 26;
 /// Index of `addmm` in [`NODES`].
-pub(crate) const NODE_addmm: usize = 26;
+pub(crate) const NODE_addmm: usize = 27;
 /// Index of `_softmax` in [`NODES`].
-pub(crate) const NODE__softmax: usize = 27;
+pub(crate) const NODE__softmax: usize = 28;
 /// Index of `_log_softmax` in [`NODES`].
-pub(crate) const NODE__log_softmax: usize = 28;
+pub(crate) const NODE__log_softmax: usize = 29;
 /// Index of `native_layer_norm` in [`NODES`].
-pub(crate) const NODE_native_layer_norm: usize = 29;
+pub(crate) const NODE_native_layer_norm: usize = 30;
 /// Index of `copy` in [`NODES`].
-pub(crate) const NODE_copy: usize = 30;
+pub(crate) const NODE_copy: usize = 31;
 /// Index of `fill.Scalar` in [`NODES`].
-pub(crate) const NODE_fill_Scalar: usize = 31;
+pub(crate) const NODE_fill_Scalar: usize = 32;
 /// Index of `fill.Tensor` in [`NODES`].
-pub(crate) const NODE_fill_Tensor: usize = 32;
+pub(crate) const NODE_fill_Tensor: usize = 33;
 /// Index of `view_copy` in [`NODES`].
-pub(crate) const NODE_view_copy: usize = 33;
+pub(crate) const NODE_view_copy: usize = 34;
 /// Index of `permute_copy` in [`NODES`].
-pub(crate) const NODE_permute_copy: usize = 34;
+pub(crate) const NODE_permute_copy: usize = 35;
 /// Index of `t_copy` in [`NODES`].
-pub(crate) const NODE_t_copy: usize = 35;
+pub(crate) const NODE_t_copy: usize = 36;
 /// Index of `transpose_copy.int` in [`NODES`].
-pub(crate) const NODE_transpose_copy_int: usize = 36;
+pub(crate) const NODE_transpose_copy_int: usize = 37;
 /// Index of `expand_copy` in [`NODES`].
-pub(crate) const NODE_expand_copy: usize = 37;
+pub(crate) const NODE_expand_copy: usize = 38;
 /// Index of `slice_copy.Tensor` in [`NODES`].
-pub(crate) const NODE_slice_copy_Tensor: usize = 38;
+pub(crate) const NODE_slice_copy_Tensor: usize = 39;
 /// Index of `select_copy.int` in [`NODES`].
-pub(crate) const NODE_select_copy_int: usize = 39;
+pub(crate) const NODE_select_copy_int: usize = 40;
 /// Index of `unsqueeze_copy` in [`NODES`].
-pub(crate) const NODE_unsqueeze_copy: usize = 40;
+pub(crate) const NODE_unsqueeze_copy: usize = 41;
 /// Index of `squeeze_copy.dim` in [`NODES`].
-pub(crate) const NODE_squeeze_copy_dim: usize = 41;
+pub(crate) const NODE_squeeze_copy_dim: usize = 42;
 /// Index of `alias_copy` in [`NODES`].
-pub(crate) const NODE_alias_copy: usize = 42;
+pub(crate) const NODE_alias_copy: usize = 43;
 /// Index of `as_strided_copy` in [`NODES`].
-pub(crate) const NODE_as_strided_copy: usize = 43;
+pub(crate) const NODE_as_strided_copy: usize = 44;
 /// Index of `detach_copy` in [`NODES`].
-pub(crate) const NODE_detach_copy: usize = 44;
+pub(crate) const NODE_detach_copy: usize = 45;
 /// Index of `slice_scatter` in [`NODES`].
-pub(crate) const NODE_slice_scatter: usize = 45;
+pub(crate) const NODE_slice_scatter: usize = 46;
 /// Index of `select_scatter` in [`NODES`].
-pub(crate) const NODE_select_scatter: usize = 46;
+pub(crate) const NODE_select_scatter: usize = 47;
 /// Index of `as_strided_scatter` in [`NODES`].
-pub(crate) const NODE_as_strided_scatter: usize = 47;
+pub(crate) const NODE_as_strided_scatter: usize = 48;
 /// Index of `_to_copy` in [`NODES`].
-pub(crate) const NODE__to_copy: usize = 48;
+pub(crate) const NODE__to_copy: usize = 49;
 
 /// One entry per generated node kind.
-pub(crate) static NODES: [NodeInfo; 49] = [
+pub(crate) static NODES: [NodeInfo; 50] = [
     NodeInfo {
         qualified: "aten::add",
         overload: "Tensor",
@@ -170,6 +172,16 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         lower: super::lowerings_1::lower_exp,
     },
     NodeInfo {
+        qualified: "aten::sin",
+        overload: "",
+        class: "Sin",
+        op_hash: Hash128::of_str("aten::sin"),
+        arg_names: &["self"],
+        arg_kinds: &[ArgKind::Tensor],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_sin,
+    },
+    NodeInfo {
         qualified: "aten::log",
         overload: "",
         class: "Log",
@@ -177,7 +189,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_log,
+        lower: super::lowerings_1::lower_log,
     },
     NodeInfo {
         qualified: "aten::tanh",
@@ -187,7 +199,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_tanh,
+        lower: super::lowerings_0::lower_tanh,
     },
     NodeInfo {
         qualified: "aten::relu",
@@ -197,7 +209,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_relu,
+        lower: super::lowerings_1::lower_relu,
     },
     NodeInfo {
         qualified: "aten::sigmoid",
@@ -207,7 +219,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_sigmoid,
+        lower: super::lowerings_0::lower_sigmoid,
     },
     NodeInfo {
         qualified: "aten::sqrt",
@@ -217,7 +229,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_sqrt,
+        lower: super::lowerings_1::lower_sqrt,
     },
     NodeInfo {
         qualified: "aten::abs",
@@ -227,7 +239,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_abs,
+        lower: super::lowerings_0::lower_abs,
     },
     NodeInfo {
         qualified: "aten::pow",
@@ -237,7 +249,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "exponent"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_pow_Tensor_Scalar,
+        lower: super::lowerings_1::lower_pow_Tensor_Scalar,
     },
     NodeInfo {
         qualified: "aten::maximum",
@@ -247,7 +259,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_maximum,
+        lower: super::lowerings_0::lower_maximum,
     },
     NodeInfo {
         qualified: "aten::eq",
@@ -257,7 +269,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_eq_Tensor,
+        lower: super::lowerings_1::lower_eq_Tensor,
     },
     NodeInfo {
         qualified: "aten::eq",
@@ -267,7 +279,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_eq_Scalar,
+        lower: super::lowerings_0::lower_eq_Scalar,
     },
     NodeInfo {
         qualified: "aten::gt",
@@ -277,7 +289,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_gt_Tensor,
+        lower: super::lowerings_1::lower_gt_Tensor,
     },
     NodeInfo {
         qualified: "aten::gt",
@@ -287,7 +299,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_gt_Scalar,
+        lower: super::lowerings_0::lower_gt_Scalar,
     },
     NodeInfo {
         qualified: "aten::lt",
@@ -297,7 +309,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_lt_Tensor,
+        lower: super::lowerings_1::lower_lt_Tensor,
     },
     NodeInfo {
         qualified: "aten::lt",
@@ -307,7 +319,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_lt_Scalar,
+        lower: super::lowerings_0::lower_lt_Scalar,
     },
     NodeInfo {
         qualified: "aten::where",
@@ -317,7 +329,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["condition", "self", "other"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_where_self,
+        lower: super::lowerings_1::lower_where_self,
     },
     NodeInfo {
         qualified: "aten::sum",
@@ -327,7 +339,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_sum,
+        lower: super::lowerings_0::lower_sum,
     },
     NodeInfo {
         qualified: "aten::sum",
@@ -337,7 +349,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "keepdim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_sum_dim_IntList,
+        lower: super::lowerings_1::lower_sum_dim_IntList,
     },
     NodeInfo {
         qualified: "aten::mean",
@@ -347,7 +359,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "keepdim", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_mean_dim,
+        lower: super::lowerings_0::lower_mean_dim,
     },
     NodeInfo {
         qualified: "aten::amax",
@@ -357,7 +369,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "keepdim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_amax,
+        lower: super::lowerings_1::lower_amax,
     },
     NodeInfo {
         qualified: "aten::mm",
@@ -367,7 +379,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "mat2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_mm,
+        lower: super::lowerings_0::lower_mm,
     },
     NodeInfo {
         qualified: "aten::addmm",
@@ -377,7 +389,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "mat1", "mat2", "beta", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_addmm,
+        lower: super::lowerings_1::lower_addmm,
     },
     NodeInfo {
         qualified: "aten::_softmax",
@@ -387,7 +399,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower__softmax,
+        lower: super::lowerings_0::lower__softmax,
     },
     NodeInfo {
         qualified: "aten::_log_softmax",
@@ -397,7 +409,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower__log_softmax,
+        lower: super::lowerings_1::lower__log_softmax,
     },
     NodeInfo {
         qualified: "aten::native_layer_norm",
@@ -407,7 +419,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["input", "normalized_shape", "weight", "bias", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Attr],
         num_outputs: 3,
-        lower: super::lowerings_1::lower_native_layer_norm,
+        lower: super::lowerings_0::lower_native_layer_norm,
     },
     NodeInfo {
         qualified: "aten::copy",
@@ -417,7 +429,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "non_blocking"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_copy,
+        lower: super::lowerings_1::lower_copy,
     },
     NodeInfo {
         qualified: "aten::fill",
@@ -427,7 +439,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_fill_Scalar,
+        lower: super::lowerings_0::lower_fill_Scalar,
     },
     NodeInfo {
         qualified: "aten::fill",
@@ -437,7 +449,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_fill_Tensor,
+        lower: super::lowerings_1::lower_fill_Tensor,
     },
     NodeInfo {
         qualified: "aten::view_copy",
@@ -447,7 +459,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "size"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_view_copy,
+        lower: super::lowerings_0::lower_view_copy,
     },
     NodeInfo {
         qualified: "aten::permute_copy",
@@ -457,7 +469,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_permute_copy,
+        lower: super::lowerings_1::lower_permute_copy,
     },
     NodeInfo {
         qualified: "aten::t_copy",
@@ -467,7 +479,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_t_copy,
+        lower: super::lowerings_0::lower_t_copy,
     },
     NodeInfo {
         qualified: "aten::transpose_copy",
@@ -477,7 +489,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim0", "dim1"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_transpose_copy_int,
+        lower: super::lowerings_1::lower_transpose_copy_int,
     },
     NodeInfo {
         qualified: "aten::expand_copy",
@@ -487,7 +499,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "size", "implicit"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_expand_copy,
+        lower: super::lowerings_0::lower_expand_copy,
     },
     NodeInfo {
         qualified: "aten::slice_copy",
@@ -497,7 +509,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_slice_copy_Tensor,
+        lower: super::lowerings_1::lower_slice_copy_Tensor,
     },
     NodeInfo {
         qualified: "aten::select_copy",
@@ -507,7 +519,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_select_copy_int,
+        lower: super::lowerings_0::lower_select_copy_int,
     },
     NodeInfo {
         qualified: "aten::unsqueeze_copy",
@@ -517,7 +529,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_unsqueeze_copy,
+        lower: super::lowerings_1::lower_unsqueeze_copy,
     },
     NodeInfo {
         qualified: "aten::squeeze_copy",
@@ -527,7 +539,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_squeeze_copy_dim,
+        lower: super::lowerings_0::lower_squeeze_copy_dim,
     },
     NodeInfo {
         qualified: "aten::alias_copy",
@@ -537,7 +549,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_alias_copy,
+        lower: super::lowerings_1::lower_alias_copy,
     },
     NodeInfo {
         qualified: "aten::as_strided_copy",
@@ -547,7 +559,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_as_strided_copy,
+        lower: super::lowerings_0::lower_as_strided_copy,
     },
     NodeInfo {
         qualified: "aten::detach_copy",
@@ -557,7 +569,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_detach_copy,
+        lower: super::lowerings_1::lower_detach_copy,
     },
     NodeInfo {
         qualified: "aten::slice_scatter",
@@ -567,7 +579,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_slice_scatter,
+        lower: super::lowerings_0::lower_slice_scatter,
     },
     NodeInfo {
         qualified: "aten::select_scatter",
@@ -577,7 +589,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_select_scatter,
+        lower: super::lowerings_1::lower_select_scatter,
     },
     NodeInfo {
         qualified: "aten::as_strided_scatter",
@@ -587,7 +599,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "src", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_as_strided_scatter,
+        lower: super::lowerings_0::lower_as_strided_scatter,
     },
     NodeInfo {
         qualified: "aten::_to_copy",
@@ -597,7 +609,7 @@ pub(crate) static NODES: [NodeInfo; 49] = [
         arg_names: &["self", "dtype", "layout", "device", "pin_memory", "non_blocking", "memory_format"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower__to_copy,
+        lower: super::lowerings_1::lower__to_copy,
     },
 ];
 

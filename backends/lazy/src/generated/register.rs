@@ -117,6 +117,9 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("sigmoid", Kernel::typed::<op::sigmoid>(wrapper_Lazy_sigmoid::<K>).debug("wrapper_Lazy_sigmoid").for_key(DispatchKey::Lazy))?;
     lib.impl_("sigmoid.out", Kernel::typed::<op::sigmoid_out>(wrapper_Lazy_sigmoid_out::<K>).debug("wrapper_Lazy_sigmoid_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sigmoid_", Kernel::typed::<op::sigmoid_>(wrapper_Lazy_sigmoid_::<K>).debug("wrapper_Lazy_sigmoid_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sin", Kernel::typed::<op::sin>(wrapper_Lazy_sin::<K>).debug("wrapper_Lazy_sin").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sin.out", Kernel::typed::<op::sin_out>(wrapper_Lazy_sin_out::<K>).debug("wrapper_Lazy_sin_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("sin_", Kernel::typed::<op::sin_>(wrapper_Lazy_sin_::<K>).debug("wrapper_Lazy_sin_").for_key(DispatchKey::Lazy))?;
     lib.impl_("sqrt", Kernel::typed::<op::sqrt>(wrapper_Lazy_sqrt::<K>).debug("wrapper_Lazy_sqrt").for_key(DispatchKey::Lazy))?;
     lib.impl_("sqrt.out", Kernel::typed::<op::sqrt_out>(wrapper_Lazy_sqrt_out::<K>).debug("wrapper_Lazy_sqrt_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sqrt_", Kernel::typed::<op::sqrt_>(wrapper_Lazy_sqrt_::<K>).debug("wrapper_Lazy_sqrt_").for_key(DispatchKey::Lazy))?;
@@ -730,6 +733,25 @@ fn wrapper_Lazy_sigmoid_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `sigmoid_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_sigmoid_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     let functional_result = K::sigmoid(self_)?;
+    switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
+    Ok(self_.clone())
+}
+
+/// `sin(Tensor self) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_sin<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    K::sin(self_)
+}
+
+/// `sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_sin_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::sin(self_)?;
+    switchyard_ops::runtime::copy_to_backend_out_checked(out, &functional_result, &[Some(self_)])?;
+    Ok(out.clone())
+}
+
+/// `sin_(Tensor(a!) self) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy_sin_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
+    let functional_result = K::sin(self_)?;
     switchyard_ops::runtime::copy_to_backend_self_checked(self_, &functional_result, &[])?;
     Ok(self_.clone())
 }

@@ -7,6 +7,7 @@
 mod support;
 
 mod cases;
+mod compiler;
 mod executor;
 mod ir;
 mod values;
