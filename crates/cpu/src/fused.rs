@@ -378,12 +378,34 @@ impl FusedKernel {
             )));
         }
         match self.dtype {
-            ScalarType::Double => self.run_typed::<f64>(inputs),
-            _ => self.run_typed::<f32>(inputs),
+            ScalarType::Double => self.run_typed::<f64>(inputs, None),
+            _ => self.run_typed::<f32>(inputs, None),
         }
     }
 
-    fn run_typed<C: FusedFloat>(&self, inputs: &[Operand<'_>]) -> Result<Tensor> {
+    /// Runs the kernel as the prologue of `softmax` (`log`: `log_softmax`) over the last
+    /// dimension (plan §5.5): rows of the kernel's result are computed into an L1/L2-sized
+    /// buffer and handed to the eager kernel's row function, so the result has the bits of the
+    /// kernel's output followed by eager `_softmax(out, -1, false)`.
+    pub fn run_softmax(&self, inputs: &[Operand<'_>], log: bool) -> Result<Tensor> {
+        if inputs.len() != self.n_inputs {
+            return Err(Error::runtime(format!(
+                "internal error: fused kernel takes {} inputs, got {}",
+                self.n_inputs,
+                inputs.len()
+            )));
+        }
+        match self.dtype {
+            ScalarType::Double => self.run_typed::<f64>(inputs, Some(log)),
+            _ => self.run_typed::<f32>(inputs, Some(log)),
+        }
+    }
+
+    fn run_typed<C: FusedFloat>(
+        &self,
+        inputs: &[Operand<'_>],
+        softmax: Option<bool>,
+    ) -> Result<Tensor> {
         // Scalars (and 0-dim tensors) converted once; tensors locked for reading.
         let mut scalars: SmallVec<[Option<C>; 8]> = SmallVec::new();
         let mut tensors: SmallVec<[(&Tensor, Access); 8]> = SmallVec::new();
@@ -444,10 +466,14 @@ impl FusedKernel {
                     tensor_of: &tensor_of,
                     slices: &slices,
                 };
-                self.execute(&env, ys, numel)
+                match softmax {
+                    None => self.execute(&env, ys, numel),
+                    Some(log) => self.execute_softmax(&env, ys, log),
+                }
             })?;
-            // SAFETY: `execute` returned Ok, and it writes every one of the `numel` elements
-            // of `ys` (each block of `[0, numel)` is stored whole) before returning Ok.
+            // SAFETY: `execute` / `execute_softmax` returned Ok, and they write every one of
+            // the `numel` elements of `ys` (each block of `[0, numel)` is stored whole; each row
+            // by `softmax_rows`, which writes all of its output) before returning Ok.
             Ok(unsafe { ys.assume_init_mut() })
         })
     }
@@ -471,6 +497,45 @@ impl FusedKernel {
             })
         } else {
             self.range(env, 0, ys, block)
+        }
+    }
+
+    fn execute_softmax<C: FusedFloat>(
+        &self,
+        env: &Env<'_, C>,
+        ys: &mut [MaybeUninit<C>],
+        log: bool,
+    ) -> Result<()> {
+        let dim = self
+            .sizes
+            .last()
+            .and_then(|d| usize::try_from(*d).ok())
+            .unwrap_or(0);
+        if ys.is_empty() || dim == 0 {
+            return Ok(());
+        }
+        // Whole rows per task, about GRAIN_SIZE / 4 elements each (as eager's softmax cuts).
+        let rows = (GRAIN_SIZE / 4 / dim).max(1);
+        let chunk = rows * dim;
+        let block = self.block().min(chunk);
+        let body = |i: usize, part: &mut [MaybeUninit<C>]| -> Result<()> {
+            let mut buf: Vec<MaybeUninit<C>> = Vec::new();
+            buf.try_reserve_exact(part.len())
+                .map_err(|_| Error::runtime("fused softmax: cannot allocate a row buffer"))?;
+            buf.resize(part.len(), MaybeUninit::uninit());
+            self.range(env, i * chunk, &mut buf, block)?;
+            // SAFETY: `range` returned Ok, so it wrote every element of `buf`.
+            let x = unsafe { buf.assume_init_ref() };
+            crate::reduce_loops::softmax_rows(x, part, dim, log);
+            Ok(())
+        };
+        if ys.len() >= GRAIN_SIZE && parallel::num_threads() > 1 {
+            parallel::for_each_chunk_mut(ys, chunk, &body)
+        } else {
+            for (i, part) in ys.chunks_mut(chunk).enumerate() {
+                body(i, part)?;
+            }
+            Ok(())
         }
     }
 
@@ -589,7 +654,13 @@ fn gather<C: Copy>(plan: &Plan, k: usize, src: &[C], first: usize, buf: &mut [C]
 
 /// The compute types of fused kernels.
 pub(crate) trait FusedFloat:
-    Float + Arith + Element<Repr = Self> + std::ops::Div<Output = Self> + Send + Sync
+    Float
+    + Arith
+    + crate::reduce_loops::SoftFloat
+    + Element<Repr = Self>
+    + std::ops::Div<Output = Self>
+    + Send
+    + Sync
 {
 }
 impl FusedFloat for f32 {}
@@ -736,12 +807,12 @@ fn run_op<C: FusedFloat>(
 fn unary_slice<C: FusedFloat>(f: UnaryOp, x: &[C], dst: &mut [C]) {
     match f {
         UnaryOp::Neg => math::map1(x, dst, &|v: C| Arith::neg(v)),
-        UnaryOp::Exp => math::map1(x, dst, &|v: C| v.exp_()),
-        UnaryOp::Log => math::map1(x, dst, &|v: C| v.log_()),
-        UnaryOp::Sin => math::map1(x, dst, &|v: C| v.sin_()),
-        UnaryOp::Tanh => math::map1(x, dst, &|v: C| v.tanh_()),
-        UnaryOp::Sigmoid => math::map1(x, dst, &|v: C| v.sigmoid_()),
-        UnaryOp::Sqrt => math::map1(x, dst, &|v: C| v.sqrt_()),
+        UnaryOp::Exp => math::map1(x, dst, &|v: C| Float::exp_(v)),
+        UnaryOp::Log => math::map1(x, dst, &|v: C| Float::log_(v)),
+        UnaryOp::Sin => math::map1(x, dst, &|v: C| Float::sin_(v)),
+        UnaryOp::Tanh => math::map1(x, dst, &|v: C| Float::tanh_(v)),
+        UnaryOp::Sigmoid => math::map1(x, dst, &|v: C| Float::sigmoid_(v)),
+        UnaryOp::Sqrt => math::map1(x, dst, &|v: C| Float::sqrt_(v)),
         UnaryOp::Relu => math::map1(x, dst, &|v: C| relu(v)),
     }
 }

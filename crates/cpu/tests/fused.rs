@@ -264,3 +264,43 @@ fn wrong_input_counts_and_dtypes_are_errors() {
     assert!(k.run(&[Operand::Tensor(&d)]).is_err());
     assert!(FusedBuilder::new(ScalarType::Long, &[4]).is_err());
 }
+
+/// A kernel as the prologue of softmax / log_softmax over the last dimension gives the bits
+/// of eager `_softmax` on the eager chain's result (rows of 1, 7 and 1024 elements, threaded
+/// and not).
+#[test]
+fn softmax_prologue_equals_eager_softmax_of_the_chain() {
+    for dtype in [ScalarType::Float, ScalarType::Double] {
+        for sizes in [[5i64, 7], [300, 1024], [4, 1]] {
+            let x = tensor(dtype, &sizes, 8);
+            let x = op::nan_to_num::call(&x, Some(0.0), None, None).unwrap();
+            let e = op::sub_Tensor::call(
+                &op::mul_Tensor::call(&x, &wrapped(1.5)).unwrap(),
+                &wrapped(0.25),
+                Scalar::Int(1),
+            )
+            .unwrap();
+            let mut b = FusedBuilder::new(dtype, &sizes).unwrap();
+            let ins: Vec<Value> = (0..4).map(|_| b.input().unwrap()).collect();
+            let mut v = b.binary(BinaryOp::Mul, ins[0], ins[1]).unwrap();
+            v = b.add(v, ins[2], ins[3], true).unwrap();
+            let k = b.finish(v).unwrap();
+            let operands = [
+                Operand::Tensor(&x),
+                Operand::Scalar(Scalar::Float(1.5)),
+                Operand::Scalar(Scalar::Float(0.25)),
+                Operand::Scalar(Scalar::Int(1)),
+            ];
+            for log in [false, true] {
+                let got = k.run_softmax(&operands, log).unwrap();
+                let want = if log {
+                    op::_log_softmax::call(&e, 1, false)
+                } else {
+                    op::_softmax::call(&e, 1, false)
+                }
+                .unwrap();
+                assert_eq!(bits(&got), bits(&want), "{dtype:?} {sizes:?} log={log}");
+            }
+        }
+    }
+}

@@ -17,7 +17,7 @@ use switchyard_core::shape::contiguous_strides;
 use switchyard_core::{Error, Result};
 use switchyard_cpu::fused::{BinaryOp, FusedBuilder, FusedKernel, UnaryOp, Value, supports_dtype};
 
-use crate::ir::{Node, NodeInfo, OpKind};
+use crate::ir::{Arg, Attr, Node, NodeInfo, OpKind};
 
 /// What a fusible operator computes.
 #[derive(Clone, Copy)]
@@ -54,10 +54,13 @@ pub(super) struct Group {
     pub members: Vec<usize>,
 }
 
-/// The groups of a graph: `member_of[i]` is the tail of a non-tail member `i`.
+/// The groups of a graph: `member_of[i]` is the tail of a non-tail member `i` (or the
+/// softmax node a group's tail feeds, §5.5); `rows[s] = (t, log)`: softmax node `s` runs the
+/// group of tail `t` as its prologue.
 pub(super) struct Groups {
     pub member_of: Vec<Option<usize>>,
     pub tail_of: HashMap<usize, Group>,
+    pub rows: HashMap<usize, (usize, bool)>,
 }
 
 type Operands = [smallvec::SmallVec<[(usize, usize); 3]>];
@@ -150,7 +153,49 @@ pub(super) fn plan(
     for g in tail_of.values_mut() {
         g.members.sort_by_key(|&m| order[m].seq);
     }
-    Groups { member_of, tail_of }
+    // Producers fused into softmax / log_softmax over the last dimension (plan §5.5): the
+    // group's result is only read by the softmax, row by row.
+    let mut rows = HashMap::new();
+    for s in 0..n {
+        if !live[s] || rep[s] != s {
+            continue;
+        }
+        let OpKind::Aten(info) = &order[s].kind else {
+            continue;
+        };
+        let log = match (info.qualified, info.overload) {
+            ("aten::_softmax", "") => false,
+            ("aten::_log_softmax", "") => true,
+            _ => continue,
+        };
+        let Some(&(t, 0)) = operands[s].first() else {
+            continue;
+        };
+        if !tail_of.contains_key(&t) || is_root[t] || !uses[t].iter().all(|&u| u == s) {
+            continue;
+        }
+        let (ts, ss) = (&order[t].shapes[0], &order[s].shapes[0]);
+        let ndim = ts.sizes.len() as i64;
+        let last = match order[s].args.get(1) {
+            Some(Arg::Attr(Attr::Int(d))) => *d == ndim - 1 || *d == -1,
+            _ => false,
+        };
+        let half_to_float = !matches!(order[s].args.get(2), Some(Arg::Attr(Attr::Bool(false))));
+        if last
+            && !half_to_float
+            && ss.sizes == ts.sizes
+            && ss.dtype == ts.dtype
+            && ss.strides == contiguous_strides(&ss.sizes)
+        {
+            rows.insert(s, (t, log));
+            member_of[t] = Some(s);
+        }
+    }
+    Groups {
+        member_of,
+        tail_of,
+        rows,
+    }
 }
 
 /// The kernel of group `g` and its inputs (node outputs from outside the group, in the

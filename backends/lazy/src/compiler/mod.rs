@@ -92,6 +92,14 @@ enum Instr {
         ins: SmallVec<[usize; 4]>,
         out: usize,
     },
+    /// A fusion group as the prologue of softmax / log_softmax over the last dimension.
+    FusedSoftmax {
+        kernel: Box<FusedKernel>,
+        log: bool,
+        tail: &'static NodeInfo,
+        ins: SmallVec<[usize; 4]>,
+        out: usize,
+    },
     /// The slot's last reader has run.
     Free(usize),
 }
@@ -295,7 +303,22 @@ pub(crate) fn compile(
             continue;
         };
         let ins: SmallVec<[usize; 4]> = operands[i].iter().map(|o| slot(*o)).collect();
-        if let Some(g) = groups.tail_of.get(&i) {
+        if let Some((t, log)) = groups.rows.get(&i) {
+            let g = groups
+                .tail_of
+                .get(t)
+                .ok_or_else(|| Error::runtime("internal error: softmax prologue without group"))?;
+            let (kernel, inputs) = fuse::build(order, &operands, g)?;
+            stats.groups += 1;
+            stats.fused_nodes += g.members.len() + 1;
+            instrs.push(Instr::FusedSoftmax {
+                kernel: Box::new(kernel),
+                log: *log,
+                tail: info,
+                ins: inputs.iter().map(|o| slot(*o)).collect(),
+                out: slot_of[i],
+            });
+        } else if let Some(g) = groups.tail_of.get(&i) {
             let (kernel, inputs) = fuse::build(order, &operands, g)?;
             stats.groups += 1;
             stats.fused_nodes += g.members.len();
@@ -328,7 +351,10 @@ pub(crate) fn compile(
     let mut last_read: HashMap<usize, usize> = HashMap::new();
     for (k, ins) in instrs.iter().enumerate() {
         let reads = match ins {
-            Instr::Call { ins, .. } | Instr::View { ins, .. } | Instr::Fused { ins, .. } => ins,
+            Instr::Call { ins, .. }
+            | Instr::View { ins, .. }
+            | Instr::Fused { ins, .. }
+            | Instr::FusedSoftmax { ins, .. } => ins,
             Instr::Free(_) => continue,
         };
         for &s in reads {
@@ -362,6 +388,27 @@ fn read(slots: &[Option<Val>], k: usize) -> Result<Val> {
         .cloned()
         .flatten()
         .ok_or_else(|| Error::runtime("internal error: lazy program reads an empty slot"))
+}
+
+/// Runs a fused kernel on the values of slots `ins` (`softmax`: as a softmax prologue).
+fn run_fused(
+    slots: &[Option<Val>],
+    kernel: &FusedKernel,
+    ins: &[usize],
+    softmax: Option<bool>,
+) -> Result<Tensor> {
+    let vals: SmallVec<[Val; 4]> = ins.iter().map(|&k| read(slots, k)).collect::<Result<_>>()?;
+    let operands: SmallVec<[Operand<'_>; 4]> = vals
+        .iter()
+        .map(|v| match v {
+            Val::Tensor(t) => Operand::Tensor(t),
+            Val::Scalar(s) => Operand::Scalar(*s),
+        })
+        .collect();
+    match softmax {
+        None => kernel.run(&operands),
+        Some(log) => kernel.run_softmax(&operands, log),
+    }
 }
 
 /// `t` laid out as `shape` says (a kernel given a strided view may return an output that
@@ -415,6 +462,19 @@ impl Computation for Program {
                     s,
                     "%{out} = fused[{}]({})",
                     kernel.op_names().join(", "),
+                    list(ins)
+                ),
+                Instr::FusedSoftmax {
+                    kernel,
+                    log,
+                    ins,
+                    out,
+                    ..
+                } => writeln!(
+                    s,
+                    "%{out} = fused[{}] -> {}(dim=-1)({})",
+                    kernel.op_names().join(", "),
+                    if *log { "log_softmax" } else { "softmax" },
                     list(ins)
                 ),
                 Instr::Free(k) => writeln!(s, "free %{k}"),
@@ -509,19 +569,18 @@ impl Computation for Program {
                     ins,
                     out,
                 } => {
-                    let vals: SmallVec<[Val; 4]> = ins
-                        .iter()
-                        .map(|&k| read(&slots, k))
-                        .collect::<Result<_>>()?;
-                    let operands: SmallVec<[Operand<'_>; 4]> = vals
-                        .iter()
-                        .map(|v| match v {
-                            Val::Tensor(t) => Operand::Tensor(t),
-                            Val::Scalar(s) => Operand::Scalar(*s),
-                        })
-                        .collect();
-                    let t = kernel
-                        .run(&operands)
+                    let t = run_fused(&slots, kernel, ins, None)
+                        .map_err(|e| e.in_operator(&tail.operator_name()))?;
+                    slots[*out] = Some(Val::Tensor(t));
+                }
+                Instr::FusedSoftmax {
+                    kernel,
+                    log,
+                    tail,
+                    ins,
+                    out,
+                } => {
+                    let t = run_fused(&slots, kernel, ins, Some(*log))
                         .map_err(|e| e.in_operator(&tail.operator_name()))?;
                     slots[*out] = Some(Val::Tensor(t));
                 }

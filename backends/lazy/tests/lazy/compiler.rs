@@ -258,6 +258,27 @@ fn a_cached_step_compiles_nothing_and_scalars_are_parameters() {
     }
 }
 
+#[test]
+fn producers_fuse_into_softmax_rows_with_eager_bits() {
+    let _g = setup();
+    let text = check(&[sample(&[64, 1024], 33)], true, &|x| {
+        let sm = x[0].mul_scalar(1.5)?.sub_scalar(0.25)?.softmax(1)?;
+        let lsm = x[0].tanh()?.add(&x[0])?.log_softmax(-1)?;
+        // Not the last dimension: the producer materialises, softmax is the eager kernel.
+        let other = x[0].exp()?.softmax(0)?;
+        Ok(vec![sm, lsm, other])
+    });
+    assert!(
+        text.contains("fused[mul, sub] -> softmax(dim=-1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fused[tanh, add] -> log_softmax(dim=-1)"),
+        "{text}"
+    );
+    assert!(text.contains("aten::_softmax("), "{text}");
+}
+
 /// A small deterministic generator for the property test.
 struct Rng(u64);
 impl Rng {
