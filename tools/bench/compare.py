@@ -31,10 +31,19 @@ Rows (`--only` takes a comma-separated list of these keys, or of the criterion i
     tiny_add      add_tiny                            libtorch add_tiny_nograd_ns
     autograd_add  autograd/add_requires_grad_tiny     libtorch add_requires_grad_tiny_ns
     mlp_step      train/mlp_step_b64                  torch_reference.py's mlp_step_b64 step
+    lazy_trace    lazy/trace_1000op                   LTC: trace(500) (1000 operators)
+    lazy_mark_step lazy/mark_step_1000op_cached       LTC: trace(500) + mark_step (cached)
+    chain8        lazy/chain8_16M                     torch.compile(chain)(x), 16M f32
+    chain8_self   lazy/chain8_16M                     our eager/chain8_16M (ours/ours)
+    softmax_expr  lazy/softmax_expr_4096x1024         torch.compile(sm_expr)(a)
+    layer_norm_expr lazy/layer_norm_expr_4096x1024    torch.compile(ln_expr)(a)
 
 The first six are switchyard-cpu's `--bench binary/reduce/nn`, `autograd_add` is
 `cargo bench -p switchyard-autograd --bench autograd`, `mlp_step` is
-`cargo bench -p switchyard-nn --bench train`. The two libtorch rows need the built
+`cargo bench -p switchyard-nn --bench train`, the lazy rows `cargo bench -p switchyard-lazy
+--bench lazy` (plan §8.4 of docs/lazy-plan.md; the LTC rows need `torch._lazy` with its
+TorchScript backend and are left out without it; `chain8_self` compares two of our own benches,
+eager over lazy, run back to back like the others). The two libtorch rows need the built
 libtorch_overhead binary (its header says how to build it; `--libtorch-overhead`, by default
 /tmp/libtorch_overhead when it exists) and are left out without it. Our benches run with
 RAYON_NUM_THREADS and PyTorch with torch.set_num_threads set to `--threads`; libtorch_overhead
@@ -97,6 +106,9 @@ class Row:
 
 
 CPU = "switchyard-cpu"
+LAZY = "switchyard-lazy"
+# `Row.theirs` of a row comparing two of our own benches: (OURS, package, bench, bench_id).
+OURS = "ours"
 ROWS = [
     Row("add_out", "add out= 16M f32", CPU, "binary", "binary_16M/add_out_16M_f32",
         "add_out", 1.0, False),
@@ -114,6 +126,18 @@ ROWS = [
         "autograd/add_requires_grad_tiny", (LIBTORCH, "add_requires_grad_tiny_ns"), 0.3, True),
     Row("mlp_step", "MLP train step b64 (time ratio)", "switchyard-nn", "train",
         "train/mlp_step_b64", "mlp_step", 1.0, True),
+    Row("lazy_trace", "lazy trace 1000 ops (time ratio)", LAZY, "lazy", "lazy/trace_1000op",
+        "ltc_trace", 0.2, True),
+    Row("lazy_mark_step", "lazy cached step 1000 (time)", LAZY, "lazy",
+        "lazy/mark_step_1000op_cached", "ltc_mark_step", 0.2, True),
+    Row("chain8", "chain8 16M lazy (time ratio)", LAZY, "lazy", "lazy/chain8_16M",
+        "chain8_compiled", 0.8, True),
+    Row("chain8_self", "chain8 16M eager/lazy (ours)", LAZY, "lazy", "lazy/chain8_16M",
+        (OURS, LAZY, "lazy", "eager/chain8_16M"), 5.0, False),
+    Row("softmax_expr", "softmax_expr lazy (time ratio)", LAZY, "lazy",
+        "lazy/softmax_expr_4096x1024", "softmax_expr_compiled", 1.0, True),
+    Row("layer_norm_expr", "layer_norm_expr lazy (time)", LAZY, "lazy",
+        "lazy/layer_norm_expr_4096x1024", "layer_norm_expr_compiled", 1.0, True),
 ]
 
 
@@ -159,6 +183,8 @@ def build_benches(rows, snapshot_dir):
     wanted = {}
     for r in rows:
         wanted.setdefault(r.package, set()).add(r.bench)
+        if isinstance(r.theirs, tuple) and r.theirs[0] == OURS:
+            wanted.setdefault(r.theirs[1], set()).add(r.theirs[2])
     exes = {}
     for package, benches in sorted(wanted.items()):
         cmd = ["cargo", "bench", "--no-run", "--message-format=json", "-p", package]
@@ -195,12 +221,17 @@ def build_benches(rows, snapshot_dir):
 
 def run_ours(row, exe, args, home):
     """Criterion's median for `row` in seconds, from one run of its bench alone."""
+    return run_criterion(row.bench_id, exe, args, home)
+
+
+def run_criterion(bench_id, exe, args, home):
+    """Criterion's median for `bench_id` in seconds, from one run of its bench alone."""
     env = dict(os.environ, CRITERION_HOME=home, RAYON_NUM_THREADS=str(args.threads))
-    cmd = [exe, "--bench", "--exact", row.bench_id, "--noplot",
+    cmd = [exe, "--bench", "--exact", bench_id, "--noplot",
            "--warm-up-time", str(args.warm_up_time),
            "--measurement-time", str(args.measurement_time)]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-    path = os.path.join(home, *row.bench_id.split("/"), "new", "estimates.json")
+    path = os.path.join(home, *bench_id.split("/"), "new", "estimates.json")
     if proc.returncode != 0 or not os.path.exists(path):
         sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-2000:])
         raise SystemExit(f"{' '.join(cmd)} failed or wrote no {path}")
@@ -250,6 +281,61 @@ class TorchSide:
                 opt.step()
 
             self.fns["mlp_step"] = step
+        self.missing = {}
+        if "chain8_compiled" in keys:
+            x = torch.rand(n)
+
+            def chain(x):
+                y = x * 2.0
+                y = y + 1.0
+                y = torch.sin(y)
+                y = y * y
+                y = y - 0.5
+                y = torch.exp(y)
+                y = y / 3.0
+                return torch.relu(y)
+            c = torch.compile(chain)
+            c(x)
+            self.fns["chain8_compiled"] = lambda: c(x)
+        if keys & {"softmax_expr_compiled", "layer_norm_expr_compiled"}:
+            a = torch.rand(4096, 1024)
+
+            def sm_expr(a):
+                return torch.softmax(a * 1.5 - 0.25, dim=1)
+
+            def ln_expr(a):
+                return torch.nn.functional.layer_norm(torch.tanh(a) + a, (1024,))
+            csm, cln = torch.compile(sm_expr), torch.compile(ln_expr)
+            csm(a)
+            cln(a)
+            self.fns["softmax_expr_compiled"] = lambda: csm(a)
+            self.fns["layer_norm_expr_compiled"] = lambda: cln(a)
+        if keys & {"ltc_trace", "ltc_mark_step"}:
+            # torch_reference.py's LTC figures: 500 turns of `y * 1.0001 + 0.5` on 16 lazy
+            # elements, traced (and dropped), or traced and run by a cached mark_step.
+            try:
+                import torch._lazy
+                import torch._lazy.ts_backend
+                torch._lazy.ts_backend.init()
+                lx = torch.ones(16, device=torch.device("lazy"))
+                torch._lazy.mark_step()
+
+                def trace():
+                    y = lx
+                    for _ in range(500):
+                        y = y * 1.0001 + 0.5
+                    return y
+
+                def step():
+                    y = trace()
+                    torch._lazy.mark_step()
+                    return y
+                step()
+                self.fns["ltc_trace"] = trace
+                self.fns["ltc_mark_step"] = step
+            except Exception as e:  # noqa: BLE001 - any failure means no LTC here
+                self.missing["ltc_trace"] = self.missing["ltc_mark_step"] = (
+                    f"{type(e).__name__}: {str(e)[:200]}")
 
     def measure(self, key):
         """Median seconds per call: warm-up, then SAMPLES samples of equal iteration counts."""
@@ -316,11 +402,12 @@ def select_rows(only, have_libtorch):
     else:
         rows = list(ROWS)
     if not have_libtorch:
-        skipped = [r.key for r in rows if isinstance(r.theirs, tuple)]
+        skipped = [r.key for r in rows if isinstance(r.theirs, tuple) and r.theirs[0] == LIBTORCH]
         if skipped:
             print(f"no libtorch_overhead binary (--libtorch-overhead): leaving out "
                   f"{', '.join(skipped)}", file=sys.stderr)
-        rows = [r for r in rows if not isinstance(r.theirs, tuple)]
+        rows = [r for r in rows
+                if not (isinstance(r.theirs, tuple) and r.theirs[0] == LIBTORCH)]
     return rows
 
 
@@ -352,6 +439,11 @@ def main():
         exes = build_benches(args.rows, tmp)
         torch.set_num_threads(args.threads)
         torch_side = TorchSide(args)
+        for r in [r for r in args.rows if not isinstance(r.theirs, tuple)
+                  and r.theirs in torch_side.missing]:
+            print(f"leaving out {r.key}: {torch_side.missing[r.theirs]}", file=sys.stderr)
+        args.rows = [r for r in args.rows if isinstance(r.theirs, tuple)
+                     or r.theirs not in torch_side.missing]
 
         model, ncpu, ext = cpu_description()
         load_before = load_average()
@@ -367,7 +459,11 @@ def main():
                                                   home))
 
                 def other():
-                    if isinstance(row.theirs, tuple):
+                    if isinstance(row.theirs, tuple) and row.theirs[0] == OURS:
+                        _, package, bench, bench_id = row.theirs
+                        theirs[row.key].append(run_criterion(
+                            bench_id, exes[(package, bench)], args, home + "-theirs"))
+                    elif isinstance(row.theirs, tuple):
                         theirs[row.key].append(libtorch_figure(args.libtorch_overhead,
                                                                row.theirs[1]))
                     else:

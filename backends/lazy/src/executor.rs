@@ -15,6 +15,7 @@ use switchyard_core::keys::sets;
 use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
 use switchyard_core::{DispatchKey, Error, Result};
 
+use crate::compiler::{self, CompilerKind, Computation};
 use crate::data::{DataValue, DeviceData};
 use crate::ir::{Arg, Hash128, NodeInfo, OpKind, Output, post_order};
 use crate::metrics;
@@ -192,7 +193,21 @@ impl<K: Copy + Eq + std::hash::Hash, V: Clone> LruCache<K, V> {
     }
 }
 
-type ComputationCache = LruCache<Hash128, Arc<Program>>;
+impl crate::compiler::Computation for Program {
+    fn parameter_count(&self) -> usize {
+        Program::parameter_count(self)
+    }
+
+    fn text(&self) -> String {
+        Program::text(self)
+    }
+
+    fn execute(&self, params: &[Val]) -> Result<Vec<Val>> {
+        Program::execute(self, params)
+    }
+}
+
+type ComputationCache = LruCache<Hash128, Arc<dyn Computation>>;
 
 static CACHE: Mutex<Option<ComputationCache>> = Mutex::new(None);
 
@@ -379,7 +394,15 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
         None => {
             metrics::counter_add("UncachedCompile", 1);
             let start = Instant::now();
-            let p = Arc::new(compile(&graph, &roots)?);
+            let p: Arc<dyn Computation> = match compiler::compiler() {
+                CompilerKind::Naive => Arc::new(compile(&graph, &roots)?),
+                CompilerKind::Fusing => Arc::new(compiler::compile(
+                    &graph.order,
+                    &graph.param_of,
+                    graph.params.len(),
+                    &roots,
+                )?),
+            };
             metrics::record_time("CompileTime", start.elapsed());
             with_cache(|c| c.insert(graph.hash, Arc::clone(&p)));
             p

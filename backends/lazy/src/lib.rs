@@ -24,6 +24,7 @@
 //! ```
 
 pub mod closures;
+pub mod compiler;
 pub mod data;
 pub mod dump;
 pub mod executor;

@@ -16,6 +16,7 @@
 #[cfg(not(test))]
 #[rustfmt::skip]
 mod generated;
+pub mod fused;
 pub(crate) mod loops;
 pub(crate) mod math;
 #[cfg(not(test))]

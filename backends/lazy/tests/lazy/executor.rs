@@ -2,6 +2,7 @@
 //! errors raised at trace time.
 
 use switchyard_core::Tensor;
+use switchyard_lazy::compiler::{CompilerKind, set_compiler};
 use switchyard_ops::TensorOps;
 
 use crate::support::{assert_close, counter, sample, setup};
@@ -105,6 +106,16 @@ fn to_cpu_runs_only_what_it_needs_and_keeps_the_ir() {
 #[test]
 fn graph_hash_and_the_computation_cache() {
     let _g = setup();
+    // The naive backend's program text is checked below; the default compiler comes back
+    // when the test ends.
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_compiler(CompilerKind::Fusing);
+        }
+    }
+    let _restore = Restore;
+    set_compiler(CompilerKind::Naive);
     switchyard_lazy::clear_computation_cache();
     assert_eq!(switchyard_lazy::computation_cache_size(), 0);
     let a = switchyard_lazy::to_lazy(&sample(&[2, 2], 32)).unwrap();

@@ -10,6 +10,7 @@ mod autograd;
 mod cases;
 mod coverage;
 mod dump;
+mod compiler;
 mod executor;
 mod ir;
 mod property;

@@ -264,7 +264,7 @@ fn check_relu(self_: &Tensor) -> Result<()> {
 /// `max(x, 0)` as PyTorch's `clamp_min(x, 0)` computes it: NaN and `-0.0` pass through.
 fn relu_into(self_: &Tensor, out: &Tensor) -> Result<()> {
     dispatch_subset!(numeric, self_.dtype(), "clamp_min_cpu", C => {
-        apply::<C>(out, self_, |x: C| if x < C::zero() { C::zero() } else { x })
+        apply::<C>(out, self_, crate::fused::relu::<C>)
     })
 }
 

@@ -1,0 +1,596 @@
+//! The fusing compiler (plan §5): a graph's post-order lowered to a [`Program`] over the CPU
+//! kernels, after common-subexpression elimination, dead-code elimination, view-copy elision
+//! and element-wise fusion (`fuse.rs`, run by `switchyard_cpu::fused`), scheduled in creation
+//! order with every intermediate dropped after its last reader.
+//!
+//! The naive backend (`executor.rs`: one lowering call per node) stays as the reference:
+//! [`set_compiler`]`(CompilerKind::Naive)`.
+
+mod fuse;
+mod views;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use smallvec::SmallVec;
+use switchyard_core::keys::sets;
+use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
+use switchyard_core::{Device, DispatchKey, Error, Result, Tensor};
+use switchyard_cpu::fused::{FusedKernel, Operand};
+use switchyard_ops::op;
+
+use crate::ir::{Arg, Hash128, Node, NodeInfo, OpKind, Output, Shape};
+use crate::trace::{LowerArgs, Val, cpu_only};
+
+/// Which backend compiles graphs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompilerKind {
+    /// One CPU kernel call per node (the reference).
+    Naive,
+    /// This module's compiler (the default).
+    Fusing,
+}
+
+static KIND: AtomicU8 = AtomicU8::new(1);
+
+/// Chooses the compiler of later syncs; the computation cache is emptied (its programs came
+/// from the other one).
+pub fn set_compiler(kind: CompilerKind) {
+    KIND.store(
+        match kind {
+            CompilerKind::Naive => 0,
+            CompilerKind::Fusing => 1,
+        },
+        Ordering::SeqCst,
+    );
+    crate::executor::clear_computation_cache();
+}
+
+/// The compiler in use.
+pub fn compiler() -> CompilerKind {
+    if KIND.load(Ordering::SeqCst) == 0 {
+        CompilerKind::Naive
+    } else {
+        CompilerKind::Fusing
+    }
+}
+
+/// A compiled graph, whichever backend made it: what the computation cache holds.
+pub trait Computation: Send + Sync {
+    /// Number of parameters.
+    fn parameter_count(&self) -> usize;
+    /// The backend text (dump format `backend`).
+    fn text(&self) -> String;
+    /// Runs the program on the parameters' values; one value per root.
+    fn execute(&self, params: &[Val]) -> Result<Vec<Val>>;
+}
+
+/// One instruction of a [`Program`].
+enum Instr {
+    /// A node's lowering (its CPU kernel).
+    Call {
+        info: &'static NodeInfo,
+        args: SmallVec<[Arg; 4]>,
+        ins: SmallVec<[usize; 4]>,
+        out: usize,
+        shapes: SmallVec<[Shape; 1]>,
+    },
+    /// An elided `*_copy`: the view itself, on the source's buffer (the copy if the view
+    /// cannot be taken).
+    View {
+        info: &'static NodeInfo,
+        args: SmallVec<[Arg; 4]>,
+        ins: SmallVec<[usize; 4]>,
+        out: usize,
+    },
+    /// A fusion group: one loop over its inputs.
+    Fused {
+        kernel: Box<FusedKernel>,
+        tail: &'static NodeInfo,
+        ins: SmallVec<[usize; 4]>,
+        out: usize,
+    },
+    /// A fusion group as the prologue of softmax / log_softmax over the last dimension.
+    FusedSoftmax {
+        kernel: Box<FusedKernel>,
+        log: bool,
+        tail: &'static NodeInfo,
+        ins: SmallVec<[usize; 4]>,
+        out: usize,
+    },
+    /// The slot's last reader has run.
+    Free(usize),
+}
+
+/// A compiled program: parameters in slots `0..n_params`, then one slot per node output.
+pub struct Program {
+    n_params: usize,
+    n_slots: usize,
+    instrs: Vec<Instr>,
+    results: Vec<usize>,
+    stats: Stats,
+}
+
+/// What the passes did (shown in the text, checked by the tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Nodes replaced by an equal earlier one.
+    pub cse: usize,
+    /// Nodes no root needs after CSE.
+    pub dead: usize,
+    /// `*_copy` nodes run as views.
+    pub views: usize,
+    /// Fusion groups.
+    pub groups: usize,
+    /// Nodes inside fusion groups.
+    pub fused_nodes: usize,
+}
+
+impl Program {
+    /// What the passes did.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+}
+
+/// Operators never merged by CSE (random ones: two draws differ).
+fn deterministic(info: &NodeInfo) -> bool {
+    let name = info.qualified.trim_start_matches("aten::");
+    !(name.starts_with("rand")
+        || name.starts_with("uniform")
+        || name.starts_with("normal")
+        || name.starts_with("bernoulli")
+        || name.contains("dropout")
+        || name.starts_with("multinomial")
+        || name.starts_with("exponential")
+        || name.starts_with("geometric")
+        || name.starts_with("cauchy")
+        || name.starts_with("log_normal")
+        || name.starts_with("random"))
+}
+
+/// Compiles the post-order `order` (device-data nodes are parameters, `param_of` maps them)
+/// computing `roots`.
+pub(crate) fn compile(
+    order: &[Arc<Node>],
+    param_of: &HashMap<*const Node, usize>,
+    n_params: usize,
+    roots: &[Output],
+) -> Result<Program> {
+    let mut stats = Stats::default();
+    let n = order.len();
+    let id_of: HashMap<*const Node, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, nd)| (Arc::as_ptr(nd), i))
+        .collect();
+    let node_id = |o: &Output| -> Result<usize> {
+        id_of
+            .get(&Arc::as_ptr(&o.node))
+            .copied()
+            .ok_or_else(|| Error::runtime("internal error: operand outside the post-order"))
+    };
+    // 1. Graph: operands as (node id, output index).
+    let mut operands: Vec<SmallVec<[(usize, usize); 3]>> = Vec::with_capacity(n);
+    for nd in order {
+        operands.push(
+            nd.operands
+                .iter()
+                .map(|o| Ok((node_id(o)?, o.index)))
+                .collect::<Result<_>>()?,
+        );
+    }
+    // 2. CSE: each node is replaced by its representative; parameters by the first node of
+    //    their parameter, operator nodes by an earlier-created node with the same operator,
+    //    arguments and (representative) operands.
+    let mut rep: Vec<usize> = (0..n).collect();
+    let mut first_of_param: HashMap<usize, usize> = HashMap::new();
+    let mut table: HashMap<Hash128, SmallVec<[usize; 1]>> = HashMap::new();
+    // In creation order, so that a representative was created before every user of the
+    // nodes it replaces (the schedule is creation order too).
+    let mut by_seq: Vec<usize> = (0..n).collect();
+    by_seq.sort_by_key(|&i| order[i].seq);
+    for &i in &by_seq {
+        for op in &mut operands[i] {
+            op.0 = rep[op.0];
+        }
+        match &order[i].kind {
+            OpKind::DeviceData(_) => {
+                let p = param_of
+                    .get(&Arc::as_ptr(&order[i]))
+                    .copied()
+                    .ok_or_else(|| {
+                        Error::runtime("internal error: device data without a parameter")
+                    })?;
+                let r = *first_of_param.entry(p).or_insert(i);
+                if r != i {
+                    rep[i] = r;
+                }
+            }
+            OpKind::Aten(info) if deterministic(info) => {
+                let mut key = info.op_hash.combine(order[i].hash);
+                for (id, idx) in &operands[i] {
+                    key = key.with_u64(*id as u64).with_u64(*idx as u64);
+                }
+                let same = table.get(&key).and_then(|cands| {
+                    cands.iter().copied().find(|&j| {
+                        let (a, b) = (&order[i], &order[j]);
+                        matches!((&a.kind, &b.kind), (OpKind::Aten(x), OpKind::Aten(y)) if std::ptr::eq(*x, *y))
+                            && a.args == b.args
+                            && operands[i] == operands[j]
+                            && a.shapes == b.shapes
+                    })
+                });
+                match same {
+                    Some(j) => {
+                        rep[i] = j;
+                        stats.cse += 1;
+                    }
+                    None => table.entry(key).or_default().push(i),
+                }
+            }
+            OpKind::Aten(_) => {}
+        }
+    }
+    let root_vals: Vec<(usize, usize)> = roots
+        .iter()
+        .map(|r| Ok((rep[node_id(r)?], r.index)))
+        .collect::<Result<_>>()?;
+    // 3. DCE: what the roots need, through representatives.
+    let mut live = vec![false; n];
+    let mut work: Vec<usize> = root_vals.iter().map(|r| r.0).collect();
+    while let Some(i) = work.pop() {
+        if live[i] {
+            continue;
+        }
+        live[i] = true;
+        work.extend(operands[i].iter().map(|o| o.0));
+    }
+    stats.dead = (0..n)
+        .filter(|&i| !live[i] && rep[i] == i && matches!(order[i].kind, OpKind::Aten(_)))
+        .count();
+    // Uses of each live node's value by live nodes (an operand used twice counts twice).
+    let mut uses: Vec<SmallVec<[usize; 2]>> = vec![SmallVec::new(); n];
+    for i in (0..n).filter(|&i| live[i] && rep[i] == i) {
+        for o in &operands[i] {
+            uses[o.0].push(i);
+        }
+    }
+    let is_root: Vec<bool> = {
+        let mut v = vec![false; n];
+        for r in &root_vals {
+            v[r.0] = true;
+        }
+        v
+    };
+    // 4. Fusion groups (trees of element-wise nodes; see fuse.rs).
+    let groups = fuse::plan(order, &operands, &live, &rep, &uses, &is_root);
+    // 5. Slots: parameters first, then node outputs.
+    let mut slot_of: Vec<usize> = vec![usize::MAX; n];
+    let mut next = n_params;
+    for i in 0..n {
+        if rep[i] != i {
+            continue;
+        }
+        match &order[i].kind {
+            OpKind::DeviceData(_) => {
+                slot_of[i] = param_of
+                    .get(&Arc::as_ptr(&order[i]))
+                    .copied()
+                    .ok_or_else(|| {
+                        Error::runtime("internal error: device data without a parameter")
+                    })?;
+            }
+            OpKind::Aten(_) => {
+                slot_of[i] = next;
+                next += order[i].shapes.len();
+            }
+        }
+    }
+    let slot = |(id, idx): (usize, usize)| slot_of[id] + idx;
+    // 6. Schedule by creation order (a topological order, and eager's program order).
+    let mut scheduled: Vec<usize> = (0..n)
+        .filter(|&i| live[i] && rep[i] == i && matches!(order[i].kind, OpKind::Aten(_)))
+        .filter(|&i| groups.member_of[i].is_none())
+        .collect();
+    scheduled.sort_by_key(|&i| order[i].seq);
+    let mut instrs: Vec<Instr> = Vec::with_capacity(scheduled.len());
+    for &i in &scheduled {
+        let nd = &order[i];
+        let OpKind::Aten(info) = &nd.kind else {
+            continue;
+        };
+        let ins: SmallVec<[usize; 4]> = operands[i].iter().map(|o| slot(*o)).collect();
+        if let Some((t, log)) = groups.rows.get(&i) {
+            let g = groups
+                .tail_of
+                .get(t)
+                .ok_or_else(|| Error::runtime("internal error: softmax prologue without group"))?;
+            let (kernel, inputs) = fuse::build(order, &operands, g)?;
+            stats.groups += 1;
+            stats.fused_nodes += g.members.len() + 1;
+            instrs.push(Instr::FusedSoftmax {
+                kernel: Box::new(kernel),
+                log: *log,
+                tail: info,
+                ins: inputs.iter().map(|o| slot(*o)).collect(),
+                out: slot_of[i],
+            });
+        } else if let Some(g) = groups.tail_of.get(&i) {
+            let (kernel, inputs) = fuse::build(order, &operands, g)?;
+            stats.groups += 1;
+            stats.fused_nodes += g.members.len();
+            instrs.push(Instr::Fused {
+                kernel: Box::new(kernel),
+                tail: info,
+                ins: inputs.iter().map(|o| slot(*o)).collect(),
+                out: slot_of[i],
+            });
+        } else if !is_root[i] && views::is_view_copy(info) {
+            stats.views += 1;
+            instrs.push(Instr::View {
+                info,
+                args: nd.args.clone(),
+                ins,
+                out: slot_of[i],
+            });
+        } else {
+            instrs.push(Instr::Call {
+                info,
+                args: nd.args.clone(),
+                ins,
+                out: slot_of[i],
+                shapes: nd.shapes.clone(),
+            });
+        }
+    }
+    let results: Vec<usize> = root_vals.iter().map(|r| slot(*r)).collect();
+    // 7. Liveness: drop each slot after its last reader (parameters and results are kept).
+    let mut last_read: HashMap<usize, usize> = HashMap::new();
+    for (k, ins) in instrs.iter().enumerate() {
+        let reads = match ins {
+            Instr::Call { ins, .. }
+            | Instr::View { ins, .. }
+            | Instr::Fused { ins, .. }
+            | Instr::FusedSoftmax { ins, .. } => ins,
+            Instr::Free(_) => continue,
+        };
+        for &s in reads {
+            last_read.insert(s, k);
+        }
+    }
+    let mut frees: Vec<Vec<usize>> = vec![Vec::new(); instrs.len()];
+    for (s, k) in last_read {
+        if s >= n_params && !results.contains(&s) {
+            frees[k].push(s);
+        }
+    }
+    let mut with_frees = Vec::with_capacity(instrs.len() * 2);
+    for (ins, mut fr) in instrs.into_iter().zip(frees) {
+        with_frees.push(ins);
+        fr.sort_unstable();
+        with_frees.extend(fr.into_iter().map(Instr::Free));
+    }
+    Ok(Program {
+        n_params,
+        n_slots: next,
+        instrs: with_frees,
+        results,
+        stats,
+    })
+}
+
+fn read(slots: &[Option<Val>], k: usize) -> Result<Val> {
+    slots
+        .get(k)
+        .cloned()
+        .flatten()
+        .ok_or_else(|| Error::runtime("internal error: lazy program reads an empty slot"))
+}
+
+/// Runs a fused kernel on the values of slots `ins` (`softmax`: as a softmax prologue).
+fn run_fused(
+    slots: &[Option<Val>],
+    kernel: &FusedKernel,
+    ins: &[usize],
+    softmax: Option<bool>,
+) -> Result<Tensor> {
+    let vals: SmallVec<[Val; 4]> = ins.iter().map(|&k| read(slots, k)).collect::<Result<_>>()?;
+    let operands: SmallVec<[Operand<'_>; 4]> = vals
+        .iter()
+        .map(|v| match v {
+            Val::Tensor(t) => Operand::Tensor(t),
+            Val::Scalar(s) => Operand::Scalar(*s),
+        })
+        .collect();
+    match softmax {
+        None => kernel.run(&operands),
+        Some(log) => kernel.run_softmax(&operands, log),
+    }
+}
+
+/// `t` laid out as `shape` says (a kernel given a strided view may return an output that
+/// follows the view's layout; the lazy tensor promises the Meta kernel's strides).
+fn restride(t: Tensor, shape: &Shape) -> Result<Tensor> {
+    if t.geometry().strides() == shape.strides.as_slice() || t.sizes() != shape.sizes {
+        return Ok(t);
+    }
+    let out = Tensor::allocate_strided(&shape.sizes, &shape.strides, t.dtype(), Device::CPU)?;
+    op::copy_::redispatch(cpu_only(), &out, &t, false)?;
+    Ok(out)
+}
+
+impl Computation for Program {
+    fn parameter_count(&self) -> usize {
+        self.n_params
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::new();
+        let list = |v: &[usize]| -> String {
+            v.iter()
+                .map(|k| format!("%{k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for i in &self.instrs {
+            let _ = match i {
+                Instr::Call {
+                    info,
+                    ins,
+                    out,
+                    shapes,
+                    ..
+                } => {
+                    let outs: Vec<usize> = (*out..*out + shapes.len()).collect();
+                    writeln!(
+                        s,
+                        "{} = {}({})",
+                        list(&outs),
+                        info.operator_name(),
+                        list(ins)
+                    )
+                }
+                Instr::View { info, ins, out, .. } => {
+                    writeln!(s, "%{out} = view {}({})", info.operator_name(), list(ins))
+                }
+                Instr::Fused {
+                    kernel, ins, out, ..
+                } => writeln!(
+                    s,
+                    "%{out} = fused[{}]({})",
+                    kernel.op_names().join(", "),
+                    list(ins)
+                ),
+                Instr::FusedSoftmax {
+                    kernel,
+                    log,
+                    ins,
+                    out,
+                    ..
+                } => writeln!(
+                    s,
+                    "%{out} = fused[{}] -> {}(dim=-1)({})",
+                    kernel.op_names().join(", "),
+                    if *log { "log_softmax" } else { "softmax" },
+                    list(ins)
+                ),
+                Instr::Free(k) => writeln!(s, "free %{k}"),
+            };
+        }
+        let st = self.stats;
+        let _ = writeln!(s, "return ({})", list(&self.results));
+        let _ = writeln!(
+            s,
+            "# cse {}, dead {}, views {}, fusion groups {} ({} nodes)",
+            st.cse, st.dead, st.views, st.groups, st.fused_nodes
+        );
+        s
+    }
+
+    fn execute(&self, params: &[Val]) -> Result<Vec<Val>> {
+        if params.len() != self.n_params {
+            return Err(Error::runtime(format!(
+                "internal error: the program takes {} parameters, got {}",
+                self.n_params,
+                params.len()
+            )));
+        }
+        let _guard = ExcludeDispatchKeyGuard::new(
+            sets::AUTOGRAD_WITH_AD_INPLACE_OR_VIEW.add(DispatchKey::Functionalize) | sets::PYTHON,
+        );
+        let mut slots: Vec<Option<Val>> = vec![None; self.n_slots];
+        for (slot, p) in slots.iter_mut().zip(params) {
+            *slot = Some(p.clone());
+        }
+        for instr in &self.instrs {
+            match instr {
+                Instr::Call {
+                    info,
+                    args,
+                    ins,
+                    out,
+                    shapes,
+                } => {
+                    let vals: SmallVec<[Val; 4]> = ins
+                        .iter()
+                        .map(|&k| read(&slots, k))
+                        .collect::<Result<_>>()?;
+                    let outs = (info.lower)(&LowerArgs {
+                        info,
+                        args,
+                        ins: &vals,
+                    })
+                    .map_err(|e| e.in_operator(&info.operator_name()))?;
+                    if outs.len() != shapes.len() {
+                        return Err(Error::runtime(format!(
+                            "internal error: lowering of {} returned {} outputs, expected {}",
+                            info.operator_name(),
+                            outs.len(),
+                            shapes.len()
+                        )));
+                    }
+                    for (k, (t, shape)) in outs.into_iter().zip(shapes).enumerate() {
+                        slots[out + k] = Some(Val::Tensor(restride(t, shape)?));
+                    }
+                }
+                Instr::View {
+                    info,
+                    args,
+                    ins,
+                    out,
+                } => {
+                    let vals: SmallVec<[Val; 4]> = ins
+                        .iter()
+                        .map(|&k| read(&slots, k))
+                        .collect::<Result<_>>()?;
+                    let la = LowerArgs {
+                        info,
+                        args,
+                        ins: &vals,
+                    };
+                    let t = match views::view(&la) {
+                        Ok(t) => t,
+                        // A view the source's layout does not allow (`view` of a
+                        // non-contiguous buffer): the copy, as the naive program makes it.
+                        Err(_) => (info.lower)(&la)
+                            .map_err(|e| e.in_operator(&info.operator_name()))?
+                            .into_iter()
+                            .next()
+                            .ok_or_else(|| Error::runtime("internal error: view without output"))?,
+                    };
+                    slots[*out] = Some(Val::Tensor(t));
+                }
+                Instr::Fused {
+                    kernel,
+                    tail,
+                    ins,
+                    out,
+                } => {
+                    let t = run_fused(&slots, kernel, ins, None)
+                        .map_err(|e| e.in_operator(&tail.operator_name()))?;
+                    slots[*out] = Some(Val::Tensor(t));
+                }
+                Instr::FusedSoftmax {
+                    kernel,
+                    log,
+                    tail,
+                    ins,
+                    out,
+                } => {
+                    let t = run_fused(&slots, kernel, ins, Some(*log))
+                        .map_err(|e| e.in_operator(&tail.operator_name()))?;
+                    slots[*out] = Some(Val::Tensor(t));
+                }
+                Instr::Free(k) => {
+                    if let Some(s) = slots.get_mut(*k) {
+                        *s = None;
+                    }
+                }
+            }
+        }
+        self.results.iter().map(|&k| read(&slots, k)).collect()
+    }
+}

@@ -1,0 +1,818 @@
+//! Fused element-wise loops without a JIT: a small register bytecode run over cache-sized
+//! blocks of the iteration space (the lazy backend's fusing compiler builds these, plan §5.4).
+//!
+//! A [`FusedKernel`] computes one output of a chain (or tree) of element-wise operators in one
+//! floating compute type (`f32` or `f64`). Its inputs are tensors of that dtype with any
+//! strides (broadcast inputs have stride 0) or scalars (Python numbers and 0-dim tensors,
+//! converted to the compute type as the eager kernels convert them). Each block of the output
+//! (a few thousand elements, so that every live register stays in L1) runs the code once: one
+//! call of a monomorphic slice loop per operation (the multiversioned loops of `math.rs`),
+//! reading inputs in place when they are visited linearly, gathered into a register
+//! otherwise. Above [`GRAIN_SIZE`] elements × operations the blocks are shared between
+//! threads, the caller included (`parallel`).
+//!
+//! **Bit-identical to eager.** Every operation applies the eager kernel's own per-element
+//! function (`Float` / `Num` / `Arith` methods, [`relu`]), in the eager kernel's compute type,
+//! with the same value-dependent choices (`add`'s `alpha == 1` shortcut, `sub` as `add` with
+//! `-alpha`): a fused chain gives the bits of the same operators run one by one.
+
+use std::mem::MaybeUninit;
+
+use smallvec::SmallVec;
+use switchyard_core::element::convert;
+use switchyard_core::{
+    Access, DimVec, Element, Error, Result, Scalar, ScalarType, Tensor, with_tensors,
+};
+
+use crate::loops::{GRAIN_SIZE, Plan, typed};
+use crate::math::{self, Float};
+use crate::num::{Arith, Num};
+use crate::parallel;
+
+/// `max(x, 0)` as eager `relu` computes it (PyTorch's `clamp_min(x, 0)`: NaN and `-0.0` pass
+/// through). Shared with the eager kernel.
+#[inline(always)]
+pub(crate) fn relu<C: Num>(x: C) -> C {
+    if x < C::zero() { C::zero() } else { x }
+}
+
+/// A unary operation the engine knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `neg`.
+    Neg,
+    /// `exp`.
+    Exp,
+    /// `log`.
+    Log,
+    /// `sin`.
+    Sin,
+    /// `tanh`.
+    Tanh,
+    /// `sigmoid`.
+    Sigmoid,
+    /// `sqrt`.
+    Sqrt,
+    /// `relu`.
+    Relu,
+}
+
+/// A binary operation the engine knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `mul.Tensor`.
+    Mul,
+    /// `div.Tensor` (true division).
+    Div,
+    /// `maximum` (NaN-propagating).
+    Maximum,
+}
+
+impl UnaryOp {
+    /// The operator's name (in program texts).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Relu => "relu",
+        }
+    }
+}
+
+impl BinaryOp {
+    /// The operator's name (in program texts).
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Maximum => "maximum",
+        }
+    }
+}
+
+/// A value inside a kernel under construction: an input or the result of an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// Input `i` of the kernel.
+    Input(u8),
+    /// The result of operation `i`.
+    Op(u16),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    Input(u8),
+    Reg(u8),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Unary {
+        f: UnaryOp,
+        dst: u8,
+        x: Src,
+    },
+    Binary {
+        f: BinaryOp,
+        dst: u8,
+        a: Src,
+        b: Src,
+    },
+    /// `a + alpha * b` (`sub`: alpha negated first), alpha a scalar input.
+    Add {
+        dst: u8,
+        a: Src,
+        b: Src,
+        alpha: u8,
+        negate: bool,
+    },
+}
+
+/// A compiled fused element-wise computation (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct FusedKernel {
+    dtype: ScalarType,
+    sizes: DimVec,
+    n_inputs: usize,
+    code: Vec<Op>,
+    n_regs: usize,
+    result: Src,
+    names: Vec<&'static str>,
+}
+
+/// Builds a [`FusedKernel`] in SSA form; registers are allocated by liveness at `finish`.
+#[derive(Clone, Debug)]
+pub struct FusedBuilder {
+    dtype: ScalarType,
+    sizes: DimVec,
+    n_inputs: usize,
+    ops: Vec<SsaOp>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum SsaOp {
+    Unary(UnaryOp, Value),
+    Binary(BinaryOp, Value, Value),
+    Add(Value, Value, u8, bool),
+}
+
+impl SsaOp {
+    fn operands(&self) -> SmallVec<[Value; 2]> {
+        match *self {
+            SsaOp::Unary(_, x) => smallvec::smallvec![x],
+            SsaOp::Binary(_, a, b) | SsaOp::Add(a, b, _, _) => smallvec::smallvec![a, b],
+        }
+    }
+}
+
+/// Whether the engine computes in `dtype`.
+pub fn supports_dtype(dtype: ScalarType) -> bool {
+    matches!(dtype, ScalarType::Float | ScalarType::Double)
+}
+
+impl FusedBuilder {
+    /// A kernel computing in `dtype` (`Float` or `Double`) over an output of `sizes`.
+    pub fn new(dtype: ScalarType, sizes: &[i64]) -> Result<FusedBuilder> {
+        if !supports_dtype(dtype) {
+            return Err(Error::runtime(format!(
+                "internal error: fused kernels compute in Float or Double, not {dtype:?}"
+            )));
+        }
+        Ok(FusedBuilder {
+            dtype,
+            sizes: DimVec::from_slice(sizes),
+            n_inputs: 0,
+            ops: Vec::new(),
+        })
+    }
+
+    /// A new input (a tensor of the compute dtype, broadcastable to the output, or a scalar).
+    pub fn input(&mut self) -> Result<Value> {
+        let i = u8::try_from(self.n_inputs)
+            .map_err(|_| Error::runtime("internal error: too many fused inputs"))?;
+        self.n_inputs += 1;
+        Ok(Value::Input(i))
+    }
+
+    fn push(&mut self, op: SsaOp) -> Result<Value> {
+        let i = u16::try_from(self.ops.len())
+            .map_err(|_| Error::runtime("internal error: too many fused operations"))?;
+        self.ops.push(op);
+        Ok(Value::Op(i))
+    }
+
+    /// `f(x)`.
+    pub fn unary(&mut self, f: UnaryOp, x: Value) -> Result<Value> {
+        self.push(SsaOp::Unary(f, x))
+    }
+
+    /// `f(a, b)`.
+    pub fn binary(&mut self, f: BinaryOp, a: Value, b: Value) -> Result<Value> {
+        self.push(SsaOp::Binary(f, a, b))
+    }
+
+    /// `a + alpha * b` (`negate`: `a - alpha * b`, PyTorch's `sub`), `alpha` a scalar input.
+    pub fn add(&mut self, a: Value, b: Value, alpha: Value, negate: bool) -> Result<Value> {
+        let Value::Input(alpha) = alpha else {
+            return Err(Error::runtime(
+                "internal error: a fused add's alpha must be a scalar input",
+            ));
+        };
+        self.push(SsaOp::Add(a, b, alpha, negate))
+    }
+
+    /// The kernel computing `result`.
+    pub fn finish(self, result: Value) -> Result<FusedKernel> {
+        // Last use of each operation's value.
+        let n = self.ops.len();
+        let mut last_use = vec![0usize; n];
+        for (i, op) in self.ops.iter().enumerate() {
+            for v in op.operands() {
+                if let Value::Op(k) = v {
+                    let k = usize::from(k);
+                    if k >= i {
+                        return Err(Error::runtime("internal error: fused operand out of order"));
+                    }
+                    last_use[k] = i;
+                }
+            }
+        }
+        if let Value::Op(k) = result {
+            if usize::from(k) >= n {
+                return Err(Error::runtime("internal error: fused result out of range"));
+            }
+            last_use[usize::from(k)] = usize::MAX;
+        }
+        let mut reg_of = vec![0u8; n];
+        let mut free: Vec<u8> = Vec::new();
+        let mut n_regs = 0usize;
+        let mut code = Vec::with_capacity(n);
+        let mut names = Vec::with_capacity(n);
+        let src = |v: Value, reg_of: &[u8]| match v {
+            Value::Input(i) => Src::Input(i),
+            Value::Op(k) => Src::Reg(reg_of[usize::from(k)]),
+        };
+        for (i, op) in self.ops.iter().enumerate() {
+            let ins: SmallVec<[Src; 2]> = op.operands().iter().map(|v| src(*v, &reg_of)).collect();
+            // Registers whose value dies here are free for this operation's result (the
+            // slice loops handle a destination equal to a source).
+            for v in op.operands() {
+                if let Value::Op(k) = v {
+                    let k = usize::from(k);
+                    if last_use[k] == i && !free.contains(&reg_of[k]) {
+                        free.push(reg_of[k]);
+                    }
+                }
+            }
+            let dst = match free.pop() {
+                Some(r) => r,
+                None => {
+                    n_regs += 1;
+                    u8::try_from(n_regs - 1)
+                        .map_err(|_| Error::runtime("internal error: too many fused registers"))?
+                }
+            };
+            reg_of[i] = dst;
+            code.push(match *op {
+                SsaOp::Unary(f, _) => {
+                    names.push(f.name());
+                    Op::Unary { f, dst, x: ins[0] }
+                }
+                SsaOp::Binary(f, _, _) => {
+                    names.push(f.name());
+                    Op::Binary {
+                        f,
+                        dst,
+                        a: ins[0],
+                        b: ins[1],
+                    }
+                }
+                SsaOp::Add(_, _, alpha, negate) => {
+                    names.push(if negate { "sub" } else { "add" });
+                    Op::Add {
+                        dst,
+                        a: ins[0],
+                        b: ins[1],
+                        alpha,
+                        negate,
+                    }
+                }
+            });
+        }
+        Ok(FusedKernel {
+            dtype: self.dtype,
+            sizes: self.sizes,
+            n_inputs: self.n_inputs,
+            code,
+            n_regs,
+            result: src(result, &reg_of),
+            names,
+        })
+    }
+}
+
+/// One input of a fused kernel at execution.
+#[derive(Clone, Copy)]
+pub enum Operand<'a> {
+    /// A tensor (a 0-dim tensor is read as a scalar, as eager's type promotion treats it).
+    Tensor(&'a Tensor),
+    /// A scalar.
+    Scalar(Scalar),
+}
+
+impl FusedKernel {
+    /// The compute (and output) dtype.
+    pub fn dtype(&self) -> ScalarType {
+        self.dtype
+    }
+
+    /// The output sizes.
+    pub fn sizes(&self) -> &[i64] {
+        &self.sizes
+    }
+
+    /// Number of inputs.
+    pub fn input_count(&self) -> usize {
+        self.n_inputs
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.code.len()
+    }
+
+    /// Whether the kernel has no operation (it copies its input).
+    pub fn is_empty(&self) -> bool {
+        self.code.is_empty()
+    }
+
+    /// The operations' names, in order (`mul, add, sin, ...`).
+    pub fn op_names(&self) -> &[&'static str] {
+        &self.names
+    }
+
+    /// Elements per block with `live` registers: the largest power of two with every register
+    /// in 32 KiB, clamped to [256, 4096].
+    fn block(&self) -> usize {
+        let live = (self.n_regs + self.n_inputs).max(1);
+        let per = 32 * 1024 / (live * self.dtype.element_size());
+        let mut b = 256usize;
+        while b * 2 <= per && b < 4096 {
+            b *= 2;
+        }
+        b
+    }
+
+    /// Runs the kernel: a new contiguous output of [`FusedKernel::sizes`].
+    pub fn run(&self, inputs: &[Operand<'_>]) -> Result<Tensor> {
+        if inputs.len() != self.n_inputs {
+            return Err(Error::runtime(format!(
+                "internal error: fused kernel takes {} inputs, got {}",
+                self.n_inputs,
+                inputs.len()
+            )));
+        }
+        match self.dtype {
+            ScalarType::Double => self.run_typed::<f64>(inputs, None),
+            _ => self.run_typed::<f32>(inputs, None),
+        }
+    }
+
+    /// Runs the kernel as the prologue of `softmax` (`log`: `log_softmax`) over the last
+    /// dimension (plan §5.5): rows of the kernel's result are computed into an L1/L2-sized
+    /// buffer and handed to the eager kernel's row function, so the result has the bits of the
+    /// kernel's output followed by eager `_softmax(out, -1, false)`.
+    pub fn run_softmax(&self, inputs: &[Operand<'_>], log: bool) -> Result<Tensor> {
+        if inputs.len() != self.n_inputs {
+            return Err(Error::runtime(format!(
+                "internal error: fused kernel takes {} inputs, got {}",
+                self.n_inputs,
+                inputs.len()
+            )));
+        }
+        match self.dtype {
+            ScalarType::Double => self.run_typed::<f64>(inputs, Some(log)),
+            _ => self.run_typed::<f32>(inputs, Some(log)),
+        }
+    }
+
+    fn run_typed<C: FusedFloat>(
+        &self,
+        inputs: &[Operand<'_>],
+        softmax: Option<bool>,
+    ) -> Result<Tensor> {
+        // Scalars (and 0-dim tensors) converted once; tensors locked for reading.
+        let mut scalars: SmallVec<[Option<C>; 8]> = SmallVec::new();
+        let mut tensors: SmallVec<[(&Tensor, Access); 8]> = SmallVec::new();
+        let mut tensor_of: SmallVec<[usize; 8]> = SmallVec::new();
+        for op in inputs {
+            match op {
+                Operand::Scalar(s) => {
+                    scalars.push(Some(scalar_to::<C>(*s)));
+                    tensor_of.push(usize::MAX);
+                }
+                Operand::Tensor(t) if t.dim() == 0 => {
+                    scalars.push(Some(scalar_to::<C>(t.item_scalar()?)));
+                    tensor_of.push(usize::MAX);
+                }
+                Operand::Tensor(t) => {
+                    if t.dtype() != self.dtype {
+                        return Err(Error::runtime(format!(
+                            "internal error: fused kernel over {:?} got a {:?} input",
+                            self.dtype,
+                            t.dtype()
+                        )));
+                    }
+                    scalars.push(None);
+                    tensor_of.push(tensors.len());
+                    tensors.push((t, Access::Read));
+                }
+            }
+        }
+        let numel = self
+            .sizes
+            .iter()
+            .try_fold(1usize, |acc, s| acc.checked_mul(usize::try_from(*s).ok()?))
+            .ok_or_else(|| Error::runtime("internal error: fused output size"))?;
+        Tensor::new_with::<C>(&self.sizes, |ys| {
+            if ys.len() != numel {
+                return Err(Error::runtime("internal error: fused output size"));
+            }
+            with_tensors(&tensors, |data| {
+                let out_geom = switchyard_core::tensor::Geometry::new(
+                    &self.sizes,
+                    &switchyard_core::shape::contiguous_strides(&self.sizes),
+                    0,
+                )?;
+                let mut geoms: SmallVec<[&switchyard_core::tensor::Geometry; 8]> = SmallVec::new();
+                geoms.push(&out_geom);
+                for i in 0..tensors.len() {
+                    geoms.push(data.geometry(i));
+                }
+                let plan = Plan::new(&self.sizes, &geoms)?;
+                let mut slices: SmallVec<[&[C]; 8]> = SmallVec::new();
+                for i in 0..tensors.len() {
+                    slices.push(typed::<C>(data.bytes(i)?)?);
+                }
+                let env = Env {
+                    k: self,
+                    plan: &plan,
+                    scalars: &scalars,
+                    tensor_of: &tensor_of,
+                    slices: &slices,
+                };
+                match softmax {
+                    None => self.execute(&env, ys, numel),
+                    Some(log) => self.execute_softmax(&env, ys, log),
+                }
+            })?;
+            // SAFETY: `execute` / `execute_softmax` returned Ok, and they write every one of
+            // the `numel` elements of `ys` (each block of `[0, numel)` is stored whole; each row
+            // by `softmax_rows`, which writes all of its output) before returning Ok.
+            Ok(unsafe { ys.assume_init_mut() })
+        })
+    }
+
+    fn execute<C: FusedFloat>(
+        &self,
+        env: &Env<'_, C>,
+        ys: &mut [MaybeUninit<C>],
+        numel: usize,
+    ) -> Result<()> {
+        if numel == 0 {
+            return Ok(());
+        }
+        let block = self.block().min(numel);
+        let work = numel.saturating_mul(self.code.len().max(1));
+        if work >= GRAIN_SIZE && numel > block && parallel::num_threads() > 1 {
+            let per = numel / (parallel::num_threads() * 4);
+            let chunk = per.max(GRAIN_SIZE / 4).div_ceil(block) * block;
+            parallel::for_each_chunk_mut(ys, chunk, &|i, part| {
+                self.range(env, i * chunk, part, block)
+            })
+        } else {
+            self.range(env, 0, ys, block)
+        }
+    }
+
+    fn execute_softmax<C: FusedFloat>(
+        &self,
+        env: &Env<'_, C>,
+        ys: &mut [MaybeUninit<C>],
+        log: bool,
+    ) -> Result<()> {
+        let dim = self
+            .sizes
+            .last()
+            .and_then(|d| usize::try_from(*d).ok())
+            .unwrap_or(0);
+        if ys.is_empty() || dim == 0 {
+            return Ok(());
+        }
+        // Whole rows per task, about GRAIN_SIZE / 4 elements each (as eager's softmax cuts).
+        let rows = (GRAIN_SIZE / 4 / dim).max(1);
+        let chunk = rows * dim;
+        let block = self.block().min(chunk);
+        let body = |i: usize, part: &mut [MaybeUninit<C>]| -> Result<()> {
+            let mut buf: Vec<MaybeUninit<C>> = Vec::new();
+            buf.try_reserve_exact(part.len())
+                .map_err(|_| Error::runtime("fused softmax: cannot allocate a row buffer"))?;
+            buf.resize(part.len(), MaybeUninit::uninit());
+            self.range(env, i * chunk, &mut buf, block)?;
+            // SAFETY: `range` returned Ok, so it wrote every element of `buf`.
+            let x = unsafe { buf.assume_init_ref() };
+            crate::reduce_loops::softmax_rows(x, part, dim, log);
+            Ok(())
+        };
+        if ys.len() >= GRAIN_SIZE && parallel::num_threads() > 1 {
+            parallel::for_each_chunk_mut(ys, chunk, &body)
+        } else {
+            for (i, part) in ys.chunks_mut(chunk).enumerate() {
+                body(i, part)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Computes elements `[start, start + out.len())` block by block.
+    fn range<C: FusedFloat>(
+        &self,
+        env: &Env<'_, C>,
+        start: usize,
+        out: &mut [MaybeUninit<C>],
+        block: usize,
+    ) -> Result<()> {
+        let n_tensors = env.slices.len();
+        let n_bufs = self.n_regs + n_tensors;
+        let mut bufs: Vec<C> = switchyard_core::alloc::try_vec(n_bufs * block, C::zero())?;
+        let mut pos = 0;
+        while pos < out.len() {
+            let len = block.min(out.len() - pos);
+            let first = start + pos;
+            let (regs, gathered) = bufs.split_at_mut(self.n_regs * block);
+            // Inputs of this block: in place when linear, else gathered.
+            let mut views: SmallVec<[&[C]; 8]> = SmallVec::new();
+            for (t, gbuf) in gathered.chunks_mut(block).enumerate().take(n_tensors) {
+                let k = t + 1;
+                if env.plan.is_linear(k) {
+                    let off = usize::try_from(env.plan.offsets[k]).map_err(|_| range_error())?;
+                    let s = env.slices[t]
+                        .get(off + first..off + first + len)
+                        .ok_or_else(range_error)?;
+                    views.push(s);
+                } else {
+                    let buf = &mut gbuf[..len];
+                    gather(env.plan, k, env.slices[t], first, buf)?;
+                    views.push(&*buf);
+                }
+            }
+            for op in &self.code {
+                run_op::<C>(op, env, &views, regs, block, len)?;
+            }
+            let result: &[C] = match self.result {
+                Src::Reg(r) => &regs[usize::from(r) * block..usize::from(r) * block + len],
+                Src::Input(i) => match env.tensor_of[usize::from(i)] {
+                    usize::MAX => {
+                        let v = env.scalars[usize::from(i)].unwrap_or(C::zero());
+                        for o in &mut out[pos..pos + len] {
+                            o.write(v);
+                        }
+                        pos += len;
+                        continue;
+                    }
+                    t => views[t],
+                },
+            };
+            for (o, v) in out[pos..pos + len].iter_mut().zip(result) {
+                o.write(*v);
+            }
+            pos += len;
+        }
+        Ok(())
+    }
+}
+
+struct Env<'a, C> {
+    k: &'a FusedKernel,
+    plan: &'a Plan,
+    scalars: &'a [Option<C>],
+    tensor_of: &'a [usize],
+    slices: &'a [&'a [C]],
+}
+
+fn range_error() -> Error {
+    Error::runtime("internal error: fused input outside its storage")
+}
+
+/// Operand `k` of `plan` over linear indices `[first, first + buf.len())`, into `buf`.
+fn gather<C: Copy>(plan: &Plan, k: usize, src: &[C], first: usize, buf: &mut [C]) -> Result<()> {
+    let stride = plan.inner_stride(k);
+    let mut at = 0usize;
+    let mut bad = false;
+    plan.for_each_run(first, first + buf.len(), |offsets, len| {
+        if bad {
+            return;
+        }
+        let dst = &mut buf[at..at + len];
+        let base = offsets[k];
+        if stride == 0 {
+            match usize::try_from(base).ok().and_then(|b| src.get(b)) {
+                Some(v) => dst.fill(*v),
+                None => bad = true,
+            }
+        } else if stride == 1 {
+            match usize::try_from(base).ok().and_then(|b| src.get(b..b + len)) {
+                Some(s) => dst.copy_from_slice(s),
+                None => bad = true,
+            }
+        } else {
+            for (j, d) in dst.iter_mut().enumerate() {
+                match usize::try_from(base + stride * j as i64)
+                    .ok()
+                    .and_then(|b| src.get(b))
+                {
+                    Some(v) => *d = *v,
+                    None => {
+                        bad = true;
+                        return;
+                    }
+                }
+            }
+        }
+        at += len;
+    });
+    if bad || at != buf.len() {
+        return Err(range_error());
+    }
+    Ok(())
+}
+
+/// The compute types of fused kernels.
+pub(crate) trait FusedFloat:
+    Float
+    + Arith
+    + crate::reduce_loops::SoftFloat
+    + Element<Repr = Self>
+    + std::ops::Div<Output = Self>
+    + Send
+    + Sync
+{
+}
+impl FusedFloat for f32 {}
+impl FusedFloat for f64 {}
+
+fn scalar_to<C: FusedFloat>(s: Scalar) -> C {
+    match s {
+        Scalar::Float(v) => convert::<f64, C>(v),
+        Scalar::Int(v) => convert::<i64, C>(v),
+        Scalar::Bool(v) => convert::<bool, C>(v),
+    }
+}
+
+enum Arg<'s, C> {
+    Slice(&'s [C]),
+    Scalar(C),
+}
+
+fn arg<'s, C: FusedFloat>(
+    src: Src,
+    env: &Env<'_, C>,
+    views: &[&'s [C]],
+    regs: &'s [C],
+    block: usize,
+    len: usize,
+) -> Result<Arg<'s, C>> {
+    Ok(match src {
+        Src::Reg(r) => Arg::Slice(&regs[usize::from(r) * block..usize::from(r) * block + len]),
+        Src::Input(i) => {
+            let i = usize::from(i);
+            match env.tensor_of.get(i).copied() {
+                Some(usize::MAX) => Arg::Scalar(env.scalars[i].unwrap_or(C::zero())),
+                Some(t) => Arg::Slice(views[t]),
+                None => return Err(Error::runtime("internal error: fused input index")),
+            }
+        }
+    })
+}
+
+/// `dst = f(a, b)` over a block, whatever `a` and `b` are (a source register may be the
+/// destination: its values are copied out first).
+fn binary_into<C: FusedFloat>(
+    dst: &mut [C],
+    a: Arg<'_, C>,
+    b: Arg<'_, C>,
+    f: &(impl Fn(C, C) -> C + Sync),
+) {
+    match (a, b) {
+        (Arg::Slice(a), Arg::Slice(b)) => math::map2(a, b, dst, f),
+        (Arg::Slice(a), Arg::Scalar(s)) => math::map1(a, dst, &|x| f(x, s)),
+        (Arg::Scalar(s), Arg::Slice(b)) => math::map1(b, dst, &|y| f(s, y)),
+        (Arg::Scalar(x), Arg::Scalar(y)) => dst.fill(f(x, y)),
+    }
+}
+
+fn run_op<C: FusedFloat>(
+    op: &Op,
+    env: &Env<'_, C>,
+    views: &[&[C]],
+    regs: &mut [C],
+    block: usize,
+    len: usize,
+) -> Result<()> {
+    // The destination register is taken out of the register file so that sources (which may
+    // be the same register) can be read: when they alias, the source is copied first.
+    let (dst_reg, srcs): (u8, SmallVec<[Src; 2]>) = match *op {
+        Op::Unary { dst, x, .. } => (dst, smallvec::smallvec![x]),
+        Op::Binary { dst, a, b, .. } | Op::Add { dst, a, b, .. } => {
+            (dst, smallvec::smallvec![a, b])
+        }
+    };
+    let d = usize::from(dst_reg);
+    let aliased = srcs
+        .iter()
+        .any(|s| matches!(s, Src::Reg(r) if *r == dst_reg));
+    let mut tmp: SmallVec<[C; 0]> = SmallVec::new();
+    if aliased {
+        tmp.extend_from_slice(&regs[d * block..d * block + len]);
+    }
+    let (before, rest) = regs.split_at_mut(d * block);
+    let (dst_full, after) = rest.split_at_mut(block);
+    let dst = &mut dst_full[..len];
+    let read = |s: Src| -> Result<Arg<'_, C>> {
+        match s {
+            Src::Reg(r) if r == dst_reg => Ok(Arg::Slice(&tmp[..len])),
+            Src::Reg(r) if usize::from(r) < d => {
+                let r = usize::from(r);
+                Ok(Arg::Slice(&before[r * block..r * block + len]))
+            }
+            Src::Reg(r) => {
+                let r = usize::from(r) - d - 1;
+                Ok(Arg::Slice(&after[r * block..r * block + len]))
+            }
+            Src::Input(_) => arg(s, env, views, &[], block, len),
+        }
+    };
+    match *op {
+        Op::Unary { f, x, .. } => {
+            let x = read(x)?;
+            match x {
+                Arg::Slice(x) => unary_slice(f, x, dst),
+                Arg::Scalar(s) => {
+                    let mut one = [C::zero()];
+                    unary_slice(f, &[s], &mut one);
+                    dst.fill(one[0]);
+                }
+            }
+        }
+        Op::Binary { f, a, b, .. } => {
+            let (a, b) = (read(a)?, read(b)?);
+            match f {
+                BinaryOp::Mul => binary_into(dst, a, b, &|x: C, y: C| Num::mul(x, y)),
+                BinaryOp::Div => binary_into(dst, a, b, &|x: C, y: C| x / y),
+                BinaryOp::Maximum => binary_into(dst, a, b, &|x: C, y: C| Num::maximum(x, y)),
+            }
+        }
+        Op::Add {
+            a,
+            b,
+            alpha,
+            negate,
+            ..
+        } => {
+            let (a, b) = (read(a)?, read(b)?);
+            let alpha = match env.tensor_of.get(usize::from(alpha)).copied() {
+                Some(usize::MAX) => env.scalars[usize::from(alpha)].unwrap_or(C::one()),
+                _ => return Err(Error::runtime("internal error: a fused add's alpha")),
+            };
+            // Eager's `add_kernel`: `sub` negates alpha first, then `alpha == 1` is plain add.
+            let alpha = if negate { Arith::neg(alpha) } else { alpha };
+            if alpha == C::one() {
+                binary_into(dst, a, b, &|x: C, y: C| Num::add(x, y));
+            } else {
+                binary_into(dst, a, b, &move |x: C, y: C| {
+                    Num::add(x, Num::mul(alpha, y))
+                });
+            }
+        }
+    }
+    let _ = env.k;
+    Ok(())
+}
+
+fn unary_slice<C: FusedFloat>(f: UnaryOp, x: &[C], dst: &mut [C]) {
+    match f {
+        UnaryOp::Neg => math::map1(x, dst, &|v: C| Arith::neg(v)),
+        UnaryOp::Exp => math::map1(x, dst, &|v: C| Float::exp_(v)),
+        UnaryOp::Log => math::map1(x, dst, &|v: C| Float::log_(v)),
+        UnaryOp::Sin => math::map1(x, dst, &|v: C| Float::sin_(v)),
+        UnaryOp::Tanh => math::map1(x, dst, &|v: C| Float::tanh_(v)),
+        UnaryOp::Sigmoid => math::map1(x, dst, &|v: C| Float::sigmoid_(v)),
+        UnaryOp::Sqrt => math::map1(x, dst, &|v: C| Float::sqrt_(v)),
+        UnaryOp::Relu => math::map1(x, dst, &|v: C| relu(v)),
+    }
+}
