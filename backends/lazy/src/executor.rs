@@ -249,6 +249,33 @@ pub fn program_text(hash: Hash128) -> Option<String> {
     with_cache(|c| c.get(hash)).map(|p| p.text())
 }
 
+/// Runs the cached program `hash` on `inputs`, CPU tensors given in its parameter order
+/// (PyTorch's `torch._lazy.computation.run_cached_graph`), and returns its results on the CPU.
+/// Errors when the program is not cached (any more), when the input count differs from its
+/// parameter count, and for programs with explicit generators (which need a graph's).
+pub fn run_cached_graph(
+    hash: Hash128,
+    inputs: &[switchyard_core::Tensor],
+) -> Result<Vec<switchyard_core::Tensor>> {
+    let program = with_cache(|c| c.get(hash)).ok_or_else(|| {
+        Error::runtime(
+            "Failed to get computation by hash. Maybe the entry get kicked out of the LRU cache",
+        )
+    })?;
+    let params: Vec<Val> = inputs.iter().map(|t| Val::Tensor(t.clone())).collect();
+    let values = {
+        let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        program.execute(&params, &[])?
+    };
+    values
+        .into_iter()
+        .map(|v| match v {
+            Val::Tensor(t) => Ok(t),
+            Val::Scalar(s) => switchyard_core::Tensor::wrapped_scalar(s),
+        })
+        .collect()
+}
+
 /// The graph of the roots: post-order, parameters (device data deduplicated by handle) and
 /// the graph hash (structure, leaf shapes, parameter aliasing pattern; never data).
 struct Graph {
