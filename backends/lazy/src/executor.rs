@@ -13,11 +13,11 @@ use std::time::Instant;
 use smallvec::SmallVec;
 use switchyard_core::keys::sets;
 use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
-use switchyard_core::{DispatchKey, Error, Result};
+use switchyard_core::{DispatchKey, Error, Generator, Result};
 
 use crate::compiler::{self, CompilerKind, Computation};
 use crate::data::{DataValue, DeviceData};
-use crate::ir::{Arg, Hash128, NodeInfo, OpKind, Output, post_order};
+use crate::ir::{Arg, Attr, GeneratorAttr, Hash128, NodeInfo, OpKind, Output, post_order};
 use crate::metrics;
 use crate::tensor::{LazyTensor, live_tensors};
 use crate::trace::{LowerArgs, Val};
@@ -73,7 +73,11 @@ impl Program {
         s
     }
 
-    fn execute(&self, params: &[Val]) -> Result<Vec<Val>> {
+    /// Runs the program on `params`. `generators` are the explicit generators of the graph
+    /// being run, in post-order: a cached program was compiled from an earlier graph whose
+    /// generators hashed equal (same seeds) but are other objects, so each lowering gets the
+    /// current graph's generator, not the one it was compiled with.
+    fn execute(&self, params: &[Val], generators: &[Generator]) -> Result<Vec<Val>> {
         if params.len() != self.n_params {
             return Err(Error::runtime(format!(
                 "internal error: the program takes {} parameters, got {}",
@@ -89,7 +93,28 @@ impl Program {
         for (slot, p) in slots.iter_mut().zip(params) {
             *slot = Some(p.clone());
         }
+        let mut gens = generators.iter();
         for instr in &self.instrs {
+            let patched: SmallVec<[Arg; 4]>;
+            let args: &[Arg] = if instr.args.iter().any(is_generator) {
+                patched = instr
+                    .args
+                    .iter()
+                    .map(|a| {
+                        if !is_generator(a) {
+                            return Ok(a.clone());
+                        }
+                        gens.next()
+                            .map(|g| Arg::Attr(Attr::Generator(Some(GeneratorAttr(g.clone())))))
+                            .ok_or_else(|| {
+                                Error::runtime("internal error: the graph has fewer generators")
+                            })
+                    })
+                    .collect::<Result<_>>()?;
+                &patched
+            } else {
+                &instr.args
+            };
             let ins: SmallVec<[Val; 4]> = instr
                 .ins
                 .iter()
@@ -101,7 +126,7 @@ impl Program {
                 .collect::<Result<_>>()?;
             let outs = (instr.info.lower)(&LowerArgs {
                 info: instr.info,
-                args: &instr.args,
+                args,
                 ins: &ins,
             })
             .map_err(|e| e.in_operator(&instr.info.operator_name()))?;
@@ -239,6 +264,33 @@ pub fn program_text(hash: Hash128) -> Option<String> {
     with_cache(|c| c.get(hash)).map(|p| p.text())
 }
 
+/// Runs the cached program `hash` on `inputs`, CPU tensors given in its parameter order
+/// (PyTorch's `torch._lazy.computation.run_cached_graph`), and returns its results on the CPU.
+/// Errors when the program is not cached (any more), when the input count differs from its
+/// parameter count, and for programs with explicit generators (which need a graph's).
+pub fn run_cached_graph(
+    hash: Hash128,
+    inputs: &[switchyard_core::Tensor],
+) -> Result<Vec<switchyard_core::Tensor>> {
+    let program = with_cache(|c| c.get(hash)).ok_or_else(|| {
+        Error::runtime(
+            "Failed to get computation by hash. Maybe the entry get kicked out of the LRU cache",
+        )
+    })?;
+    let params: Vec<Val> = inputs.iter().map(|t| Val::Tensor(t.clone())).collect();
+    let values = {
+        let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        program.execute(&params, &[])?
+    };
+    values
+        .into_iter()
+        .map(|v| match v {
+            Val::Tensor(t) => Ok(t),
+            Val::Scalar(s) => switchyard_core::Tensor::wrapped_scalar(s),
+        })
+        .collect()
+}
+
 /// The graph of the roots: post-order, parameters (device data deduplicated by handle) and
 /// the graph hash (structure, leaf shapes, parameter aliasing pattern; never data).
 struct Graph {
@@ -247,6 +299,25 @@ struct Graph {
     /// Parameter index of each device-data node of `order` (by position in `order`).
     param_of: HashMap<*const crate::ir::Node, usize>,
     hash: Hash128,
+}
+
+/// Whether `a` is an explicit generator.
+fn is_generator(a: &Arg) -> bool {
+    matches!(a, Arg::Attr(Attr::Generator(Some(_))))
+}
+
+/// The explicit generators of `graph`'s nodes, in post-order.
+fn graph_generators(graph: &Graph) -> Vec<Generator> {
+    graph
+        .order
+        .iter()
+        .flat_map(|n| {
+            n.args.iter().filter_map(|a| match a {
+                Arg::Attr(Attr::Generator(Some(g))) => Some(g.0.clone()),
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
@@ -438,7 +509,7 @@ pub fn sync_tensors(tensors: &[Arc<LazyTensor>], sync_ltc_data: bool) -> Result<
     let result = {
         let _lock = DEVICE_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         let start = Instant::now();
-        let r = program.execute(&params);
+        let r = program.execute(&params, &graph_generators(&graph));
         metrics::record_time("ExecuteTime", start.elapsed());
         r
     };

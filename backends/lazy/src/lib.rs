@@ -120,6 +120,21 @@ pub fn get_graph_hash(tensors: &[Tensor]) -> Result<Option<Hash128>> {
     executor::graph_hash(&payloads(tensors)?)
 }
 
+/// Runs the cached program of graph `hash` (from [`get_graph_hash`]) on `inputs`, one per
+/// parameter of the graph in its order (lifted scalars included; lazy inputs are read, CPU
+/// ones taken as they are), and returns its results as lazy tensors (PyTorch's
+/// `run_cached_graph`).
+pub fn run_cached_graph(hash: Hash128, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    let host: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| if is_lazy(t) { to_cpu(t) } else { Ok(t.clone()) })
+        .collect::<Result<_>>()?;
+    executor::run_cached_graph(hash, &host)?
+        .iter()
+        .map(to_lazy)
+        .collect()
+}
+
 /// Whether `t` is a lazy tensor (a functional wrapper around one, or the inner tensor).
 pub fn is_lazy(t: &Tensor) -> bool {
     t.device().kind() == DeviceType::Lazy

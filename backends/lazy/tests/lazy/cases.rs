@@ -215,11 +215,18 @@ fn l12_generator_seeds_are_part_of_the_graph() {
         let g = switchyard_core::Generator::new(switchyard_core::Device::CPU);
         g.manual_seed(seed);
         x.uniform__with(-1.0, 1.0, Some(&g)).unwrap();
+        // Eagerly, with a generator of the same seed: the value the lazy step must give,
+        // also when it runs a program compiled for another generator object of that seed.
+        let ge = switchyard_core::Generator::new(switchyard_core::Device::CPU);
+        ge.manual_seed(seed);
+        let eager = Tensor::from_slice(&[1.0f32]).unwrap();
+        eager.uniform__with(-1.0, 1.0, Some(&ge)).unwrap();
         if seed == 1 && uncached == 1 {
             text = switchyard_lazy::dump_ir(&[Clone::clone(&x)], switchyard_lazy::DumpFormat::Text)
                 .unwrap();
         }
         switchyard_lazy::mark_step().unwrap();
+        assert_close(&x, &eager, 0.0);
         assert_eq!(counter("UncachedCompile"), uncached, "seed {seed}");
         assert_eq!(counter("CachedCompile"), cached, "seed {seed}");
     }

@@ -275,3 +275,44 @@ fn a_clone_of_data_reads_without_an_execution() {
     assert_eq!(counter("UncachedCompile") + counter("CachedCompile"), 1);
     assert_eq!(counter("lazy::clone"), 1);
 }
+
+/// `run_cached_graph`: the program cached for `a + b` (parameters `a`, `b` and the lifted
+/// `alpha`) runs again on other inputs without tracing; a hash not in the cache is PyTorch's
+/// error (sic), as is a wrong input count.
+#[test]
+fn run_cached_graph_runs_a_cached_program_on_new_inputs() {
+    let _g = setup();
+    let (a, b) = (sample(&[2, 3], 501), sample(&[2, 3], 502));
+    let (la, lb) = (
+        switchyard_lazy::to_lazy(&a).unwrap(),
+        switchyard_lazy::to_lazy(&b).unwrap(),
+    );
+    let c = la.add(&lb).unwrap();
+    let hash = switchyard_lazy::get_graph_hash(&[Clone::clone(&c)])
+        .unwrap()
+        .unwrap();
+    switchyard_lazy::mark_step().unwrap();
+    let (a2, b2) = (sample(&[2, 3], 503), sample(&[2, 3], 504));
+    let alpha = Tensor::from_slice(&[1i64]).unwrap().view(&[]).unwrap();
+    let out =
+        switchyard_lazy::run_cached_graph(hash, &[Clone::clone(&a2), Clone::clone(&b2), alpha])
+            .unwrap();
+    assert_eq!(out.len(), 1);
+    assert!(switchyard_lazy::is_lazy(&out[0]));
+    assert_close(&out[0], &a2.add(&b2).unwrap(), 0.0);
+    assert_eq!(counter("UncachedCompile"), 1);
+    let e = switchyard_lazy::run_cached_graph(hash, &[a2])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("parameters"), "{e}");
+    switchyard_lazy::clear_computation_cache();
+    let e = switchyard_lazy::run_cached_graph(hash, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "Failed to get computation by hash. Maybe the entry get kicked out of the LRU cache"
+        ),
+        "{e}"
+    );
+}
