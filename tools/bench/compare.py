@@ -314,11 +314,12 @@ class TorchSide:
             # torch_reference.py's LTC figures: 500 turns of `y * 1.0001 + 0.5` on 16 lazy
             # elements, traced (and dropped), or traced and run by a cached mark_step.
             try:
-                import torch._lazy
-                import torch._lazy.ts_backend
-                torch._lazy.ts_backend.init()
+                # `import torch._lazy` here would make `torch` local to this function.
+                import torch._lazy as ltc
+                import torch._lazy.ts_backend as ts_backend
+                ts_backend.init()
                 lx = torch.ones(16, device=torch.device("lazy"))
-                torch._lazy.mark_step()
+                ltc.mark_step()
 
                 def trace():
                     y = lx
@@ -328,7 +329,7 @@ class TorchSide:
 
                 def step():
                     y = trace()
-                    torch._lazy.mark_step()
+                    ltc.mark_step()
                     return y
                 step()
                 self.fns["ltc_trace"] = trace

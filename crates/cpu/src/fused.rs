@@ -662,9 +662,28 @@ pub(crate) trait FusedFloat:
     + Send
     + Sync
 {
+    /// `sin` over a slice, bit for bit eager's `Float::sin_` per element.
+    fn sin_slice(x: &[Self], dst: &mut [Self]);
 }
-impl FusedFloat for f32 {}
-impl FusedFloat for f64 {}
+impl FusedFloat for f32 {
+    /// Eager's `sin_f32` per element, without its per-element branch in the vector loop: the
+    /// polynomial over the whole block, then the rare arguments beyond its range (|x| > 2^20,
+    /// finite) again through `sin_f32`'s libm path. Same bits; a branch inside the loop made
+    /// LLVM call libm for every element.
+    fn sin_slice(x: &[f32], dst: &mut [f32]) {
+        math::map1(x, dst, &|v: f32| math::sin_fast_f32(v));
+        for (d, &v) in dst.iter_mut().zip(x) {
+            if math::trig_needs_slow_f32(v) {
+                *d = math::sin_f32(v);
+            }
+        }
+    }
+}
+impl FusedFloat for f64 {
+    fn sin_slice(x: &[f64], dst: &mut [f64]) {
+        math::map1(x, dst, &|v: f64| Float::sin_(v));
+    }
+}
 
 fn scalar_to<C: FusedFloat>(s: Scalar) -> C {
     match s {
@@ -809,7 +828,7 @@ fn unary_slice<C: FusedFloat>(f: UnaryOp, x: &[C], dst: &mut [C]) {
         UnaryOp::Neg => math::map1(x, dst, &|v: C| Arith::neg(v)),
         UnaryOp::Exp => math::map1(x, dst, &|v: C| Float::exp_(v)),
         UnaryOp::Log => math::map1(x, dst, &|v: C| Float::log_(v)),
-        UnaryOp::Sin => math::map1(x, dst, &|v: C| Float::sin_(v)),
+        UnaryOp::Sin => C::sin_slice(x, dst),
         UnaryOp::Tanh => math::map1(x, dst, &|v: C| Float::tanh_(v)),
         UnaryOp::Sigmoid => math::map1(x, dst, &|v: C| Float::sigmoid_(v)),
         UnaryOp::Sqrt => math::map1(x, dst, &|v: C| Float::sqrt_(v)),

@@ -304,3 +304,18 @@ fn softmax_prologue_equals_eager_softmax_of_the_chain() {
         }
     }
 }
+
+/// `sin` of arguments beyond the polynomial's range (|x| > 2^20 goes through libm) mixed with
+/// ordinary ones in one block.
+#[test]
+fn sin_of_large_arguments_equals_eager() {
+    for dtype in [ScalarType::Float, ScalarType::Double] {
+        let x = tensor(dtype, &[4099], 9);
+        let big = op::mul_Tensor::call(&x, &wrapped(1.0e6)).unwrap();
+        let mut b = FusedBuilder::new(dtype, &[4099]).unwrap();
+        let i = b.input().unwrap();
+        let r = b.unary(UnaryOp::Sin, i).unwrap();
+        let got = b.finish(r).unwrap().run(&[Operand::Tensor(&big)]).unwrap();
+        assert_eq!(bits(&got), bits(&op::sin::call(&big).unwrap()), "{dtype:?}");
+    }
+}
