@@ -227,8 +227,8 @@ impl crate::compiler::Computation for Program {
         Program::text(self)
     }
 
-    fn execute(&self, params: &[Val]) -> Result<Vec<Val>> {
-        Program::execute(self, params)
+    fn execute(&self, params: &[Val], generators: &[Generator]) -> Result<Vec<Val>> {
+        Program::execute(self, params, generators)
     }
 }
 

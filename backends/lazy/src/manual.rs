@@ -21,10 +21,12 @@ use crate::trace::{NodeBuilder, meta_guard, shapes_of_tensors};
 /// The lazy backend's kernels.
 pub struct Lazy;
 
-/// A lazy device from an optional device argument.
+/// A lazy device from an optional device argument: `lazy` without an index is `lazy:0`, the
+/// current lazy device, as PyTorch's device guard makes it (`x.to("lazy").device` is
+/// `device(type='lazy', index=0)`).
 fn lazy_device(device: Option<Device>) -> Device {
     match device {
-        Some(d) if d.kind() == DeviceType::Lazy => d,
+        Some(d) if d.kind() == DeviceType::Lazy && d.index().is_some() => d,
         _ => crate::device(),
     }
 }

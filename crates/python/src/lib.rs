@@ -35,6 +35,7 @@ pub mod handwritten;
 pub mod indexing;
 pub mod interop;
 pub mod introspect;
+pub mod lazy;
 pub mod library;
 pub mod ops;
 pub mod parser;
@@ -78,6 +79,7 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::exclude_dispatch_key_guard, m)?)?;
     m.add_function(wrap_pyfunction!(library::_dispatch_keyset_full_after, m)?)?;
     m.add_function(wrap_pyfunction!(func::_functionalize, m)?)?;
+    lazy::register(m)?;
     m.add_function(wrap_pyfunction!(random::manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(random::initial_seed, m)?)?;
     m.add_class::<interop::NumpyView>()?;

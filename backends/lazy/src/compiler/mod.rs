@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use smallvec::SmallVec;
 use switchyard_core::keys::sets;
 use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
-use switchyard_core::{Device, DispatchKey, Error, Result, Tensor};
+use switchyard_core::{Device, DispatchKey, Error, Generator, Result, Tensor};
 use switchyard_cpu::fused::{FusedKernel, Operand};
 use switchyard_ops::op;
 
-use crate::ir::{Arg, Hash128, Node, NodeInfo, OpKind, Output, Shape};
+use crate::ir::{Arg, Attr, GeneratorAttr, Hash128, Node, NodeInfo, OpKind, Output, Shape};
 use crate::trace::{LowerArgs, Val, cpu_only};
 
 /// Which backend compiles graphs.
@@ -63,8 +63,31 @@ pub trait Computation: Send + Sync {
     fn parameter_count(&self) -> usize;
     /// The backend text (dump format `backend`).
     fn text(&self) -> String;
-    /// Runs the program on the parameters' values; one value per root.
-    fn execute(&self, params: &[Val]) -> Result<Vec<Val>>;
+    /// Runs the program on the parameters' values; one value per root. `generators` are the
+    /// explicit generators of the graph being run, in post-order: a cached program was compiled
+    /// from an earlier graph whose generators hashed equal (same seeds) but are other objects,
+    /// so each random node draws from the current graph's generator.
+    fn execute(&self, params: &[Val], generators: &[Generator]) -> Result<Vec<Val>>;
+}
+
+/// Whether `a` is an explicit generator argument.
+fn is_explicit_generator(a: &Arg) -> bool {
+    matches!(a, Arg::Attr(Attr::Generator(Some(_))))
+}
+
+/// `args` with each explicit generator replaced, in order, by the next of `generators`.
+fn with_generators(args: &[Arg], generators: &[Generator]) -> Result<SmallVec<[Arg; 4]>> {
+    let mut next = generators.iter();
+    args.iter()
+        .map(|a| {
+            if !is_explicit_generator(a) {
+                return Ok(a.clone());
+            }
+            next.next()
+                .map(|g| Arg::Attr(Attr::Generator(Some(GeneratorAttr(g.clone())))))
+                .ok_or_else(|| Error::runtime("internal error: the graph has fewer generators"))
+        })
+        .collect()
 }
 
 /// One instruction of a [`Program`].
@@ -76,6 +99,9 @@ enum Instr {
         ins: SmallVec<[usize; 4]>,
         out: usize,
         shapes: SmallVec<[Shape; 1]>,
+        /// For a node with explicit generators: the index of its first one among the graph's
+        /// generators in post-order (see [`Computation::execute`]).
+        generators_at: Option<usize>,
     },
     /// An elided `*_copy`: the view itself, on the source's buffer (the copy if the view
     /// cannot be taken).
@@ -161,6 +187,13 @@ pub(crate) fn compile(
 ) -> Result<Program> {
     let mut stats = Stats::default();
     let n = order.len();
+    // How many explicit generators the nodes before each one in post-order carry.
+    let mut generators_before = Vec::with_capacity(n);
+    let mut seen_generators = 0;
+    for nd in order {
+        generators_before.push(seen_generators);
+        seen_generators += nd.args.iter().filter(|a| is_explicit_generator(a)).count();
+    }
     let id_of: HashMap<*const Node, usize> = order
         .iter()
         .enumerate()
@@ -343,6 +376,11 @@ pub(crate) fn compile(
                 ins,
                 out: slot_of[i],
                 shapes: nd.shapes.clone(),
+                generators_at: nd
+                    .args
+                    .iter()
+                    .any(is_explicit_generator)
+                    .then_some(generators_before[i]),
             });
         }
     }
@@ -490,7 +528,7 @@ impl Computation for Program {
         s
     }
 
-    fn execute(&self, params: &[Val]) -> Result<Vec<Val>> {
+    fn execute(&self, params: &[Val], generators: &[Generator]) -> Result<Vec<Val>> {
         if params.len() != self.n_params {
             return Err(Error::runtime(format!(
                 "internal error: the program takes {} parameters, got {}",
@@ -513,11 +551,20 @@ impl Computation for Program {
                     ins,
                     out,
                     shapes,
+                    generators_at,
                 } => {
                     let vals: SmallVec<[Val; 4]> = ins
                         .iter()
                         .map(|&k| read(&slots, k))
                         .collect::<Result<_>>()?;
+                    let patched: SmallVec<[Arg; 4]>;
+                    let args: &[Arg] = match generators_at {
+                        Some(at) => {
+                            patched = with_generators(args, generators.get(*at..).unwrap_or(&[]))?;
+                            &patched
+                        }
+                        None => args,
+                    };
                     let outs = (info.lower)(&LowerArgs {
                         info,
                         args,

@@ -8,9 +8,9 @@ mod support;
 
 mod autograd;
 mod cases;
+mod compiler;
 mod coverage;
 mod dump;
-mod compiler;
 mod executor;
 mod ir;
 mod property;
