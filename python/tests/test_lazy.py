@@ -95,3 +95,17 @@ def test_errors_are_raised_when_traced():
     a = sy.ones(2, 3).to("lazy")
     with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
         a @ a
+
+
+def test_ir_dumps():
+    y = (sy.ones(2, 3).to("lazy") * 2 + 1).relu()
+    text = switchyard._lazy.debug.dump_ir([y], "text")
+    lines = text.strip().splitlines()
+    assert lines[0] == "IR {" and lines[-1] == "}"
+    # The program's three operators, in order, the last one the root (LTC's text layout).
+    ops = [line.split("] ", 1)[1].split("(")[0] for line in lines if "aten::" in line]
+    assert ops == ["aten::mul", "aten::add", "aten::relu"]
+    assert "ROOT=0" in lines[-2]
+    assert switchyard._lazy.debug.dump_ir([y], "dot").startswith("digraph")
+    with pytest.raises(RuntimeError, match="Unrecognized IR format: svg"):
+        switchyard._lazy.debug.dump_ir([y], "svg")

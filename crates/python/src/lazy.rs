@@ -88,6 +88,28 @@ pub fn _clear_computation_cache() {
     switchyard_lazy::clear_computation_cache();
 }
 
+/// The pending IR of `tensors` as LTC prints it: `"text"` or `"dot"` (Graphviz).
+#[pyfunction]
+pub fn _dump_ir(
+    py: Python<'_>,
+    tensors_: Vec<PyRef<'_, PyTensor>>,
+    ir_format: &str,
+) -> PyResult<String> {
+    let ts = tensors(&tensors_);
+    guard(|| {
+        let format = match ir_format {
+            "text" => switchyard_lazy::DumpFormat::Text,
+            "dot" => switchyard_lazy::DumpFormat::Dot,
+            other => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "Unrecognized IR format: {other}"
+                )));
+            }
+        };
+        switchyard_lazy::dump_ir(&ts, format).or_raise(py)
+    })
+}
+
 /// Registers the functions above in `m`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_lazy_init, m)?)?;
@@ -101,5 +123,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_reset_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(_computation_cache_size, m)?)?;
     m.add_function(wrap_pyfunction!(_clear_computation_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(_dump_ir, m)?)?;
     Ok(())
 }

@@ -4,7 +4,7 @@ runs it. Initialise the backend first with ``switchyard._lazy.ts_backend.init()`
 spelling; switchyard's backend is its own compiler, not TorchScript)."""
 
 from .. import _C
-from . import metrics, ts_backend  # noqa: F401
+from . import debug, metrics, ts_backend  # noqa: F401
 
 __all__ = ["mark_step", "wait_device_ops", "sync_multi", "to_cpu", "get_graph_hash", "metrics", "ts_backend"]
 
