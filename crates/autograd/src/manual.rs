@@ -402,10 +402,14 @@ pub fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     mul(grad, &rsub_s(&mul(result, result)?, 1.0)?)
 }
 
-/// `relu`'s gradient: `grad` where the output is above `threshold` (PyTorch's
-/// `threshold_backward`).
+/// `relu`'s gradient: zero where the output is at most `threshold`, `grad` elsewhere, so a
+/// NaN output passes the gradient (PyTorch's `threshold_backward`).
 pub fn threshold_backward(grad: &Tensor, result: &Tensor, threshold: f64) -> Result<Tensor> {
-    keep_where(&op::gt_Scalar::call(result, scalar_f(threshold))?, grad)
+    op::where_ScalarSelf::call(
+        &op::le_Scalar::call(result, scalar_f(threshold))?,
+        Scalar::Int(0),
+        grad,
+    )
 }
 
 /// `silu`'s gradient: `grad · σ(x) · (1 + x · (1 - σ(x)))` (PyTorch's

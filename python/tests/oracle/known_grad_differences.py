@@ -167,13 +167,6 @@ KNOWN = {
         "bug (formula): prod's gradient with two zeros in the input (0.0 and -0.0, with NaN and "
         "±inf) is all zeros in PyTorch (prod_backward's case of more than one zero), NaN in "
         "switchyard"),
-    "relu.default/float32/special/grad": (
-        "bug (formula): relu's gradient at a NaN input passes the incoming gradient in PyTorch "
-        "(threshold_backward(grad, result, 0) masks where result <= 0, false for NaN); "
-        "switchyard gives 0"),
-    "relu_.default/float32/special/grad": (
-        "bug (formula): relu_'s gradient at a NaN input passes the incoming gradient in "
-        "PyTorch; switchyard gives 0"),
     "relu.default/*/grad2": _NO_GRAPH_2,
     "conv2d.default/*/contig/grad2": (
         "bug (create_graph): the bias gradient of convolution_backward does not require grad "

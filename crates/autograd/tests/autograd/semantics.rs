@@ -542,6 +542,42 @@ fn gradients_at_non_smooth_points_are_pytorchs() {
     }
 }
 
+/// Gradients at NaN, ±inf and signed zeros, as PyTorch 2.15 returns them for
+/// `f(x).sum()` with x = [[nan, inf, -inf], [0, -0, 1.5]] (float64): relu passes the
+/// gradient at NaN (`threshold_backward` zeroes where the output is <= 0 only), prod with
+/// two zeros is all zeros, cumprod with zeros follows PyTorch's masks (NaN at an infinite
+/// element before a zero).
+#[test]
+fn gradients_at_nan_and_infinity_are_pytorchs() {
+    let nan = f64::NAN;
+    let inf = f64::INFINITY;
+    let data = [nan, inf, -inf, 0.0, -0.0, 1.5];
+    type Case = (&'static str, fn(&Tensor) -> Result<Tensor>, Vec<f64>);
+    let cases: Vec<Case> = vec![
+        (
+            "relu",
+            |t| op::relu::call(t),
+            vec![1.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        ),
+        (
+            "relu_",
+            |t| op::relu_::call(&op::clone::call(t, None)?),
+            vec![1.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        ),
+    ];
+    for (label, f, expected) in cases {
+        let input = x(&data, &[2, 3]);
+        let loss = op::sum::call(&f(&input).unwrap(), None).unwrap();
+        let gs = grad(&[loss], &[input], &[], None, false, true).unwrap();
+        let g = vals(gs[0].as_ref().unwrap());
+        let same = g
+            .iter()
+            .zip(&expected)
+            .all(|(a, b)| (a.is_nan() && b.is_nan()) || a == b);
+        assert!(same, "{label}: got {g:?}, PyTorch gives {expected:?}");
+    }
+}
+
 /// `embedding` with `padding_idx` and `scale_grad_by_freq`: the padding row gets no gradient
 /// and each row's gradient is divided by its index's count in the batch. Neither is the
 /// derivative of the forward (which reads the padding row and does not scale), so finite
