@@ -820,8 +820,14 @@ pub fn prod_backward(grad: &Tensor, input: &Tensor, result: &Tensor) -> Result<T
     if input.dim() == 0 {
         return Ok(grad.clone());
     }
-    if no_zeros(input)? {
+    let zeros = op::sum::call(&op::eq_Scalar::call(input, Scalar::Int(0))?, None)?.item::<i64>()?;
+    if zeros == 0 {
         return mul(grad, &div(result, input)?);
+    }
+    if zeros > 1 && !is_grad_enabled() {
+        // Every product of all-but-one element has a zero factor (PyTorch returns zeros
+        // without computing them, whatever NaN or infinity the other elements hold).
+        return zeros_like(input);
     }
     let flat = op::reshape::call(&contiguous(input)?, &[-1])?;
     let g = prod_safe_zeros_backward(grad, &flat, 0)?;

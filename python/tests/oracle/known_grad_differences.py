@@ -163,10 +163,6 @@ KNOWN = {
     "cumprod_.default/float32/special/grad": (
         "bug (formula): the in-place cumprod_'s gradient at an infinite input is -inf where "
         "PyTorch's (and switchyard's out-of-place cumprod's) is NaN"),
-    "prod.default/float32/special/grad": (
-        "bug (formula): prod's gradient with two zeros in the input (0.0 and -0.0, with NaN and "
-        "±inf) is all zeros in PyTorch (prod_backward's case of more than one zero), NaN in "
-        "switchyard"),
     "relu.default/*/grad2": _NO_GRAPH_2,
     "conv2d.default/*/contig/grad2": (
         "bug (create_graph): the bias gradient of convolution_backward does not require grad "

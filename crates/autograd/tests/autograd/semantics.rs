@@ -564,6 +564,7 @@ fn gradients_at_nan_and_infinity_are_pytorchs() {
             |t| op::relu_::call(&op::clone::call(t, None)?),
             vec![1.0, 1.0, 0.0, 0.0, 0.0, 1.0],
         ),
+        ("prod", |t| op::prod::call(t, None), vec![0.0; 6]),
     ];
     for (label, f, expected) in cases {
         let input = x(&data, &[2, 3]);
