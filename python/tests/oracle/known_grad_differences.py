@@ -160,9 +160,6 @@ KNOWN = {
         "justified: the float64 0-dim `other` of an in-place atan2_ on float32 gets a gradient "
         "reduced in float32 (the broadcast sum) and cast to float64; the sums agree to float32's "
         "tolerance (1.2e-7 apart) but are compared with float64's"),
-    "cumprod_.default/float32/special/grad": (
-        "bug (formula): the in-place cumprod_'s gradient at an infinite input is -inf where "
-        "PyTorch's (and switchyard's out-of-place cumprod's) is NaN"),
     "relu.default/*/grad2": _NO_GRAPH_2,
     "conv2d.default/*/contig/grad2": (
         "bug (create_graph): the bias gradient of convolution_backward does not require grad "

@@ -565,6 +565,21 @@ fn gradients_at_nan_and_infinity_are_pytorchs() {
             vec![1.0, 1.0, 0.0, 0.0, 0.0, 1.0],
         ),
         ("prod", |t| op::prod::call(t, None), vec![0.0; 6]),
+        (
+            "cumprod dim 0",
+            |t| op::cumprod::call(t, 0, None),
+            vec![nan, nan, nan, nan, inf, -inf],
+        ),
+        (
+            "cumprod dim 1",
+            |t| op::cumprod::call(t, 1, None),
+            vec![nan, nan, nan, 1.0, 0.0, 0.0],
+        ),
+        (
+            "cumprod_ dim 0",
+            |t| op::cumprod_::call(&op::clone::call(t, None)?, 0, None),
+            vec![nan, nan, nan, nan, inf, -inf],
+        ),
     ];
     for (label, f, expected) in cases {
         let input = x(&data, &[2, 3]);
@@ -577,6 +592,13 @@ fn gradients_at_nan_and_infinity_are_pytorchs() {
             .all(|(a, b)| (a.is_nan() && b.is_nan()) || a == b);
         assert!(same, "{label}: got {g:?}, PyTorch gives {expected:?}");
     }
+    // Two zeros in a slice: the first zero's gradient sums up to the second
+    // (torch: x = [2, 0, 3, 0, 5], (x.cumprod(0) * [1, 2, 3, 4, 5]).sum()).
+    let input = x(&[2.0, 0.0, 3.0, 0.0, 5.0], &[5]);
+    let g = grads_of(&[input], &|t| op::cumprod::call(&t[0], 0, None));
+    let w = [1.0, 1.25, 1.5, 1.75, 2.0];
+    // d/dx0 = w0, d/dx1 = 2 w1 + 6 w2, the rest 0.
+    assert_eq!(g[0], vec![w[0], 2.0 * w[1] + 6.0 * w[2], 0.0, 0.0, 0.0]);
 }
 
 /// `embedding` with `padding_idx` and `scale_grad_by_freq`: the padding row gets no gradient
