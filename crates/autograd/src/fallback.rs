@@ -1,11 +1,13 @@
 //! The boxed kernel at the Autograd keys for operators that have no Autograd kernel of their
-//! own (custom operators registered from outside, through `Library`).
+//! own (PyTorch's `autogradNotImplementedFallback`): custom operators registered from outside,
+//! through `Library`, and the out= overloads of `ops.yaml` without a derivatives.yaml entry
+//! (autogen's `add.Scalar_out`, `clone.out`...; the generator leaves them to it as torchgen
+//! does).
 //!
 //! It runs the operator below autograd and, when an input requires grad, gives the floating
-//! outputs (and written arguments) a node that raises "the derivative for '<op>' is not
+//! outputs (and written arguments) a node that raises "derivative for <ns>::<name> is not
 //! implemented" if a backward pass reaches it, so that a missing formula is an error and never
-//! a silently wrong (zero) gradient. Every operator of `ops.yaml` has a generated kernel, so
-//! only custom operators pay for boxing here.
+//! a silently wrong (zero) gradient.
 
 use std::sync::Arc;
 use switchyard_core::keys::sets;
@@ -47,9 +49,11 @@ fn autograd_fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack)
     for w in &written {
         check_inplace(w, needs_grad)?;
     }
+    // PyTorch names the operator without its overload (`aten::add`).
+    let name = op.name().split('.').next().unwrap_or_default().to_string();
     let mut node = if needs_grad {
         let edges = inputs.iter().map(edge).collect::<Result<Vec<_>>>()?;
-        Some(NotImplemented::new(op.name(), edges))
+        Some(NotImplemented::new(name.clone(), edges))
     } else {
         None
     };
@@ -74,6 +78,16 @@ fn autograd_fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack)
         .iter()
         .filter(|o| !written.iter().any(|w| w.is_same(o)))
         .collect();
+    let written: Vec<&Tensor> = written
+        .iter()
+        .filter(|w| w.dtype().is_floating_point())
+        .collect();
+    // A single written floating output (an out= or in-place call) shares the node, as
+    // PyTorch's `rebase_history(t, grad_fn)` does; with more, each gets its own node.
+    if fresh.is_empty() && written.len() == 1 {
+        node_val.core.add_input_metadata(written[0]);
+        return rebase_history(written[0], Arc::new(node_val));
+    }
     for o in &fresh {
         node_val.core.add_input_metadata(o);
     }
@@ -81,12 +95,11 @@ fn autograd_fallback(op: &OperatorHandle, ks: DispatchKeySet, stack: &mut Stack)
     for (i, o) in fresh.iter().enumerate() {
         set_output_history(o, &node, i as u32)?;
     }
-    for w in &written {
-        if w.dtype().is_floating_point() {
-            let mut n = NotImplemented::new(op.name(), vec![edge(w)?]);
-            n.core.add_input_metadata(w);
-            rebase_history(w, Arc::new(n))?;
-        }
+    for w in written {
+        let edges = inputs.iter().map(edge).collect::<Result<Vec<_>>>()?;
+        let mut n = NotImplemented::new(name.clone(), edges);
+        n.core.add_input_metadata(w);
+        rebase_history(w, Arc::new(n))?;
     }
     Ok(())
 }

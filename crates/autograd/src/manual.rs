@@ -402,10 +402,14 @@ pub fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     mul(grad, &rsub_s(&mul(result, result)?, 1.0)?)
 }
 
-/// `relu`'s gradient: `grad` where the output is above `threshold` (PyTorch's
-/// `threshold_backward`).
+/// `relu`'s gradient: zero where the output is at most `threshold`, `grad` elsewhere, so a
+/// NaN output passes the gradient (PyTorch's `threshold_backward`).
 pub fn threshold_backward(grad: &Tensor, result: &Tensor, threshold: f64) -> Result<Tensor> {
-    keep_where(&op::gt_Scalar::call(result, scalar_f(threshold))?, grad)
+    op::where_ScalarSelf::call(
+        &op::le_Scalar::call(result, scalar_f(threshold))?,
+        Scalar::Int(0),
+        grad,
+    )
 }
 
 /// `silu`'s gradient: `grad · σ(x) · (1 + x · (1 - σ(x)))` (PyTorch's
@@ -816,8 +820,14 @@ pub fn prod_backward(grad: &Tensor, input: &Tensor, result: &Tensor) -> Result<T
     if input.dim() == 0 {
         return Ok(grad.clone());
     }
-    if no_zeros(input)? {
+    let zeros = op::sum::call(&op::eq_Scalar::call(input, Scalar::Int(0))?, None)?.item::<i64>()?;
+    if zeros == 0 {
         return mul(grad, &div(result, input)?);
+    }
+    if zeros > 1 && !is_grad_enabled() {
+        // Every product of all-but-one element has a zero factor (PyTorch returns zeros
+        // without computing them, whatever NaN or infinity the other elements hold).
+        return zeros_like(input);
     }
     let flat = op::reshape::call(&contiguous(input)?, &[-1])?;
     let g = prod_safe_zeros_backward(grad, &flat, 0)?;
@@ -902,19 +912,25 @@ pub fn cumprod_backward(
     dim: i64,
     output: &Tensor,
 ) -> Result<Tensor> {
-    if input.dim() == 0 || input.numel() == 0 {
+    if input.dim() == 0 || input.numel() <= 1 {
         return Ok(grad.clone());
     }
     let d = wrap(dim, input.dim())?;
+    let n = input.sizes()[d as usize];
+    if n == 1 {
+        return Ok(grad.clone());
+    }
     if no_zeros(input)? {
         let w = cumsum_backward(&mul(grad, output)?, d)?;
         return div(&w, input);
     }
-    let n = input.sizes()[d as usize];
     let positions = arange(n, input.device())?;
     let mut shape = vec![1i64; input.dim()];
     shape[d as usize] = n;
     let positions = op::reshape::call(&positions, &shape)?;
+    if !is_grad_enabled() {
+        return cumprod_backward_zeros(grad, input, d, output, &positions);
+    }
     let mut parts = Vec::with_capacity(n as usize);
     for k in 0..n {
         let at_k = op::eq_Scalar::call(&positions, Scalar::Int(k))?;
@@ -924,6 +940,96 @@ pub fn cumprod_backward(
         parts.push(sum_keep(&keep_where(&after, &mul(grad, &cp)?)?, &[d])?);
     }
     op::cat::call(&parts, d)
+}
+
+/// `cumprod_backward` with zeros in the input and grad mode off, by PyTorch's masks: before
+/// the first zero of a slice, the reversed cumulative sum of `grad · output` over the input;
+/// at the first zero, the product of the elements before it times
+/// `Σ_{z1 ≤ k < z2} grad_k Π_{z1 < j ≤ k} x_j`; zero after it. (The masks give NaN at an
+/// infinite element before a zero where the exact derivative is finite, as PyTorch's does.)
+fn cumprod_backward_zeros(
+    grad: &Tensor,
+    input: &Tensor,
+    d: i64,
+    output: &Tensor,
+    positions: &Tensor,
+) -> Result<Tensor> {
+    let w = mul(output, grad)?;
+    let cumsum = op::cumsum::call(
+        &op::eq_Scalar::call(input, Scalar::Int(0))?,
+        d,
+        Some(ScalarType::Long),
+    )?;
+    // [0, z1)
+    let before = op::eq_Scalar::call(&cumsum, Scalar::Int(0))?;
+    let not_before = op::logical_not::call(&before)?;
+    let first = div(
+        &cumsum_backward(
+            &op::masked_fill_Scalar::call(&w, &not_before, Scalar::Int(0))?,
+            d,
+        )?,
+        &op::masked_fill_Scalar::call(input, &not_before, Scalar::Int(1))?,
+    )?;
+    // [z1, z2): the first zero's index (0 where a slice has none; masked below)
+    let from_first = op::eq_Scalar::call(&cumsum, Scalar::Int(1))?;
+    let first_zero_index = op::argmax::call(
+        &op::_to_copy::call(
+            &from_first,
+            Some(ScalarType::Long),
+            None,
+            None,
+            None,
+            false,
+            None,
+        )?,
+        Some(d),
+        true,
+    )?;
+    let first_zero_mask = op::logical_and::call(
+        &op::eq_Tensor::call(positions, &first_zero_index)?,
+        &from_first,
+    )?;
+    // (z1, z2)
+    let between = op::logical_and::call(&from_first, &op::logical_not::call(&first_zero_mask)?)?;
+    let inner = sum_keep(
+        &mul(
+            &op::cumprod::call(
+                &op::masked_fill_Scalar::call(
+                    input,
+                    &op::logical_not::call(&between)?,
+                    Scalar::Int(1),
+                )?,
+                d,
+                None,
+            )?,
+            &op::masked_fill_Scalar::call(
+                grad,
+                &op::logical_not::call(&from_first)?,
+                Scalar::Int(0),
+            )?,
+        )?,
+        &[d],
+    )?;
+    let prefix = op::masked_fill_Scalar::call(
+        &op::gather::call(
+            output,
+            d,
+            &op::relu::call(&op::sub_Scalar::call(
+                &first_zero_index,
+                Scalar::Int(1),
+                Scalar::Int(1),
+            )?)?,
+            false,
+        )?,
+        &op::eq_Scalar::call(&first_zero_index, Scalar::Int(0))?,
+        Scalar::Int(1),
+    )?;
+    let at_zero = mul(&inner, &prefix)?;
+    op::where_self::call(
+        &before,
+        &first,
+        &keep_where(&first_zero_mask, &op::expand_as::call(&at_zero, input)?)?,
+    )
 }
 
 /// `logsumexp`'s gradient: `grad · exp(self - result)` (PyTorch's `logsumexp_backward`).

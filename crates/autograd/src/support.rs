@@ -196,7 +196,7 @@ impl NotImplemented {
 
 impl Node for NotImplemented {
     fn name(&self) -> String {
-        "NotImplemented".into()
+        "torch::autograd::NotImplemented".into()
     }
 
     fn core(&self) -> &NodeCore {

@@ -37,9 +37,6 @@ pub(crate) fn autograd_all_dims(ks: DispatchKeySet, (self_, dim, keepdim): (&Ten
 
 /// `all.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_all_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("all"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::all_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, out)
 }
@@ -57,9 +54,6 @@ pub(crate) fn inplace_or_view_all_out(ks: DispatchKeySet, (self_, dim, keepdim, 
 
 /// `all.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_all_dims_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("all"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::all_dims_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, out)
 }
@@ -95,9 +89,6 @@ pub(crate) fn autograd_any_dims(ks: DispatchKeySet, (self_, dim, keepdim): (&Ten
 
 /// `any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_any_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, i64, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("any"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::any_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, out)
 }
@@ -115,9 +106,6 @@ pub(crate) fn inplace_or_view_any_out(ks: DispatchKeySet, (self_, dim, keepdim, 
 
 /// `any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_any_dims_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<&[i64]>, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("any"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::any_dims_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, out)
 }
@@ -144,9 +132,6 @@ pub(crate) fn autograd_argmax(ks: DispatchKeySet, (self_, dim, keepdim): (&Tenso
 
 /// `argmax.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_argmax_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("argmax"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::argmax_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, out)
 }
@@ -173,9 +158,6 @@ pub(crate) fn autograd_argmin(ks: DispatchKeySet, (self_, dim, keepdim): (&Tenso
 
 /// `argmin.out(Tensor self, int? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_argmin_out(ks: DispatchKeySet, (self_, dim, keepdim, out): (&Tensor, Option<i64>, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("argmin"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::argmin_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, keepdim, out)
 }
@@ -986,7 +968,7 @@ pub(crate) fn autograd_index_Tensor(ks: DispatchKeySet, (self_, indices): (&Tens
 
 /// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_index_Tensor_out(ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("index"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -2605,7 +2587,7 @@ pub(crate) fn inplace_or_view_scatter__src(ks: DispatchKeySet, (self_, dim, inde
 
 /// `scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_src_out(ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(src) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
         return Err(out_requires_grad_error("scatter"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -2689,7 +2671,7 @@ pub(crate) fn inplace_or_view_scatter__value(ks: DispatchKeySet, (self_, dim, in
 
 /// `scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_value_out(ks: DispatchKeySet, (self_, dim, index, value, out): (&Tensor, i64, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("scatter"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -2777,7 +2759,7 @@ pub(crate) fn inplace_or_view_scatter__reduce(ks: DispatchKeySet, (self_, dim, i
 
 /// `scatter.reduce_out(Tensor self, int dim, Tensor index, Tensor src, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_reduce_out(ks: DispatchKeySet, (self_, dim, index, src, reduce, out): (&Tensor, i64, &Tensor, &Tensor, &str, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(src) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
         return Err(out_requires_grad_error("scatter"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -2859,7 +2841,7 @@ pub(crate) fn inplace_or_view_scatter__value_reduce(ks: DispatchKeySet, (self_, 
 
 /// `scatter.value_reduce_out(Tensor self, int dim, Tensor index, Scalar value, *, str reduce, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_value_reduce_out(ks: DispatchKeySet, (self_, dim, index, value, reduce, out): (&Tensor, i64, &Tensor, Scalar, &str, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("scatter"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -2945,7 +2927,7 @@ pub(crate) fn inplace_or_view_scatter_add_(ks: DispatchKeySet, (self_, dim, inde
 
 /// `scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_scatter_add_out(ks: DispatchKeySet, (self_, dim, index, src, out): (&Tensor, i64, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(src) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
         return Err(out_requires_grad_error("scatter_add"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -3165,7 +3147,7 @@ pub(crate) fn autograd_tril(ks: DispatchKeySet, (self_, diagonal): (&Tensor, i64
 
 /// `index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_index_select_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("index_select"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -3212,7 +3194,7 @@ pub(crate) fn autograd_index_select(ks: DispatchKeySet, (self_, dim, index): (&T
 
 /// `masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_masked_select_out(ks: DispatchKeySet, (self_, mask, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(mask) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("masked_select"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -3258,9 +3240,6 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
 
 /// `nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_nonzero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("nonzero"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::nonzero_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -3287,7 +3266,7 @@ pub(crate) fn autograd_nonzero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Resu
 
 /// `gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_gather_out(ks: DispatchKeySet, (self_, dim, index, sparse_grad, out): (&Tensor, i64, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(index) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("gather"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -3334,7 +3313,7 @@ pub(crate) fn autograd_gather(ks: DispatchKeySet, (self_, dim, index, sparse_gra
 
 /// `topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 pub(crate) fn autograd_topk_values(ks: DispatchKeySet, (self_, k, dim, largest, sorted, values, indices): (&Tensor, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(values) || rg(indices)) {
+    if is_grad_enabled() && (rg(self_) || rg(values)) {
         return Err(out_requires_grad_error("topk"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -3393,9 +3372,6 @@ pub(crate) fn autograd_all(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 
 /// `all.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_all_all_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("all"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::all_all_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -3422,9 +3398,6 @@ pub(crate) fn autograd_any(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<T
 
 /// `any.all_out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_any_all_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("any"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::any_all_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -3560,7 +3533,7 @@ pub(crate) fn autograd_mse_loss(ks: DispatchKeySet, (self_, target, reduction): 
 
 /// `nll_loss_forward.output(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, *, Tensor(a!) output, Tensor(b!) total_weight) -> (Tensor(a!), Tensor(b!))`
 pub(crate) fn autograd_nll_loss_forward_output(ks: DispatchKeySet, (self_, target, weight, reduction, ignore_index, output, total_weight): (&Tensor, &Tensor, Option<&Tensor>, i64, i64, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(target) || rg_opt(weight) || rg(output) || rg(total_weight)) {
+    if is_grad_enabled() && (rg(self_) || rg_opt(weight) || rg(output)) {
         return Err(out_requires_grad_error("nll_loss_forward"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -3664,7 +3637,7 @@ pub(crate) fn autograd_avg_pool2d(ks: DispatchKeySet, (self_, kernel_size, strid
 
 /// `max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))`
 pub(crate) fn autograd_max_pool2d_with_indices_out(ks: DispatchKeySet, (self_, kernel_size, stride, padding, dilation, ceil_mode, out, indices): (&Tensor, &[i64], &[i64], &[i64], &[i64], bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(out) || rg(indices)) {
+    if is_grad_enabled() && (rg(self_) || rg(out)) {
         return Err(out_requires_grad_error("max_pool2d_with_indices"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -4184,9 +4157,6 @@ pub(crate) fn autograd_unbind_copy_int(ks: DispatchKeySet, (self_, dim): (&Tenso
 
 /// `unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out) -> ()`
 pub(crate) fn autograd_unbind_copy_int_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &[Tensor])) -> Result<()> {
-    if is_grad_enabled() && (rg(self_) || rg_list(out)) {
-        return Err(out_requires_grad_error("unbind_copy"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::unbind_copy_int_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, out)
 }
@@ -4206,9 +4176,6 @@ pub(crate) fn inplace_or_view_unbind_copy_int_out(ks: DispatchKeySet, (self_, di
 
 /// `split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out) -> ()`
 pub(crate) fn autograd_split_copy_Tensor_out(ks: DispatchKeySet, (self_, split_size, dim, out): (&Tensor, i64, i64, &[Tensor])) -> Result<()> {
-    if is_grad_enabled() && (rg(self_) || rg_list(out)) {
-        return Err(out_requires_grad_error("split_copy"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::split_copy_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_size, dim, out)
 }
@@ -4228,9 +4195,6 @@ pub(crate) fn inplace_or_view_split_copy_Tensor_out(ks: DispatchKeySet, (self_, 
 
 /// `split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()`
 pub(crate) fn autograd_split_with_sizes_copy_out(ks: DispatchKeySet, (self_, split_sizes, dim, out): (&Tensor, &[i64], i64, &[Tensor])) -> Result<()> {
-    if is_grad_enabled() && (rg(self_) || rg_list(out)) {
-        return Err(out_requires_grad_error("split_with_sizes_copy"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::split_with_sizes_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, split_sizes, dim, out)
 }
@@ -4639,15 +4603,6 @@ pub(crate) fn autograd__native_batch_norm_legit_no_training(ks: DispatchKeySet, 
 }
 
 /// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
-pub(crate) fn autograd__native_batch_norm_legit_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(running_mean) || rg(running_var) || rg(out) || rg(save_mean) || rg(save_invstd)) {
-        return Err(out_requires_grad_error("_native_batch_norm_legit"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::_native_batch_norm_legit_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd)
-}
-
-/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))`
 pub(crate) fn inplace_or_view__native_batch_norm_legit_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
     check_version_bump(running_mean)?;
     check_version_bump(running_var)?;
@@ -4702,7 +4657,7 @@ pub(crate) fn autograd__native_batch_norm_legit_no_stats(ks: DispatchKeySet, (in
 
 /// `_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 pub(crate) fn autograd__native_batch_norm_legit_no_stats_out(ks: DispatchKeySet, (input, weight, bias, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out) || rg(save_mean) || rg(save_invstd)) {
+    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out)) {
         return Err(out_requires_grad_error("_native_batch_norm_legit"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -5552,9 +5507,6 @@ pub(crate) fn inplace_or_view_logical_xor_(ks: DispatchKeySet, (self_, other): (
 
 /// `logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_logical_xor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("logical_xor"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::logical_xor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -5601,9 +5553,6 @@ pub(crate) fn inplace_or_view_logical_and_(ks: DispatchKeySet, (self_, other): (
 
 /// `logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_logical_and_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("logical_and"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::logical_and_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -5650,9 +5599,6 @@ pub(crate) fn inplace_or_view_logical_or_(ks: DispatchKeySet, (self_, other): (&
 
 /// `logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_logical_or_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("logical_or"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::logical_or_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6262,9 +6208,6 @@ pub(crate) fn inplace_or_view_eq__Tensor(ks: DispatchKeySet, (self_, other): (&T
 
 /// `bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_and_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_and"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_and_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6282,9 +6225,6 @@ pub(crate) fn inplace_or_view_bitwise_and_Tensor_out(ks: DispatchKeySet, (self_,
 
 /// `bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_and_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_and"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_and_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6369,9 +6309,6 @@ pub(crate) fn inplace_or_view_bitwise_and__Tensor(ks: DispatchKeySet, (self_, ot
 
 /// `bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_or_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_or"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_or_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6389,9 +6326,6 @@ pub(crate) fn inplace_or_view_bitwise_or_Tensor_out(ks: DispatchKeySet, (self_, 
 
 /// `bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_or_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_or"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_or_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6476,9 +6410,6 @@ pub(crate) fn inplace_or_view_bitwise_or__Tensor(ks: DispatchKeySet, (self_, oth
 
 /// `bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_xor_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_xor"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_xor_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6496,9 +6427,6 @@ pub(crate) fn inplace_or_view_bitwise_xor_Tensor_out(ks: DispatchKeySet, (self_,
 
 /// `bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_xor_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_xor"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_xor_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6583,9 +6511,6 @@ pub(crate) fn inplace_or_view_bitwise_xor__Tensor(ks: DispatchKeySet, (self_, ot
 
 /// `ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_ne_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("ne"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::ne_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6612,9 +6537,6 @@ pub(crate) fn autograd_ne_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, S
 
 /// `ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_ne_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("ne"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::ne_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6717,9 +6639,6 @@ pub(crate) fn inplace_or_view_ne__Tensor(ks: DispatchKeySet, (self_, other): (&T
 
 /// `eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_eq_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("eq"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::eq_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6746,9 +6665,6 @@ pub(crate) fn autograd_eq_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, S
 
 /// `eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_eq_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("eq"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::eq_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6775,9 +6691,6 @@ pub(crate) fn autograd_eq_Tensor(ks: DispatchKeySet, (self_, other): (&Tensor, &
 
 /// `ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_ge_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("ge"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::ge_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6804,9 +6717,6 @@ pub(crate) fn autograd_ge_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, S
 
 /// `ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_ge_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("ge"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::ge_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6909,9 +6819,6 @@ pub(crate) fn inplace_or_view_ge__Tensor(ks: DispatchKeySet, (self_, other): (&T
 
 /// `le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_le_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("le"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::le_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -6938,9 +6845,6 @@ pub(crate) fn autograd_le_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, S
 
 /// `le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_le_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("le"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::le_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -7043,9 +6947,6 @@ pub(crate) fn inplace_or_view_le__Tensor(ks: DispatchKeySet, (self_, other): (&T
 
 /// `gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_gt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("gt"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::gt_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -7072,9 +6973,6 @@ pub(crate) fn autograd_gt_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, S
 
 /// `gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_gt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("gt"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::gt_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -7177,9 +7075,6 @@ pub(crate) fn inplace_or_view_gt__Tensor(ks: DispatchKeySet, (self_, other): (&T
 
 /// `lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_lt_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("lt"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::lt_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -7206,9 +7101,6 @@ pub(crate) fn autograd_lt_Scalar(ks: DispatchKeySet, (self_, other): (&Tensor, S
 
 /// `lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_lt_Tensor_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("lt"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::lt_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
@@ -8096,7 +7988,7 @@ pub(crate) fn autograd_where_self(ks: DispatchKeySet, (condition, self_, other):
 
 /// `where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_where_self_out(ks: DispatchKeySet, (condition, self_, other, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(condition) || rg(self_) || rg(other) || rg(out)) {
+    if is_grad_enabled() && (rg(self_) || rg(other) || rg(out)) {
         return Err(out_requires_grad_error("where"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -8178,15 +8070,6 @@ pub(crate) fn autograd_arange_start_step(ks: DispatchKeySet, (start, end, step, 
 }
 
 /// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_arange_out(ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("arange"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::arange_out::redispatch(ks & sets::AFTER_AUTOGRAD, end, out)
-}
-
-/// `arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_arange_out(ks: DispatchKeySet, (end, out): (Scalar, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -8195,15 +8078,6 @@ pub(crate) fn inplace_or_view_arange_out(ks: DispatchKeySet, (end, out): (Scalar
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_arange_start_out(ks: DispatchKeySet, (start, end, step, out): (Scalar, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("arange"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::arange_start_out::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, step, out)
 }
 
 /// `arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8299,15 +8173,6 @@ pub(crate) fn autograd_eye_m(ks: DispatchKeySet, (n, m, dtype, layout, device, p
 }
 
 /// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_eye_out(ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("eye"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::eye_out::redispatch(ks & sets::AFTER_AUTOGRAD, n, out)
-}
-
-/// `eye.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_eye_out(ks: DispatchKeySet, (n, out): (i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -8316,15 +8181,6 @@ pub(crate) fn inplace_or_view_eye_out(ks: DispatchKeySet, (n, out): (i64, &Tenso
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_eye_m_out(ks: DispatchKeySet, (n, m, out): (i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("eye"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::eye_m_out::redispatch(ks & sets::AFTER_AUTOGRAD, n, m, out)
 }
 
 /// `eye.m_out(SymInt n, SymInt m, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8357,15 +8213,6 @@ pub(crate) fn autograd_full(ks: DispatchKeySet, (size, fill_value, dtype, layout
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
-}
-
-/// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_full_out(ks: DispatchKeySet, (size, fill_value, out): (&[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("full"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::full_out::redispatch(ks & sets::AFTER_AUTOGRAD, size, fill_value, out)
 }
 
 /// `full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8410,15 +8257,6 @@ pub(crate) fn autograd_linspace(ks: DispatchKeySet, (start, end, steps, dtype, l
 }
 
 /// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_linspace_out(ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("linspace"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::linspace_out::redispatch(ks & sets::AFTER_AUTOGRAD, start, end, steps, out)
-}
-
-/// `linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_linspace_out(ks: DispatchKeySet, (start, end, steps, out): (Scalar, Scalar, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -8448,15 +8286,6 @@ pub(crate) fn autograd_ones(ks: DispatchKeySet, (size, dtype, layout, device, pi
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
-}
-
-/// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_ones_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("ones"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::ones_out::redispatch(ks & sets::AFTER_AUTOGRAD, size, out)
 }
 
 /// `ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8498,15 +8327,6 @@ pub(crate) fn autograd_zeros(ks: DispatchKeySet, (size, dtype, layout, device, p
         set_output_history_owned(&result, node, 0u32)?;
     }
     Ok(result)
-}
-
-/// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_zeros_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("zeros"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::zeros_out::redispatch(ks & sets::AFTER_AUTOGRAD, size, out)
 }
 
 /// `zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
@@ -8714,15 +8534,6 @@ pub(crate) fn autograd_rand_generator(ks: DispatchKeySet, (size, generator, dtyp
 }
 
 /// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_rand_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("rand"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::rand_out::redispatch(ks & sets::AFTER_AUTOGRAD, size, out)
-}
-
-/// `rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_rand_out(ks: DispatchKeySet, (size, out): (&[i64], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -8836,15 +8647,6 @@ pub(crate) fn autograd_randint_low_generator(ks: DispatchKeySet, (low, high, siz
 }
 
 /// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_randint_out(ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("randint"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::randint_out::redispatch(ks & sets::AFTER_AUTOGRAD, high, size, out)
-}
-
-/// `randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_randint_out(ks: DispatchKeySet, (high, size, out): (i64, &[i64], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -8853,15 +8655,6 @@ pub(crate) fn inplace_or_view_randint_out(ks: DispatchKeySet, (high, size, out):
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_randint_generator_out(ks: DispatchKeySet, (high, size, generator, out): (i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("randint"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::randint_generator_out::redispatch(ks & sets::AFTER_AUTOGRAD, high, size, generator, out)
 }
 
 /// `randint.generator_out(SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
@@ -8876,15 +8669,6 @@ pub(crate) fn inplace_or_view_randint_generator_out(ks: DispatchKeySet, (high, s
 }
 
 /// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_randint_low_out(ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("randint"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::randint_low_out::redispatch(ks & sets::AFTER_AUTOGRAD, low, high, size, out)
-}
-
-/// `randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_randint_low_out(ks: DispatchKeySet, (low, high, size, out): (i64, i64, &[i64], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -8893,15 +8677,6 @@ pub(crate) fn inplace_or_view_randint_low_out(ks: DispatchKeySet, (low, high, si
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_randint_low_generator_out(ks: DispatchKeySet, (low, high, size, generator, out): (i64, i64, &[i64], Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("randint"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::randint_low_generator_out::redispatch(ks & sets::AFTER_AUTOGRAD, low, high, size, generator, out)
 }
 
 /// `randint.low_generator_out(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, Tensor(a!) out) -> Tensor(a!)`
@@ -9230,15 +9005,6 @@ pub(crate) fn autograd_masked_fill_Tensor(ks: DispatchKeySet, (self_, mask, valu
 }
 
 /// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("log_softmax"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::log_softmax_int_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype, out)
-}
-
-/// `log_softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_log_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -9280,7 +9046,7 @@ pub(crate) fn autograd_max_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
 
 /// `max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)`
 pub(crate) fn autograd_max_dim_max(ks: DispatchKeySet, (self_, dim, keepdim, max, max_values): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(max) || rg(max_values)) {
+    if is_grad_enabled() && (rg(self_) || rg(max)) {
         return Err(out_requires_grad_error("max"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -9425,7 +9191,7 @@ pub(crate) fn autograd_min_dim(ks: DispatchKeySet, (self_, dim, keepdim): (&Tens
 
 /// `min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 pub(crate) fn autograd_min_dim_min(ks: DispatchKeySet, (self_, dim, keepdim, min, min_indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(min) || rg(min_indices)) {
+    if is_grad_enabled() && (rg(self_) || rg(min)) {
         return Err(out_requires_grad_error("min"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -9443,15 +9209,6 @@ pub(crate) fn inplace_or_view_min_dim_min(ks: DispatchKeySet, (self_, dim, keepd
     min.bump_version();
     min_indices.bump_version();
     Ok(result)
-}
-
-/// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_softmax_int_out(ks: DispatchKeySet, (self_, dim, dtype, out): (&Tensor, i64, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("softmax"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::softmax_int_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, dtype, out)
 }
 
 /// `softmax.int_out(Tensor self, int dim, ScalarType? dtype=None, *, Tensor(a!) out) -> Tensor(a!)`
@@ -9872,9 +9629,6 @@ pub(crate) fn inplace_or_view_bitwise_not_(ks: DispatchKeySet, (self_,): (&Tenso
 
 /// `bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_bitwise_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_not"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::bitwise_not_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -9921,9 +9675,6 @@ pub(crate) fn inplace_or_view_logical_not_(ks: DispatchKeySet, (self_,): (&Tenso
 
 /// `logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_logical_not_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("logical_not"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::logical_not_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -12120,7 +11871,7 @@ pub(crate) fn autograd_embedding(ks: DispatchKeySet, (weight, indices, padding_i
 
 /// `sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 pub(crate) fn autograd_sort_values(ks: DispatchKeySet, (self_, dim, descending, values, indices): (&Tensor, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(values) || rg(indices)) {
+    if is_grad_enabled() && (rg(self_) || rg(values)) {
         return Err(out_requires_grad_error("sort"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -12142,7 +11893,7 @@ pub(crate) fn inplace_or_view_sort_values(ks: DispatchKeySet, (self_, dim, desce
 
 /// `sort.values_stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)`
 pub(crate) fn autograd_sort_values_stable(ks: DispatchKeySet, (self_, stable, dim, descending, values, indices): (&Tensor, Option<bool>, i64, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(values) || rg(indices)) {
+    if is_grad_enabled() && (rg(self_) || rg(values)) {
         return Err(out_requires_grad_error("sort"));
     }
     let _guard = auto_dispatch_below_autograd();
@@ -12294,15 +12045,6 @@ pub(crate) fn autograd__fused_moving_avg_obs_fq_helper(ks: DispatchKeySet, (self
 }
 
 /// `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_block_diag_out(ks: DispatchKeySet, (tensors, out): (&[Tensor], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg_list(tensors) || rg(out)) {
-        return Err(out_requires_grad_error("block_diag"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::block_diag_out::redispatch(ks & sets::AFTER_AUTOGRAD, tensors, out)
-}
-
-/// `block_diag.out(Tensor[] tensors, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_block_diag_out(ks: DispatchKeySet, (tensors, out): (&[Tensor], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12314,15 +12056,6 @@ pub(crate) fn inplace_or_view_block_diag_out(ks: DispatchKeySet, (tensors, out):
 }
 
 /// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_copy_out(ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
-        return Err(out_requires_grad_error("copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, non_blocking, out)
-}
-
-/// `copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_copy_out(ks: DispatchKeySet, (self_, src, non_blocking, out): (&Tensor, &Tensor, bool, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12331,15 +12064,6 @@ pub(crate) fn inplace_or_view_copy_out(ks: DispatchKeySet, (self_, src, non_bloc
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_resize_out(ks: DispatchKeySet, (self_, size, memory_format, out): (&Tensor, &[i64], Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("resize"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::resize_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, memory_format, out)
 }
 
 /// `resize.out(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
@@ -12378,15 +12102,6 @@ pub(crate) fn autograd_resize(ks: DispatchKeySet, (self_, size, memory_format): 
 }
 
 /// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_set_source_Tensor_out(ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(source) || rg(out)) {
-        return Err(out_requires_grad_error("set"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::set_source_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, source, out)
-}
-
-/// `set.source_Tensor_out(Tensor self, Tensor source, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_set_source_Tensor_out(ks: DispatchKeySet, (self_, source, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12421,15 +12136,6 @@ pub(crate) fn autograd_set_source_Tensor(ks: DispatchKeySet, (self_, source): (&
 }
 
 /// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_empty_strided_out(ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(out)) {
-        return Err(out_requires_grad_error("empty_strided"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::empty_strided_out::redispatch(ks & sets::AFTER_AUTOGRAD, size, stride, out)
-}
-
-/// `empty_strided.out(SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_empty_strided_out(ks: DispatchKeySet, (size, stride, out): (&[i64], &[i64], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12438,15 +12144,6 @@ pub(crate) fn inplace_or_view_empty_strided_out(ks: DispatchKeySet, (size, strid
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_fill_Scalar_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("fill"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::fill_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value, out)
 }
 
 /// `fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12461,15 +12158,6 @@ pub(crate) fn inplace_or_view_fill_Scalar_out(ks: DispatchKeySet, (self_, value,
 }
 
 /// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_fill_Tensor_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(value) || rg(out)) {
-        return Err(out_requires_grad_error("fill"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::fill_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, value, out)
-}
-
-/// `fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_fill_Tensor_out(ks: DispatchKeySet, (self_, value, out): (&Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12478,15 +12166,6 @@ pub(crate) fn inplace_or_view_fill_Tensor_out(ks: DispatchKeySet, (self_, value,
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd__index_put_impl_out(ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values) || rg(out)) {
-        return Err(out_requires_grad_error("_index_put_impl"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::_index_put_impl_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate, unsafe_, out)
 }
 
 /// `_index_put_impl.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12529,15 +12208,6 @@ pub(crate) fn autograd__index_put_impl(ks: DispatchKeySet, (self_, indices, valu
 }
 
 /// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_slice_scatter_out(ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
-        return Err(out_requires_grad_error("slice_scatter"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::slice_scatter_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, dim, start, end, step, out)
-}
-
-/// `slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_slice_scatter_out(ks: DispatchKeySet, (self_, src, dim, start, end, step, out): (&Tensor, &Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12546,15 +12216,6 @@ pub(crate) fn inplace_or_view_slice_scatter_out(ks: DispatchKeySet, (self_, src,
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_select_scatter_out(ks: DispatchKeySet, (self_, src, dim, index, out): (&Tensor, &Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
-        return Err(out_requires_grad_error("select_scatter"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::select_scatter_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, dim, index, out)
 }
 
 /// `select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12569,15 +12230,6 @@ pub(crate) fn inplace_or_view_select_scatter_out(ks: DispatchKeySet, (self_, src
 }
 
 /// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_diagonal_scatter_out(ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
-        return Err(out_requires_grad_error("diagonal_scatter"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::diagonal_scatter_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, offset, dim1, dim2, out)
-}
-
-/// `diagonal_scatter.out(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_diagonal_scatter_out(ks: DispatchKeySet, (self_, src, offset, dim1, dim2, out): (&Tensor, &Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12586,15 +12238,6 @@ pub(crate) fn inplace_or_view_diagonal_scatter_out(ks: DispatchKeySet, (self_, s
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_as_strided_scatter_out(ks: DispatchKeySet, (self_, src, size, stride, storage_offset, out): (&Tensor, &Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(src) || rg(out)) {
-        return Err(out_requires_grad_error("as_strided_scatter"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::as_strided_scatter_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, src, size, stride, storage_offset, out)
 }
 
 /// `as_strided_scatter.out(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12609,15 +12252,6 @@ pub(crate) fn inplace_or_view_as_strided_scatter_out(ks: DispatchKeySet, (self_,
 }
 
 /// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_prod_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("prod"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::prod_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, out)
-}
-
-/// `prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_prod_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12626,15 +12260,6 @@ pub(crate) fn inplace_or_view_prod_out(ks: DispatchKeySet, (self_, dtype, out): 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_flip_out(ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("flip"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::flip_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims, out)
 }
 
 /// `flip.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12649,15 +12274,6 @@ pub(crate) fn inplace_or_view_flip_out(ks: DispatchKeySet, (self_, dims, out): (
 }
 
 /// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_roll_out(ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("roll"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::roll_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, shifts, dims, out)
-}
-
-/// `roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_roll_out(ks: DispatchKeySet, (self_, shifts, dims, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12666,15 +12282,6 @@ pub(crate) fn inplace_or_view_roll_out(ks: DispatchKeySet, (self_, shifts, dims,
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd__unsafe_view_out(ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("_unsafe_view"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::_unsafe_view_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, out)
 }
 
 /// `_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12689,15 +12296,6 @@ pub(crate) fn inplace_or_view__unsafe_view_out(ks: DispatchKeySet, (self_, size,
 }
 
 /// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_clone_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("clone"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::clone_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format, out)
-}
-
-/// `clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_clone_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12706,15 +12304,6 @@ pub(crate) fn inplace_or_view_clone_out(ks: DispatchKeySet, (self_, memory_forma
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_zero_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("zero"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::zero_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
 
 /// `zero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12753,15 +12342,6 @@ pub(crate) fn autograd_zero(ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<
 }
 
 /// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd__to_copy_out(ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("_to_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::_to_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, non_blocking, memory_format, out)
-}
-
-/// `_to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view__to_copy_out(ks: DispatchKeySet, (self_, non_blocking, memory_format, out): (&Tensor, bool, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12770,15 +12350,6 @@ pub(crate) fn inplace_or_view__to_copy_out(ks: DispatchKeySet, (self_, non_block
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_uniform_out(ks: DispatchKeySet, (self_, from, to, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("uniform"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::uniform_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, from, to, generator, out)
 }
 
 /// `uniform.out(Tensor self, float from=0, float to=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
@@ -12817,15 +12388,6 @@ pub(crate) fn autograd_uniform(ks: DispatchKeySet, (self_, from, to, generator):
 }
 
 /// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_as_strided_copy_out(ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("as_strided_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::as_strided_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, storage_offset, out)
-}
-
-/// `as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_as_strided_copy_out(ks: DispatchKeySet, (self_, size, stride, storage_offset, out): (&Tensor, &[i64], &[i64], Option<i64>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12834,15 +12396,6 @@ pub(crate) fn inplace_or_view_as_strided_copy_out(ks: DispatchKeySet, (self_, si
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_diagonal_copy_out(ks: DispatchKeySet, (self_, offset, dim1, dim2, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("diagonal_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::diagonal_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, offset, dim1, dim2, out)
 }
 
 /// `diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12857,15 +12410,6 @@ pub(crate) fn inplace_or_view_diagonal_copy_out(ks: DispatchKeySet, (self_, offs
 }
 
 /// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_expand_copy_out(ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("expand_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::expand_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, implicit, out)
-}
-
-/// `expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_expand_copy_out(ks: DispatchKeySet, (self_, size, implicit, out): (&Tensor, &[i64], bool, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12874,15 +12418,6 @@ pub(crate) fn inplace_or_view_expand_copy_out(ks: DispatchKeySet, (self_, size, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_permute_copy_out(ks: DispatchKeySet, (self_, dims, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("permute_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::permute_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dims, out)
 }
 
 /// `permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12897,15 +12432,6 @@ pub(crate) fn inplace_or_view_permute_copy_out(ks: DispatchKeySet, (self_, dims,
 }
 
 /// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_select_copy_int_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("select_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::select_copy_int_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, index, out)
-}
-
-/// `select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_select_copy_int_out(ks: DispatchKeySet, (self_, dim, index, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12914,15 +12440,6 @@ pub(crate) fn inplace_or_view_select_copy_int_out(ks: DispatchKeySet, (self_, di
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_detach_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("detach_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::detach_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
 
 /// `detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12937,15 +12454,6 @@ pub(crate) fn inplace_or_view_detach_copy_out(ks: DispatchKeySet, (self_, out): 
 }
 
 /// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_slice_copy_Tensor_out(ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("slice_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::slice_copy_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, start, end, step, out)
-}
-
-/// `slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_slice_copy_Tensor_out(ks: DispatchKeySet, (self_, dim, start, end, step, out): (&Tensor, i64, Option<i64>, Option<i64>, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12954,15 +12462,6 @@ pub(crate) fn inplace_or_view_slice_copy_Tensor_out(ks: DispatchKeySet, (self_, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_squeeze_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("squeeze_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::squeeze_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
 
 /// `squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -12977,15 +12476,6 @@ pub(crate) fn inplace_or_view_squeeze_copy_out(ks: DispatchKeySet, (self_, out):
 }
 
 /// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_squeeze_copy_dim_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("squeeze_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::squeeze_copy_dim_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, out)
-}
-
-/// `squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_squeeze_copy_dim_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -12994,15 +12484,6 @@ pub(crate) fn inplace_or_view_squeeze_copy_dim_out(ks: DispatchKeySet, (self_, d
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_squeeze_copy_dims_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("squeeze_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::squeeze_copy_dims_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, out)
 }
 
 /// `squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13017,15 +12498,6 @@ pub(crate) fn inplace_or_view_squeeze_copy_dims_out(ks: DispatchKeySet, (self_, 
 }
 
 /// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_t_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("t_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::t_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
-}
-
-/// `t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_t_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13034,15 +12506,6 @@ pub(crate) fn inplace_or_view_t_copy_out(ks: DispatchKeySet, (self_, out): (&Ten
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_transpose_copy_int_out(ks: DispatchKeySet, (self_, dim0, dim1, out): (&Tensor, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("transpose_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::transpose_copy_int_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim0, dim1, out)
 }
 
 /// `transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13057,15 +12520,6 @@ pub(crate) fn inplace_or_view_transpose_copy_int_out(ks: DispatchKeySet, (self_,
 }
 
 /// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_unsqueeze_copy_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("unsqueeze_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::unsqueeze_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, out)
-}
-
-/// `unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_unsqueeze_copy_out(ks: DispatchKeySet, (self_, dim, out): (&Tensor, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13074,15 +12528,6 @@ pub(crate) fn inplace_or_view_unsqueeze_copy_out(ks: DispatchKeySet, (self_, dim
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_view_copy_out(ks: DispatchKeySet, (self_, size, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("view_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::view_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, out)
 }
 
 /// `view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13097,15 +12542,6 @@ pub(crate) fn inplace_or_view_view_copy_out(ks: DispatchKeySet, (self_, size, ou
 }
 
 /// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_view_copy_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("view_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::view_copy_dtype_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, out)
-}
-
-/// `view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_view_copy_dtype_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, ScalarType, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13114,15 +12550,6 @@ pub(crate) fn inplace_or_view_view_copy_dtype_out(ks: DispatchKeySet, (self_, dt
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_unfold_backward_out(ks: DispatchKeySet, (grad_in, input_sizes, dim, size, step, out): (&Tensor, &[i64], i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(grad_in) || rg(out)) {
-        return Err(out_requires_grad_error("unfold_backward"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::unfold_backward_out::redispatch(ks & sets::AFTER_AUTOGRAD, grad_in, input_sizes, dim, size, step, out)
 }
 
 /// `unfold_backward.out(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13137,15 +12564,6 @@ pub(crate) fn inplace_or_view_unfold_backward_out(ks: DispatchKeySet, (grad_in, 
 }
 
 /// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_unfold_copy_out(ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("unfold_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::unfold_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dimension, size, step, out)
-}
-
-/// `unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_unfold_copy_out(ks: DispatchKeySet, (self_, dimension, size, step, out): (&Tensor, i64, i64, i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13154,15 +12572,6 @@ pub(crate) fn inplace_or_view_unfold_copy_out(ks: DispatchKeySet, (self_, dimens
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_alias_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("alias_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::alias_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
 
 /// `alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13177,15 +12586,6 @@ pub(crate) fn inplace_or_view_alias_copy_out(ks: DispatchKeySet, (self_, out): (
 }
 
 /// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_lift_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("lift"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::lift_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
-}
-
-/// `lift.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_lift_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13197,15 +12597,6 @@ pub(crate) fn inplace_or_view_lift_out(ks: DispatchKeySet, (self_, out): (&Tenso
 }
 
 /// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_lift_fresh_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("lift_fresh_copy"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::lift_fresh_copy_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
-}
-
-/// `lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_lift_fresh_copy_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13214,15 +12605,6 @@ pub(crate) fn inplace_or_view_lift_fresh_copy_out(ks: DispatchKeySet, (self_, ou
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
-pub(crate) fn autograd_native_layer_norm_out(ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps, out0, out1, out2): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(out0) || rg(out1) || rg(out2)) {
-        return Err(out_requires_grad_error("native_layer_norm"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::native_layer_norm_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, normalized_shape, weight, bias, eps, out0, out1, out2)
 }
 
 /// `native_layer_norm.out(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
@@ -13277,15 +12659,6 @@ pub(crate) fn autograd__native_batch_norm_legit_functional(ks: DispatchKeySet, (
 }
 
 /// `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
-pub(crate) fn autograd__native_batch_norm_legit_no_training_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg_opt(weight) || rg_opt(bias) || rg(running_mean) || rg(running_var) || rg(out0) || rg(out1) || rg(out2)) {
-        return Err(out_requires_grad_error("_native_batch_norm_legit_no_training"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::_native_batch_norm_legit_no_training_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2)
-}
-
-/// `_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))`
 pub(crate) fn inplace_or_view__native_batch_norm_legit_no_training_out(ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, momentum, eps, out0, out1, out2): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
     check_version_bump(out0)?;
     check_version_bump(out1)?;
@@ -13298,15 +12671,6 @@ pub(crate) fn inplace_or_view__native_batch_norm_legit_no_training_out(ks: Dispa
     out1.bump_version();
     out2.bump_version();
     Ok(result)
-}
-
-/// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn autograd_native_dropout_out(ks: DispatchKeySet, (input, p, train, out0, out1): (&Tensor, f64, Option<bool>, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(input) || rg(out0) || rg(out1)) {
-        return Err(out_requires_grad_error("native_dropout"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::native_dropout_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, p, train, out0, out1)
 }
 
 /// `native_dropout.out(Tensor input, float p, bool? train, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
@@ -13323,15 +12687,6 @@ pub(crate) fn inplace_or_view_native_dropout_out(ks: DispatchKeySet, (input, p, 
 }
 
 /// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_convolution_out(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(input) || rg(weight) || rg_opt(bias) || rg(out)) {
-        return Err(out_requires_grad_error("convolution"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::convolution_out::redispatch(ks & sets::AFTER_AUTOGRAD, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out)
-}
-
-/// `convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_convolution_out(ks: DispatchKeySet, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out): (&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], bool, &[i64], i64, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13340,15 +12695,6 @@ pub(crate) fn inplace_or_view_convolution_out(ks: DispatchKeySet, (input, weight
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_add_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("add"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::add_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha, out)
 }
 
 /// `add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13363,15 +12709,6 @@ pub(crate) fn inplace_or_view_add_Scalar_out(ks: DispatchKeySet, (self_, other, 
 }
 
 /// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_div_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("div"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::div_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
-}
-
-/// `div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_div_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13380,15 +12717,6 @@ pub(crate) fn inplace_or_view_div_Scalar_out(ks: DispatchKeySet, (self_, other, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_div_Scalar_mode_out(ks: DispatchKeySet, (self_, other, rounding_mode, out): (&Tensor, Scalar, Option<&str>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("div"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::div_Scalar_mode_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, rounding_mode, out)
 }
 
 /// `div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)`
@@ -13403,15 +12731,6 @@ pub(crate) fn inplace_or_view_div_Scalar_mode_out(ks: DispatchKeySet, (self_, ot
 }
 
 /// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_mul_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("mul"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::mul_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
-}
-
-/// `mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_mul_Scalar_out(ks: DispatchKeySet, (self_, other, out): (&Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13420,15 +12739,6 @@ pub(crate) fn inplace_or_view_mul_Scalar_out(ks: DispatchKeySet, (self_, other, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_sub_Scalar_out(ks: DispatchKeySet, (self_, other, alpha, out): (&Tensor, Scalar, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("sub"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::sub_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, alpha, out)
 }
 
 /// `sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13443,15 +12753,6 @@ pub(crate) fn inplace_or_view_sub_Scalar_out(ks: DispatchKeySet, (self_, other, 
 }
 
 /// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_and"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::bitwise_and_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
-}
-
-/// `bitwise_and.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13460,15 +12761,6 @@ pub(crate) fn inplace_or_view_bitwise_and_Scalar_Tensor_out(ks: DispatchKeySet, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_bitwise_or_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_or"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::bitwise_or_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
 
 /// `bitwise_or.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13483,15 +12775,6 @@ pub(crate) fn inplace_or_view_bitwise_or_Scalar_Tensor_out(ks: DispatchKeySet, (
 }
 
 /// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("bitwise_xor"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::bitwise_xor_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
-}
-
-/// `bitwise_xor.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13500,15 +12783,6 @@ pub(crate) fn inplace_or_view_bitwise_xor_Scalar_Tensor_out(ks: DispatchKeySet, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (self_, other, out): (Scalar, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(other) || rg(out)) {
-        return Err(out_requires_grad_error("remainder"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::remainder_Scalar_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, other, out)
 }
 
 /// `remainder.Scalar_Tensor_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13524,9 +12798,6 @@ pub(crate) fn inplace_or_view_remainder_Scalar_Tensor_out(ks: DispatchKeySet, (s
 
 /// `empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_empty_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("empty_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::empty_like_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format, out)
 }
@@ -13544,9 +12815,6 @@ pub(crate) fn inplace_or_view_empty_like_out(ks: DispatchKeySet, (self_, memory_
 
 /// `new_empty_strided.out(Tensor self, SymInt[] size, SymInt[] stride, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_new_empty_strided_out(ks: DispatchKeySet, (self_, size, stride, out): (&Tensor, &[i64], &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("new_empty_strided"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::new_empty_strided_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, size, stride, out)
 }
@@ -13564,9 +12832,6 @@ pub(crate) fn inplace_or_view_new_empty_strided_out(ks: DispatchKeySet, (self_, 
 
 /// `full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_full_like_out(ks: DispatchKeySet, (self_, fill_value, memory_format, out): (&Tensor, Scalar, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("full_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::full_like_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, fill_value, memory_format, out)
 }
@@ -13584,9 +12849,6 @@ pub(crate) fn inplace_or_view_full_like_out(ks: DispatchKeySet, (self_, fill_val
 
 /// `ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_ones_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("ones_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::ones_like_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format, out)
 }
@@ -13604,9 +12866,6 @@ pub(crate) fn inplace_or_view_ones_like_out(ks: DispatchKeySet, (self_, memory_f
 
 /// `zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_zeros_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("zeros_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::zeros_like_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format, out)
 }
@@ -13620,15 +12879,6 @@ pub(crate) fn inplace_or_view_zeros_like_out(ks: DispatchKeySet, (self_, memory_
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_bernoulli_Tensor_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, &Tensor, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(p) || rg(out)) {
-        return Err(out_requires_grad_error("bernoulli"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::bernoulli_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator, out)
 }
 
 /// `bernoulli.Tensor_out(Tensor self, Tensor p, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
@@ -13669,15 +12919,6 @@ pub(crate) fn autograd_bernoulli_Tensor(ks: DispatchKeySet, (self_, p, generator
 }
 
 /// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_bernoulli_float_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("bernoulli"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::bernoulli_float_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, p, generator, out)
-}
-
-/// `bernoulli.float_out(Tensor self, float p=0.5, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_bernoulli_float_out(ks: DispatchKeySet, (self_, p, generator, out): (&Tensor, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13690,9 +12931,6 @@ pub(crate) fn inplace_or_view_bernoulli_float_out(ks: DispatchKeySet, (self_, p,
 
 /// `rand_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_rand_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("rand_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::rand_like_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format, out)
 }
@@ -13710,9 +12948,6 @@ pub(crate) fn inplace_or_view_rand_like_out(ks: DispatchKeySet, (self_, memory_f
 
 /// `rand_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_rand_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("rand_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::rand_like_generator_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator, memory_format, out)
 }
@@ -13730,9 +12965,6 @@ pub(crate) fn inplace_or_view_rand_like_generator_out(ks: DispatchKeySet, (self_
 
 /// `randn_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_randn_like_out(ks: DispatchKeySet, (self_, memory_format, out): (&Tensor, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("randn_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::randn_like_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, memory_format, out)
 }
@@ -13750,9 +12982,6 @@ pub(crate) fn inplace_or_view_randn_like_out(ks: DispatchKeySet, (self_, memory_
 
 /// `randn_like.generator_out(Tensor self, *, Generator? generator, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_randn_like_generator_out(ks: DispatchKeySet, (self_, generator, memory_format, out): (&Tensor, Option<&Generator>, Option<MemoryFormat>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("randn_like"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::randn_like_generator_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, generator, memory_format, out)
 }
@@ -13769,15 +12998,6 @@ pub(crate) fn inplace_or_view_randn_like_generator_out(ks: DispatchKeySet, (self
 }
 
 /// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_normal_out(ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("normal"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::normal_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mean, std, generator, out)
-}
-
-/// `normal.out(Tensor self, float mean=0, float std=1, *, Generator? generator=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_normal_out(ks: DispatchKeySet, (self_, mean, std, generator, out): (&Tensor, f64, f64, Option<&Generator>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13786,15 +13006,6 @@ pub(crate) fn inplace_or_view_normal_out(ks: DispatchKeySet, (self_, mean, std, 
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_index_put_out(ks: DispatchKeySet, (self_, indices, values, accumulate, out): (&Tensor, &[Option<Tensor>], &Tensor, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg_opt_list(indices) || rg(values) || rg(out)) {
-        return Err(out_requires_grad_error("index_put"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::index_put_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, indices, values, accumulate, out)
 }
 
 /// `index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13809,15 +13020,6 @@ pub(crate) fn inplace_or_view_index_put_out(ks: DispatchKeySet, (self_, indices,
 }
 
 /// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_masked_fill_Scalar_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(mask) || rg(out)) {
-        return Err(out_requires_grad_error("masked_fill"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::masked_fill_Scalar_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value, out)
-}
-
-/// `masked_fill.Scalar_out(Tensor self, Tensor mask, Scalar value, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_masked_fill_Scalar_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, Scalar, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13826,15 +13028,6 @@ pub(crate) fn inplace_or_view_masked_fill_Scalar_out(ks: DispatchKeySet, (self_,
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_masked_fill_Tensor_out(ks: DispatchKeySet, (self_, mask, value, out): (&Tensor, &Tensor, &Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(mask) || rg(value) || rg(out)) {
-        return Err(out_requires_grad_error("masked_fill"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::masked_fill_Tensor_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, mask, value, out)
 }
 
 /// `masked_fill.Tensor_out(Tensor self, Tensor mask, Tensor value, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13849,15 +13042,6 @@ pub(crate) fn inplace_or_view_masked_fill_Tensor_out(ks: DispatchKeySet, (self_,
 }
 
 /// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("sum"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::sum_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dtype, out)
-}
-
-/// `sum.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_sum_out(ks: DispatchKeySet, (self_, dtype, out): (&Tensor, Option<ScalarType>, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13866,15 +13050,6 @@ pub(crate) fn inplace_or_view_sum_out(ks: DispatchKeySet, (self_, dtype, out): (
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
-pub(crate) fn autograd_var_mean_correction_out(ks: DispatchKeySet, (self_, dim, correction, keepdim, out0, out1): (&Tensor, Option<&[i64]>, Option<Scalar>, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(out0) || rg(out1)) {
-        return Err(out_requires_grad_error("var_mean"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::var_mean_correction_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, dim, correction, keepdim, out0, out1)
 }
 
 /// `var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))`
@@ -13892,9 +13067,6 @@ pub(crate) fn inplace_or_view_var_mean_correction_out(ks: DispatchKeySet, (self_
 
 /// `isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_isnan_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("isnan"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::isnan_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -13911,15 +13083,6 @@ pub(crate) fn inplace_or_view_isnan_out(ks: DispatchKeySet, (self_, out): (&Tens
 }
 
 /// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_relu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("relu"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::relu_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
-}
-
-/// `relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_relu_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13932,9 +13095,6 @@ pub(crate) fn inplace_or_view_relu_out(ks: DispatchKeySet, (self_, out): (&Tenso
 
 /// `isinf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn autograd_isinf_out(ks: DispatchKeySet, (self_, out): (&Tensor, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("isinf"));
-    }
     let _guard = auto_dispatch_below_autograd();
     op::isinf_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, out)
 }
@@ -13951,15 +13111,6 @@ pub(crate) fn inplace_or_view_isinf_out(ks: DispatchKeySet, (self_, out): (&Tens
 }
 
 /// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_repeat_out(ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("repeat"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::repeat_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, repeats, out)
-}
-
-/// `repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_repeat_out(ks: DispatchKeySet, (self_, repeats, out): (&Tensor, &[i64], &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -13968,15 +13119,6 @@ pub(crate) fn inplace_or_view_repeat_out(ks: DispatchKeySet, (self_, repeats, ou
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_constant_pad_nd_out(ks: DispatchKeySet, (self_, pad, value, out): (&Tensor, &[i64], Scalar, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(self_) || rg(out)) {
-        return Err(out_requires_grad_error("constant_pad_nd"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::constant_pad_nd_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, pad, value, out)
 }
 
 /// `constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out) -> Tensor(a!)`
@@ -13991,15 +13133,6 @@ pub(crate) fn inplace_or_view_constant_pad_nd_out(ks: DispatchKeySet, (self_, pa
 }
 
 /// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
-pub(crate) fn autograd_embedding_out(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
-    if is_grad_enabled() && (rg(weight) || rg(indices) || rg(out)) {
-        return Err(out_requires_grad_error("embedding"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::embedding_out::redispatch(ks & sets::AFTER_AUTOGRAD, weight, indices, padding_idx, scale_grad_by_freq, sparse, out)
-}
-
-/// `embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)`
 pub(crate) fn inplace_or_view_embedding_out(ks: DispatchKeySet, (weight, indices, padding_idx, scale_grad_by_freq, sparse, out): (&Tensor, &Tensor, i64, bool, bool, &Tensor)) -> Result<Tensor> {
     check_version_bump(out)?;
     let result = {
@@ -14008,15 +13141,6 @@ pub(crate) fn inplace_or_view_embedding_out(ks: DispatchKeySet, (weight, indices
     };
     out.bump_version();
     Ok(result)
-}
-
-/// `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`
-pub(crate) fn autograd__fused_moving_avg_obs_fq_helper_out(ks: DispatchKeySet, (self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1): (&Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, &Tensor, f64, i64, i64, i64, bool, bool, &Tensor, &Tensor)) -> Result<(Tensor, Tensor)> {
-    if is_grad_enabled() && (rg(self_) || rg(observer_on) || rg(fake_quant_on) || rg(running_min) || rg(running_max) || rg(scale) || rg(zero_point) || rg(out0) || rg(out1)) {
-        return Err(out_requires_grad_error("_fused_moving_avg_obs_fq_helper"));
-    }
-    let _guard = auto_dispatch_below_autograd();
-    op::_fused_moving_avg_obs_fq_helper_out::redispatch(ks & sets::AFTER_AUTOGRAD, self_, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant, out0, out1)
 }
 
 /// `_fused_moving_avg_obs_fq_helper.out(Tensor self, Tensor observer_on, Tensor fake_quant_on, Tensor(a!) running_min, Tensor(b!) running_max, Tensor(c!) scale, Tensor(d!) zero_point, float averaging_const, int quant_min, int quant_max, int ch_axis, bool per_row_fake_quant=False, bool symmetric_quant=False, *, Tensor(e!) out0, Tensor(f!) out1) -> (Tensor(e!), Tensor(f!))`

@@ -28,6 +28,51 @@ use crate::{NativeFunctions, unambiguous_name};
 /// (torchgen's `MANUAL_AUTOGRAD`).
 pub const MANUAL_AUTOGRAD: [&str; 4] = ["copy_", "detach", "detach_", "resize_"];
 
+/// Base names whose outputs never require grad (torchgen's `DONT_REQUIRE_DERIVATIVE`, the
+/// names that occur in `ops.yaml`): their kernels only redispatch, out= overloads included.
+pub const DONT_REQUIRE_DERIVATIVE: [&str; 20] = [
+    "empty_like",
+    "ones_like",
+    "full_like",
+    "zeros_like",
+    "rand_like",
+    "randn_like",
+    "new_empty",
+    "new_empty_strided",
+    "new_full",
+    "new_zeros",
+    "new_ones",
+    "argmax",
+    "argmin",
+    "argsort",
+    "isnan",
+    "isinf",
+    "logical_and",
+    "logical_xor",
+    "logical_not",
+    "logical_or",
+];
+
+/// Operators with a derivatives.yaml entry in PyTorch that switchyard decomposes instead
+/// (`native_batch_norm` redispatches to `_native_batch_norm_legit`, `linear` to `addmm`): their
+/// explicit out= overloads keep PyTorch's Autograd kernel, which refuses inputs that require
+/// grad with the operator's own name.
+const OUT_OF_DECOMPOSED_DIFFERENTIABLE: [&str; 2] = ["linear", "native_batch_norm"];
+
+/// Whether an operator gets no Autograd kernel of its own and runs through the boxed
+/// fallback (`crates/autograd/src/fallback.rs`, PyTorch's `autogradNotImplementedFallback`):
+/// torchgen registers that fallback for an out= overload without a derivatives.yaml entry
+/// (autogen's out= overloads never take their functional variant's) whose outputs could be
+/// differentiable. The call runs, and a gradient reaching its outputs raises.
+fn uses_not_implemented_fallback(op: &Op<'_>) -> bool {
+    let f = op.f;
+    kind(f) == SchemaKind::Out
+        && op.info.is_none()
+        && !OUT_OF_DECOMPOSED_DIFFERENTIABLE.contains(&f.schema.name.name.base.as_str())
+        && !DONT_REQUIRE_DERIVATIVE.contains(&f.schema.name.name.base.as_str())
+        && f.schema.returns.iter().any(|r| r.ty.is_tensor_like())
+}
+
 /// Operators whose ADInplaceOrView kernel is written by hand (torchgen's
 /// `MANUAL_AUTOGRAD_AND_TRACER` part that touches views).
 pub const MANUAL_INPLACE_OR_VIEW: [&str; 2] = ["detach", "detach_"];
@@ -122,7 +167,10 @@ pub fn generate(
         let f = op.f;
         let base = f.schema.name.name.to_string();
         let implicit = has_composite_implicit(f);
-        if !implicit && !MANUAL_AUTOGRAD.contains(&base.as_str()) {
+        if !implicit
+            && !MANUAL_AUTOGRAD.contains(&base.as_str())
+            && !uses_not_implemented_fallback(op)
+        {
             let name = format!("autograd_{}", unambiguous_name(&f.schema.name));
             kernels.push_str(&autograd_kernel(op, &name, input)?);
             kernels.push('\n');
@@ -722,11 +770,61 @@ fn autograd_kernel(op: &Op<'_>, name: &str, input: &GenInput) -> Result<String, 
             output_type(&f.schema)?
         ))
     };
-    // Out= and other mutating non-in-place variants: no gradients through them, except
-    // mutable operators with a formula (their returns are fresh, as a functional operator's).
-    if matches!(k, SchemaKind::Out | SchemaKind::Scratch)
-        || (k == SchemaKind::Mutable && op.info.is_none())
-    {
+    // Out= overloads (torchgen's `emit_body` for an out function): when the operator is
+    // differentiable (a differentiable input and output, its base name not in
+    // `DONT_REQUIRE_DERIVATIVE`), refuse a differentiable input or out that requires grad;
+    // otherwise (`eq.Tensor_out`, `argmax.out`...) only redispatch, so the outs do not
+    // require grad.
+    if k == SchemaKind::Out {
+        let info = op.info;
+        let non_differentiable = |name: &str| {
+            info.is_some_and(|i| i.non_differentiable_arg_names.iter().any(|n| n == name))
+        };
+        let inputs: Vec<String> = f
+            .schema
+            .arguments
+            .iter()
+            .filter(|a| !a.is_out && !non_differentiable(&a.name))
+            .filter_map(|a| requires_grad_expr(&a.name, &a.ty))
+            .collect();
+        let od = info.and_then(|i| i.output_differentiability.clone());
+        let mut out_checks: Vec<String> = f
+            .schema
+            .out_arguments()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                od.as_ref()
+                    .is_none_or(|od| od.get(*i).copied().unwrap_or(false))
+            })
+            .filter_map(|(_, a)| requires_grad_expr(&a.name, &a.ty))
+            .collect();
+        if info.is_some_and(|i| i.has_derivatives() && i.uses_single_grad()) {
+            out_checks.truncate(1);
+        }
+        // torchgen's differentiable outputs are the returns: an out= overload returning
+        // nothing (`split_copy.Tensor_out`) is never refused.
+        if f.schema.returns.is_empty() {
+            out_checks.clear();
+        }
+        let undifferentiable = DONT_REQUIRE_DERIVATIVE.contains(&base.as_str());
+        if !undifferentiable && !inputs.is_empty() && !out_checks.is_empty() {
+            // torchgen checks the inputs, then the outs, with the same error: one check here.
+            let checks = [inputs, out_checks].concat();
+            body.push_str(&format!(
+                "    if is_grad_enabled() && ({}) {{\n        return Err(out_requires_grad_error({base:?}));\n    }}\n",
+                checks.join(" || ")
+            ));
+        }
+        body.push_str(&format!(
+            "    let _guard = auto_dispatch_below_autograd();\n    {}\n",
+            redispatch(f)
+        ));
+        return wrap(body);
+    }
+    // Other mutating non-in-place variants: no gradients through them, except mutable
+    // operators with a formula (their returns are fresh, as a functional operator's).
+    if k == SchemaKind::Scratch || (k == SchemaKind::Mutable && op.info.is_none()) {
         let checks: Vec<String> = f
             .schema
             .arguments
@@ -1080,11 +1178,11 @@ mod mutable_op_tests {
         assert!(thing.contains("Some(ThingBackward0 {"), "{thing}");
         assert!(!thing.contains("out_requires_grad_error"), "{thing}");
         // Autogen's functional variant borrows the mutable operator's formula (torchgen's
-        // rule 3); its out= variant differentiates nothing.
+        // rule 3); its out= variant has no entry, so no kernel: it runs through the autograd
+        // fallback (torchgen's AutogradNotImplemented registration).
         let functional = kernel(kernels, "autograd_thing_functional");
         assert!(functional.contains("Some(ThingBackward0 {"), "{functional}");
-        let out = kernel(kernels, "autograd_thing_out");
-        assert!(out.contains("out_requires_grad_error"), "{out}");
+        assert!(!kernels.contains("fn autograd_thing_out("));
         // No ADInplaceOrView kernel for the mutable operator (torchgen bumps the versions
         // written by in-place and out= operators only); the out= variant has one.
         assert!(!kernels.contains("fn inplace_or_view_thing("));

@@ -173,6 +173,15 @@ fn matmul_impl(t1: &Tensor, t2: &Tensor, out: Option<&Tensor>) -> Result<Tensor>
         d1 != 0 && d2 != 0,
         "both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D"
     );
+    // PyTorch's `_matmul_impl` checks this itself (its composite logic relies on it), so the
+    // refusal names matmul rather than the out= operator it decomposes into.
+    if let Some(o) = out {
+        torch_check!(
+            !switchyard_core::local_dispatch::is_grad_enabled()
+                || !(t1.requires_grad() || t2.requires_grad() || o.requires_grad()),
+            "matmul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+        );
+    }
     let finish = |result: Tensor| match out {
         Some(o) => write_out(o, &result),
         None => Ok(result),
