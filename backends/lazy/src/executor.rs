@@ -17,7 +17,7 @@ use switchyard_core::{DispatchKey, Error, Generator, Result};
 
 use crate::compiler::{self, CompilerKind, Computation};
 use crate::data::{DataValue, DeviceData};
-use crate::ir::{Arg, Attr, GeneratorAttr, Hash128, NodeInfo, OpKind, Output, post_order};
+use crate::ir::{Arg, Attr, Hash128, NodeInfo, OpKind, Output, post_order};
 use crate::metrics;
 use crate::tensor::{LazyTensor, live_tensors};
 use crate::trace::{LowerArgs, Val};
@@ -93,24 +93,16 @@ impl Program {
         for (slot, p) in slots.iter_mut().zip(params) {
             *slot = Some(p.clone());
         }
-        let mut gens = generators.iter();
+        // The naive program runs the post-order, so its generators come in order.
+        let mut next_generator = 0;
         for instr in &self.instrs {
             let patched: SmallVec<[Arg; 4]>;
             let args: &[Arg] = if instr.args.iter().any(is_generator) {
-                patched = instr
-                    .args
-                    .iter()
-                    .map(|a| {
-                        if !is_generator(a) {
-                            return Ok(a.clone());
-                        }
-                        gens.next()
-                            .map(|g| Arg::Attr(Attr::Generator(Some(GeneratorAttr(g.clone())))))
-                            .ok_or_else(|| {
-                                Error::runtime("internal error: the graph has fewer generators")
-                            })
-                    })
-                    .collect::<Result<_>>()?;
+                patched = crate::compiler::with_generators(
+                    &instr.args,
+                    generators.get(next_generator..).unwrap_or(&[]),
+                )?;
+                next_generator += instr.args.iter().filter(|a| is_generator(a)).count();
                 &patched
             } else {
                 &instr.args
@@ -303,7 +295,7 @@ struct Graph {
 
 /// Whether `a` is an explicit generator.
 fn is_generator(a: &Arg) -> bool {
-    matches!(a, Arg::Attr(Attr::Generator(Some(_))))
+    crate::compiler::is_explicit_generator(a)
 }
 
 /// The explicit generators of `graph`'s nodes, in post-order.

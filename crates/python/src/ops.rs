@@ -31,6 +31,9 @@ pub struct OpOverload {
     namespace: String,
     name: String,
     overload: String,
+    /// Whether calls release the GIL whatever their sizes ([`crate::gil::is_heavy`]), decided
+    /// once here rather than per call.
+    heavy: bool,
 }
 
 /// `switchyard.ops.aten.add`: every overload of an operator name.
@@ -129,15 +132,16 @@ fn objects_by_argument<'a, 'py>(
 /// Calls `handle` with `stack` and converts the returns. A return the schema marks as the
 /// written argument (`Tensor(a!) self -> Tensor(a!)`, `out=`) is the caller's own object, as in
 /// PyTorch (`torch.ops.aten.add_.Tensor(x, 1) is x`), when it is still the same tensor.
+/// `heavy`: the operator releases the GIL whatever its sizes.
 fn call_with_stack<'py>(
     py: Python<'py>,
     handle: &OperatorHandle,
+    heavy: bool,
     mut stack: Stack,
     objects: &[Option<&Bound<'py, PyAny>>],
 ) -> PyResult<Bound<'py, PyAny>> {
     let facts = handle.require_schema_facts().or_raise(py)?;
-    let release = crate::gil::is_heavy(handle.name())
-        || crate::gil::stack_numel(&stack) >= crate::gil::RELEASE_NUMEL;
+    let release = heavy || crate::gil::stack_numel(&stack) >= crate::gil::RELEASE_NUMEL;
     let h = *handle;
     crate::gil::run(py, release, || h.call_boxed(&mut stack)).or_raise(py)?;
     if stack.len() != facts.returns.len() {
@@ -192,7 +196,7 @@ impl OpOverload {
             let (positional, keywords) = split_args(args, kwargs)?;
             let stack = match_args(py, &self.schema, &positional, &keywords).or_raise(py)?;
             let objects = objects_by_argument(&self.schema, &positional, &keywords);
-            call_with_stack(py, &self.handle, stack, &objects)
+            call_with_stack(py, &self.handle, self.heavy, stack, &objects)
         })
     }
 
@@ -245,6 +249,7 @@ pub(crate) fn overload_of(py: Python<'_>, handle: &OperatorHandle) -> PyResult<O
         namespace,
         name: schema.name.name.to_string(),
         overload: schema.name.overload_name.clone(),
+        heavy: crate::gil::is_heavy(handle.name()),
         schema,
     })
 }
@@ -288,7 +293,8 @@ impl OpOverloadPacket {
                 match match_args(py, &schema, &positional, &keywords) {
                     Ok(stack) => {
                         let objects = objects_by_argument(&schema, &positional, &keywords);
-                        return call_with_stack(py, handle, stack, &objects);
+                        let heavy = crate::gil::is_heavy(handle.name());
+                        return call_with_stack(py, handle, heavy, stack, &objects);
                     }
                     Err(e) => {
                         reasons.push_str(e.message());

@@ -71,12 +71,16 @@ pub trait Computation: Send + Sync {
 }
 
 /// Whether `a` is an explicit generator argument.
-fn is_explicit_generator(a: &Arg) -> bool {
+pub(crate) fn is_explicit_generator(a: &Arg) -> bool {
     matches!(a, Arg::Attr(Attr::Generator(Some(_))))
 }
 
-/// `args` with each explicit generator replaced, in order, by the next of `generators`.
-fn with_generators(args: &[Arg], generators: &[Generator]) -> Result<SmallVec<[Arg; 4]>> {
+/// `args` with each explicit generator replaced, in order, by the next of `generators` (a
+/// cached program runs with the current graph's generators: [`Computation::execute`]).
+pub(crate) fn with_generators(
+    args: &[Arg],
+    generators: &[Generator],
+) -> Result<SmallVec<[Arg; 4]>> {
     let mut next = generators.iter();
     args.iter()
         .map(|a| {
