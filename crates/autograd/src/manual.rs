@@ -535,7 +535,10 @@ pub fn split_ties_masked(
     } else {
         op::lt_Tensor::call(self_, other)?
     };
-    op::masked_fill_Scalar::call(&split, &mask, Scalar::Int(0))
+    // In place, as PyTorch's `masked_fill_inplace_if_safe`: the result keeps the layout
+    // `where` gave it (the operands'), where the out-of-place masked_fill would make it
+    // contiguous. `split` is fresh, so nothing else sees the write.
+    op::masked_fill__Scalar::call(&split, &mask, Scalar::Int(0))
 }
 
 /// `clamp`'s gradient with scalar bounds (PyTorch's `clamp_backward`): the gradient where the
@@ -638,13 +641,15 @@ pub fn pow_backward(grad: &Tensor, self_: &Tensor, exponent: Scalar) -> Result<T
 pub fn pow_backward_self(grad: &Tensor, self_: &Tensor, exponent: &Tensor) -> Result<Tensor> {
     let e1 = op::sub_Scalar::call(exponent, Scalar::Int(1), Scalar::Int(1))?;
     let d = mul(
-        &mul(exponent, &op::pow_Tensor_Tensor::call(self_, &e1)?)?,
         grad,
+        &mul(exponent, &op::pow_Tensor_Tensor::call(self_, &e1)?)?,
     )?;
-    op::masked_fill_Scalar::call(
-        &d,
+    // PyTorch's `where(exponent == 0, 0, grad * exponent * self^(exponent - 1))`: the
+    // result is laid out like the condition (the exponent's layout).
+    op::where_ScalarSelf::call(
         &op::eq_Scalar::call(exponent, Scalar::Int(0))?,
         Scalar::Int(0),
+        &d,
     )
 }
 
@@ -767,9 +772,18 @@ pub fn var_backward(
     keepdim: bool,
 ) -> Result<Tensor> {
     let ndim = self_.dim();
+    let n = dof(&self_.sizes(), dim, correction)?;
+    if (ndim == 0 || dim.is_none()) && n <= 0.0 {
+        // No degrees of freedom: PyTorch's `grad * where(self == mean, NaN, inf)` (inf times
+        // zero, as 2 / 0 · (x - mean) would give), which does not differentiate through
+        // `self`, so under create_graph the gradient requires grad only if `grad` does.
+        let mean = op::mean::call(self_, None)?;
+        let at_mean = op::eq_Tensor::call(self_, &mean)?;
+        let factor = op::where_Scalar::call(&at_mean, scalar_f(f64::NAN), scalar_f(f64::INFINITY))?;
+        return mul(grad, &factor);
+    }
     let g = restore_reduced_dims(grad, dim, keepdim, ndim)?;
     let dims = reduced_dims(dim, ndim)?;
-    let n = dof(&self_.sizes(), dim, correction)?;
     let mean = op::mean_dim::call(self_, Some(&dims), true, None)?;
     mul_s(&mul(&g, &sub(self_, &mean)?)?, 2.0 / n)
 }
@@ -1056,7 +1070,10 @@ pub fn evenly_distribute_backward(grad: &Tensor, input: &Tensor, value: &Tensor)
         op::eq_Tensor::call(input, value)?
     };
     let count = op::sum::call(&mask, None)?;
-    keep_where(&mask, &div(grad, &count)?)
+    // PyTorch's CPU formula fills fresh (contiguous) zeros of the input's shape:
+    // `grad.new_zeros(input.sizes()).masked_fill_(mask, grad / mask.sum())`.
+    let zeros = zeros_sized(&input.sizes(), grad)?;
+    op::masked_fill_Tensor::call(&zeros, &mask, &div(grad, &count)?)
 }
 
 /// `amax`/`amin`'s gradient, split evenly among the elements equal to the result (PyTorch's
@@ -1313,32 +1330,12 @@ pub fn repeat_backward(grad: &Tensor, repeats: &[i64], input_shape: &[i64]) -> R
     op::reshape::call(&g, input_shape)
 }
 
-/// `constant_pad_nd`'s gradient: the padding cut off (PyTorch's `constant_pad_nd_backward`).
+/// `constant_pad_nd`'s gradient: the padded gradient padded back by the negated pads, which
+/// crops what was added and zero-pads what was cropped (PyTorch's
+/// `constant_pad_nd_backward`); like any result of `constant_pad_nd` it is a fresh tensor.
 pub fn constant_pad_nd_backward(grad: &Tensor, pad: &[i64]) -> Result<Tensor> {
-    let ndim = grad.dim();
-    if pad.len() > 2 * ndim {
-        return Err(Error::runtime(format!(
-            "constant_pad_nd_backward: {} padding values for a {ndim}-d gradient",
-            pad.len()
-        )));
-    }
-    let mut r = grad.clone();
-    for (i, pair) in pad.chunks(2).enumerate() {
-        let d = ndim as i64 - 1 - i as i64;
-        let before = pair[0];
-        let after = pair.get(1).copied().unwrap_or(0);
-        let len = r.sizes()[d as usize];
-        // Negative padding cropped the input: the gradient is padded back with zeros.
-        let (b, a) = (before.max(0), after.max(0));
-        r = op::narrow::call(&r, d, b, len - b - a)?;
-        if before < 0 || after < 0 {
-            let mut p = vec![0i64; 2 * (i + 1)];
-            p[2 * i] = (-before).max(0);
-            p[2 * i + 1] = (-after).max(0);
-            r = op::constant_pad_nd::call(&r, &p, Scalar::Int(0))?;
-        }
-    }
-    Ok(r)
+    let negated: Vec<i64> = pad.iter().map(|p| p.saturating_neg()).collect();
+    op::constant_pad_nd::call(grad, &negated, Scalar::Int(0))
 }
 
 /// The legacy rule of `cat`'s dim: 1-d empty tensors do not count.
@@ -1504,18 +1501,34 @@ pub fn masked_fill_backward(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
     op::sum::call(&keep_where(mask, grad)?, None)
 }
 
-/// `masked_select`'s gradient: the gradient put back where the (broadcast) mask is set
-/// (PyTorch's `masked_select_backward`).
-pub fn masked_select_backward(
-    grad: &Tensor,
-    input: &TensorGeometry,
-    mask: &Tensor,
-) -> Result<Tensor> {
-    let shape = switchyard_core::shape::infer_size(&input.sizes, &mask.sizes())?;
+/// `masked_select`'s gradient: the gradient scattered, in order, into zeros laid out like the
+/// (broadcast) input where the mask is set (PyTorch's `masked_select_backward`,
+/// `zeros_like(self.expand(..)).masked_scatter_(mask, grad)`). The engine sums a broadcast
+/// result down to the input's shape.
+pub fn masked_select_backward(grad: &Tensor, self_: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let shape = switchyard_core::shape::infer_size(&self_.sizes(), &mask.sizes())?;
+    // Zeros in the input's memory layout (PyTorch's zeros_like with the preserved format).
+    let zeros = op::zeros_like::call(
+        &op::expand::call(self_, &shape, false)?,
+        Some(grad.dtype()),
+        None,
+        Some(grad.device()),
+        None,
+        None,
+    )?;
     let mask = op::expand::call(mask, &shape, false)?;
-    let zeros = zeros_sized(&shape, grad)?;
-    let r = op::index_put::call(&zeros, &[Some(mask)], grad, true)?;
-    sum_to(&r, &input.sizes)
+    if shape.is_empty() {
+        // A 0-dim boolean index is no index for index_put: scatter into the one-element
+        // view instead (what masked_scatter_ does on a 0-dim tensor).
+        let r = op::index_put::call(
+            &op::reshape::call(&zeros, &[1])?,
+            &[Some(op::reshape::call(&mask, &[1])?)],
+            grad,
+            true,
+        )?;
+        return op::reshape::call(&r, &[]);
+    }
+    op::index_put::call(&zeros, &[Some(mask)], grad, true)
 }
 
 /// `scatter(..., reduce=)`'s gradient for `self`.
@@ -1568,7 +1581,9 @@ pub fn embedding_backward(
 // ---------------------------------------------------------------------------------------------
 // Neural-network operators
 
-/// `mse_loss`'s gradient for `self`: `2 (self - target) grad`, over N for the mean.
+/// `mse_loss`'s gradient for `self`: `2 (self - target) grad`, over N for the mean. Always
+/// contiguous: PyTorch's kernel writes it into `zeros_like(input, contiguous)` whatever the
+/// operands' layouts.
 pub fn mse_loss_backward(
     grad: &Tensor,
     self_: &Tensor,
@@ -1581,7 +1596,7 @@ pub fn mse_loss_backward(
     } else {
         2.0
     };
-    mul_s(&mul(&diff, grad)?, norm)
+    contiguous(&mul_s(&mul(&diff, grad)?, norm)?)
 }
 
 /// `nll_loss`'s gradient: `-weight[target] · grad` at each target class, zero at
@@ -1894,13 +1909,22 @@ pub fn aminmax_backward(
 ) -> Result<Tensor> {
     // An empty list reduces every dimension, as `aminmax` without `dim` does.
     let dims: Vec<i64> = dim.into_iter().collect();
-    let mut out = zeros_sized(&self_.sizes(), self_)?;
+    // Each term is laid out like `self` (its mask is); starting from the first term rather
+    // than from contiguous zeros keeps that layout, as PyTorch's sum of the terms does.
+    let mut out: Option<Tensor> = None;
     for (g, value) in [(grad_min, min), (grad_max, max)] {
         if let Some(g) = g {
-            out = add(&out, &amax_amin_backward(g, self_, value, &dims, keepdim)?)?;
+            let term = amax_amin_backward(g, self_, value, &dims, keepdim)?;
+            out = Some(match out {
+                Some(o) => add(&o, &term)?,
+                None => term,
+            });
         }
     }
-    Ok(out)
+    match out {
+        Some(o) => Ok(o),
+        None => zeros_sized(&self_.sizes(), self_),
+    }
 }
 
 /// `block_diag`'s gradient (PyTorch's `block_diag_backward`): each input's block of the

@@ -131,10 +131,6 @@ KNOWN = {
     "layer_norm.default/*/contig/grad2": (
         "bug (create_graph): the bias gradient of native_layer_norm_backward does not require "
         "grad under create_graph=True; PyTorch's does"),
-    **{f"var.{o}/float32/zerodim/grad2": (
-        "bug (create_graph): var of a 0-dim input (NaN, no degrees of freedom): PyTorch's "
-        "first-order gradient does not require grad, switchyard's does (and so has "
-        "second-order gradients)") for o in ("default", "dim", "correction")},
     **{f"mse_loss.default/float32/{kind}": (
         "justified (PyTorch's bug): with a target broadcast against self, PyTorch's gradient "
         "for the target is a multiple of the derivative (mse_loss_backward writes into an out "
@@ -143,9 +139,6 @@ KNOWN = {
         "twice -2 Σ_rows (x - t) / 6, for a 0-dim target six times; switchyard's equals "
         "the derivative (checked by hand: x = [[1, 2, 3], [4, 5, 6]], t = 0.5 gives -6, "
         "PyTorch -36)") for kind in ("bcast/grad", "bcast/grad2", "mixed0d/grad")},
-    "masked_select.default/float32/zerodim/grad": (
-        "bug (formula): masked_select of a 0-dim input: backward raises IndexError \"too many "
-        "indices for tensor of dimension 0 (got 1)\"; PyTorch returns the gradient"),
     **{f"{o}/float32/slice/grad": _INPLACE_VIEW for o in (
         "as_strided_.default", "squeeze_.default", "squeeze_.dim", "squeeze_.dims",
         "transpose_.default", "t_.default")},
@@ -154,16 +147,8 @@ KNOWN = {
         "bug (engine, in-place metadata ops): backward through t_ of an expanded view of a "
         "non-leaf raises \"unsupported operation: ...\" (an overlap check); PyTorch computes "
         "the gradient"),
-    **{f"{o}/float32/t/grad": _LAYOUT for o in (
-        "aminmax.default", "masked_select.default", "max.default", "max.other",
-        "maximum.default", "min.default", "min.other", "minimum.default", "mse_loss.default",
-        "pow.Tensor_Tensor")},
     **{f"{o}/float32/t/grad2": _LAYOUT for o in (
-        "abs.default", "linalg_vector_norm.default", "log_softmax.int", "softmax.int",
-        "maximum.default", "mse_loss.default", "pow.Tensor_Tensor")},
-    "constant_pad_nd.default/*/contig/grad": (
-        "bug (layout): constant_pad_nd's gradient is a narrowed view of the padded gradient "
-        "(strides [5, 1]); PyTorch's is contiguous ([3, 1])"),
+        "abs.default", "linalg_vector_norm.default", "log_softmax.int", "softmax.int")},
     **{f"{o}/*/contig/grad": (
         "bug (layout): the weight gradient of the convolution is non-contiguous (strides "
         "[4, 12, 2, 1]); PyTorch's is contiguous ([8, 4, 2, 1])")

@@ -3219,7 +3219,7 @@ pub(crate) fn autograd_masked_select(ks: DispatchKeySet, (self_, mask): (&Tensor
         let mut next_edges = EdgeList::new();
         push_edge(&mut next_edges, self_)?;
         Some(MaskedSelectBackward0 {
-            self_geometry: TensorGeometry::of(self_),
+            self_: if next_edges[0].is_valid() { SavedVariable::new(&self_, false)? } else { SavedVariable::empty() },
             mask: if next_edges[0].is_valid() { SavedVariable::new(&mask, false)? } else { SavedVariable::empty() },
             core: NodeCore::with_edges(next_edges),
         })

@@ -3101,7 +3101,7 @@ impl Node for MaskedFillBackward1 {
 /// The backward of `masked_select(Tensor self, Tensor mask) -> Tensor`.
 pub struct MaskedSelectBackward0 {
     pub(crate) core: NodeCore,
-    pub(crate) self_geometry: TensorGeometry,
+    pub(crate) self_: SavedVariable,
     pub(crate) mask: SavedVariable,
 }
 
@@ -3119,6 +3119,7 @@ impl Node for MaskedSelectBackward0 {
     }
 
     fn release_variables(&self) {
+        self.self_.reset();
         self.mask.reset();
     }
 
@@ -3131,11 +3132,11 @@ impl Node for MaskedSelectBackward0 {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: masked_select_backward(grad, TensorGeometry::of(self), mask)?
+        // self: masked_select_backward(grad, self, mask)?
         if range_needed(&this.core, &self_ix) {
-            let self_geometry = &this.self_geometry;
+            let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
             let mask_owned = this.mask.unpack(&node)?; let mask = &mask_owned;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ masked_select_backward(grad, self_geometry, mask)? });
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ masked_select_backward(grad, self_, mask)? });
         }
         Ok(grad_inputs)
     }
