@@ -31,6 +31,7 @@ mod fallback;
 pub mod gradcheck;
 mod graph;
 mod hooks;
+pub mod joined;
 pub mod manual;
 mod manual_kernels;
 mod meta;

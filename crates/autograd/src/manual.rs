@@ -10,6 +10,7 @@ use switchyard_core::shape::wrap_dim;
 use switchyard_core::{Device, DimVec, Error, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 
 use crate::graph::Grad;
+use crate::joined::{JoinedGrad, join};
 use switchyard_ops::op;
 
 /// A tensor's shape and layout without its data (PyTorch's `TensorGeometry`), saved where
@@ -404,12 +405,32 @@ pub fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
 
 /// `relu`'s gradient: zero where the output is at most `threshold`, `grad` elsewhere, so a
 /// NaN output passes the gradient (PyTorch's `threshold_backward`).
+///
+/// PyTorch's `threshold_backward` is an operator whose derivative for `self` is
+/// `zeros_like(grad)`: under create_graph its result requires grad through `self` too.
 pub fn threshold_backward(grad: &Tensor, result: &Tensor, threshold: f64) -> Result<Tensor> {
-    op::where_ScalarSelf::call(
+    let r = op::where_ScalarSelf::call(
         &op::le_Scalar::call(result, scalar_f(threshold))?,
         Scalar::Int(0),
         grad,
+    )?;
+    join(
+        r,
+        &[Some(result)],
+        JoinedGrad::ZerosLikeGrad,
+        "ThresholdBackwardBackward0",
     )
+}
+
+/// `self.sgn()` of a real tensor, as PyTorch's formulas use it (`abs`, vector norms): the
+/// sign, whose gradient (PyTorch's `sgn_backward` of a real input) is a fresh zero tensor of
+/// `self`'s shape, contiguous.
+pub fn sgn(self_: &Tensor) -> Result<Tensor> {
+    let s = {
+        let _no_grad = crate::mode::no_grad();
+        op::sign::call(self_)?
+    };
+    join(s, &[Some(self_)], JoinedGrad::Zeros, "SgnBackward0")
 }
 
 /// `silu`'s gradient: `grad · σ(x) · (1 + x · (1 - σ(x)))` (PyTorch's
@@ -1136,15 +1157,18 @@ pub fn linalg_vector_norm_backward(
     if p == 0.0 {
         zeros_like(self_)
     } else if p == 1.0 {
-        mul(&op::sign::call(self_)?, &g)
+        mul(&sgn(self_)?, &g)
     } else if p == 2.0 {
-        let scale = op::masked_fill_Scalar::call(&div(&g, &n)?, &norm_is_zero, Scalar::Int(0))?;
-        mul(self_, &scale)
+        // PyTorch's `grad * (self / norm).masked_fill_(norm == 0, 0)`: the order of the
+        // operands and the in-place fill decide the layouts of second-order gradients.
+        let scaled = div(self_, &n)?;
+        let scaled = op::masked_fill__Scalar::call(&scaled, &norm_is_zero, Scalar::Int(0))?;
+        mul(&g, &scaled)
     } else if p.is_infinite() {
         let mask = op::eq_Tensor::call(&op::abs::call(self_)?, &n)?;
         let dims = reduced_dims(dim, ndim)?;
         let count = sum_keep(&mask, &dims)?;
-        mul(&op::sign::call(self_)?, &mul(&div(&g, &count)?, &mask)?)
+        mul(&sgn(self_)?, &mul(&div(&g, &count)?, &mask)?)
     } else {
         let abs = op::abs::call(self_)?;
         let self_scaled = mul(
@@ -1157,7 +1181,8 @@ pub fn linalg_vector_norm_backward(
     }
 }
 
-/// `softmax`'s gradient from its output (PyTorch's `_softmax_backward_data`).
+/// `softmax`'s gradient from its output (PyTorch's `_softmax_backward_data`), contiguous as
+/// PyTorch's kernel allocates it whatever the operands' layouts.
 pub fn softmax_backward_data(
     grad: &Tensor,
     output: &Tensor,
@@ -1167,10 +1192,11 @@ pub fn softmax_backward_data(
     let d = wrap(dim, output.dim())?;
     let go = mul(grad, output)?;
     let r = sub(&go, &mul(output, &sum_keep(&go, &[d])?)?)?;
-    _to_copy_backward(&r, input_dtype, r.device())
+    contiguous(&_to_copy_backward(&r, input_dtype, r.device())?)
 }
 
-/// `log_softmax`'s gradient from its output (PyTorch's `_log_softmax_backward_data`).
+/// `log_softmax`'s gradient from its output (PyTorch's `_log_softmax_backward_data`),
+/// contiguous as PyTorch's kernel allocates it.
 pub fn log_softmax_backward_data(
     grad: &Tensor,
     output: &Tensor,
@@ -1179,7 +1205,7 @@ pub fn log_softmax_backward_data(
 ) -> Result<Tensor> {
     let d = wrap(dim, output.dim())?;
     let r = sub(grad, &mul(&op::exp::call(output)?, &sum_keep(grad, &[d])?)?)?;
-    _to_copy_backward(&r, input_dtype, r.device())
+    contiguous(&_to_copy_backward(&r, input_dtype, r.device())?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1644,6 +1670,7 @@ pub fn native_layer_norm_backward(
     mean: &Tensor,
     rstd: &Tensor,
     weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
     eps: f64,
     mask: [bool; 3],
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
@@ -1695,7 +1722,21 @@ pub fn native_layer_norm_backward(
     if mask[2] {
         out.2 = Some(sum_batch(grad.clone())?);
     }
-    Ok(out)
+    // PyTorch's native_layer_norm_backward is one operator: under create_graph each of its
+    // gradients requires grad when any of its inputs does.
+    let inputs = [Some(grad), Some(input), weight, bias];
+    let joined = |g: Option<Tensor>| -> Result<Option<Tensor>> {
+        g.map(|g| {
+            join(
+                g,
+                &inputs,
+                JoinedGrad::Undefined,
+                "NativeLayerNormBackwardBackward0",
+            )
+        })
+        .transpose()
+    };
+    Ok((joined(out.0)?, joined(out.1)?, joined(out.2)?))
 }
 
 /// `convolution`'s gradients (PyTorch's `convolution_backward`), from convolutions: the
@@ -1779,8 +1820,11 @@ pub fn convolution_backward(
             }
             parts.push(op::transpose_int::call(&w, 0, 1)?);
         }
+        // PyTorch's kernels write the weight's gradient into a fresh contiguous tensor; a
+        // single group's part is a transposed (and narrowed) view of the convolution's
+        // output, several groups' are concatenated into a fresh one already.
         out.1 = Some(if parts.len() == 1 {
-            parts.remove(0)
+            contiguous(&parts.remove(0))?
         } else {
             op::cat::call(&parts, 0)?
         });
@@ -1789,7 +1833,21 @@ pub fn convolution_backward(
         let dims: Vec<i64> = (0..grad.dim() as i64).filter(|&d| d != 1).collect();
         out.2 = Some(op::sum_dim_IntList::call(grad, Some(&dims), false, None)?);
     }
-    Ok(out)
+    // PyTorch's convolution_backward is one operator: under create_graph each of its
+    // gradients requires grad when any of grad, input and weight does.
+    let inputs = [Some(grad), Some(input), Some(weight)];
+    let joined = |g: Option<Tensor>| -> Result<Option<Tensor>> {
+        g.map(|g| {
+            join(
+                g,
+                &inputs,
+                JoinedGrad::Undefined,
+                "ConvolutionBackwardBackward0",
+            )
+        })
+        .transpose()
+    };
+    Ok((joined(out.0)?, joined(out.1)?, joined(out.2)?))
 }
 
 fn pair(v: &[i64], default: [i64; 2]) -> [i64; 2] {

@@ -26,10 +26,6 @@ _EXTRA_FORMULA = (
     "derivatives.yaml has one and returns a gradient, which agrees with central finite "
     "differences on the float64 case (checked when this entry was added). No program that "
     "runs under PyTorch changes; parity would mean removing a working formula")
-_LAYOUT = (
-    "bug (layout): the gradient's values agree but its strides differ: PyTorch's formula keeps "
-    "the input's memory layout (TensorIterator outputs follow a transposed input), "
-    "switchyard's produces a contiguous tensor of the view's shape (or the reverse)")
 _INPLACE_VIEW = (
     "bug (engine, in-place metadata ops): backward through an in-place view op (t_, "
     "transpose_, squeeze_, as_strided_) applied to a view of a non-leaf raises a shape "
@@ -40,10 +36,6 @@ _SET = ("justified: a tensor's storage is fixed at creation (ARCHITECTURE.md inv
 _UNSTABLE_SORT = (
     "justified: the forward oracle's sort/float32/large difference (an unstable sort orders "
     "equal values as its algorithm happens to): the gradient follows the indices")
-_NO_GRAPH_2 = (
-    "bug (create_graph): PyTorch's first-order gradient requires grad here (its formula "
-    "involves an input that requires grad), switchyard's does not, so second-order "
-    "gradients through it are missing")
 
 KNOWN = {
     "_native_batch_norm_legit.out/*": _TORCH_OUT_BUG,
@@ -123,14 +115,11 @@ KNOWN = {
         "justified: the float64 0-dim `other` of an in-place atan2_ on float32 gets a gradient "
         "reduced in float32 (the broadcast sum) and cast to float64; the sums agree to float32's "
         "tolerance (1.2e-7 apart) but are compared with float64's"),
-    "relu.default/*/grad2": _NO_GRAPH_2,
     "conv2d.default/*/contig/grad2": (
-        "bug (create_graph): the bias gradient of convolution_backward does not require grad "
-        "under create_graph=True; PyTorch's does (its weight gradient's layout differs too, "
-        "see conv2d.default/*/contig/grad)"),
-    "layer_norm.default/*/contig/grad2": (
-        "bug (create_graph): the bias gradient of native_layer_norm_backward does not require "
-        "grad under create_graph=True; PyTorch's does"),
+        "bug (layout): the second-order gradient of the weight is contiguous (switchyard's "
+        "double backward runs convolution's formula again, whose weight gradient is fresh "
+        "and contiguous as PyTorch's convolution_backward kernel's); PyTorch's "
+        "_convolution_double_backward returns a transposed view (strides [4, 12, 2, 1])"),
     **{f"mse_loss.default/float32/{kind}": (
         "justified (PyTorch's bug): with a target broadcast against self, PyTorch's gradient "
         "for the target is a multiple of the derivative (mse_loss_backward writes into an out "
@@ -147,12 +136,6 @@ KNOWN = {
         "bug (engine, in-place metadata ops): backward through t_ of an expanded view of a "
         "non-leaf raises \"unsupported operation: ...\" (an overlap check); PyTorch computes "
         "the gradient"),
-    **{f"{o}/float32/t/grad2": _LAYOUT for o in (
-        "abs.default", "linalg_vector_norm.default", "log_softmax.int", "softmax.int")},
-    **{f"{o}/*/contig/grad": (
-        "bug (layout): the weight gradient of the convolution is non-contiguous (strides "
-        "[4, 12, 2, 1]); PyTorch's is contiguous ([8, 4, 2, 1])")
-       for o in ("conv2d.default", "convolution.default")},
 }
 
 _NUMBERING = (

@@ -4485,6 +4485,7 @@ pub(crate) fn autograd_native_layer_norm(ks: DispatchKeySet, (input, normalized_
             input: SavedVariable::new(&input, false)?,
             normalized_shape: normalized_shape.to_vec(),
             weight: weight.map(|t| SavedVariable::new(t, false)).transpose()?,
+            bias: bias.map(|t| SavedVariable::new(t, false)).transpose()?,
             eps: eps,
             result1: SavedVariable::empty(),
             result2: SavedVariable::empty(),

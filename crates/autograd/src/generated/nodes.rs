@@ -46,10 +46,10 @@ impl Node for AbsBackward0 {
             _ => return Ok(grad_inputs),
         };
         let self_ix = 0..1;
-        // self: op::mul_Tensor::call(grad, &op::sign::call(self)?)?
+        // self: op::mul_Tensor::call(grad, &sgn(self)?)?
         if range_needed(&this.core, &self_ix) {
             let self_owned = this.self_.unpack(&node)?; let self_ = &self_owned;
-            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &op::sign::call(self_)?)? });
+            grad_inputs[self_ix.start] = IntoGrad::into_grad({ op::mul_Tensor::call(grad, &sgn(self_)?)? });
         }
         Ok(grad_inputs)
     }
@@ -3839,6 +3839,7 @@ pub struct NativeLayerNormBackward0 {
     pub(crate) input: SavedVariable,
     pub(crate) normalized_shape: Vec<i64>,
     pub(crate) weight: Option<SavedVariable>,
+    pub(crate) bias: Option<SavedVariable>,
     pub(crate) eps: f64,
     pub(crate) result1: SavedVariable,
     pub(crate) result2: SavedVariable,
@@ -3860,6 +3861,7 @@ impl Node for NativeLayerNormBackward0 {
     fn release_variables(&self) {
         self.input.reset();
         if let Some(s) = &self.weight { s.reset(); }
+        if let Some(s) = &self.bias { s.reset(); }
         self.result1.reset();
         self.result2.reset();
     }
@@ -3875,16 +3877,17 @@ impl Node for NativeLayerNormBackward0 {
         let input_ix = 0..1;
         let weight_ix = 1..2;
         let bias_ix = 2..3;
-        // input, weight, bias: native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)?
+        // input, weight, bias: native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, bias, eps, grad_input_mask)?
         let grad_input_mask = [range_needed(&this.core, &input_ix), range_needed(&this.core, &weight_ix), range_needed(&this.core, &bias_ix)];
         if grad_input_mask.iter().any(|b| *b) {
             let input_owned = this.input.unpack(&node)?; let input = &input_owned;
             let normalized_shape = &this.normalized_shape[..];
             let weight_owned = match &this.weight { Some(s) => Some(s.unpack(&node)?), None => None }; let weight = weight_owned.as_ref();
+            let bias_owned = match &this.bias { Some(s) => Some(s.unpack(&node)?), None => None }; let bias = bias_owned.as_ref();
             let eps = this.eps;
             let result1_owned = this.result1.unpack(&node)?; let result1 = &result1_owned;
             let result2_owned = this.result2.unpack(&node)?; let result2 = &result2_owned;
-            let (g0, g1, g2) = { native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, eps, grad_input_mask)? };
+            let (g0, g1, g2) = { native_layer_norm_backward(grad, input, normalized_shape, result1, result2, weight, bias, eps, grad_input_mask)? };
             if grad_input_mask[0] {
                 grad_inputs[input_ix.start] = IntoGrad::into_grad(g0);
             }
