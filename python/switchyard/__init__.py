@@ -8,6 +8,12 @@ re-exports them and adds what PyTorch writes in Python.
 
 import builtins as _builtins
 import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if _TYPE_CHECKING:
+    # The operator functions are set from ``_C``'s tables below; type checkers see them in
+    # ``_C.pyi`` (as ``torch/__init__.py`` imports ``_VariableFunctions`` for its checkers).
+    from ._C import *  # noqa: F403
 
 from . import _C
 from ._C import (
