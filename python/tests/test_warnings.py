@@ -69,3 +69,15 @@ def test_warnings_of_calls_on_other_threads_go_to_their_callers():
         warnings.simplefilter("always")
         torch.add(a, a)
     assert w == []
+
+
+def test_warning_of_a_call_that_released_the_gil():
+    # 40000 elements: the binding releases the GIL around the kernel (gil.rs); the warning is
+    # queued there and issued once the GIL is back.
+    a = torch.ones(40000)
+    with pytest.warns(UserWarning) as record:
+        torch.add(a, a, out=torch.ones(2))
+    assert str(record[0].message).startswith(
+        "An output with one or more elements was resized since it had shape [2], which does not "
+        "match the required output shape [40000]."
+    )
