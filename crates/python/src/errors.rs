@@ -108,6 +108,10 @@ impl<T> OrRaise<T> for switchyard_core::Result<T> {
 /// A warning that the filters turn into an exception is raised; the rest are dropped then.
 pub fn emit_pending(py: Python<'_>) -> PyResult<()> {
     let pending = switchyard_dispatch::warnings::take_pending();
+    if pending.is_empty() {
+        // Queued on another thread (a pool worker's, which no caller drains; bounded there).
+        return Ok(());
+    }
     let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
     for message in pending {
         let text = std::ffi::CString::new(message.replace('\0', ""))
