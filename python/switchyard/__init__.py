@@ -8,6 +8,12 @@ re-exports them and adds what PyTorch writes in Python.
 
 import builtins as _builtins
 import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if _TYPE_CHECKING:
+    # The operator functions are set from ``_C``'s tables below; type checkers see them in
+    # ``_C.pyi`` (as ``torch/__init__.py`` imports ``_VariableFunctions`` for its checkers).
+    from ._C import *  # noqa: F403
 
 from . import _C
 from ._C import (
@@ -53,7 +59,9 @@ del _name
 # ``import switchyard._C._nn`` as ``import torch._C._nn`` works.
 _sys.modules[__name__ + "._C._nn"] = _C._nn
 _sys.modules[__name__ + "._C._linalg"] = _C._linalg
-from ._C import initial_seed, is_grad_enabled, is_inference_mode_enabled, manual_seed
+from ._C import Generator, default_generator, is_grad_enabled, is_inference_mode_enabled
+from . import random
+from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from . import _tensor  # noqa: F401 - installs the Python-level Tensor methods
 from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
@@ -90,8 +98,14 @@ def broadcast_tensors(*tensors):
 Tensor.__name__ = "Tensor"
 
 __all__ = [
+    "Generator",
     "Size",
     "Tensor",
+    "default_generator",
+    "get_rng_state",
+    "random",
+    "seed",
+    "set_rng_state",
     "autograd",
     "func",
     "broadcast_shapes",

@@ -89,9 +89,9 @@ impl PyNode {
 
     /// The leaf an `AccumulateGrad` node accumulates into.
     #[getter]
-    fn variable(&self) -> PyResult<PyTensor> {
+    fn variable<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match &self.leaf {
-            Some(t) => Ok(PyTensor { t: t.clone() }),
+            Some(t) => crate::preserve::wrap(py, t.clone()),
             None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
                 "'{}' object has no attribute 'variable'",
                 self.short_name()
@@ -153,9 +153,8 @@ impl RemovableHandle {
 pub fn register_hook(py: Python<'_>, t: &Tensor, hook: Py<PyAny>) -> PyResult<RemovableHandle> {
     let handle = autograd::register_hook(t, move |g: &Tensor| {
         Python::attach(|py| {
-            let arg = PyTensor { t: g.clone() };
-            let result = hook
-                .call1(py, (arg,))
+            let result = crate::preserve::wrap(py, g.clone())
+                .and_then(|arg| hook.call1(py, (arg,)))
                 .and_then(|r| hook_result(hook.bind(py), g, &r.into_bound(py)));
             result.map_err(|e| {
                 let message = e.to_string();
@@ -299,7 +298,7 @@ pub fn _grad<'py>(
         let items = result
             .into_iter()
             .map(|g| match g {
-                Some(t) => Ok(Bound::new(py, PyTensor { t })?.into_any()),
+                Some(t) => crate::preserve::wrap(py, t),
                 None => Ok(py.None().into_bound(py)),
             })
             .collect::<PyResult<Vec<_>>>()?;

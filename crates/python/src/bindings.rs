@@ -402,6 +402,7 @@ impl Parser {
                 ));
             }
             t.set_requires_grad(true).or_raise(py)?;
+            crate::preserve::register(py, &result);
         }
         Ok(result)
     }
@@ -424,12 +425,15 @@ fn wrap_returns<'py>(
             items.push(obj.clone());
             continue;
         }
+        if let (Some(ReturnAlias::View), IValue::Tensor(t)) = (alias, &value) {
+            crate::preserve::note_view_of(py, t, objects.iter().flatten());
+        }
         items.push(match value {
             // PyTorch's bindings return tensor lists as tuples.
             IValue::TensorList(ts) => PyTuple::new(
                 py,
                 ts.into_iter()
-                    .map(|t| Bound::new(py, PyTensor { t }))
+                    .map(|t| Bound::new(py, PyTensor::new(t)))
                     .collect::<PyResult<Vec<_>>>()?,
             )?
             .into_any(),

@@ -216,6 +216,10 @@ fn convert_base(
             }
         }
         BaseType::Device => IValue::Device(device_from_py(obj).map_err(|_| cannot_cast(obj))?),
+        BaseType::Generator => match obj.cast::<crate::random::PyGenerator>() {
+            Ok(g) => IValue::Generator(g.get().g.clone()),
+            Err(_) => return Err(cannot_cast(obj)),
+        },
         BaseType::MemoryFormat => {
             let i = int_of(obj)?;
             IValue::MemoryFormat(MemoryFormat::from_i64(i).ok_or_else(|| cannot_cast(obj))?)
@@ -315,7 +319,7 @@ fn convert_list(
 pub fn ivalue_to_py(py: Python<'_>, v: IValue) -> PyResult<Bound<'_, PyAny>> {
     Ok(match v {
         IValue::None => py.None().into_bound(py),
-        IValue::Tensor(t) => Bound::new(py, PyTensor { t })?.into_any(),
+        IValue::Tensor(t) => Bound::new(py, PyTensor::new(t))?.into_any(),
         IValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
         IValue::Int(i) => i.into_pyobject(py)?.into_any(),
         IValue::Double(f) => f.into_pyobject(py)?.into_any(),
@@ -325,15 +329,11 @@ pub fn ivalue_to_py(py: Python<'_>, v: IValue) -> PyResult<Bound<'_, PyAny>> {
         // TorchScript passes layouts and memory formats as integers.
         IValue::Layout(l) => (l as i64).into_pyobject(py)?.into_any(),
         IValue::MemoryFormat(m) => (m as i64).into_pyobject(py)?.into_any(),
-        IValue::Generator(_) => {
-            return Err(PyNotImplementedError::new_err(
-                "generator results are not available in Python yet",
-            ));
-        }
+        IValue::Generator(g) => Bound::new(py, crate::random::PyGenerator { g })?.into_any(),
         IValue::TensorList(ts) => PyList::new(
             py,
             ts.into_iter()
-                .map(|t| Bound::new(py, PyTensor { t }))
+                .map(|t| Bound::new(py, PyTensor::new(t)))
                 .collect::<PyResult<Vec<_>>>()?,
         )?
         .into_any(),
@@ -542,7 +542,10 @@ pub fn param_value(fname: &str, param: &Param, arg: &Arg<'_>) -> PyResult<Option
         ParamType::MemoryFormat => {
             IValue::MemoryFormat(obj.cast::<crate::types::PyMemoryFormat>()?.get().format)
         }
-        ParamType::Generator | ParamType::ScalarList => {
+        ParamType::Generator => {
+            IValue::Generator(obj.cast::<crate::random::PyGenerator>()?.get().g.clone())
+        }
+        ParamType::ScalarList => {
             return Err(PyNotImplementedError::new_err(format!(
                 "{fname}(): {} arguments can't be passed from Python yet",
                 param.ty.type_name()

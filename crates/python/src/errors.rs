@@ -89,14 +89,46 @@ pub trait OrRaise<T> {
 
 impl<T> OrRaise<T> for switchyard_core::Result<T> {
     fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        // Every call's result passes here: the warnings it queued go out first (one relaxed
+        // load when there are none).
+        if switchyard_dispatch::warnings::has_pending() {
+            let emitted = emit_pending(py);
+            return match self {
+                Ok(v) => emitted.map(|()| v),
+                // The call's own error wins over a warning turned into an exception.
+                Err(e) => Err(to_py_err(py, &e)),
+            };
+        }
         self.map_err(|e| to_py_err(py, &e))
     }
+}
+
+/// Emits the warnings the dispatcher queued on this thread (kernels' `TORCH_WARN`s) as
+/// Python `UserWarning`s, in order, as PyTorch's `PyWarningHandler` does when a call returns.
+/// A warning that the filters turn into an exception is raised; the rest are dropped then.
+pub fn emit_pending(py: Python<'_>) -> PyResult<()> {
+    let pending = switchyard_dispatch::warnings::take_pending();
+    if pending.is_empty() {
+        // Queued on another thread (a pool worker's, which no caller drains; bounded there).
+        return Ok(());
+    }
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for message in pending {
+        let text = std::ffi::CString::new(message.replace('\0', ""))
+            .map_err(|_| PyRuntimeError::new_err("warning text holds a NUL byte"))?;
+        PyErr::warn(py, &category, &text, 1)?;
+    }
+    Ok(())
 }
 
 /// Runs `f`, turning a panic into `RuntimeError("switchyard internal error (a Rust panic):
 /// ...; please report it")`.
 pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
+        // Warnings of calls whose results did not pass through `or_raise` (backward).
+        Ok(Ok(v)) if switchyard_dispatch::warnings::has_pending() => {
+            Python::attach(emit_pending).map(|()| v)
+        }
         Ok(result) => result,
         Err(payload) => Err(PyRuntimeError::new_err(format!(
             "switchyard internal error (a Rust panic): {}; please report it",

@@ -29,7 +29,7 @@ pub fn _functionalize<'py>(
             let call = || -> PyResult<Vec<Tensor>> {
                 let objects = wrapped
                     .iter()
-                    .map(|t| Bound::new(py, PyTensor { t: t.clone() }))
+                    .map(|t| Bound::new(py, PyTensor::new(t.clone())))
                     .collect::<PyResult<Vec<_>>>()?;
                 let result = inner.call1((PyList::new(py, objects)?,))?;
                 result
@@ -40,6 +40,6 @@ pub fn _functionalize<'py>(
             call().map_err(|e| error_from_py(py, e))
         };
         let outputs = run_functionalized(&f, &inputs, remove).or_raise(py)?;
-        Ok(outputs.into_iter().map(|t| PyTensor { t }).collect())
+        Ok(outputs.into_iter().map(PyTensor::new).collect())
     })
 }

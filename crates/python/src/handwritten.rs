@@ -158,7 +158,7 @@ fn to<'py>(
         IValue::MemoryFormat(memory_format),
     ];
     let out = one_tensor(call_op(py, "aten::_to_copy", stack)?)?;
-    Ok(Bound::new(py, PyTensor { t: out })?.into_any())
+    Ok(Bound::new(py, PyTensor::new(out))?.into_any())
 }
 
 /// `TensorBase::suggest_memory_format`: channels-last for a 4-d (5-d) tensor laid out so and
@@ -314,6 +314,10 @@ fn requires_grad_<'py>(
     // The autograd layer's rules and messages (leaves only, floating point only).
     switchyard_autograd::AutogradTensor::requires_grad_(&receiver_tensor(receiver)?, flag)
         .or_raise(receiver.py())?;
+    // A leaf that requires grad comes back as `node.variable`: one object for both.
+    if flag {
+        crate::preserve::register(receiver.py(), receiver);
+    }
     Ok(receiver.clone())
 }
 
@@ -426,7 +430,7 @@ fn nonzero<'py>(
     }
     let indices = one_tensor(call_op(py, "aten::nonzero", vec![IValue::Tensor(t)])?)?;
     if !as_tuple {
-        return Ok(Bound::new(py, PyTensor { t: indices })?.into_any());
+        return Ok(Bound::new(py, PyTensor::new(indices))?.into_any());
     }
     let parts = call_op(
         py,
@@ -436,7 +440,7 @@ fn nonzero<'py>(
     let items: Vec<Bound<'py, PyAny>> = match parts.into_iter().next() {
         Some(IValue::TensorList(ts)) => ts
             .into_iter()
-            .map(|t| Ok(Bound::new(py, PyTensor { t })?.into_any()))
+            .map(|t| Ok(Bound::new(py, PyTensor::new(t))?.into_any()))
             .collect::<PyResult<_>>()?,
         _ => return Err(PyRuntimeError::new_err("unbind returned no tensor list")),
     };

@@ -214,7 +214,7 @@ pub fn from_numpy<'py>(array: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTenso
             tensor_over_external(ptr, nbytes, Box::new(owner), &sizes, &strides, 0, dtype)
         }
         .or_raise(py)?;
-        Bound::new(py, PyTensor { t })
+        Bound::new(py, PyTensor::new(t))
     })
 }
 
@@ -237,9 +237,7 @@ impl NumpyView {
     /// The tensor whose memory this is.
     #[getter]
     fn tensor(&self) -> PyTensor {
-        PyTensor {
-            t: self.tensor.clone(),
-        }
+        PyTensor::new(self.tensor.clone())
     }
 }
 
@@ -769,6 +767,6 @@ pub fn from_dlpack<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTensor>>
             )
         }
         .or_raise(py)?;
-        Bound::new(py, PyTensor { t })
+        Bound::new(py, PyTensor::new(t))
     })
 }

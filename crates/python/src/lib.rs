@@ -5,6 +5,8 @@
 //! - [`tensor`]: the `Tensor` class and `switchyard.tensor(...)`;
 //! - [`types`]: the `dtype`, `device` and `Size` objects;
 //! - [`ops`]: `switchyard.ops.<ns>.<name>.<overload>`, calls by schema as `torch.ops` makes them;
+//! - [`random`]: `Generator` objects and the default generator;
+//! - [`preserve`]: one Python object per tensor where a stored tensor comes back;
 //! - [`interop`]: memory shared with NumPy and DLPack without copies;
 //! - [`library`]: `switchyard.library.Library`, Python functions as kernels and fallbacks;
 //! - [`introspect`]: dispatch-table dumps and call explanations (`_dispatch_dump_table`, ...);
@@ -39,6 +41,7 @@ pub mod lazy;
 pub mod library;
 pub mod ops;
 pub mod parser;
+pub mod preserve;
 pub mod random;
 pub mod tensor;
 pub mod tensor_ops;
@@ -50,6 +53,8 @@ pub mod types;
 fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     switchyard_autograd::init();
     switchyard_functionalize::init();
+    // Kernels' warnings become Python `UserWarning`s when the call returns (errors.rs).
+    switchyard_dispatch::warnings::defer_to_caller(true);
     let py = m.py();
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<types::PyDType>()?;
@@ -80,8 +85,9 @@ fn switchyard_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::_dispatch_keyset_full_after, m)?)?;
     m.add_function(wrap_pyfunction!(func::_functionalize, m)?)?;
     lazy::register(m)?;
-    m.add_function(wrap_pyfunction!(random::manual_seed, m)?)?;
-    m.add_function(wrap_pyfunction!(random::initial_seed, m)?)?;
+    m.add_class::<random::PyGenerator>()?;
+    m.add_function(wrap_pyfunction!(preserve::_preserved_sweep, m)?)?;
+    m.add("default_generator", random::_default_generator(py)?)?;
     m.add_class::<interop::NumpyView>()?;
     m.add_function(wrap_pyfunction!(interop::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(interop::from_dlpack, m)?)?;

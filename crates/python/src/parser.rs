@@ -284,8 +284,7 @@ impl Param {
             },
             ParamType::Layout => obj.is_instance_of::<PyLayout>(),
             ParamType::MemoryFormat => obj.is_instance_of::<PyMemoryFormat>(),
-            // No Generator objects yet: only `None` (the default generator) is accepted.
-            ParamType::Generator => false,
+            ParamType::Generator => obj.is_instance_of::<crate::random::PyGenerator>(),
             ParamType::Bool => obj.is_instance_of::<PyBool>(),
             ParamType::ScalarType => obj.is_instance_of::<PyDType>() || is_python_scalar_type(obj),
             ParamType::Device => {

@@ -37,6 +37,20 @@ use crate::{autograd, indexing};
 pub struct PyTensor {
     /// The tensor.
     pub t: Tensor,
+    /// Whether this object is its tensor's registered Python object (`preserve.rs`): set once,
+    /// when registered, and true until the object dies (only a dying object leaves the
+    /// registry), so a view's call can skip the registry for a base already there.
+    pub(crate) preserved: std::sync::atomic::AtomicBool,
+}
+
+impl PyTensor {
+    /// A new Python-side handle on `t` (not registered).
+    pub fn new(t: Tensor) -> PyTensor {
+        PyTensor {
+            t,
+            preserved: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
 /// The values of `t` in row-major order, each as a [`Scalar`] of its dtype's kind.
@@ -89,9 +103,7 @@ impl PyTensor {
             (1, 0) => {
                 let data = args.get_item(0)?;
                 if let Ok(t) = data.cast::<PyTensor>() {
-                    return Ok(PyTensor {
-                        t: t.get().t.clone(),
-                    });
+                    return Ok(PyTensor::new(t.get().t.clone()));
                 }
                 Err(PyTypeError::new_err(format!(
                     "switchyard.Tensor(data) takes a tensor (got {}); use switchyard.tensor(data) for Python data",
@@ -160,9 +172,11 @@ impl PyTensor {
 
     /// `t.requires_grad = flag`: only on leaves, only for floating-point tensors.
     #[setter]
-    fn set_requires_grad(&self, py: Python<'_>, requires_grad: bool) -> PyResult<()> {
+    fn set_requires_grad(slf: &Bound<'_, Self>, requires_grad: bool) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
         guard(|| {
-            if !switchyard_autograd::is_leaf(&self.t) {
+            if !switchyard_autograd::is_leaf(&this.t) {
                 let mut message =
                     "you can only change requires_grad flags of leaf variables.".to_owned();
                 if !requires_grad {
@@ -170,12 +184,17 @@ impl PyTensor {
                 }
                 return Err(PyRuntimeError::new_err(message));
             }
-            if requires_grad && !self.t.dtype().is_floating_point() {
+            if requires_grad && !this.t.dtype().is_floating_point() {
                 return Err(PyRuntimeError::new_err(
                     "only Tensors of floating point and complex dtype can require gradients",
                 ));
             }
-            self.t.set_requires_grad(requires_grad).or_raise(py)
+            this.t.set_requires_grad(requires_grad).or_raise(py)?;
+            if requires_grad {
+                // It comes back as `node.variable`: one object for both.
+                crate::preserve::register(py, slf.as_any());
+            }
+            Ok(())
         })
     }
 
@@ -611,10 +630,15 @@ impl PyTensor {
 
     // ---- indexing (indexing.rs) ----
 
-    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn __getitem__(slf: &Bound<'_, Self>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         guard(|| {
+            let py = slf.py();
             let (indices, single) = indexing::indices_of(index)?;
-            ops::wrap(py, indexing::get_item(&self.t, &indices, single))
+            let result = indexing::get_item(&slf.get().t, &indices, single);
+            if let Ok(r) = &result {
+                crate::preserve::note_view_of(py, r, [slf.as_any()]);
+            }
+            ops::wrap(py, result)
         })
     }
 
@@ -659,7 +683,7 @@ impl PyTensor {
     /// The accumulated gradient. Reading it on a non-leaf that does not retain its gradient
     /// warns, as PyTorch does (backward never fills it).
     #[getter]
-    fn grad(&self, py: Python<'_>) -> PyResult<Option<PyTensor>> {
+    fn grad<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let g = AutogradTensor::grad(&self.t);
         if g.is_none()
             && !switchyard_autograd::is_leaf(&self.t)
@@ -670,12 +694,19 @@ impl PyTensor {
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.",
             )?;
         }
-        Ok(g.map(|t| PyTensor { t }))
+        // The same Python object while the gradient lives (preserve.rs).
+        g.map(|t| crate::preserve::wrap(py, t)).transpose()
     }
 
     #[setter]
     fn set_grad(&self, py: Python<'_>, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         guard(|| {
+            // `p.grad = g; p.grad is g`, as in PyTorch.
+            if let Some(g) = grad
+                && g.is_instance_of::<PyTensor>()
+            {
+                crate::preserve::register(py, g);
+            }
             let g = match grad {
                 None => None,
                 Some(g) if g.is_none() => None,
@@ -691,6 +722,22 @@ impl PyTensor {
             };
             AutogradTensor::set_grad(&self.t, g).or_raise(py)
         })
+    }
+
+    /// The tensor this view views (`None` for a tensor that is not a view), the same Python
+    /// object each time and the base's own object when it has one registered.
+    #[getter]
+    fn _base<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            switchyard_autograd::view::base(&self.t)
+                .map(|b| crate::preserve::wrap(py, b))
+                .transpose()
+        })
+    }
+
+    /// Whether this tensor is a view of another (`_base` is not `None`).
+    fn _is_view(&self) -> bool {
+        switchyard_autograd::view::is_view(&self.t)
     }
 
     /// Keeps this non-leaf's gradient in `.grad` after backward.
@@ -768,7 +815,10 @@ pub fn tensor<'py>(
                 ));
             }
             t.set_requires_grad(true).or_raise(py)?;
+            let obj = Bound::new(py, PyTensor::new(t))?;
+            crate::preserve::register(py, obj.as_any());
+            return Ok(obj);
         }
-        Bound::new(py, PyTensor { t })
+        Bound::new(py, PyTensor::new(t))
     })
 }

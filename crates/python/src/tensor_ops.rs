@@ -93,7 +93,7 @@ fn overflow() -> PyErr {
 /// A new Python tensor for the result of `r`.
 pub fn wrap(py: Python<'_>, r: Result<Tensor>) -> PyResult<Py<PyAny>> {
     let t = r.or_raise(py)?;
-    Ok(Bound::new(py, PyTensor { t })?.into_any().unbind())
+    Ok(Bound::new(py, PyTensor::new(t))?.into_any().unbind())
 }
 
 /// `self (op) other` through the Tensor overload (numbers as wrapped numbers).
@@ -284,7 +284,7 @@ pub fn iterate<'py>(py: Python<'py>, a: &Tensor) -> PyResult<Bound<'py, PyAny>> 
     let parts = op::unbind_int::call(a, 0).or_raise(py)?;
     let items = parts
         .into_iter()
-        .map(|t| Bound::new(py, PyTensor { t }))
+        .map(|t| Bound::new(py, PyTensor::new(t)))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, items)?.as_any().try_iter()?.into_any())
 }

@@ -1043,14 +1043,24 @@ fn pyi_name_defs(model: &NativeFunctions, b: &PyBinding, indent: &str) -> String
     out
 }
 
-/// `_C.pyi`: `class Tensor` with the generated methods and the module functions of
-/// `switchyard` (those of `switchyard._C._nn` and `._linalg` are not in it yet).
+/// The hand-written part of the module's stubs: the classes and functions of `_C` that are not
+/// generated from ops.yaml (`dtype`, `device`, `Generator`, `tensor()`, ...).
+const STUB_MODULE: &str = include_str!("python_stub_module.pyi");
+
+/// The hand-written members of `class Tensor`: properties, dunders and the hand-written methods
+/// (`crates/python/src/tensor.rs`, `handwritten.rs`, `_tensor.py`, `_interop.py`, ...).
+const STUB_TENSOR: &str = include_str!("python_stub_tensor.pyi");
+
+/// `_C.pyi`: the hand-written classes and functions, `class Tensor` with its hand-written
+/// members and the generated methods, and the module functions of `switchyard` (those of
+/// `switchyard._C._nn` and `._linalg` are not in it yet).
 fn stubs(model: &NativeFunctions) -> String {
     let (functions, methods) = bindings(model);
     let mut out = python_header();
     out.push_str(STUB_PRELUDE);
-    out.push_str("class Tensor:\n");
-    out.push_str("    def __getattr__(self, name: _str) -> Any: ...\n");
+    out.push_str(STUB_MODULE);
+    out.push_str("\nclass Tensor:\n");
+    out.push_str(STUB_TENSOR);
     for b in &methods {
         out.push_str(&pyi_name_defs(model, b, "    "));
     }
@@ -1063,8 +1073,9 @@ fn stubs(model: &NativeFunctions) -> String {
 
 const STUB_PRELUDE: &str = r#""""Type stubs of ``switchyard._C``, generated from ops.yaml in the shape of PyTorch's gen_pyi:
 one ``def`` per Python signature of ``crates/python/src/generated/signatures.rs`` (``@overload``
-when a name has several), ``class Tensor`` with the operator methods. What is not generated
-(``dtype`` objects, ``tensor()``, ``ops``, attributes) is typed ``Any`` through ``__getattr__``.
+when a name has several), ``class Tensor`` with the operator methods; the classes, functions
+and ``Tensor`` members written by hand come from ``crates/codegen/src/emit/python_stub_*.pyi``.
+Private helpers of ``_C`` are typed ``Any`` through the module's ``__getattr__``.
 """
 
 from builtins import bool as _bool
@@ -1076,11 +1087,11 @@ from typing import Any, overload
 
 Number = _int | _float | _bool
 _size = Sequence[_int]
-_dtype = Any
-_device = Any
-_layout = Any
-_memory_format = Any
-_Generator = Any
+_dtype = dtype
+_device = device | _str | _int
+_layout = layout
+_memory_format = memory_format
+_Generator = Generator
 
 def __getattr__(name: _str) -> Any: ...
 
