@@ -295,6 +295,10 @@ pub enum Arg {
     Operand(u32),
     /// An absent optional tensor.
     Absent,
+    /// A `Tensor[]` or `Tensor?[]` argument, flattened into the node's operands: the operand
+    /// number of each element in order (`None`: an absent element of a `Tensor?[]`). Its
+    /// length is part of the node's hash, so lists of different lengths never share a program.
+    List(SmallVec<[Option<u32>; 4]>),
     /// A non-tensor argument.
     Attr(Attr),
 }
@@ -308,6 +312,10 @@ pub enum ArgKind {
     OptTensor,
     /// A `Scalar` lifted to an operand.
     Scalar,
+    /// A `Tensor[]`: one operand per element.
+    TensorList,
+    /// A `Tensor?[]`: one operand per present element.
+    OptTensorList,
     /// A non-tensor attribute.
     Attr,
 }
@@ -329,7 +337,8 @@ pub struct NodeInfo {
     pub arg_names: &'static [&'static str],
     /// Argument kinds in schema order.
     pub arg_kinds: &'static [ArgKind],
-    /// Number of outputs.
+    /// Number of outputs (0 for a `Tensor[]` return: each node has as many as its shape
+    /// inference gave).
     pub num_outputs: usize,
     /// The lowering.
     pub lower: LowerFn,
@@ -421,6 +430,16 @@ impl Node {
             seed = seed.combine(match a {
                 Arg::Operand(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
                 Arg::Absent => K_NULL_OPT,
+                Arg::List(items) => {
+                    let mut h = Hash128::of_str("list").with_u64(items.len() as u64);
+                    for item in items {
+                        h = h.combine(match item {
+                            Some(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
+                            None => K_NULL_OPT,
+                        });
+                    }
+                    h
+                }
                 Arg::Attr(attr) => attr.hash(),
             });
         }
@@ -476,7 +495,7 @@ impl Node {
                     match a {
                         Arg::Attr(attr) => s.push_str(&format!(", {name}={attr}")),
                         Arg::Absent => s.push_str(&format!(", {name}=null")),
-                        Arg::Operand(_) => {}
+                        Arg::Operand(_) | Arg::List(_) => {}
                     }
                 }
             }

@@ -1093,3 +1093,59 @@ fn lazy_backend_keeps_composite_members_and_wraps_the_rest() {
     let files = generate("backend: XLA\ncpp_namespace: x\nfull_codegen: [abs]\n");
     assert_eq!(files.len(), 3);
 }
+
+#[test]
+fn lazy_backend_flattens_tensor_lists_and_returns_tensor_lists() {
+    let files = generate(
+        "backend: Lazy\ncpp_namespace: x\nfull_codegen:\n  - cat\n  - index.Tensor\n  - split_copy.Tensor\n",
+    );
+    let all_kernels = format!("{}{}", files["kernels_0.rs"], files["kernels_1.rs"]);
+    let all_lowerings = format!("{}{}", files["lowerings_0.rs"], files["lowerings_1.rs"]);
+    let kernel = |name: &str| -> String {
+        let start = all_kernels
+            .find(&format!("pub(crate) fn {name}("))
+            .unwrap_or_else(|| panic!("no kernel {name}"));
+        let rest = &all_kernels[start..];
+        rest[..rest.find("\n}\n").unwrap()].to_string()
+    };
+    // A Tensor[] operand: its elements become operands; the structured meta reads the list.
+    let cat = kernel("lazy_cat");
+    assert!(cat.contains("b.tensor_list(tensors)?;"), "{cat}");
+    assert!(cat.contains("switchyard_ops::meta::cat(tensors, dim, Outs::Functional)"));
+    // An index list: a boolean mask goes to the fallback before anything is counted, CPU
+    // indices are accepted, and the shape comes from meta shadows (the structured meta
+    // broadcasts indices as views, which lazy tensors cannot give).
+    let index = kernel("lazy_index_Tensor");
+    let (guard, count) = (
+        index
+            .find("if has_mask(indices) {\n        return switchyard_backend::call_fallback::<op::index_Tensor>(crate::fallback::fallback, (self_, indices));")
+            .unwrap_or_else(|| panic!("{index}")),
+        index.find("COUNTER.inc()").unwrap(),
+    );
+    assert!(guard < count, "{index}");
+    assert!(
+        index.contains("b.opt_tensor_list_any_device(indices)?;"),
+        "{index}"
+    );
+    assert!(
+        index.contains("op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?")
+    );
+    // A Tensor[] return: one node, one output per piece of the Meta kernel's result.
+    let split = kernel("lazy_split_copy_Tensor");
+    assert!(
+        split.contains("let shapes = shapes_of_list(&o0);\n    b.build(shapes)"),
+        "{split}"
+    );
+    assert!(
+        all_lowerings
+            .contains("op::cat::redispatch(cpu_only(), &ins.tensor_list(0)?, ins.int(1)?)?")
+    );
+    assert!(all_lowerings.contains(
+        "op::index_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.opt_tensor_list(1)?)?"
+    ));
+    assert!(all_lowerings.contains("    op::split_copy_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)\n"));
+    let nodes = &files["nodes.rs"];
+    assert!(nodes.contains("arg_kinds: &[ArgKind::TensorList, ArgKind::Attr]"));
+    assert!(nodes.contains("arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList]"));
+    assert!(nodes.contains("num_outputs: 0"));
+}

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};
+use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -1161,151 +1161,217 @@ pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: 
     b.build_one(shapes)
 }
 
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`: records an IR node of class `NarrowCopy`.
-pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::narrow_copy");
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`: records an IR node of class `SplitWithSizesCopy`.
+pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::split_with_sizes_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_narrow_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_split_with_sizes_copy)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(split_sizes));
     b.attr(Attr::from(dim));
-    b.attr(Attr::from(start));
-    b.attr(Attr::from(length));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
+        op::split_with_sizes_copy::call(&b.shadow(self_)?, split_sizes, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
+}
+
+/// `lift_fresh_copy(Tensor self) -> Tensor`: records an IR node of class `LiftFreshCopy`.
+pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::lift_fresh_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::lift_fresh_copy::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor`: records an IR node of class `Flip`.
-pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::flip");
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`: records an IR node of class `UnfoldBackward`.
+pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unfold_backward");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_backward)?;
+    b.tensor(grad_in)?;
+    b.attr(Attr::from(input_sizes));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(step));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`: records an IR node of class `Roll`.
+pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::roll");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_roll)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(shifts));
     b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::flip::call(&b.shadow(self_)?, dims)?
+        op::roll::call(&b.shadow(self_)?, shifts, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`: records an IR node of class `Repeat`.
-pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::repeat");
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`: records an IR node of class `IndexSelect`.
+pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::index_select");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_select)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(repeats));
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::repeat::call(&b.shadow(self_)?, repeats)?
+        op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`: records an IR node of class `Gather`.
-pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::gather");
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterSrc`.
+pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_gather)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_src)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.attr(Attr::from(sparse_grad));
+    b.tensor(src)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
+    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`: records an IR node of class `ScatterValue`.
-pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`: records an IR node of class `ScatterReduce`.
+pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_reduce)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.scalar(&value)?;
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`: records an IR node of class `ScatterValueReduce`.
-pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value_reduce)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.tensor(index)?;
-    b.scalar(&value)?;
+    b.tensor(src)?;
     b.attr(Attr::from(reduce));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
+    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `tril(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Tril`.
-pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::tril");
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterAdd`.
+pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter_add");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_add)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.tensor(src)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `triu(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Triu`.
+pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::triu");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `Sort`.
-pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `SortStable`.
+pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     static COUNTER: Counter = Counter::new("lazy::sort");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_sort)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_sort_stable)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(stable));
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
-        let _guard = meta_guard();
-        op::sort::call(&b.shadow(self_)?, dim, descending)?
-    };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
-    let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?))
-}
-
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`: records an IR node of class `Topk`.
-pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::topk");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_topk)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(k));
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(largest));
-    b.attr(Attr::from(sorted));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Cat`.
+pub(crate) fn lazy_cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::cat");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_cat)?;
+    b.tensor_list(tensors)?;
+    b.attr(Attr::from(dim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor`: records an IR node of class `BlockDiag`.
+pub(crate) fn lazy_block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::block_diag");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_block_diag)?;
+    b.tensor_list(tensors)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::block_diag::call(&b.shadow_list(tensors)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`: records an IR node of class `IndexPut`.
+pub(crate) fn lazy_index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::index_put>(crate::fallback::fallback, (self_, indices, values, accumulate));
+    }
+    static COUNTER: Counter = Counter::new("lazy::index_put");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_put)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    b.tensor(values)?;
+    b.attr(Attr::from(accumulate));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::index_put::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};
+use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -1132,150 +1132,241 @@ pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<
     b.build_one(shapes)
 }
 
-/// `lift_fresh_copy(Tensor self) -> Tensor`: records an IR node of class `LiftFreshCopy`.
-pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::lift_fresh_copy");
+/// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`: records an IR node of class `SplitCopyTensor`.
+pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::split_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_split_copy_Tensor)?;
     b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::lift_fresh_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`: records an IR node of class `UnfoldBackward`.
-pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unfold_backward");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_backward)?;
-    b.tensor(grad_in)?;
-    b.attr(Attr::from(input_sizes));
+    b.attr(Attr::from(split_size));
     b.attr(Attr::from(dim));
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(step));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+        op::split_copy_Tensor::call(&b.shadow(self_)?, split_size, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
+}
+
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`: records an IR node of class `UnbindCopyInt`.
+pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::unbind_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_unbind_copy_int)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unbind_copy_int::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`: records an IR node of class `NarrowCopy`.
+pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::narrow_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_narrow_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(start));
+    b.attr(Attr::from(length));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`: records an IR node of class `Roll`.
-pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::roll");
+/// `flip(Tensor self, int[] dims) -> Tensor`: records an IR node of class `Flip`.
+pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::flip");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_roll)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(shifts));
     b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::roll::call(&b.shadow(self_)?, shifts, dims)?
+        op::flip::call(&b.shadow(self_)?, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`: records an IR node of class `IndexSelect`.
-pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::index_select");
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`: records an IR node of class `Repeat`.
+pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::repeat");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_index_select)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.tensor(index)?;
+    b.attr(Attr::from(repeats));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
+        op::repeat::call(&b.shadow(self_)?, repeats)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterSrc`.
-pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::scatter");
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`: records an IR node of class `Gather`.
+pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::gather");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_src)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_gather)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.tensor(src)?;
+    b.attr(Attr::from(sparse_grad));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`: records an IR node of class `ScatterReduce`.
-pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`: records an IR node of class `ScatterValue`.
+pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_reduce)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.tensor(src)?;
+    b.scalar(&value)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`: records an IR node of class `ScatterValueReduce`.
+pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value_reduce)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.scalar(&value)?;
     b.attr(Attr::from(reduce));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
+    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterAdd`.
-pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::scatter_add");
+/// `tril(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Tril`.
+pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::tril");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_add)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.tensor(index)?;
-    b.tensor(src)?;
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `triu(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Triu`.
-pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::triu");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `SortStable`.
-pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `Sort`.
+pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     static COUNTER: Counter = Counter::new("lazy::sort");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_sort_stable)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_sort)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(stable));
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::sort::call(&b.shadow(self_)?, dim, descending)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`: records an IR node of class `Topk`.
+pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::topk");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_topk)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(k));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(largest));
+    b.attr(Attr::from(sorted));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
+    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Stack`.
+pub(crate) fn lazy_stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::stack");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_stack)?;
+    b.tensor_list(tensors)?;
+    b.attr(Attr::from(dim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::stack::call(&b.shadow_list(tensors)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`: records an IR node of class `IndexTensor`.
+pub(crate) fn lazy_index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::index_Tensor>(crate::fallback::fallback, (self_, indices));
+    }
+    static COUNTER: Counter = Counter::new("lazy::index");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_Tensor)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`: records an IR node of class `IndexPutImpl`.
+pub(crate) fn lazy__index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, unsafe_: bool) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::_index_put_impl>(crate::fallback::fallback, (self_, indices, values, accumulate, unsafe_));
+    }
+    static COUNTER: Counter = Counter::new("lazy::_index_put_impl");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__index_put_impl)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    b.tensor(values)?;
+    b.attr(Attr::from(accumulate));
+    b.attr(Attr::from(unsafe_));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::_index_put_impl::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate, unsafe_)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }

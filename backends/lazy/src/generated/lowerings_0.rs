@@ -384,49 +384,73 @@ pub(crate) fn lower_unfold_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     Ok(vec![op::unfold_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
 }
 
-/// Lowers a `narrow_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_narrow_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::narrow_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
+/// Lowers a `split_with_sizes_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_split_with_sizes_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    op::split_with_sizes_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.int(2)?)
 }
 
-/// Lowers a `flip` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_flip(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::flip::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+/// Lowers a `lift_fresh_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_lift_fresh_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::lift_fresh_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `repeat` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_repeat(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::repeat::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+/// Lowers a `unfold_backward` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_unfold_backward(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::unfold_backward::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.int(2)?, ins.int(3)?, ins.int(4)?)?])
 }
 
-/// Lowers a `gather` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_gather(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::gather::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, ins.bool(3)?)?])
+/// Lowers a `roll` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_roll(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::roll::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?)?])
 }
 
-/// Lowers a `scatter.value` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_scatter_value(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::scatter_value::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, ins.scalar(3)?)?])
+/// Lowers a `index_select` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_index_select(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::index_select::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?)?])
 }
 
-/// Lowers a `scatter.value_reduce` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_scatter_value_reduce(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::scatter_value_reduce::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.str(4)?)?])
+/// Lowers a `scatter.src` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_src(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_src::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, &ins.tensor(3)?)?])
 }
 
-/// Lowers a `tril` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_tril(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::tril::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+/// Lowers a `scatter.reduce` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_reduce(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_reduce::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, &ins.tensor(3)?, ins.str(4)?)?])
 }
 
-/// Lowers a `sort` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_sort(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    let (o0, o1) = op::sort::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?;
+/// Lowers a `scatter_add` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_scatter_add(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::scatter_add::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, &ins.tensor(2)?, &ins.tensor(3)?)?])
+}
+
+/// Lowers a `triu` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_triu(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::triu::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `sort.stable` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_sort_stable(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1) = op::sort_stable::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_bool(1)?, ins.int(2)?, ins.bool(3)?)?;
     Ok(vec![o0, o1])
 }
 
-/// Lowers a `topk` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_topk(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    let (o0, o1) = op::topk::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.bool(3)?, ins.bool(4)?)?;
-    Ok(vec![o0, o1])
+/// Lowers a `cat` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_cat(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::cat::redispatch(cpu_only(), &ins.tensor_list(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `block_diag` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_block_diag(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::block_diag::redispatch(cpu_only(), &ins.tensor_list(0)?)?])
+}
+
+/// Lowers a `index_put` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_index_put(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::index_put::redispatch(cpu_only(), &ins.tensor(0)?, &ins.opt_tensor_list(1)?, &ins.tensor(2)?, ins.bool(3)?)?])
+}
+
+/// Lowers a `_to_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__to_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_to_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_dtype(1)?, ins.opt_layout(2)?, ins.opt_device(3)?, ins.opt_bool(4)?, ins.bool(5)?, ins.opt_memory_format(6)?)?])
 }

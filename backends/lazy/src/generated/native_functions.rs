@@ -87,6 +87,24 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_bmm(self_, mat2)
     }
 
+    /// `cat(Tensor[] tensors, int dim=0) -> Tensor`
+    ///
+    /// Kernel `cat`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_cat(tensors, dim)
+    }
+
+    /// `block_diag(Tensor[] tensors) -> Tensor`
+    ///
+    /// Kernel `block_diag`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+        super::kernels_0::lazy_block_diag(tensors)
+    }
+
     /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
     ///
     /// Kernel `copy`, registered at `Lazy`.
@@ -147,6 +165,24 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_fill_Tensor(self_, value)
     }
 
+    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+    ///
+    /// Kernel `index`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        super::kernels_1::lazy_index_Tensor(self_, indices)
+    }
+
+    /// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
+    ///
+    /// Kernel `_index_put_impl`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn _index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, unsafe_: bool) -> Result<Tensor> {
+        super::kernels_1::lazy__index_put_impl(self_, indices, values, accumulate, unsafe_)
+    }
+
     /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
     ///
     /// Kernel `_log_softmax`, registered at `Lazy`.
@@ -198,7 +234,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_narrow_copy(self_, dim, start, length)
+        super::kernels_1::lazy_narrow_copy(self_, dim, start, length)
     }
 
     /// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
@@ -270,7 +306,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-        super::kernels_0::lazy_flip(self_, dims)
+        super::kernels_1::lazy_flip(self_, dims)
     }
 
     /// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`
@@ -279,7 +315,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
-        super::kernels_1::lazy_roll(self_, shifts, dims)
+        super::kernels_0::lazy_roll(self_, shifts, dims)
     }
 
     /// `_unsafe_view(Tensor self, SymInt[] size) -> Tensor`
@@ -326,7 +362,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_scatter_src(self_, dim, index, src)
+        super::kernels_0::lazy_scatter_src(self_, dim, index, src)
     }
 
     /// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`
@@ -335,7 +371,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
-        super::kernels_0::lazy_scatter_value(self_, dim, index, value)
+        super::kernels_1::lazy_scatter_value(self_, dim, index, value)
     }
 
     /// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`
@@ -344,7 +380,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
-        super::kernels_1::lazy_scatter_reduce(self_, dim, index, src, reduce)
+        super::kernels_0::lazy_scatter_reduce(self_, dim, index, src, reduce)
     }
 
     /// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`
@@ -353,7 +389,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
-        super::kernels_0::lazy_scatter_value_reduce(self_, dim, index, value, reduce)
+        super::kernels_1::lazy_scatter_value_reduce(self_, dim, index, value, reduce)
     }
 
     /// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`
@@ -362,7 +398,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_scatter_add(self_, dim, index, src)
+        super::kernels_0::lazy_scatter_add(self_, dim, index, src)
     }
 
     /// `tril(Tensor self, SymInt diagonal=0) -> Tensor`
@@ -371,7 +407,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_tril(self_, diagonal)
+        super::kernels_1::lazy_tril(self_, diagonal)
     }
 
     /// `triu(Tensor self, SymInt diagonal=0) -> Tensor`
@@ -380,7 +416,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_triu(self_, diagonal)
+        super::kernels_0::lazy_triu(self_, diagonal)
     }
 
     /// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`
@@ -398,7 +434,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_index_select(self_, dim, index)
+        super::kernels_0::lazy_index_select(self_, dim, index)
     }
 
     /// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`
@@ -407,7 +443,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
-        super::kernels_0::lazy_gather(self_, dim, index, sparse_grad)
+        super::kernels_1::lazy_gather(self_, dim, index, sparse_grad)
     }
 
     /// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`
@@ -416,7 +452,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
-        super::kernels_0::lazy_topk(self_, k, dim, largest, sorted)
+        super::kernels_1::lazy_topk(self_, k, dim, largest, sorted)
     }
 
     /// `all(Tensor self) -> Tensor`
@@ -545,6 +581,24 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_slice_copy_Tensor(self_, dim, start, end, step)
     }
 
+    /// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`
+    ///
+    /// Kernel `split_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+        super::kernels_1::lazy_split_copy_Tensor(self_, split_size, dim)
+    }
+
+    /// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`
+    ///
+    /// Kernel `split_with_sizes_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        super::kernels_0::lazy_split_with_sizes_copy(self_, split_sizes, dim)
+    }
+
     /// `squeeze_copy(Tensor self) -> Tensor`
     ///
     /// Kernel `squeeze_copy`, registered at `Lazy`.
@@ -599,6 +653,15 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_unsqueeze_copy(self_, dim)
     }
 
+    /// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`
+    ///
+    /// Kernel `unbind_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+        super::kernels_1::lazy_unbind_copy_int(self_, dim)
+    }
+
     /// `view_copy(Tensor self, SymInt[] size) -> Tensor`
     ///
     /// Kernel `view_copy`, registered at `Lazy`.
@@ -623,7 +686,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_unfold_backward(grad_in, input_sizes, dim, size, step)
+        super::kernels_0::lazy_unfold_backward(grad_in, input_sizes, dim, size, step)
     }
 
     /// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`
@@ -660,7 +723,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_lift_fresh_copy(self_)
+        super::kernels_0::lazy_lift_fresh_copy(self_)
     }
 
     /// `dot(Tensor self, Tensor tensor) -> Tensor`
@@ -1114,6 +1177,15 @@ pub trait LazyNativeFunctions {
         super::kernels_0::lazy_normal_functional(self_, mean, std, generator)
     }
 
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+    ///
+    /// Kernel `index_put`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        super::kernels_0::lazy_index_put(self_, indices, values, accumulate)
+    }
+
     /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
     ///
     /// Kernel `masked_fill`, registered at `Lazy`.
@@ -1501,13 +1573,22 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_isinf(self_)
     }
 
+    /// `stack(Tensor[] tensors, int dim=0) -> Tensor`
+    ///
+    /// Kernel `stack`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        super::kernels_1::lazy_stack(tensors, dim)
+    }
+
     /// `repeat(Tensor self, SymInt[] repeats) -> Tensor`
     ///
     /// Kernel `repeat`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
-        super::kernels_0::lazy_repeat(self_, repeats)
+        super::kernels_1::lazy_repeat(self_, repeats)
     }
 
     /// `constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor`
@@ -1534,7 +1615,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
-        super::kernels_0::lazy_sort(self_, dim, descending)
+        super::kernels_1::lazy_sort(self_, dim, descending)
     }
 
     /// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`
@@ -1543,7 +1624,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
-        super::kernels_1::lazy_sort_stable(self_, stable, dim, descending)
+        super::kernels_0::lazy_sort_stable(self_, stable, dim, descending)
     }
 
     /// `logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor`

@@ -302,47 +302,65 @@ pub(crate) const NODE_squeeze_copy_dims: usize = 144;
 pub(crate) const NODE_view_copy_dtype: usize = 145;
 /// Index of `unfold_copy` in [`NODES`].
 pub(crate) const NODE_unfold_copy: usize = 146;
+/// Index of `split_copy.Tensor` in [`NODES`].
+pub(crate) const NODE_split_copy_Tensor: usize = 147;
+/// Index of `split_with_sizes_copy` in [`NODES`].
+pub(crate) const NODE_split_with_sizes_copy: usize = 148;
+/// Index of `unbind_copy.int` in [`NODES`].
+pub(crate) const NODE_unbind_copy_int: usize = 149;
 /// Index of `lift_fresh_copy` in [`NODES`].
-pub(crate) const NODE_lift_fresh_copy: usize = 147;
+pub(crate) const NODE_lift_fresh_copy: usize = 150;
 /// Index of `narrow_copy` in [`NODES`].
-pub(crate) const NODE_narrow_copy: usize = 148;
+pub(crate) const NODE_narrow_copy: usize = 151;
 /// Index of `unfold_backward` in [`NODES`].
-pub(crate) const NODE_unfold_backward: usize = 149;
+pub(crate) const NODE_unfold_backward: usize = 152;
 /// Index of `flip` in [`NODES`].
-pub(crate) const NODE_flip: usize = 150;
+pub(crate) const NODE_flip: usize = 153;
 /// Index of `roll` in [`NODES`].
-pub(crate) const NODE_roll: usize = 151;
+pub(crate) const NODE_roll: usize = 154;
 /// Index of `repeat` in [`NODES`].
-pub(crate) const NODE_repeat: usize = 152;
+pub(crate) const NODE_repeat: usize = 155;
 /// Index of `index_select` in [`NODES`].
-pub(crate) const NODE_index_select: usize = 153;
+pub(crate) const NODE_index_select: usize = 156;
 /// Index of `gather` in [`NODES`].
-pub(crate) const NODE_gather: usize = 154;
+pub(crate) const NODE_gather: usize = 157;
 /// Index of `scatter.src` in [`NODES`].
-pub(crate) const NODE_scatter_src: usize = 155;
+pub(crate) const NODE_scatter_src: usize = 158;
 /// Index of `scatter.value` in [`NODES`].
-pub(crate) const NODE_scatter_value: usize = 156;
+pub(crate) const NODE_scatter_value: usize = 159;
 /// Index of `scatter.reduce` in [`NODES`].
-pub(crate) const NODE_scatter_reduce: usize = 157;
+pub(crate) const NODE_scatter_reduce: usize = 160;
 /// Index of `scatter.value_reduce` in [`NODES`].
-pub(crate) const NODE_scatter_value_reduce: usize = 158;
+pub(crate) const NODE_scatter_value_reduce: usize = 161;
 /// Index of `scatter_add` in [`NODES`].
-pub(crate) const NODE_scatter_add: usize = 159;
+pub(crate) const NODE_scatter_add: usize = 162;
 /// Index of `tril` in [`NODES`].
-pub(crate) const NODE_tril: usize = 160;
+pub(crate) const NODE_tril: usize = 163;
 /// Index of `triu` in [`NODES`].
-pub(crate) const NODE_triu: usize = 161;
+pub(crate) const NODE_triu: usize = 164;
 /// Index of `sort` in [`NODES`].
-pub(crate) const NODE_sort: usize = 162;
+pub(crate) const NODE_sort: usize = 165;
 /// Index of `sort.stable` in [`NODES`].
-pub(crate) const NODE_sort_stable: usize = 163;
+pub(crate) const NODE_sort_stable: usize = 166;
 /// Index of `topk` in [`NODES`].
-pub(crate) const NODE_topk: usize = 164;
+pub(crate) const NODE_topk: usize = 167;
+/// Index of `cat` in [`NODES`].
+pub(crate) const NODE_cat: usize = 168;
+/// Index of `stack` in [`NODES`].
+pub(crate) const NODE_stack: usize = 169;
+/// Index of `block_diag` in [`NODES`].
+pub(crate) const NODE_block_diag: usize = 170;
+/// Index of `index.Tensor` in [`NODES`].
+pub(crate) const NODE_index_Tensor: usize = 171;
+/// Index of `index_put` in [`NODES`].
+pub(crate) const NODE_index_put: usize = 172;
+/// Index of `_index_put_impl` in [`NODES`].
+pub(crate) const NODE__index_put_impl: usize = 173;
 /// Index of `_to_copy` in [`NODES`].
-pub(crate) const NODE__to_copy: usize = 165;
+pub(crate) const NODE__to_copy: usize = 174;
 
 /// One entry per generated node kind.
-pub(crate) static NODES: [NodeInfo; 166] = [
+pub(crate) static NODES: [NodeInfo; 175] = [
     NodeInfo {
         qualified: "aten::div",
         overload: "Tensor_mode",
@@ -1814,6 +1832,36 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         lower: super::lowerings_0::lower_unfold_copy,
     },
     NodeInfo {
+        qualified: "aten::split_copy",
+        overload: "Tensor",
+        class: "SplitCopyTensor",
+        op_hash: Hash128::of_str("aten::split_copy"),
+        arg_names: &["self", "split_size", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 0,
+        lower: super::lowerings_1::lower_split_copy_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::split_with_sizes_copy",
+        overload: "",
+        class: "SplitWithSizesCopy",
+        op_hash: Hash128::of_str("aten::split_with_sizes_copy"),
+        arg_names: &["self", "split_sizes", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 0,
+        lower: super::lowerings_0::lower_split_with_sizes_copy,
+    },
+    NodeInfo {
+        qualified: "aten::unbind_copy",
+        overload: "int",
+        class: "UnbindCopyInt",
+        op_hash: Hash128::of_str("aten::unbind_copy"),
+        arg_names: &["self", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 0,
+        lower: super::lowerings_1::lower_unbind_copy_int,
+    },
+    NodeInfo {
         qualified: "aten::lift_fresh_copy",
         overload: "",
         class: "LiftFreshCopy",
@@ -1821,7 +1869,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_lift_fresh_copy,
+        lower: super::lowerings_0::lower_lift_fresh_copy,
     },
     NodeInfo {
         qualified: "aten::narrow_copy",
@@ -1831,7 +1879,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "start", "length"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_narrow_copy,
+        lower: super::lowerings_1::lower_narrow_copy,
     },
     NodeInfo {
         qualified: "aten::unfold_backward",
@@ -1841,7 +1889,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["grad_in", "input_sizes", "dim", "size", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_unfold_backward,
+        lower: super::lowerings_0::lower_unfold_backward,
     },
     NodeInfo {
         qualified: "aten::flip",
@@ -1851,7 +1899,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_flip,
+        lower: super::lowerings_1::lower_flip,
     },
     NodeInfo {
         qualified: "aten::roll",
@@ -1861,7 +1909,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "shifts", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_roll,
+        lower: super::lowerings_0::lower_roll,
     },
     NodeInfo {
         qualified: "aten::repeat",
@@ -1871,7 +1919,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "repeats"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_repeat,
+        lower: super::lowerings_1::lower_repeat,
     },
     NodeInfo {
         qualified: "aten::index_select",
@@ -1881,7 +1929,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_index_select,
+        lower: super::lowerings_0::lower_index_select,
     },
     NodeInfo {
         qualified: "aten::gather",
@@ -1891,7 +1939,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index", "sparse_grad"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_gather,
+        lower: super::lowerings_1::lower_gather,
     },
     NodeInfo {
         qualified: "aten::scatter",
@@ -1901,7 +1949,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index", "src"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_scatter_src,
+        lower: super::lowerings_0::lower_scatter_src,
     },
     NodeInfo {
         qualified: "aten::scatter",
@@ -1911,7 +1959,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_scatter_value,
+        lower: super::lowerings_1::lower_scatter_value,
     },
     NodeInfo {
         qualified: "aten::scatter",
@@ -1921,7 +1969,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index", "src", "reduce"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_scatter_reduce,
+        lower: super::lowerings_0::lower_scatter_reduce,
     },
     NodeInfo {
         qualified: "aten::scatter",
@@ -1931,7 +1979,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index", "value", "reduce"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_scatter_value_reduce,
+        lower: super::lowerings_1::lower_scatter_value_reduce,
     },
     NodeInfo {
         qualified: "aten::scatter_add",
@@ -1941,7 +1989,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index", "src"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_scatter_add,
+        lower: super::lowerings_0::lower_scatter_add,
     },
     NodeInfo {
         qualified: "aten::tril",
@@ -1951,7 +1999,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "diagonal"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_tril,
+        lower: super::lowerings_1::lower_tril,
     },
     NodeInfo {
         qualified: "aten::triu",
@@ -1961,7 +2009,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "diagonal"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_triu,
+        lower: super::lowerings_0::lower_triu,
     },
     NodeInfo {
         qualified: "aten::sort",
@@ -1971,7 +2019,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "descending"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
-        lower: super::lowerings_0::lower_sort,
+        lower: super::lowerings_1::lower_sort,
     },
     NodeInfo {
         qualified: "aten::sort",
@@ -1981,7 +2029,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "stable", "dim", "descending"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
-        lower: super::lowerings_1::lower_sort_stable,
+        lower: super::lowerings_0::lower_sort_stable,
     },
     NodeInfo {
         qualified: "aten::topk",
@@ -1991,7 +2039,67 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "k", "dim", "largest", "sorted"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
-        lower: super::lowerings_0::lower_topk,
+        lower: super::lowerings_1::lower_topk,
+    },
+    NodeInfo {
+        qualified: "aten::cat",
+        overload: "",
+        class: "Cat",
+        op_hash: Hash128::of_str("aten::cat"),
+        arg_names: &["tensors", "dim"],
+        arg_kinds: &[ArgKind::TensorList, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_cat,
+    },
+    NodeInfo {
+        qualified: "aten::stack",
+        overload: "",
+        class: "Stack",
+        op_hash: Hash128::of_str("aten::stack"),
+        arg_names: &["tensors", "dim"],
+        arg_kinds: &[ArgKind::TensorList, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_stack,
+    },
+    NodeInfo {
+        qualified: "aten::block_diag",
+        overload: "",
+        class: "BlockDiag",
+        op_hash: Hash128::of_str("aten::block_diag"),
+        arg_names: &["tensors"],
+        arg_kinds: &[ArgKind::TensorList],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_block_diag,
+    },
+    NodeInfo {
+        qualified: "aten::index",
+        overload: "Tensor",
+        class: "IndexTensor",
+        op_hash: Hash128::of_str("aten::index"),
+        arg_names: &["self", "indices"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_index_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::index_put",
+        overload: "",
+        class: "IndexPut",
+        op_hash: Hash128::of_str("aten::index_put"),
+        arg_names: &["self", "indices", "values", "accumulate"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_index_put,
+    },
+    NodeInfo {
+        qualified: "aten::_index_put_impl",
+        overload: "",
+        class: "IndexPutImpl",
+        op_hash: Hash128::of_str("aten::_index_put_impl"),
+        arg_names: &["self", "indices", "values", "accumulate", "unsafe"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower__index_put_impl,
     },
     NodeInfo {
         qualified: "aten::_to_copy",
@@ -2001,7 +2109,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dtype", "layout", "device", "pin_memory", "non_blocking", "memory_format"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower__to_copy,
+        lower: super::lowerings_0::lower__to_copy,
     },
 ];
 

@@ -13,5 +13,6 @@ mod coverage;
 mod dump;
 mod executor;
 mod ir;
+mod lists;
 mod property;
 mod values;
