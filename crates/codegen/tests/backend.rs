@@ -1149,3 +1149,32 @@ fn lazy_backend_flattens_tensor_lists_and_returns_tensor_lists() {
     assert!(nodes.contains("arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList]"));
     assert!(nodes.contains("num_outputs: 0"));
 }
+
+/// A group whose functional member is the `_functional` variant of a mutable operator: its
+/// out= wrapper unpacks all five results, checks the three outs and the two mutated running
+/// statistics before writing any, then writes both (PyTorch's wrapper copies the outs only).
+#[test]
+fn out_wrapper_around_a_functional_variant_writes_the_mutated_arguments_too() {
+    let files = generate(
+        "backend: XLA\ncpp_namespace: x\nsupported:\n  - _native_batch_norm_legit_functional\n",
+    );
+    let reg = &files["register.rs"];
+    let start = reg
+        .find("fn wrapper_XLA__native_batch_norm_legit_out<")
+        .unwrap_or_else(|| panic!("{reg}"));
+    let body = &reg[start..];
+    let body = &body[..body.find("\n}\n").unwrap()];
+    let expected = "    let (functional_result0, functional_result1, functional_result2, functional_result3, functional_result4) = K::_native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::check_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::check_backend_self(running_var, &functional_result4)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_var, &functional_result4)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))";
+    assert!(body.ends_with(expected), "{body}");
+}

@@ -856,227 +856,179 @@ pub(crate) fn lazy__native_batch_norm_legit_no_training(input: &Tensor, weight: 
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
-pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::mm");
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`: records an IR node of class `NativeDropout`.
+pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::native_dropout");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_native_dropout)?;
+    b.tensor(input)?;
+    b.attr(Attr::from(p));
+    b.attr(Attr::from(train));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::native_dropout::call(&b.shadow(input)?, p, train)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
+pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::addmm");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
     b.tensor(self_)?;
+    b.tensor(mat1)?;
     b.tensor(mat2)?;
+    b.scalar(&beta)?;
+    b.scalar(&alpha)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
-pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_softmax");
+/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
+pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
-pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
+/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
+pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
-    b.tensor(input)?;
-    b.attr(Attr::from(normalized_shape));
-    b.opt_tensor(weight)?;
-    b.opt_tensor(bias)?;
-    b.attr(Attr::from(eps));
+    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
+    b.tensor(self_)?;
+    b.tensor_any_device(src)?;
+    b.attr(Attr::from(non_blocking));
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2) = {
+    let o0 = {
         let _guard = meta_guard();
-        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
+        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
-    let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }
 
-/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
-pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
+pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
     b.tensor(self_)?;
-    b.scalar(&value)?;
+    b.tensor(value)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
+        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `zero(Tensor self) -> Tensor`: records an IR node of class `Zero`.
-pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::zero");
+/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `Uniform`.
+pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::uniform");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_zero)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_uniform)?;
     b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::zero::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `NormalFunctional`.
-pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::normal_functional");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_normal_functional)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(mean));
-    b.attr(Attr::from(std));
+    b.attr(Attr::from(from));
+    b.attr(Attr::from(to));
     b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
+        op::uniform::call(&b.shadow(self_)?, from, to, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliP`.
-pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`: records an IR node of class `Bernoulli`.
+pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_p)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(p));
     b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
+        op::bernoulli::call(&b.shadow(self_)?, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
-pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::view_copy");
+/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliTensor`.
+pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
+    b.tensor(p)?;
+    b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy::call(&b.shadow(self_)?, size)?
+        op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
-pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::t_copy");
+/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
+pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::permute_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::t_copy::call(&b.shadow(self_)?)?
+        op::permute_copy::call(&b.shadow(self_)?, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
-pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::expand_copy");
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
+pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(implicit));
+    b.attr(Attr::from(dim0));
+    b.attr(Attr::from(dim1));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
+        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
-pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_copy");
+/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
+pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
-pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
-pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
-pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
-    b.tensor(self_)?;
-    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
@@ -1084,293 +1036,360 @@ pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: 
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
+        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
-pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
+pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
     b.tensor(self_)?;
-    b.tensor(src)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
+    b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
+        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalCopy`.
-pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::diagonal_copy");
+/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
+pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::alias_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
     b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::alias_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
+pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::detach_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
+    b.tensor(self_)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::detach_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
+pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalScatter`.
+pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::diagonal_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
     b.attr(Attr::from(offset));
     b.attr(Attr::from(dim1));
     b.attr(Attr::from(dim2));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::diagonal_copy::call(&b.shadow(self_)?, offset, dim1, dim2)?
+        op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`: records an IR node of class `SqueezeCopyDims`.
-pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+/// `squeeze_copy(Tensor self) -> Tensor`: records an IR node of class `SqueezeCopy`.
+pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dims)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy_dims::call(&b.shadow(self_)?, dim)?
+        op::squeeze_copy::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`: records an IR node of class `UnfoldCopy`.
-pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unfold_copy");
+/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`: records an IR node of class `ViewCopyDtype`.
+pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::view_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy_dtype)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dimension));
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(step));
+    b.attr(Attr::from(dtype));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::unfold_copy::call(&b.shadow(self_)?, dimension, size, step)?
+        op::view_copy_dtype::call(&b.shadow(self_)?, dtype)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`: records an IR node of class `SplitWithSizesCopy`.
-pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
-    static COUNTER: Counter = Counter::new("lazy::split_with_sizes_copy");
+/// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`: records an IR node of class `SplitCopyTensor`.
+pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::split_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_split_with_sizes_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_split_copy_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(split_sizes));
+    b.attr(Attr::from(split_size));
     b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::split_with_sizes_copy::call(&b.shadow(self_)?, split_sizes, dim)?
+        op::split_copy_Tensor::call(&b.shadow(self_)?, split_size, dim)?
     };
     let shapes = shapes_of_list(&o0);
     b.build(shapes)
 }
 
-/// `lift_fresh_copy(Tensor self) -> Tensor`: records an IR node of class `LiftFreshCopy`.
-pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::lift_fresh_copy");
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`: records an IR node of class `UnbindCopyInt`.
+pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::unbind_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unbind_copy_int)?;
     b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::lift_fresh_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`: records an IR node of class `UnfoldBackward`.
-pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unfold_backward");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_backward)?;
-    b.tensor(grad_in)?;
-    b.attr(Attr::from(input_sizes));
     b.attr(Attr::from(dim));
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(step));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+        op::unbind_copy_int::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
+}
+
+/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`: records an IR node of class `NarrowCopy`.
+pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::narrow_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_narrow_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(start));
+    b.attr(Attr::from(length));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`: records an IR node of class `Roll`.
-pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::roll");
+/// `flip(Tensor self, int[] dims) -> Tensor`: records an IR node of class `Flip`.
+pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::flip");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_roll)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(shifts));
     b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::roll::call(&b.shadow(self_)?, shifts, dims)?
+        op::flip::call(&b.shadow(self_)?, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`: records an IR node of class `IndexSelect`.
-pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::index_select");
+/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`: records an IR node of class `Repeat`.
+pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::repeat");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_index_select)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.tensor(index)?;
+    b.attr(Attr::from(repeats));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
+        op::repeat::call(&b.shadow(self_)?, repeats)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterSrc`.
-pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::scatter");
+/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`: records an IR node of class `Gather`.
+pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::gather");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_src)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_gather)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.tensor(src)?;
+    b.attr(Attr::from(sparse_grad));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`: records an IR node of class `ScatterReduce`.
-pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
+/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`: records an IR node of class `ScatterValue`.
+pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_reduce)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.tensor(src)?;
+    b.scalar(&value)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`: records an IR node of class `ScatterValueReduce`.
+pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value_reduce)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.scalar(&value)?;
     b.attr(Attr::from(reduce));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
+    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterAdd`.
-pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::scatter_add");
+/// `tril(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Tril`.
+pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::tril");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_add)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.tensor(index)?;
-    b.tensor(src)?;
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `triu(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Triu`.
-pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::triu");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `SortStable`.
-pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `Sort`.
+pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     static COUNTER: Counter = Counter::new("lazy::sort");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_sort_stable)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_sort)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(stable));
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::sort::call(&b.shadow(self_)?, dim, descending)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`: records an IR node of class `Topk`.
+pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::topk");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_topk)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(k));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(largest));
+    b.attr(Attr::from(sorted));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
+    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
 
-/// `cat(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Cat`.
-pub(crate) fn lazy_cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::cat");
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Stack`.
+pub(crate) fn lazy_stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::stack");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_cat)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_stack)?;
     b.tensor_list(tensors)?;
     b.attr(Attr::from(dim));
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `block_diag(Tensor[] tensors) -> Tensor`: records an IR node of class `BlockDiag`.
-pub(crate) fn lazy_block_diag(tensors: &[Tensor]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::block_diag");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_block_diag)?;
-    b.tensor_list(tensors)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::block_diag::call(&b.shadow_list(tensors)?)?
+        op::stack::call(&b.shadow_list(tensors)?, dim)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`: records an IR node of class `IndexPut`.
-pub(crate) fn lazy_index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`: records an IR node of class `IndexTensor`.
+pub(crate) fn lazy_index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     if has_mask(indices) {
-        return switchyard_backend::call_fallback::<op::index_put>(crate::fallback::fallback, (self_, indices, values, accumulate));
+        return switchyard_backend::call_fallback::<op::index_Tensor>(crate::fallback::fallback, (self_, indices));
     }
-    static COUNTER: Counter = Counter::new("lazy::index_put");
+    static COUNTER: Counter = Counter::new("lazy::index");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_index_put)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_Tensor)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`: records an IR node of class `IndexPutImpl`.
+pub(crate) fn lazy__index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, unsafe_: bool) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::_index_put_impl>(crate::fallback::fallback, (self_, indices, values, accumulate, unsafe_));
+    }
+    static COUNTER: Counter = Counter::new("lazy::_index_put_impl");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__index_put_impl)?;
     b.tensor(self_)?;
     b.opt_tensor_list_any_device(indices)?;
     b.tensor(values)?;
     b.attr(Attr::from(accumulate));
+    b.attr(Attr::from(unsafe_));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::index_put::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate)?
+        op::_index_put_impl::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate, unsafe_)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)

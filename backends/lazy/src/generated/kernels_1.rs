@@ -832,179 +832,250 @@ pub(crate) fn lazy__native_batch_norm_legit_no_stats(input: &Tensor, weight: Opt
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`: records an IR node of class `NativeDropout`.
-pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::native_dropout");
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`: records an IR node of class `NativeBatchNormLegitFunctional`.
+pub(crate) fn lazy__native_batch_norm_legit_functional(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::_native_batch_norm_legit_functional");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_native_dropout)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE__native_batch_norm_legit_functional)?;
     b.tensor(input)?;
-    b.attr(Attr::from(p));
-    b.attr(Attr::from(train));
+    b.opt_tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.tensor(running_mean)?;
+    b.tensor(running_var)?;
+    b.attr(Attr::from(training));
+    b.attr(Attr::from(momentum));
+    b.attr(Attr::from(eps));
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
+    let (o0, o1, o2, o3, o4) = {
         let _guard = meta_guard();
-        op::native_dropout::call(&b.shadow(input)?, p, train)?
+        op::_native_batch_norm_legit_functional::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, training, momentum, eps)?
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let shapes = shapes_of_tensors(&[&o0, &o1, &o2, &o3, &o4]);
     let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?))
+    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?, output(&outs, 3)?, output(&outs, 4)?))
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
-pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::addmm");
+/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
+pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::mm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
     b.tensor(self_)?;
-    b.tensor(mat1)?;
     b.tensor(mat2)?;
-    b.scalar(&beta)?;
-    b.scalar(&alpha)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
-pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
+/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
+pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_softmax");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
-pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::copy");
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
+pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
-    b.tensor(self_)?;
-    b.tensor_any_device(src)?;
-    b.attr(Attr::from(non_blocking));
+    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
+    b.tensor(input)?;
+    b.attr(Attr::from(normalized_shape));
+    b.opt_tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.attr(Attr::from(eps));
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
+    let (o0, o1, o2) = {
         let _guard = meta_guard();
-        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
+        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
+    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
-pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
+pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
     b.tensor(self_)?;
-    b.tensor(value)?;
+    b.scalar(&value)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
+        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `Uniform`.
-pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::uniform");
+/// `zero(Tensor self) -> Tensor`: records an IR node of class `Zero`.
+pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::zero");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_uniform)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_zero)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(from));
-    b.attr(Attr::from(to));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::zero::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `NormalFunctional`.
+pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::normal_functional");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_normal_functional)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(mean));
+    b.attr(Attr::from(std));
     b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::uniform::call(&b.shadow(self_)?, from, to, generator)?
+        op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`: records an IR node of class `Bernoulli`.
-pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliP`.
+pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_p)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(p));
     b.attr(Attr::from(generator));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::bernoulli::call(&b.shadow(self_)?, generator)?
+        op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliTensor`.
-pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::bernoulli");
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
+pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::view_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
     b.tensor(self_)?;
-    b.tensor(p)?;
-    b.attr(Attr::from(generator));
+    b.attr(Attr::from(size));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
+        op::view_copy::call(&b.shadow(self_)?, size)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
-pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::permute_copy");
+/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
+pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::t_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::permute_copy::call(&b.shadow(self_)?, dims)?
+        op::t_copy::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
-pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
+pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::expand_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim0));
-    b.attr(Attr::from(dim1));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(implicit));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
+        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
-pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_copy");
+/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
+pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
+pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
+pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(storage_offset));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
+pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
@@ -1012,360 +1083,293 @@ pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
+        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
-pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
+pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
-pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::alias_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
-    b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::alias_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
-pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::detach_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
-    b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::detach_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
-pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
     b.tensor(self_)?;
     b.tensor(src)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(storage_offset));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalScatter`.
-pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::diagonal_scatter");
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalCopy`.
+pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::diagonal_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_copy)?;
     b.tensor(self_)?;
-    b.tensor(src)?;
     b.attr(Attr::from(offset));
     b.attr(Attr::from(dim1));
     b.attr(Attr::from(dim2));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
+        op::diagonal_copy::call(&b.shadow(self_)?, offset, dim1, dim2)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor`: records an IR node of class `SqueezeCopy`.
-pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
+/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`: records an IR node of class `SqueezeCopyDims`.
+pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dims)?;
     b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`: records an IR node of class `ViewCopyDtype`.
-pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::view_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy_dtype)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dtype));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::view_copy_dtype::call(&b.shadow(self_)?, dtype)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`: records an IR node of class `SplitCopyTensor`.
-pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
-    static COUNTER: Counter = Counter::new("lazy::split_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_split_copy_Tensor)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(split_size));
     b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::split_copy_Tensor::call(&b.shadow(self_)?, split_size, dim)?
+        op::squeeze_copy_dims::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`: records an IR node of class `UnfoldCopy`.
+pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unfold_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dimension));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(step));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unfold_copy::call(&b.shadow(self_)?, dimension, size, step)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`: records an IR node of class `SplitWithSizesCopy`.
+pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::split_with_sizes_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_split_with_sizes_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(split_sizes));
+    b.attr(Attr::from(dim));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::split_with_sizes_copy::call(&b.shadow(self_)?, split_sizes, dim)?
     };
     let shapes = shapes_of_list(&o0);
     b.build(shapes)
 }
 
-/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`: records an IR node of class `UnbindCopyInt`.
-pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
-    static COUNTER: Counter = Counter::new("lazy::unbind_copy");
+/// `lift_fresh_copy(Tensor self) -> Tensor`: records an IR node of class `LiftFreshCopy`.
+pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::lift_fresh_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unbind_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::unbind_copy_int::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_list(&o0);
-    b.build(shapes)
-}
-
-/// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`: records an IR node of class `NarrowCopy`.
-pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::narrow_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_narrow_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(start));
-    b.attr(Attr::from(length));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::narrow_copy::call(&b.shadow(self_)?, dim, start, length)?
+        op::lift_fresh_copy::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `flip(Tensor self, int[] dims) -> Tensor`: records an IR node of class `Flip`.
-pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::flip");
+/// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`: records an IR node of class `UnfoldBackward`.
+pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unfold_backward");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_backward)?;
+    b.tensor(grad_in)?;
+    b.attr(Attr::from(input_sizes));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(step));
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unfold_backward::call(&b.shadow(grad_in)?, input_sizes, dim, size, step)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor`: records an IR node of class `Roll`.
+pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::roll");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_roll)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(shifts));
     b.attr(Attr::from(dims));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::flip::call(&b.shadow(self_)?, dims)?
+        op::roll::call(&b.shadow(self_)?, shifts, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `repeat(Tensor self, SymInt[] repeats) -> Tensor`: records an IR node of class `Repeat`.
-pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::repeat");
+/// `index_select(Tensor self, int dim, Tensor index) -> Tensor`: records an IR node of class `IndexSelect`.
+pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::index_select");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_select)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(repeats));
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::repeat::call(&b.shadow(self_)?, repeats)?
+        op::index_select::call(&b.shadow(self_)?, dim, &b.shadow(index)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor`: records an IR node of class `Gather`.
-pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::gather");
+/// `scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterSrc`.
+pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_gather)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_src)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.attr(Attr::from(sparse_grad));
+    b.tensor(src)?;
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
+    let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor`: records an IR node of class `ScatterValue`.
-pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+/// `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor`: records an IR node of class `ScatterReduce`.
+pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: &str) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_reduce)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
-    b.scalar(&value)?;
-    // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
-    let meta = switchyard_ops::structured::meta_ok(&meta)?;
-    let shapes = shapes_of_specs(&meta.outputs);
-    b.build_one(shapes)
-}
-
-/// `scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor`: records an IR node of class `ScatterValueReduce`.
-pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: &str) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_value_reduce)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.tensor(index)?;
-    b.scalar(&value)?;
+    b.tensor(src)?;
     b.attr(Attr::from(reduce));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
+    let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `tril(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Tril`.
-pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::tril");
+/// `scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor`: records an IR node of class `ScatterAdd`.
+pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::scatter_add");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_scatter_add)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.tensor(index)?;
+    b.tensor(src)?;
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `triu(Tensor self, SymInt diagonal=0) -> Tensor`: records an IR node of class `Triu`.
+pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::triu");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
+    let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `Sort`.
-pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+/// `sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)`: records an IR node of class `SortStable`.
+pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     static COUNTER: Counter = Counter::new("lazy::sort");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_sort)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_sort_stable)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(stable));
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
-        let _guard = meta_guard();
-        op::sort::call(&b.shadow(self_)?, dim, descending)?
-    };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
-    let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?))
-}
-
-/// `topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)`: records an IR node of class `Topk`.
-pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::topk");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_topk)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(k));
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(largest));
-    b.attr(Attr::from(sorted));
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
+    let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
 }
 
-/// `stack(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Stack`.
-pub(crate) fn lazy_stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::stack");
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Cat`.
+pub(crate) fn lazy_cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::cat");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_stack)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_cat)?;
     b.tensor_list(tensors)?;
     b.attr(Attr::from(dim));
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor`: records an IR node of class `BlockDiag`.
+pub(crate) fn lazy_block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::block_diag");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_block_diag)?;
+    b.tensor_list(tensors)?;
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::stack::call(&b.shadow_list(tensors)?, dim)?
+        op::block_diag::call(&b.shadow_list(tensors)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`: records an IR node of class `IndexTensor`.
-pub(crate) fn lazy_index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`: records an IR node of class `IndexPut`.
+pub(crate) fn lazy_index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     if has_mask(indices) {
-        return switchyard_backend::call_fallback::<op::index_Tensor>(crate::fallback::fallback, (self_, indices));
+        return switchyard_backend::call_fallback::<op::index_put>(crate::fallback::fallback, (self_, indices, values, accumulate));
     }
-    static COUNTER: Counter = Counter::new("lazy::index");
+    static COUNTER: Counter = Counter::new("lazy::index_put");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_index_Tensor)?;
-    b.tensor(self_)?;
-    b.opt_tensor_list_any_device(indices)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`: records an IR node of class `IndexPutImpl`.
-pub(crate) fn lazy__index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, unsafe_: bool) -> Result<Tensor> {
-    if has_mask(indices) {
-        return switchyard_backend::call_fallback::<op::_index_put_impl>(crate::fallback::fallback, (self_, indices, values, accumulate, unsafe_));
-    }
-    static COUNTER: Counter = Counter::new("lazy::_index_put_impl");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__index_put_impl)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_put)?;
     b.tensor(self_)?;
     b.opt_tensor_list_any_device(indices)?;
     b.tensor(values)?;
     b.attr(Attr::from(accumulate));
-    b.attr(Attr::from(unsafe_));
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::_index_put_impl::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate, unsafe_)?
+        op::index_put::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)

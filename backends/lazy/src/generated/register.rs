@@ -152,6 +152,8 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("lift_fresh_copy", Kernel::typed::<op::lift_fresh_copy>(wrapper_Lazy_lift_fresh_copy::<K>).debug("wrapper_Lazy_lift_fresh_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Lazy_dot::<K>).debug("wrapper_Lazy_dot").for_key(DispatchKey::Lazy))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_Lazy_native_layer_norm::<K>).debug("wrapper_Lazy_native_layer_norm").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit_functional", Kernel::typed::<op::_native_batch_norm_legit_functional>(wrapper_Lazy__native_batch_norm_legit_functional::<K>).debug("wrapper_Lazy__native_batch_norm_legit_functional").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(wrapper_Lazy__native_batch_norm_legit_out::<K>).debug("wrapper_Lazy__native_batch_norm_legit_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(wrapper_Lazy__native_batch_norm_legit_no_training::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_training").for_key(DispatchKey::Lazy))?;
     lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(wrapper_Lazy__native_batch_norm_legit_no_stats::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_stats").for_key(DispatchKey::Lazy))?;
     lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(wrapper_Lazy__native_batch_norm_legit_no_stats_out::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_stats_out").for_key(DispatchKey::Lazy))?;
@@ -1201,6 +1203,27 @@ fn wrapper_Lazy_dot<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, tensor)
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
 fn wrapper_Lazy_native_layer_norm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     K::native_layer_norm(input, normalized_shape, weight, bias, eps)
+}
+
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (the backend's kernel)
+fn wrapper_Lazy__native_batch_norm_legit_functional<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    K::_native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy__native_batch_norm_legit_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let (functional_result0, functional_result1, functional_result2, functional_result3, functional_result4) = K::_native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::check_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::check_backend_self(running_var, &functional_result4)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_var, &functional_result4)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))
 }
 
 /// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
