@@ -2,8 +2,8 @@
 //! structural 128-bit hash that leaves data out; post-order.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use smallvec::SmallVec;
 use switchyard_core::shape::contiguous_strides;
@@ -373,7 +373,35 @@ pub enum OpKind {
     /// A generated operator node (index into the generated `NODES`).
     Aten(&'static NodeInfo),
     /// A device-data leaf: a parameter of the graph.
-    DeviceData(Arc<DeviceData>),
+    DeviceData(DataCell),
+}
+
+/// The data of a device-data leaf. IR reuse (B.4, `trie.rs`) may give a leaf the data of a
+/// later step, of the same shape, when nothing outside the trie can see the leaf any more.
+pub struct DataCell(Mutex<Arc<DeviceData>>);
+
+impl DataCell {
+    /// A cell holding `d`.
+    pub fn new(d: Arc<DeviceData>) -> DataCell {
+        DataCell(Mutex::new(d))
+    }
+
+    /// The current data.
+    pub fn get(&self) -> Arc<DeviceData> {
+        Arc::clone(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Replaces the data (the caller has checked that the shape is the same and that no IR
+    /// outside the trie reads this leaf).
+    pub(crate) fn swap(&self, d: Arc<DeviceData>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = d;
+    }
+}
+
+impl Clone for DataCell {
+    fn clone(&self) -> DataCell {
+        DataCell::new(self.get())
+    }
 }
 
 /// A node output (LTC's `Value`: a strong reference and an output index).
@@ -464,7 +492,7 @@ impl Node {
             .combine(shape.hash())
             .combine(DEVICE_DATA_SEED);
         Node {
-            kind: OpKind::DeviceData(data),
+            kind: OpKind::DeviceData(DataCell::new(data)),
             operands: SmallVec::new(),
             args: SmallVec::new(),
             shapes: smallvec::smallvec![shape],

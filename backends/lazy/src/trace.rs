@@ -72,7 +72,7 @@ impl NodeBuilder {
             let s = t.item_scalar()?;
             let data = scalar_data(&s);
             return Ok(Output {
-                node: Arc::new(Node::device_data(data)),
+                node: crate::trie::leaf(data),
                 index: 0,
             });
         }
@@ -80,7 +80,7 @@ impl NodeBuilder {
         {
             let copy = switchyard_ops::op::clone::call(t, None)?;
             return Ok(Output {
-                node: Arc::new(Node::device_data(DeviceData::from_tensor(copy))),
+                node: crate::trie::leaf(DeviceData::from_tensor(copy)),
                 index: 0,
             });
         }
@@ -158,7 +158,7 @@ impl NodeBuilder {
     pub fn scalar(&mut self, s: &Scalar) -> Result<()> {
         let data = scalar_data(s);
         self.push_operand(Output {
-            node: Arc::new(Node::device_data(data)),
+            node: crate::trie::leaf(data),
             index: 0,
         });
         Ok(())
@@ -201,11 +201,52 @@ impl NodeBuilder {
         ts.iter().map(|t| self.shadow_opt(t.as_ref())).collect()
     }
 
-    /// Builds the node with `shapes` and returns one new lazy tensor per output.
+    /// With IR reuse on (`trie.rs`), the node the trie holds at this place for the same
+    /// operator, attributes and operand nodes, as new lazy tensors (one per output); `None`
+    /// when reuse is off or nothing matches (then [`NodeBuilder::build`] caches the new node).
+    /// Random operators are reused only from a graph nothing can read any more.
+    pub fn reuse(&self) -> Result<Option<Vec<Tensor>>> {
+        if !crate::trie::reuse_ir() {
+            return Ok(None);
+        }
+        let random = !crate::compiler::deterministic(self.info);
+        let found = crate::trie::lookup(|n, exclusive| {
+            matches!(&n.kind, crate::ir::OpKind::Aten(i) if std::ptr::eq(*i, self.info))
+                && (!random || exclusive)
+                && n.args == self.args
+                && n.operands.len() == self.operands.len()
+                && n.operands
+                    .iter()
+                    .zip(&self.operands)
+                    .all(|(a, b)| a.index == b.index && Arc::ptr_eq(&a.node, &b.node))
+        });
+        let Some(node) = found else {
+            return Ok(None);
+        };
+        let device = self.device.unwrap_or_else(crate::device);
+        (0..node.shapes.len())
+            .map(|index| {
+                create_from_ir(
+                    Output {
+                        node: Arc::clone(&node),
+                        index,
+                    },
+                    device,
+                )
+            })
+            .collect::<Result<_>>()
+            .map(Some)
+    }
+
+    /// Builds the node with `shapes` and returns one new lazy tensor per output (with IR
+    /// reuse on, the node is cached in the trie).
     pub fn build(self, shapes: SmallVec<[Shape; 1]>) -> Result<Vec<Tensor>> {
         let device = self.device.unwrap_or_else(crate::device);
         let n = shapes.len();
         let node = Arc::new(Node::new(self.info, self.operands, self.args, shapes));
+        if crate::trie::reuse_ir() {
+            crate::trie::insert(&node);
+        }
         (0..n)
             .map(|index| {
                 create_from_ir(

@@ -1029,6 +1029,11 @@ fn lazy_backend_generates_nodes_kernels_and_lowerings() {
         add.find("switchyard_ops::meta::add_tensor(").unwrap(),
     );
     assert!(t < s && s < m, "{add}");
+    // IR reuse: the trie is asked after the operands, before any shape inference.
+    let r = add
+        .find("if let Some(outs) = b.reuse()? {\n        return output(&outs, 0);\n    }")
+        .unwrap_or_else(|| panic!("{add}"));
+    assert!(s < r && r < m, "{add}");
     // Structured (and delegating) operators call their meta function on the lazy tensors...
     assert!(kernel("lazy_sum_dim_IntList").contains("switchyard_ops::meta::sum_dim_intlist("));
     // ...the others run the Meta kernel on meta shadows.
@@ -1136,6 +1141,7 @@ fn lazy_backend_flattens_tensor_lists_and_returns_tensor_lists() {
         split.contains("let shapes = shapes_of_list(&o0);\n    b.build(shapes)"),
         "{split}"
     );
+    assert!(split.contains("return Ok(outs);"), "{split}");
     assert!(
         all_lowerings
             .contains("op::cat::redispatch(cpu_only(), &ins.tensor_list(0)?, ins.int(1)?)?")

@@ -21,6 +21,9 @@ pub(crate) fn lazy_div_Tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode
     b.tensor(self_)?;
     b.tensor(other)?;
     b.attr(Attr::from(rounding_mode));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -34,6 +37,9 @@ pub(crate) fn lazy_log1p(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_log1p)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::log1p(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -47,6 +53,9 @@ pub(crate) fn lazy_sin(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sin)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sin(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -60,6 +69,9 @@ pub(crate) fn lazy_tan(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_tan)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::tan(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -73,6 +85,9 @@ pub(crate) fn lazy_ceil(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_ceil)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ceil(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -86,6 +101,9 @@ pub(crate) fn lazy_round(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_round)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::round(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -99,6 +117,9 @@ pub(crate) fn lazy_trunc(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_trunc)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::trunc(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -112,6 +133,9 @@ pub(crate) fn lazy_reciprocal(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_reciprocal)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -125,6 +149,9 @@ pub(crate) fn lazy_silu(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_silu)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::silu(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -138,6 +165,9 @@ pub(crate) fn lazy_bitwise_not(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_not)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -151,6 +181,9 @@ pub(crate) fn lazy_isnan(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_isnan)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -169,6 +202,9 @@ pub(crate) fn lazy_nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f
     b.attr(Attr::from(nan));
     b.attr(Attr::from(posinf));
     b.attr(Attr::from(neginf));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -185,6 +221,9 @@ pub(crate) fn lazy_atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_atan2)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -199,6 +238,9 @@ pub(crate) fn lazy_remainder_Tensor(self_: &Tensor, other: &Tensor) -> Result<Te
     let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -213,6 +255,9 @@ pub(crate) fn lazy_pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Resul
     let mut b = NodeBuilder::new(super::nodes::NODE_pow_Tensor_Tensor)?;
     b.tensor(self_)?;
     b.tensor(exponent)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -227,6 +272,9 @@ pub(crate) fn lazy_ne_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ne_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -241,6 +289,9 @@ pub(crate) fn lazy_ge_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ge_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -255,6 +306,9 @@ pub(crate) fn lazy_le_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_le_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -270,6 +324,9 @@ pub(crate) fn lazy_clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar
     b.tensor(self_)?;
     b.attr(Attr::from(min));
     b.attr(Attr::from(max));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -284,6 +341,9 @@ pub(crate) fn lazy_clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_min)?;
     b.tensor(self_)?;
     b.scalar(&min)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_min(self_, min.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -298,6 +358,9 @@ pub(crate) fn lazy_clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_max)?;
     b.tensor(self_)?;
     b.scalar(&max)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_max(self_, max.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -312,6 +375,9 @@ pub(crate) fn lazy_logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_and)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -328,6 +394,9 @@ pub(crate) fn lazy_logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_xor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -344,6 +413,9 @@ pub(crate) fn lazy_bitwise_or_Tensor(self_: &Tensor, other: &Tensor) -> Result<T
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_or_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -359,6 +431,9 @@ pub(crate) fn lazy_masked_fill_Scalar(self_: &Tensor, mask: &Tensor, value: Scal
     b.tensor(self_)?;
     b.tensor(mask)?;
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -376,6 +451,9 @@ pub(crate) fn lazy_add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> 
     b.tensor(self_)?;
     b.tensor(other)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::add_tensor(self_, other, alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -390,6 +468,9 @@ pub(crate) fn lazy_mul_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_mul_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -403,6 +484,9 @@ pub(crate) fn lazy_neg(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_neg)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::neg(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -416,6 +500,9 @@ pub(crate) fn lazy_log(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_log)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::log(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -429,6 +516,9 @@ pub(crate) fn lazy_relu(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_relu)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -444,6 +534,9 @@ pub(crate) fn lazy_sqrt(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sqrt)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -458,6 +551,9 @@ pub(crate) fn lazy_pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result
     let mut b = NodeBuilder::new(super::nodes::NODE_pow_Tensor_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&exponent)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -472,6 +568,9 @@ pub(crate) fn lazy_eq_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_eq_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -486,6 +585,9 @@ pub(crate) fn lazy_gt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_gt_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -500,6 +602,9 @@ pub(crate) fn lazy_lt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_lt_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -515,6 +620,9 @@ pub(crate) fn lazy_where_self(condition: &Tensor, self_: &Tensor, other: &Tensor
     b.tensor(condition)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -532,6 +640,9 @@ pub(crate) fn lazy_all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -545,6 +656,9 @@ pub(crate) fn lazy_any(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_any)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::any(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -560,6 +674,9 @@ pub(crate) fn lazy_any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) 
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -575,6 +692,9 @@ pub(crate) fn lazy_argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Re
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -590,6 +710,9 @@ pub(crate) fn lazy_aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> R
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -604,6 +727,9 @@ pub(crate) fn lazy_min(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_min)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -621,6 +747,9 @@ pub(crate) fn lazy_min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(T
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -638,6 +767,9 @@ pub(crate) fn lazy_prod_dim_int(self_: &Tensor, dim: i64, keepdim: bool, dtype: 
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -653,6 +785,9 @@ pub(crate) fn lazy_logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Resu
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -671,6 +806,9 @@ pub(crate) fn lazy_var_correction(self_: &Tensor, dim: Option<&[i64]>, correctio
     b.attr(Attr::from(dim));
     b.attr(Attr::from(correction));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -690,6 +828,9 @@ pub(crate) fn lazy_linalg_vector_norm(self_: &Tensor, ord: Scalar, dim: Option<&
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord.clone(), dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -705,6 +846,9 @@ pub(crate) fn lazy_cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) 
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -721,6 +865,9 @@ pub(crate) fn lazy_sum_dim_IntList(self_: &Tensor, dim: Option<&[i64]>, keepdim:
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -736,6 +883,9 @@ pub(crate) fn lazy_amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -753,6 +903,9 @@ pub(crate) fn lazy_baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, bet
     b.tensor(batch2)?;
     b.scalar(&beta)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta.clone(), alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -768,6 +921,9 @@ pub(crate) fn lazy_mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> 
     b.tensor(self_)?;
     b.tensor(target)?;
     b.attr(Attr::from(reduction));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -787,6 +943,9 @@ pub(crate) fn lazy_avg_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64
     b.attr(Attr::from(ceil_mode));
     b.attr(Attr::from(count_include_pad));
     b.attr(Attr::from(divisor_override));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -808,6 +967,9 @@ pub(crate) fn lazy_convolution(input: &Tensor, weight: &Tensor, bias: Option<&Te
     b.attr(Attr::from(transposed));
     b.attr(Attr::from(output_padding));
     b.attr(Attr::from(groups));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -825,6 +987,9 @@ pub(crate) fn lazy_constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -
     b.tensor(self_)?;
     b.attr(Attr::from(pad));
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -846,6 +1011,9 @@ pub(crate) fn lazy__native_batch_norm_legit_no_training(input: &Tensor, weight: 
     b.tensor(running_var)?;
     b.attr(Attr::from(momentum));
     b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2) = {
         let _guard = meta_guard();
@@ -864,6 +1032,9 @@ pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -
     b.tensor(input)?;
     b.attr(Attr::from(p));
     b.attr(Attr::from(train));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1) = {
         let _guard = meta_guard();
@@ -884,6 +1055,9 @@ pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Sca
     b.tensor(mat2)?;
     b.scalar(&beta)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -899,6 +1073,9 @@ pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -914,6 +1091,9 @@ pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Res
     b.tensor(self_)?;
     b.tensor_any_device(src)?;
     b.attr(Attr::from(non_blocking));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -930,6 +1110,9 @@ pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
     b.tensor(self_)?;
     b.tensor(value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -948,6 +1131,9 @@ pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option
     b.attr(Attr::from(from));
     b.attr(Attr::from(to));
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -964,6 +1150,9 @@ pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> R
     let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli)?;
     b.tensor(self_)?;
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -981,6 +1170,9 @@ pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Optio
     b.tensor(self_)?;
     b.tensor(p)?;
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -997,6 +1189,9 @@ pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1014,6 +1209,9 @@ pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> R
     b.tensor(self_)?;
     b.attr(Attr::from(dim0));
     b.attr(Attr::from(dim1));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1033,6 +1231,9 @@ pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1049,6 +1250,9 @@ pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1064,6 +1268,9 @@ pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1079,6 +1286,9 @@ pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1097,6 +1307,9 @@ pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index:
     b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(index));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1116,6 +1329,9 @@ pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, d
     b.attr(Attr::from(offset));
     b.attr(Attr::from(dim1));
     b.attr(Attr::from(dim2));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1131,6 +1347,9 @@ pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1147,6 +1366,9 @@ pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<
     let mut b = NodeBuilder::new(super::nodes::NODE_view_copy_dtype)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1164,6 +1386,9 @@ pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) 
     b.tensor(self_)?;
     b.attr(Attr::from(split_size));
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return Ok(outs);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1180,6 +1405,9 @@ pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tenso
     let mut b = NodeBuilder::new(super::nodes::NODE_unbind_copy_int)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return Ok(outs);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1198,6 +1426,9 @@ pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(length));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1214,6 +1445,9 @@ pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1230,6 +1464,9 @@ pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
     b.tensor(self_)?;
     b.attr(Attr::from(repeats));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1248,6 +1485,9 @@ pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad:
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.attr(Attr::from(sparse_grad));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1264,6 +1504,9 @@ pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1281,6 +1524,9 @@ pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor
     b.tensor(index)?;
     b.scalar(&value)?;
     b.attr(Attr::from(reduce));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1295,6 +1541,9 @@ pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1310,6 +1559,9 @@ pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(T
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1) = {
         let _guard = meta_guard();
@@ -1330,6 +1582,9 @@ pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted:
     b.attr(Attr::from(dim));
     b.attr(Attr::from(largest));
     b.attr(Attr::from(sorted));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1345,6 +1600,9 @@ pub(crate) fn lazy_stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_stack)?;
     b.tensor_list(tensors)?;
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1364,6 +1622,9 @@ pub(crate) fn lazy_index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> R
     let mut b = NodeBuilder::new(super::nodes::NODE_index_Tensor)?;
     b.tensor(self_)?;
     b.opt_tensor_list_any_device(indices)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1386,6 +1647,9 @@ pub(crate) fn lazy__index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], v
     b.tensor(values)?;
     b.attr(Attr::from(accumulate));
     b.attr(Attr::from(unsafe_));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();

@@ -19,6 +19,9 @@ pub(crate) fn lazy_expm1(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_expm1)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::expm1(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -32,6 +35,9 @@ pub(crate) fn lazy_log2(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_log2)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::log2(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -45,6 +51,9 @@ pub(crate) fn lazy_cos(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_cos)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cos(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -58,6 +67,9 @@ pub(crate) fn lazy_erf(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_erf)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::erf(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -71,6 +83,9 @@ pub(crate) fn lazy_floor(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_floor)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::floor(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -85,6 +100,9 @@ pub(crate) fn lazy_round_decimals(self_: &Tensor, decimals: i64) -> Result<Tenso
     let mut b = NodeBuilder::new(super::nodes::NODE_round_decimals)?;
     b.tensor(self_)?;
     b.attr(Attr::from(decimals));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -98,6 +116,9 @@ pub(crate) fn lazy_sign(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sign)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sign(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -111,6 +132,9 @@ pub(crate) fn lazy_rsqrt(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_rsqrt)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -125,6 +149,9 @@ pub(crate) fn lazy_gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_gelu)?;
     b.tensor(self_)?;
     b.attr(Attr::from(approximate));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -138,6 +165,9 @@ pub(crate) fn lazy_logical_not(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_not)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -153,6 +183,9 @@ pub(crate) fn lazy_isinf(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_isinf)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -169,6 +202,9 @@ pub(crate) fn lazy_minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_minimum)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -183,6 +219,9 @@ pub(crate) fn lazy_fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_fmod_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -197,6 +236,9 @@ pub(crate) fn lazy_remainder_Scalar_Tensor(self_: Scalar, other: &Tensor) -> Res
     let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Scalar_Tensor)?;
     b.scalar(&self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -213,6 +255,9 @@ pub(crate) fn lazy_pow_Scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor
     let mut b = NodeBuilder::new(super::nodes::NODE_pow_Scalar)?;
     b.scalar(&self_)?;
     b.tensor(exponent)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::pow_scalar(self_.clone(), exponent, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -227,6 +272,9 @@ pub(crate) fn lazy_ne_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ne_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ne_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -241,6 +289,9 @@ pub(crate) fn lazy_ge_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ge_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ge_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -255,6 +306,9 @@ pub(crate) fn lazy_le_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_le_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::le_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -270,6 +324,9 @@ pub(crate) fn lazy_clamp_Tensor(self_: &Tensor, min: Option<&Tensor>, max: Optio
     b.tensor(self_)?;
     b.opt_tensor(min)?;
     b.opt_tensor(max)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -284,6 +341,9 @@ pub(crate) fn lazy_clamp_min_Tensor(self_: &Tensor, min: &Tensor) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_min_Tensor)?;
     b.tensor(self_)?;
     b.tensor(min)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -298,6 +358,9 @@ pub(crate) fn lazy_clamp_max_Tensor(self_: &Tensor, max: &Tensor) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_max_Tensor)?;
     b.tensor(self_)?;
     b.tensor(max)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -312,6 +375,9 @@ pub(crate) fn lazy_logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_or)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -328,6 +394,9 @@ pub(crate) fn lazy_bitwise_and_Tensor(self_: &Tensor, other: &Tensor) -> Result<
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_and_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -342,6 +411,9 @@ pub(crate) fn lazy_bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_xor_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -357,6 +429,9 @@ pub(crate) fn lazy_masked_fill_Tensor(self_: &Tensor, mask: &Tensor, value: &Ten
     b.tensor(self_)?;
     b.tensor(mask)?;
     b.tensor(value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -374,6 +449,9 @@ pub(crate) fn lazy_sub_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> 
     b.tensor(self_)?;
     b.tensor(other)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -388,6 +466,9 @@ pub(crate) fn lazy_div_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_div_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -401,6 +482,9 @@ pub(crate) fn lazy_exp(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_exp)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::exp(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -414,6 +498,9 @@ pub(crate) fn lazy_tanh(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_tanh)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::tanh(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -427,6 +514,9 @@ pub(crate) fn lazy_sigmoid(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sigmoid)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -440,6 +530,9 @@ pub(crate) fn lazy_abs(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_abs)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -456,6 +549,9 @@ pub(crate) fn lazy_maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_maximum)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -470,6 +566,9 @@ pub(crate) fn lazy_eq_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_eq_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::eq_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -484,6 +583,9 @@ pub(crate) fn lazy_gt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_gt_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gt_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -498,6 +600,9 @@ pub(crate) fn lazy_lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_lt_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::lt_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -511,6 +616,9 @@ pub(crate) fn lazy_all(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_all)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::all(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -526,6 +634,9 @@ pub(crate) fn lazy_all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) 
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -541,6 +652,9 @@ pub(crate) fn lazy_any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -556,6 +670,9 @@ pub(crate) fn lazy_argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Re
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -571,6 +688,9 @@ pub(crate) fn lazy_amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -584,6 +704,9 @@ pub(crate) fn lazy_max(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_max)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -601,6 +724,9 @@ pub(crate) fn lazy_max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(T
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -616,6 +742,9 @@ pub(crate) fn lazy_prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     let mut b = NodeBuilder::new(super::nodes::NODE_prod)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -632,6 +761,9 @@ pub(crate) fn lazy_mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     let mut b = NodeBuilder::new(super::nodes::NODE_mean)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -650,6 +782,9 @@ pub(crate) fn lazy_std_correction(self_: &Tensor, dim: Option<&[i64]>, correctio
     b.attr(Attr::from(dim));
     b.attr(Attr::from(correction));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -668,6 +803,9 @@ pub(crate) fn lazy_var_mean_correction(self_: &Tensor, dim: Option<&[i64]>, corr
     b.attr(Attr::from(dim));
     b.attr(Attr::from(correction));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1) = {
         let _guard = meta_guard();
@@ -686,6 +824,9 @@ pub(crate) fn lazy_cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -700,6 +841,9 @@ pub(crate) fn lazy_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_sum)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -718,6 +862,9 @@ pub(crate) fn lazy_mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, 
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -732,6 +879,9 @@ pub(crate) fn lazy_bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_bmm)?;
     b.tensor(self_)?;
     b.tensor(mat2)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -746,6 +896,9 @@ pub(crate) fn lazy_dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_dot)?;
     b.tensor(self_)?;
     b.tensor(tensor)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -765,6 +918,9 @@ pub(crate) fn lazy_nll_loss_forward(self_: &Tensor, target: &Tensor, weight: Opt
     b.opt_tensor(weight)?;
     b.attr(Attr::from(reduction));
     b.attr(Attr::from(ignore_index));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -784,6 +940,9 @@ pub(crate) fn lazy_max_pool2d_with_indices(self_: &Tensor, kernel_size: &[i64], 
     b.attr(Attr::from(padding));
     b.attr(Attr::from(dilation));
     b.attr(Attr::from(ceil_mode));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -802,6 +961,9 @@ pub(crate) fn lazy_embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64
     b.attr(Attr::from(padding_idx));
     b.attr(Attr::from(scale_grad_by_freq));
     b.attr(Attr::from(sparse));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -822,6 +984,9 @@ pub(crate) fn lazy__native_batch_norm_legit_no_stats(input: &Tensor, weight: Opt
     b.attr(Attr::from(training));
     b.attr(Attr::from(momentum));
     b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2) = {
         let _guard = meta_guard();
@@ -845,6 +1010,9 @@ pub(crate) fn lazy__native_batch_norm_legit_functional(input: &Tensor, weight: O
     b.attr(Attr::from(training));
     b.attr(Attr::from(momentum));
     b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?, output(&outs, 3)?, output(&outs, 4)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2, o3, o4) = {
         let _guard = meta_guard();
@@ -862,6 +1030,9 @@ pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
     b.tensor(self_)?;
     b.tensor(mat2)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -877,6 +1048,9 @@ pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Re
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -894,6 +1068,9 @@ pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], w
     b.opt_tensor(weight)?;
     b.opt_tensor(bias)?;
     b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2) = {
         let _guard = meta_guard();
@@ -911,6 +1088,9 @@ pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -926,6 +1106,9 @@ pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_zero)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -944,6 +1127,9 @@ pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, genera
     b.attr(Attr::from(mean));
     b.attr(Attr::from(std));
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -961,6 +1147,9 @@ pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Genera
     b.tensor(self_)?;
     b.attr(Attr::from(p));
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -977,6 +1166,9 @@ pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
     b.tensor(self_)?;
     b.attr(Attr::from(size));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -992,6 +1184,9 @@ pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1009,6 +1204,9 @@ pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> 
     b.tensor(self_)?;
     b.attr(Attr::from(size));
     b.attr(Attr::from(implicit));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1026,6 +1224,9 @@ pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Resu
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(index));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1042,6 +1243,9 @@ pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1060,6 +1264,9 @@ pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64],
     b.attr(Attr::from(size));
     b.attr(Attr::from(stride));
     b.attr(Attr::from(storage_offset));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1080,6 +1287,9 @@ pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: 
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1099,6 +1309,9 @@ pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64]
     b.attr(Attr::from(size));
     b.attr(Attr::from(stride));
     b.attr(Attr::from(storage_offset));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1117,6 +1330,9 @@ pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i
     b.attr(Attr::from(offset));
     b.attr(Attr::from(dim1));
     b.attr(Attr::from(dim2));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1133,6 +1349,9 @@ pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dims)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1151,6 +1370,9 @@ pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: 
     b.attr(Attr::from(dimension));
     b.attr(Attr::from(size));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1168,6 +1390,9 @@ pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], di
     b.tensor(self_)?;
     b.attr(Attr::from(split_sizes));
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return Ok(outs);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1183,6 +1408,9 @@ pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1202,6 +1430,9 @@ pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i
     b.attr(Attr::from(dim));
     b.attr(Attr::from(size));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1219,6 +1450,9 @@ pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<
     b.tensor(self_)?;
     b.attr(Attr::from(shifts));
     b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1236,6 +1470,9 @@ pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Res
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1254,6 +1491,9 @@ pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &T
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.tensor(src)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1271,6 +1511,9 @@ pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src:
     b.tensor(index)?;
     b.tensor(src)?;
     b.attr(Attr::from(reduce));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1287,6 +1530,9 @@ pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &T
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.tensor(src)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1301,6 +1547,9 @@ pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1317,6 +1566,9 @@ pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, d
     b.attr(Attr::from(stable));
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1332,6 +1584,9 @@ pub(crate) fn lazy_cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_cat)?;
     b.tensor_list(tensors)?;
     b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1345,6 +1600,9 @@ pub(crate) fn lazy_block_diag(tensors: &[Tensor]) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_block_diag)?;
     b.tensor_list(tensors)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1366,6 +1624,9 @@ pub(crate) fn lazy_index_put(self_: &Tensor, indices: &[Option<Tensor>], values:
     b.opt_tensor_list_any_device(indices)?;
     b.tensor(values)?;
     b.attr(Attr::from(accumulate));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();

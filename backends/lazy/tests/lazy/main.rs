@@ -15,4 +15,5 @@ mod executor;
 mod ir;
 mod lists;
 mod property;
+mod reuse;
 mod values;

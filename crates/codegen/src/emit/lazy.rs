@@ -321,6 +321,21 @@ fn trace_kernel(
         };
         body.push_str(&line);
     }
+    // IR reuse (B.4): the node the previous steps built here, before any shape inference.
+    let reused = match returns {
+        Returns::Tensors(1) => "output(&outs, 0)".to_string(),
+        Returns::List => "Ok(outs)".to_string(),
+        Returns::Tensors(n) => format!(
+            "Ok(({}))",
+            (0..n)
+                .map(|i| format!("output(&outs, {i})?"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    body.push_str(&format!(
+        "    if let Some(outs) = b.reuse()? {{\n        return {reused};\n    }}\n"
+    ));
     if let Some(meta) = structured_meta(input, function) {
         let args: Vec<String> = f
             .schema
