@@ -21,10 +21,10 @@
 //! of a graph some live tensor still reads: each execution draws for it once, as for a new one.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use smallvec::SmallVec;
 use switchyard_core::{Error, Result};
@@ -46,8 +46,9 @@ pub fn reuse_ir() -> bool {
     REUSE_IR.load(Ordering::Relaxed)
 }
 
-/// Above this many cached nodes the trie is emptied at the next `mark_step` (a bound of ours:
-/// a program whose steps never repeat would otherwise keep every node, and its data, alive).
+/// Above this many cached nodes the trie is emptied (at the next `mark_step`, or at the next
+/// insertion when tracing goes on without one): a bound of ours, as a program whose steps never
+/// repeat would otherwise keep every node, and its data, alive.
 pub const TRIE_CAPACITY: usize = 1 << 17;
 
 const ROOT: u32 = 0;
@@ -129,12 +130,16 @@ impl Trie {
         e.exclusive = false;
         self.current = id;
         let node = e.ir.clone()?;
-        metrics::counter_add(&format!("IrNodeReused_torch::lazy::{}", class_of(&node)), 1);
+        metrics::counter_add(reuse_counter(class_of(&node)), 1);
         Some(node)
     }
 
     /// Caches `node` (just built after a miss) as a successor of `current`.
     fn insert(&mut self, node: &Arc<Node>) {
+        // Tracing without `mark_step` never returns to the root: bound the trie here too.
+        if self.entries.len() > TRIE_CAPACITY {
+            *self = Trie::new();
+        }
         let cur = self.current as usize;
         if !self.entries[cur].successors.is_empty() {
             metrics::counter_add("TrieForked", 1);
@@ -202,6 +207,16 @@ thread_local! {
 
 fn with_trie<R>(f: impl FnOnce(&mut Trie) -> R) -> R {
     TRIE.with(|t| f(&mut t.borrow_mut()))
+}
+
+/// `IrNodeReused_torch::lazy::<class>`, made once per class (a hit is on the trace path).
+fn reuse_counter(class: &'static str) -> &'static str {
+    static NAMES: Mutex<BTreeMap<&'static str, &'static str>> = Mutex::new(BTreeMap::new());
+    let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+    names.entry(class).or_insert_with(|| {
+        // Leaked once per node class (a bounded set: the generated node kinds).
+        Box::leak(format!("IrNodeReused_torch::lazy::{class}").into_boxed_str())
+    })
 }
 
 /// The class name a node's reuse counter carries (`AddTensor`, `DeviceData`).
