@@ -67,7 +67,7 @@ fn attributes(n: &Node) -> Vec<(String, String)> {
             .filter_map(|(a, name)| match a {
                 Arg::Attr(attr) => Some(((*name).to_string(), attr.to_string())),
                 Arg::Absent => Some(((*name).to_string(), "null".to_string())),
-                Arg::Operand(_) => None,
+                Arg::Operand(_) | Arg::List(_) => None,
             })
             .collect(),
         OpKind::DeviceData(_) => vec![("device".to_string(), "lazy:0".to_string())],

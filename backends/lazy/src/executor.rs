@@ -324,7 +324,8 @@ fn build_graph(roots: &[Output], force_data: bool) -> Result<Graph> {
     let mut param_of = HashMap::new();
     let mut sequence = Hash128::of_str("parameter_sequence");
     for n in &order {
-        if let OpKind::DeviceData(d) = &n.kind {
+        if let OpKind::DeviceData(cell) = &n.kind {
+            let d = &cell.get();
             let next = params.len();
             let idx = *by_handle.entry(d.handle).or_insert(next);
             if idx == next {
@@ -429,7 +430,7 @@ fn collect(tensors: &[Arc<LazyTensor>]) -> (Vec<Arc<LazyTensor>>, Vec<Output>) {
         // A tensor whose IR is only a leaf (a clone of synced data) needs no execution: its
         // data is the leaf's.
         if let OpKind::DeviceData(d) = &ir.node.kind {
-            st.handle = Some(Arc::clone(d));
+            st.handle = Some(d.get());
             continue;
         }
         roots.push(ir);

@@ -2,8 +2,8 @@
 //! structural 128-bit hash that leaves data out; post-order.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use smallvec::SmallVec;
 use switchyard_core::shape::contiguous_strides;
@@ -295,6 +295,10 @@ pub enum Arg {
     Operand(u32),
     /// An absent optional tensor.
     Absent,
+    /// A `Tensor[]` or `Tensor?[]` argument, flattened into the node's operands: the operand
+    /// number of each element in order (`None`: an absent element of a `Tensor?[]`). Its
+    /// length is part of the node's hash, so lists of different lengths never share a program.
+    List(SmallVec<[Option<u32>; 4]>),
     /// A non-tensor argument.
     Attr(Attr),
 }
@@ -308,6 +312,10 @@ pub enum ArgKind {
     OptTensor,
     /// A `Scalar` lifted to an operand.
     Scalar,
+    /// A `Tensor[]`: one operand per element.
+    TensorList,
+    /// A `Tensor?[]`: one operand per present element.
+    OptTensorList,
     /// A non-tensor attribute.
     Attr,
 }
@@ -329,7 +337,8 @@ pub struct NodeInfo {
     pub arg_names: &'static [&'static str],
     /// Argument kinds in schema order.
     pub arg_kinds: &'static [ArgKind],
-    /// Number of outputs.
+    /// Number of outputs (0 for a `Tensor[]` return: each node has as many as its shape
+    /// inference gave).
     pub num_outputs: usize,
     /// The lowering.
     pub lower: LowerFn,
@@ -364,7 +373,35 @@ pub enum OpKind {
     /// A generated operator node (index into the generated `NODES`).
     Aten(&'static NodeInfo),
     /// A device-data leaf: a parameter of the graph.
-    DeviceData(Arc<DeviceData>),
+    DeviceData(DataCell),
+}
+
+/// The data of a device-data leaf. IR reuse (B.4, `trie.rs`) may give a leaf the data of a
+/// later step, of the same shape, when nothing outside the trie can see the leaf any more.
+pub struct DataCell(Mutex<Arc<DeviceData>>);
+
+impl DataCell {
+    /// A cell holding `d`.
+    pub fn new(d: Arc<DeviceData>) -> DataCell {
+        DataCell(Mutex::new(d))
+    }
+
+    /// The current data.
+    pub fn get(&self) -> Arc<DeviceData> {
+        Arc::clone(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Replaces the data (the caller has checked that the shape is the same and that no IR
+    /// outside the trie reads this leaf).
+    pub(crate) fn swap(&self, d: Arc<DeviceData>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = d;
+    }
+}
+
+impl Clone for DataCell {
+    fn clone(&self) -> DataCell {
+        DataCell::new(self.get())
+    }
 }
 
 /// A node output (LTC's `Value`: a strong reference and an output index).
@@ -421,6 +458,16 @@ impl Node {
             seed = seed.combine(match a {
                 Arg::Operand(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
                 Arg::Absent => K_NULL_OPT,
+                Arg::List(items) => {
+                    let mut h = Hash128::of_str("list").with_u64(items.len() as u64);
+                    for item in items {
+                        h = h.combine(match item {
+                            Some(i) => Hash128::of_str("operand").with_u64(u64::from(*i)),
+                            None => K_NULL_OPT,
+                        });
+                    }
+                    h
+                }
                 Arg::Attr(attr) => attr.hash(),
             });
         }
@@ -445,7 +492,7 @@ impl Node {
             .combine(shape.hash())
             .combine(DEVICE_DATA_SEED);
         Node {
-            kind: OpKind::DeviceData(data),
+            kind: OpKind::DeviceData(DataCell::new(data)),
             operands: SmallVec::new(),
             args: SmallVec::new(),
             shapes: smallvec::smallvec![shape],
@@ -476,7 +523,7 @@ impl Node {
                     match a {
                         Arg::Attr(attr) => s.push_str(&format!(", {name}={attr}")),
                         Arg::Absent => s.push_str(&format!(", {name}=null")),
-                        Arg::Operand(_) => {}
+                        Arg::Operand(_) | Arg::List(_) => {}
                     }
                 }
             }

@@ -36,6 +36,7 @@ mod manual;
 pub mod metrics;
 pub mod tensor;
 pub mod trace;
+pub mod trie;
 
 use std::sync::OnceLock;
 
@@ -59,6 +60,7 @@ pub use fallback::{fallback, get_force_fallback, set_force_fallback};
 pub use ir::Hash128;
 pub use metrics::{counter_names, counter_value, metrics_report, reset_metrics};
 pub use tensor::{LazyTensor, get_ltc_tensor, try_get_ltc_tensor};
+pub use trie::{ir_cache, reuse_ir, set_reuse_ir};
 
 /// The lazy device (index 0).
 pub fn device() -> Device {
@@ -102,6 +104,7 @@ pub fn to_cpu(t: &Tensor) -> Result<Tensor> {
 pub fn mark_step() -> Result<()> {
     executor::sync_live_tensors()?;
     metrics::counter_add("MarkStep", 1);
+    trie::reset_current();
     closures::run_step_closures()
 }
 

@@ -226,6 +226,9 @@ impl LazyNativeFunctions for Lazy {
                 b.attr(Attr::from(pin_memory));
                 b.attr(Attr::from(non_blocking));
                 b.attr(Attr::from(memory_format));
+                if let Some(outs) = b.reuse()? {
+                    return crate::trace::output(&outs, 0);
+                }
                 let out = {
                     let _guard = meta_guard();
                     op::_to_copy::call(
@@ -245,13 +248,29 @@ impl LazyNativeFunctions for Lazy {
 
     fn _to_cpu(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
         counter_add("lazy::_to_cpu", 1);
+        // A CPU tensor among them (an operator taking a CPU `values` or index beside lazy
+        // tensors) is its own CPU copy, as `Tensor.cpu()` gives it back in PyTorch's `_to_cpu`.
         let lts = tensors
             .iter()
-            .map(get_ltc_tensor)
+            .map(|t| {
+                if t.device() == Device::CPU {
+                    Ok(None)
+                } else {
+                    get_ltc_tensor(t).map(Some)
+                }
+            })
             .collect::<Result<Vec<_>>>()?;
+        let lazy: Vec<_> = lts.iter().flatten().cloned().collect();
         // One execution for all of them (seed 000's batched transfer).
-        crate::executor::sync_tensors(&lts, false)?;
-        lts.iter().map(value_copy).collect()
+        crate::executor::sync_tensors(&lazy, false)?;
+        tensors
+            .iter()
+            .zip(&lts)
+            .map(|(t, lt)| match lt {
+                Some(lt) => value_copy(lt),
+                None => Ok(Clone::clone(t)),
+            })
+            .collect()
     }
 
     fn lift(self_: &Tensor) -> Result<Tensor> {

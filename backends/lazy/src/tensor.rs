@@ -10,7 +10,7 @@ use switchyard_core::{Device, DeviceType, Error, Result, Tensor};
 use switchyard_functionalize as functionalize;
 
 use crate::data::DeviceData;
-use crate::ir::{Node, Output, Shape};
+use crate::ir::{Output, Shape};
 use crate::metrics;
 
 /// The state of a lazy tensor; at least one field is set.
@@ -70,6 +70,7 @@ impl LazyTensor {
     pub fn ir_value(&self) -> Result<Output> {
         let mut st = self.state();
         if let Some(ir) = &st.ir {
+            crate::trie::revisit(&ir.node);
             return Ok(ir.clone());
         }
         let data = match (&st.handle, &st.tensor_data) {
@@ -86,7 +87,7 @@ impl LazyTensor {
             }
         };
         let ir = Output {
-            node: Arc::new(Node::device_data(data)),
+            node: crate::trie::leaf(data),
             index: 0,
         };
         st.ir = Some(ir.clone());

@@ -45,7 +45,14 @@ impl NodeBuilder {
         self.operands.push(o);
     }
 
-    fn lazy_operand(&mut self, t: &Tensor, any_device: bool) -> Result<()> {
+    /// Adds `o` to the operands without an argument of its own (an element of a list) and
+    /// returns its operand number.
+    fn push_element(&mut self, o: Output) -> u32 {
+        self.operands.push(o);
+        (self.operands.len() - 1) as u32
+    }
+
+    fn lazy_value(&mut self, t: &Tensor, any_device: bool) -> Result<Output> {
         if let Some((inner, lt)) = try_get_ltc_tensor(t)? {
             match self.device {
                 None => self.device = Some(lt.device()),
@@ -57,34 +64,36 @@ impl NodeBuilder {
                 }
                 Some(_) => {}
             }
-            let ir = lt.ir_value_of(&inner)?;
-            self.push_operand(ir);
-            return Ok(());
+            return lt.ir_value_of(&inner);
         }
         // A wrapped number becomes a lifted scalar; other 0-dim CPU tensors (and any tensor
         // where the operator copies across devices) become device data holding a copy.
         if t.is_wrapped_number() {
             let s = t.item_scalar()?;
             let data = scalar_data(&s);
-            self.push_operand(Output {
-                node: Arc::new(Node::device_data(data)),
+            return Ok(Output {
+                node: crate::trie::leaf(data),
                 index: 0,
             });
-            return Ok(());
         }
         if (t.dim() == 0 && t.device() == Device::CPU) || (any_device && t.device() == Device::CPU)
         {
             let copy = switchyard_ops::op::clone::call(t, None)?;
-            self.push_operand(Output {
-                node: Arc::new(Node::device_data(DeviceData::from_tensor(copy))),
+            return Ok(Output {
+                node: crate::trie::leaf(DeviceData::from_tensor(copy)),
                 index: 0,
             });
-            return Ok(());
         }
         Err(Error::runtime(format!(
             "Input tensor is not a lazy tensor: {}",
             t.device()
         )))
+    }
+
+    fn lazy_operand(&mut self, t: &Tensor, any_device: bool) -> Result<()> {
+        let v = self.lazy_value(t, any_device)?;
+        self.push_operand(v);
+        Ok(())
     }
 
     /// A tensor operand: a lazy tensor's IR value (wrapped numbers and 0-dim CPU tensors are
@@ -97,6 +106,40 @@ impl NodeBuilder {
     /// device-data leaf holding a copy of its value.
     pub fn tensor_any_device(&mut self, t: &Tensor) -> Result<()> {
         self.lazy_operand(t, true)
+    }
+
+    fn list(&mut self, ts: &[Option<&Tensor>], any_device: bool) -> Result<()> {
+        let mut items = SmallVec::with_capacity(ts.len());
+        for t in ts {
+            items.push(match t {
+                Some(t) => {
+                    let v = self.lazy_value(t, any_device)?;
+                    Some(self.push_element(v))
+                }
+                None => None,
+            });
+        }
+        self.args.push(Arg::List(items));
+        Ok(())
+    }
+
+    /// A `Tensor[]` argument: one operand per element, recorded as one [`Arg::List`].
+    pub fn tensor_list(&mut self, ts: &[Tensor]) -> Result<()> {
+        let refs: SmallVec<[Option<&Tensor>; 4]> = ts.iter().map(Some).collect();
+        self.list(&refs, false)
+    }
+
+    /// A `Tensor?[]` argument: one operand per present element.
+    pub fn opt_tensor_list(&mut self, ts: &[Option<Tensor>]) -> Result<()> {
+        let refs: SmallVec<[Option<&Tensor>; 4]> = ts.iter().map(Option::as_ref).collect();
+        self.list(&refs, false)
+    }
+
+    /// A `Tensor?[]` argument whose elements may come from the CPU (index lists: eager
+    /// indexing takes CPU indices for a tensor on any device); those become device data.
+    pub fn opt_tensor_list_any_device(&mut self, ts: &[Option<Tensor>]) -> Result<()> {
+        let refs: SmallVec<[Option<&Tensor>; 4]> = ts.iter().map(Option::as_ref).collect();
+        self.list(&refs, true)
     }
 
     /// An optional tensor operand.
@@ -115,7 +158,7 @@ impl NodeBuilder {
     pub fn scalar(&mut self, s: &Scalar) -> Result<()> {
         let data = scalar_data(s);
         self.push_operand(Output {
-            node: Arc::new(Node::device_data(data)),
+            node: crate::trie::leaf(data),
             index: 0,
         });
         Ok(())
@@ -148,11 +191,62 @@ impl NodeBuilder {
         t.map(|t| self.shadow(t)).transpose()
     }
 
-    /// Builds the node with `shapes` and returns one new lazy tensor per output.
+    /// [`NodeBuilder::shadow`] of each element of a `Tensor[]`.
+    pub fn shadow_list(&self, ts: &[Tensor]) -> Result<Vec<Tensor>> {
+        ts.iter().map(|t| self.shadow(t)).collect()
+    }
+
+    /// [`NodeBuilder::shadow`] of each element of a `Tensor?[]`.
+    pub fn shadow_opt_list(&self, ts: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        ts.iter().map(|t| self.shadow_opt(t.as_ref())).collect()
+    }
+
+    /// With IR reuse on (`trie.rs`), the node the trie holds at this place for the same
+    /// operator, attributes and operand nodes, as new lazy tensors (one per output); `None`
+    /// when reuse is off or nothing matches (then [`NodeBuilder::build`] caches the new node).
+    /// Random operators are reused only from a graph nothing can read any more.
+    pub fn reuse(&self) -> Result<Option<Vec<Tensor>>> {
+        if !crate::trie::reuse_ir() {
+            return Ok(None);
+        }
+        let random = !crate::compiler::deterministic(self.info);
+        let found = crate::trie::lookup(|n, exclusive| {
+            matches!(&n.kind, crate::ir::OpKind::Aten(i) if std::ptr::eq(*i, self.info))
+                && (!random || exclusive)
+                && n.args == self.args
+                && n.operands.len() == self.operands.len()
+                && n.operands
+                    .iter()
+                    .zip(&self.operands)
+                    .all(|(a, b)| a.index == b.index && Arc::ptr_eq(&a.node, &b.node))
+        });
+        let Some(node) = found else {
+            return Ok(None);
+        };
+        let device = self.device.unwrap_or_else(crate::device);
+        (0..node.shapes.len())
+            .map(|index| {
+                create_from_ir(
+                    Output {
+                        node: Arc::clone(&node),
+                        index,
+                    },
+                    device,
+                )
+            })
+            .collect::<Result<_>>()
+            .map(Some)
+    }
+
+    /// Builds the node with `shapes` and returns one new lazy tensor per output (with IR
+    /// reuse on, the node is cached in the trie).
     pub fn build(self, shapes: SmallVec<[Shape; 1]>) -> Result<Vec<Tensor>> {
         let device = self.device.unwrap_or_else(crate::device);
         let n = shapes.len();
         let node = Arc::new(Node::new(self.info, self.operands, self.args, shapes));
+        if crate::trie::reuse_ir() {
+            crate::trie::insert(&node);
+        }
         (0..n)
             .map(|index| {
                 create_from_ir(
@@ -172,6 +266,16 @@ impl NodeBuilder {
         v.pop()
             .ok_or_else(|| Error::runtime("internal error: a lazy node without outputs"))
     }
+}
+
+/// Whether an index list holds a boolean (or byte) mask: the result's shape (or, for
+/// `index_put`, its checks) then depends on the mask's values, which a trace does not have, so
+/// the operator runs eagerly through the fallback (as `nonzero` does).
+pub fn has_mask(indices: &[Option<Tensor>]) -> bool {
+    indices
+        .iter()
+        .flatten()
+        .any(|t| matches!(t.dtype(), ScalarType::Bool | ScalarType::Byte))
 }
 
 /// Output `i` of a multi-output kernel.
@@ -202,6 +306,11 @@ pub fn shapes_of_specs(specs: &[OutputSpec]) -> SmallVec<[Shape; 1]> {
             None => Shape::contiguous(s.dtype, &s.sizes),
         })
         .collect()
+}
+
+/// The shapes of the Meta kernel outputs of a `Tensor[]` return.
+pub fn shapes_of_list(ts: &[Tensor]) -> SmallVec<[Shape; 1]> {
+    ts.iter().map(Shape::of).collect()
 }
 
 /// The shapes of Meta kernel outputs.
@@ -281,6 +390,39 @@ impl<'a> LowerArgs<'a> {
             Some(Val::Tensor(t)) => Ok(t.clone()),
             Some(Val::Scalar(s)) => Tensor::wrapped_scalar(*s),
             None => Err(missing("a tensor", i, self.info)),
+        }
+    }
+
+    fn element(&self, k: u32) -> Result<Tensor> {
+        match self.ins.get(k as usize) {
+            Some(Val::Tensor(t)) => Ok(t.clone()),
+            Some(Val::Scalar(s)) => Tensor::wrapped_scalar(*s),
+            None => Err(missing("an operand", k as usize, self.info)),
+        }
+    }
+
+    /// `Tensor[]` argument `i`.
+    pub fn tensor_list(&self, i: usize) -> Result<Vec<Tensor>> {
+        match self.args.get(i) {
+            Some(Arg::List(items)) => items
+                .iter()
+                .map(|k| match k {
+                    Some(k) => self.element(*k),
+                    None => Err(missing("a tensor", i, self.info)),
+                })
+                .collect(),
+            _ => Err(missing("a tensor list", i, self.info)),
+        }
+    }
+
+    /// `Tensor?[]` argument `i`.
+    pub fn opt_tensor_list(&self, i: usize) -> Result<Vec<Option<Tensor>>> {
+        match self.args.get(i) {
+            Some(Arg::List(items)) => items
+                .iter()
+                .map(|k| k.map(|k| self.element(k)).transpose())
+                .collect(),
+            _ => Err(missing("a tensor list", i, self.info)),
         }
     }
 

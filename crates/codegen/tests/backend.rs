@@ -1029,6 +1029,11 @@ fn lazy_backend_generates_nodes_kernels_and_lowerings() {
         add.find("switchyard_ops::meta::add_tensor(").unwrap(),
     );
     assert!(t < s && s < m, "{add}");
+    // IR reuse: the trie is asked after the operands, before any shape inference.
+    let r = add
+        .find("if let Some(outs) = b.reuse()? {\n        return output(&outs, 0);\n    }")
+        .unwrap_or_else(|| panic!("{add}"));
+    assert!(s < r && r < m, "{add}");
     // Structured (and delegating) operators call their meta function on the lazy tensors...
     assert!(kernel("lazy_sum_dim_IntList").contains("switchyard_ops::meta::sum_dim_intlist("));
     // ...the others run the Meta kernel on meta shadows.
@@ -1092,4 +1097,90 @@ fn lazy_backend_keeps_composite_members_and_wraps_the_rest() {
     // A non-lazy backend's full_codegen gets no lazy files.
     let files = generate("backend: XLA\ncpp_namespace: x\nfull_codegen: [abs]\n");
     assert_eq!(files.len(), 3);
+}
+
+#[test]
+fn lazy_backend_flattens_tensor_lists_and_returns_tensor_lists() {
+    let files = generate(
+        "backend: Lazy\ncpp_namespace: x\nfull_codegen:\n  - cat\n  - index.Tensor\n  - split_copy.Tensor\n",
+    );
+    let all_kernels = format!("{}{}", files["kernels_0.rs"], files["kernels_1.rs"]);
+    let all_lowerings = format!("{}{}", files["lowerings_0.rs"], files["lowerings_1.rs"]);
+    let kernel = |name: &str| -> String {
+        let start = all_kernels
+            .find(&format!("pub(crate) fn {name}("))
+            .unwrap_or_else(|| panic!("no kernel {name}"));
+        let rest = &all_kernels[start..];
+        rest[..rest.find("\n}\n").unwrap()].to_string()
+    };
+    // A Tensor[] operand: its elements become operands; the structured meta reads the list.
+    let cat = kernel("lazy_cat");
+    assert!(cat.contains("b.tensor_list(tensors)?;"), "{cat}");
+    assert!(cat.contains("switchyard_ops::meta::cat(tensors, dim, Outs::Functional)"));
+    // An index list: a boolean mask goes to the fallback before anything is counted, CPU
+    // indices are accepted, and the shape comes from meta shadows (the structured meta
+    // broadcasts indices as views, which lazy tensors cannot give).
+    let index = kernel("lazy_index_Tensor");
+    let (guard, count) = (
+        index
+            .find("if has_mask(indices) {\n        return switchyard_backend::call_fallback::<op::index_Tensor>(crate::fallback::fallback, (self_, indices));")
+            .unwrap_or_else(|| panic!("{index}")),
+        index.find("COUNTER.inc()").unwrap(),
+    );
+    assert!(guard < count, "{index}");
+    assert!(
+        index.contains("b.opt_tensor_list_any_device(indices)?;"),
+        "{index}"
+    );
+    assert!(
+        index.contains("op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?")
+    );
+    // A Tensor[] return: one node, one output per piece of the Meta kernel's result.
+    let split = kernel("lazy_split_copy_Tensor");
+    assert!(
+        split.contains("let shapes = shapes_of_list(&o0);\n    b.build(shapes)"),
+        "{split}"
+    );
+    assert!(split.contains("return Ok(outs);"), "{split}");
+    assert!(
+        all_lowerings
+            .contains("op::cat::redispatch(cpu_only(), &ins.tensor_list(0)?, ins.int(1)?)?")
+    );
+    assert!(all_lowerings.contains(
+        "op::index_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.opt_tensor_list(1)?)?"
+    ));
+    assert!(all_lowerings.contains("    op::split_copy_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)\n"));
+    let nodes = &files["nodes.rs"];
+    assert!(nodes.contains("arg_kinds: &[ArgKind::TensorList, ArgKind::Attr]"));
+    assert!(nodes.contains("arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList]"));
+    assert!(nodes.contains("num_outputs: 0"));
+}
+
+/// A group whose functional member is the `_functional` variant of a mutable operator: its
+/// out= wrapper unpacks all five results, checks the three outs and the two mutated running
+/// statistics before writing any, then writes both (PyTorch's wrapper copies the outs only).
+#[test]
+fn out_wrapper_around_a_functional_variant_writes_the_mutated_arguments_too() {
+    let files = generate(
+        "backend: XLA\ncpp_namespace: x\nsupported:\n  - _native_batch_norm_legit_functional\n",
+    );
+    let reg = &files["register.rs"];
+    let start = reg
+        .find("fn wrapper_XLA__native_batch_norm_legit_out<")
+        .unwrap_or_else(|| panic!("{reg}"));
+    let body = &reg[start..];
+    let body = &body[..body.find("\n}\n").unwrap()];
+    let expected = "    let (functional_result0, functional_result1, functional_result2, functional_result3, functional_result4) = K::_native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::check_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::check_backend_self(running_var, &functional_result4)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_var, &functional_result4)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))";
+    assert!(body.ends_with(expected), "{body}");
 }

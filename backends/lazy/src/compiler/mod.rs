@@ -166,7 +166,7 @@ impl Program {
 }
 
 /// Operators never merged by CSE (random ones: two draws differ).
-fn deterministic(info: &NodeInfo) -> bool {
+pub(crate) fn deterministic(info: &NodeInfo) -> bool {
     let name = info.qualified.trim_start_matches("aten::");
     !(name.starts_with("rand")
         || name.starts_with("uniform")

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};
+use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -21,6 +21,9 @@ pub(crate) fn lazy_div_Tensor_mode(self_: &Tensor, other: &Tensor, rounding_mode
     b.tensor(self_)?;
     b.tensor(other)?;
     b.attr(Attr::from(rounding_mode));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::div_tensor_mode(self_, other, rounding_mode, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -34,6 +37,9 @@ pub(crate) fn lazy_log1p(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_log1p)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::log1p(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -47,6 +53,9 @@ pub(crate) fn lazy_sin(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sin)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sin(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -60,6 +69,9 @@ pub(crate) fn lazy_tan(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_tan)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::tan(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -73,6 +85,9 @@ pub(crate) fn lazy_ceil(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_ceil)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ceil(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -86,6 +101,9 @@ pub(crate) fn lazy_round(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_round)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::round(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -99,6 +117,9 @@ pub(crate) fn lazy_trunc(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_trunc)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::trunc(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -112,6 +133,9 @@ pub(crate) fn lazy_reciprocal(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_reciprocal)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::reciprocal(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -125,6 +149,9 @@ pub(crate) fn lazy_silu(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_silu)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::silu(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -138,6 +165,9 @@ pub(crate) fn lazy_bitwise_not(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_not)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_not(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -151,6 +181,9 @@ pub(crate) fn lazy_isnan(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_isnan)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -169,6 +202,9 @@ pub(crate) fn lazy_nan_to_num(self_: &Tensor, nan: Option<f64>, posinf: Option<f
     b.attr(Attr::from(nan));
     b.attr(Attr::from(posinf));
     b.attr(Attr::from(neginf));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -185,6 +221,9 @@ pub(crate) fn lazy_atan2(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_atan2)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::atan2(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -199,6 +238,9 @@ pub(crate) fn lazy_remainder_Tensor(self_: &Tensor, other: &Tensor) -> Result<Te
     let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::remainder_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -213,6 +255,9 @@ pub(crate) fn lazy_pow_Tensor_Tensor(self_: &Tensor, exponent: &Tensor) -> Resul
     let mut b = NodeBuilder::new(super::nodes::NODE_pow_Tensor_Tensor)?;
     b.tensor(self_)?;
     b.tensor(exponent)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::pow_tensor_tensor(self_, exponent, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -227,6 +272,9 @@ pub(crate) fn lazy_ne_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ne_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ne_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -241,6 +289,9 @@ pub(crate) fn lazy_ge_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ge_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ge_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -255,6 +306,9 @@ pub(crate) fn lazy_le_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_le_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::le_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -270,6 +324,9 @@ pub(crate) fn lazy_clamp(self_: &Tensor, min: Option<Scalar>, max: Option<Scalar
     b.tensor(self_)?;
     b.attr(Attr::from(min));
     b.attr(Attr::from(max));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp(self_, min, max, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -284,6 +341,9 @@ pub(crate) fn lazy_clamp_min(self_: &Tensor, min: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_min)?;
     b.tensor(self_)?;
     b.scalar(&min)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_min(self_, min.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -298,6 +358,9 @@ pub(crate) fn lazy_clamp_max(self_: &Tensor, max: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_max)?;
     b.tensor(self_)?;
     b.scalar(&max)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_max(self_, max.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -312,6 +375,9 @@ pub(crate) fn lazy_logical_and(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_and)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -328,6 +394,9 @@ pub(crate) fn lazy_logical_xor(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_xor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -344,6 +413,9 @@ pub(crate) fn lazy_bitwise_or_Tensor(self_: &Tensor, other: &Tensor) -> Result<T
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_or_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_or_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -359,6 +431,9 @@ pub(crate) fn lazy_masked_fill_Scalar(self_: &Tensor, mask: &Tensor, value: Scal
     b.tensor(self_)?;
     b.tensor(mask)?;
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -376,6 +451,9 @@ pub(crate) fn lazy_add_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> 
     b.tensor(self_)?;
     b.tensor(other)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::add_tensor(self_, other, alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -390,6 +468,9 @@ pub(crate) fn lazy_mul_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_mul_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mul_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -403,6 +484,9 @@ pub(crate) fn lazy_neg(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_neg)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::neg(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -416,6 +500,9 @@ pub(crate) fn lazy_log(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_log)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::log(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -429,6 +516,9 @@ pub(crate) fn lazy_relu(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_relu)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -444,6 +534,9 @@ pub(crate) fn lazy_sqrt(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sqrt)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sqrt(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -458,6 +551,9 @@ pub(crate) fn lazy_pow_Tensor_Scalar(self_: &Tensor, exponent: Scalar) -> Result
     let mut b = NodeBuilder::new(super::nodes::NODE_pow_Tensor_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&exponent)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::pow_tensor_scalar(self_, exponent.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -472,6 +568,9 @@ pub(crate) fn lazy_eq_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_eq_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::eq_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -486,6 +585,9 @@ pub(crate) fn lazy_gt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_gt_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gt_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -500,6 +602,9 @@ pub(crate) fn lazy_lt_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_lt_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::lt_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -515,6 +620,9 @@ pub(crate) fn lazy_where_self(condition: &Tensor, self_: &Tensor, other: &Tensor
     b.tensor(condition)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -532,6 +640,9 @@ pub(crate) fn lazy_all_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::all_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -545,6 +656,9 @@ pub(crate) fn lazy_any(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_any)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::any(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -560,6 +674,9 @@ pub(crate) fn lazy_any_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) 
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::any_dims(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -575,6 +692,9 @@ pub(crate) fn lazy_argmin(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Re
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::argmin(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -590,6 +710,9 @@ pub(crate) fn lazy_aminmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> R
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::aminmax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -604,6 +727,9 @@ pub(crate) fn lazy_min(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_min)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -621,6 +747,9 @@ pub(crate) fn lazy_min_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(T
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::min_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -638,6 +767,9 @@ pub(crate) fn lazy_prod_dim_int(self_: &Tensor, dim: i64, keepdim: bool, dtype: 
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::prod_dim_int(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -653,6 +785,9 @@ pub(crate) fn lazy_logsumexp(self_: &Tensor, dim: &[i64], keepdim: bool) -> Resu
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -671,6 +806,9 @@ pub(crate) fn lazy_var_correction(self_: &Tensor, dim: Option<&[i64]>, correctio
     b.attr(Attr::from(dim));
     b.attr(Attr::from(correction));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -690,6 +828,9 @@ pub(crate) fn lazy_linalg_vector_norm(self_: &Tensor, ord: Scalar, dim: Option<&
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::linalg_vector_norm(self_, ord.clone(), dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -705,6 +846,9 @@ pub(crate) fn lazy_cumprod(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) 
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cumprod(self_, dim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -721,6 +865,9 @@ pub(crate) fn lazy_sum_dim_IntList(self_: &Tensor, dim: Option<&[i64]>, keepdim:
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sum_dim_intlist(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -736,6 +883,9 @@ pub(crate) fn lazy_amax(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::amax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -753,6 +903,9 @@ pub(crate) fn lazy_baddbmm(self_: &Tensor, batch1: &Tensor, batch2: &Tensor, bet
     b.tensor(batch2)?;
     b.scalar(&beta)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::baddbmm(self_, batch1, batch2, beta.clone(), alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -768,6 +921,9 @@ pub(crate) fn lazy_mse_loss(self_: &Tensor, target: &Tensor, reduction: i64) -> 
     b.tensor(self_)?;
     b.tensor(target)?;
     b.attr(Attr::from(reduction));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mse_loss(self_, target, reduction, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -787,6 +943,9 @@ pub(crate) fn lazy_avg_pool2d(self_: &Tensor, kernel_size: &[i64], stride: &[i64
     b.attr(Attr::from(ceil_mode));
     b.attr(Attr::from(count_include_pad));
     b.attr(Attr::from(divisor_override));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::avg_pool2d(self_, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -808,6 +967,9 @@ pub(crate) fn lazy_convolution(input: &Tensor, weight: &Tensor, bias: Option<&Te
     b.attr(Attr::from(transposed));
     b.attr(Attr::from(output_padding));
     b.attr(Attr::from(groups));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -825,6 +987,9 @@ pub(crate) fn lazy_constant_pad_nd(self_: &Tensor, pad: &[i64], value: Scalar) -
     b.tensor(self_)?;
     b.attr(Attr::from(pad));
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -846,6 +1011,9 @@ pub(crate) fn lazy__native_batch_norm_legit_no_training(input: &Tensor, weight: 
     b.tensor(running_var)?;
     b.attr(Attr::from(momentum));
     b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2) = {
         let _guard = meta_guard();
@@ -856,309 +1024,397 @@ pub(crate) fn lazy__native_batch_norm_legit_no_training(input: &Tensor, weight: 
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
-pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::mm");
+/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`: records an IR node of class `NativeDropout`.
+pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::native_dropout");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_native_dropout)?;
+    b.tensor(input)?;
+    b.attr(Attr::from(p));
+    b.attr(Attr::from(train));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let (o0, o1) = {
+        let _guard = meta_guard();
+        op::native_dropout::call(&b.shadow(input)?, p, train)?
+    };
+    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
+pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::addmm");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
     b.tensor(self_)?;
+    b.tensor(mat1)?;
     b.tensor(mat2)?;
+    b.scalar(&beta)?;
+    b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
+    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
-pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_softmax");
+/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
+pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
-pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
+/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
+pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
-    b.tensor(input)?;
-    b.attr(Attr::from(normalized_shape));
-    b.opt_tensor(weight)?;
-    b.opt_tensor(bias)?;
-    b.attr(Attr::from(eps));
+    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
+    b.tensor(self_)?;
+    b.tensor_any_device(src)?;
+    b.attr(Attr::from(non_blocking));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1, o2) = {
+    let o0 = {
         let _guard = meta_guard();
-        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
+        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
-    let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }
 
-/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
-pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
+/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
+pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
     b.tensor(self_)?;
-    b.scalar(&value)?;
+    b.tensor(value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
+        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `zero(Tensor self) -> Tensor`: records an IR node of class `Zero`.
-pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::zero");
+/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `Uniform`.
+pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::uniform");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_zero)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_uniform)?;
     b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::zero::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `NormalFunctional`.
-pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::normal_functional");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_normal_functional)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(mean));
-    b.attr(Attr::from(std));
+    b.attr(Attr::from(from));
+    b.attr(Attr::from(to));
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
+        op::uniform::call(&b.shadow(self_)?, from, to, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliP`.
-pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`: records an IR node of class `Bernoulli`.
+pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_p)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(p));
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
+        op::bernoulli::call(&b.shadow(self_)?, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
-pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::view_copy");
+/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliTensor`.
+pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
+    b.tensor(p)?;
+    b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy::call(&b.shadow(self_)?, size)?
+        op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
-pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::t_copy");
+/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
+pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::permute_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::t_copy::call(&b.shadow(self_)?)?
+        op::permute_copy::call(&b.shadow(self_)?, dims)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
-pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::expand_copy");
+/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
+pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(implicit));
+    b.attr(Attr::from(dim0));
+    b.attr(Attr::from(dim1));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
+        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
-pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_copy");
+/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
+pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
-pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
-pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
-pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
-    b.tensor(self_)?;
-    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
+        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
-pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
+/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
+pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
+pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::alias_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
+    b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::alias_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
+pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::detach_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
+    b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::detach_copy::call(&b.shadow(self_)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
+pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
     b.tensor(self_)?;
     b.tensor(src)?;
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(stride));
-    b.attr(Attr::from(storage_offset));
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
+        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalCopy`.
-pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::diagonal_copy");
+/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalScatter`.
+pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::diagonal_scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_scatter)?;
     b.tensor(self_)?;
+    b.tensor(src)?;
     b.attr(Attr::from(offset));
     b.attr(Attr::from(dim1));
     b.attr(Attr::from(dim2));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::diagonal_copy::call(&b.shadow(self_)?, offset, dim1, dim2)?
+        op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`: records an IR node of class `SqueezeCopyDims`.
-pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
+/// `squeeze_copy(Tensor self) -> Tensor`: records an IR node of class `SqueezeCopy`.
+pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dims)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy_dims::call(&b.shadow(self_)?, dim)?
+        op::squeeze_copy::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`: records an IR node of class `UnfoldCopy`.
-pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unfold_copy");
+/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`: records an IR node of class `ViewCopyDtype`.
+pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::view_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy_dtype)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dimension));
-    b.attr(Attr::from(size));
-    b.attr(Attr::from(step));
+    b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::unfold_copy::call(&b.shadow(self_)?, dimension, size, step)?
+        op::view_copy_dtype::call(&b.shadow(self_)?, dtype)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
+}
+
+/// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`: records an IR node of class `SplitCopyTensor`.
+pub(crate) fn lazy_split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::split_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_split_copy_Tensor)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(split_size));
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return Ok(outs);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::split_copy_Tensor::call(&b.shadow(self_)?, split_size, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
+}
+
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`: records an IR node of class `UnbindCopyInt`.
+pub(crate) fn lazy_unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::unbind_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_unbind_copy_int)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return Ok(outs);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::unbind_copy_int::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
 }
 
 /// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`: records an IR node of class `NarrowCopy`.
@@ -1170,6 +1426,9 @@ pub(crate) fn lazy_narrow_copy(self_: &Tensor, dim: i64, start: i64, length: i64
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(length));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1186,6 +1445,9 @@ pub(crate) fn lazy_flip(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_flip)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1202,6 +1464,9 @@ pub(crate) fn lazy_repeat(self_: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_repeat)?;
     b.tensor(self_)?;
     b.attr(Attr::from(repeats));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1220,6 +1485,9 @@ pub(crate) fn lazy_gather(self_: &Tensor, dim: i64, index: &Tensor, sparse_grad:
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.attr(Attr::from(sparse_grad));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gather(self_, dim, index, sparse_grad, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1236,6 +1504,9 @@ pub(crate) fn lazy_scatter_value(self_: &Tensor, dim: i64, index: &Tensor, value
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_value(self_, dim, index, value.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1253,6 +1524,9 @@ pub(crate) fn lazy_scatter_value_reduce(self_: &Tensor, dim: i64, index: &Tensor
     b.tensor(index)?;
     b.scalar(&value)?;
     b.attr(Attr::from(reduce));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_value_reduce(self_, dim, index, value.clone(), reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1267,6 +1541,9 @@ pub(crate) fn lazy_tril(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_tril)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::tril(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1282,6 +1559,9 @@ pub(crate) fn lazy_sort(self_: &Tensor, dim: i64, descending: bool) -> Result<(T
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1) = {
         let _guard = meta_guard();
@@ -1302,10 +1582,79 @@ pub(crate) fn lazy_topk(self_: &Tensor, k: i64, dim: i64, largest: bool, sorted:
     b.attr(Attr::from(dim));
     b.attr(Attr::from(largest));
     b.attr(Attr::from(sorted));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::topk(self_, k, dim, largest, sorted, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Stack`.
+pub(crate) fn lazy_stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::stack");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_stack)?;
+    b.tensor_list(tensors)?;
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::stack::call(&b.shadow_list(tensors)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`: records an IR node of class `IndexTensor`.
+pub(crate) fn lazy_index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::index_Tensor>(crate::fallback::fallback, (self_, indices));
+    }
+    static COUNTER: Counter = Counter::new("lazy::index");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_Tensor)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::index_Tensor::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`: records an IR node of class `IndexPutImpl`.
+pub(crate) fn lazy__index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, unsafe_: bool) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::_index_put_impl>(crate::fallback::fallback, (self_, indices, values, accumulate, unsafe_));
+    }
+    static COUNTER: Counter = Counter::new("lazy::_index_put_impl");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE__index_put_impl)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    b.tensor(values)?;
+    b.attr(Attr::from(accumulate));
+    b.attr(Attr::from(unsafe_));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::_index_put_impl::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate, unsafe_)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }

@@ -8,7 +8,7 @@
 
 use crate::ir::Attr;
 use crate::metrics::Counter;
-use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};
+use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};
 use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};
 use switchyard_ops::op;
 use switchyard_ops::structured::Outs;
@@ -19,6 +19,9 @@ pub(crate) fn lazy_expm1(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_expm1)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::expm1(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -32,6 +35,9 @@ pub(crate) fn lazy_log2(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_log2)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::log2(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -45,6 +51,9 @@ pub(crate) fn lazy_cos(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_cos)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cos(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -58,6 +67,9 @@ pub(crate) fn lazy_erf(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_erf)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::erf(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -71,6 +83,9 @@ pub(crate) fn lazy_floor(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_floor)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::floor(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -85,6 +100,9 @@ pub(crate) fn lazy_round_decimals(self_: &Tensor, decimals: i64) -> Result<Tenso
     let mut b = NodeBuilder::new(super::nodes::NODE_round_decimals)?;
     b.tensor(self_)?;
     b.attr(Attr::from(decimals));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::round_decimals(self_, decimals, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -98,6 +116,9 @@ pub(crate) fn lazy_sign(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sign)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sign(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -111,6 +132,9 @@ pub(crate) fn lazy_rsqrt(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_rsqrt)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::rsqrt(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -125,6 +149,9 @@ pub(crate) fn lazy_gelu(self_: &Tensor, approximate: &str) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_gelu)?;
     b.tensor(self_)?;
     b.attr(Attr::from(approximate));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gelu(self_, approximate, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -138,6 +165,9 @@ pub(crate) fn lazy_logical_not(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_not)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -153,6 +183,9 @@ pub(crate) fn lazy_isinf(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_isinf)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -169,6 +202,9 @@ pub(crate) fn lazy_minimum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_minimum)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::minimum(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -183,6 +219,9 @@ pub(crate) fn lazy_fmod_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor>
     let mut b = NodeBuilder::new(super::nodes::NODE_fmod_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::fmod_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -197,6 +236,9 @@ pub(crate) fn lazy_remainder_Scalar_Tensor(self_: Scalar, other: &Tensor) -> Res
     let mut b = NodeBuilder::new(super::nodes::NODE_remainder_Scalar_Tensor)?;
     b.scalar(&self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -213,6 +255,9 @@ pub(crate) fn lazy_pow_Scalar(self_: Scalar, exponent: &Tensor) -> Result<Tensor
     let mut b = NodeBuilder::new(super::nodes::NODE_pow_Scalar)?;
     b.scalar(&self_)?;
     b.tensor(exponent)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::pow_scalar(self_.clone(), exponent, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -227,6 +272,9 @@ pub(crate) fn lazy_ne_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ne_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ne_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -241,6 +289,9 @@ pub(crate) fn lazy_ge_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_ge_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::ge_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -255,6 +306,9 @@ pub(crate) fn lazy_le_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_le_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::le_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -270,6 +324,9 @@ pub(crate) fn lazy_clamp_Tensor(self_: &Tensor, min: Option<&Tensor>, max: Optio
     b.tensor(self_)?;
     b.opt_tensor(min)?;
     b.opt_tensor(max)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_tensor(self_, min, max, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -284,6 +341,9 @@ pub(crate) fn lazy_clamp_min_Tensor(self_: &Tensor, min: &Tensor) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_min_Tensor)?;
     b.tensor(self_)?;
     b.tensor(min)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_min_tensor(self_, min, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -298,6 +358,9 @@ pub(crate) fn lazy_clamp_max_Tensor(self_: &Tensor, max: &Tensor) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_clamp_max_Tensor)?;
     b.tensor(self_)?;
     b.tensor(max)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::clamp_max_tensor(self_, max, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -312,6 +375,9 @@ pub(crate) fn lazy_logical_or(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_logical_or)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -328,6 +394,9 @@ pub(crate) fn lazy_bitwise_and_Tensor(self_: &Tensor, other: &Tensor) -> Result<
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_and_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_and_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -342,6 +411,9 @@ pub(crate) fn lazy_bitwise_xor_Tensor(self_: &Tensor, other: &Tensor) -> Result<
     let mut b = NodeBuilder::new(super::nodes::NODE_bitwise_xor_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bitwise_xor_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -357,6 +429,9 @@ pub(crate) fn lazy_masked_fill_Tensor(self_: &Tensor, mask: &Tensor, value: &Ten
     b.tensor(self_)?;
     b.tensor(mask)?;
     b.tensor(value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -374,6 +449,9 @@ pub(crate) fn lazy_sub_Tensor(self_: &Tensor, other: &Tensor, alpha: Scalar) -> 
     b.tensor(self_)?;
     b.tensor(other)?;
     b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sub_tensor(self_, other, alpha.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -388,6 +466,9 @@ pub(crate) fn lazy_div_Tensor(self_: &Tensor, other: &Tensor) -> Result<Tensor> 
     let mut b = NodeBuilder::new(super::nodes::NODE_div_Tensor)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::div_tensor(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -401,6 +482,9 @@ pub(crate) fn lazy_exp(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_exp)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::exp(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -414,6 +498,9 @@ pub(crate) fn lazy_tanh(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_tanh)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::tanh(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -427,6 +514,9 @@ pub(crate) fn lazy_sigmoid(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_sigmoid)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sigmoid(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -440,6 +530,9 @@ pub(crate) fn lazy_abs(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_abs)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -456,6 +549,9 @@ pub(crate) fn lazy_maximum(self_: &Tensor, other: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_maximum)?;
     b.tensor(self_)?;
     b.tensor(other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::maximum(self_, other, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -470,6 +566,9 @@ pub(crate) fn lazy_eq_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_eq_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::eq_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -484,6 +583,9 @@ pub(crate) fn lazy_gt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_gt_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::gt_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -498,6 +600,9 @@ pub(crate) fn lazy_lt_Scalar(self_: &Tensor, other: Scalar) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_lt_Scalar)?;
     b.tensor(self_)?;
     b.scalar(&other)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::lt_scalar(self_, other.clone(), Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -511,6 +616,9 @@ pub(crate) fn lazy_all(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_all)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::all(self_, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -526,6 +634,9 @@ pub(crate) fn lazy_all_dims(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool) 
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::all_dims(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -541,6 +652,9 @@ pub(crate) fn lazy_any_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::any_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -556,6 +670,9 @@ pub(crate) fn lazy_argmax(self_: &Tensor, dim: Option<i64>, keepdim: bool) -> Re
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::argmax(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -571,6 +688,9 @@ pub(crate) fn lazy_amin(self_: &Tensor, dim: &[i64], keepdim: bool) -> Result<Te
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::amin(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -584,6 +704,9 @@ pub(crate) fn lazy_max(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_max)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -601,6 +724,9 @@ pub(crate) fn lazy_max_dim(self_: &Tensor, dim: i64, keepdim: bool) -> Result<(T
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::max_dim(self_, dim, keepdim, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -616,6 +742,9 @@ pub(crate) fn lazy_prod(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     let mut b = NodeBuilder::new(super::nodes::NODE_prod)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -632,6 +761,9 @@ pub(crate) fn lazy_mean(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Ten
     let mut b = NodeBuilder::new(super::nodes::NODE_mean)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -650,6 +782,9 @@ pub(crate) fn lazy_std_correction(self_: &Tensor, dim: Option<&[i64]>, correctio
     b.attr(Attr::from(dim));
     b.attr(Attr::from(correction));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -668,6 +803,9 @@ pub(crate) fn lazy_var_mean_correction(self_: &Tensor, dim: Option<&[i64]>, corr
     b.attr(Attr::from(dim));
     b.attr(Attr::from(correction));
     b.attr(Attr::from(keepdim));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1) = {
         let _guard = meta_guard();
@@ -686,6 +824,9 @@ pub(crate) fn lazy_cumsum(self_: &Tensor, dim: i64, dtype: Option<ScalarType>) -
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::cumsum(self_, dim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -700,6 +841,9 @@ pub(crate) fn lazy_sum(self_: &Tensor, dtype: Option<ScalarType>) -> Result<Tens
     let mut b = NodeBuilder::new(super::nodes::NODE_sum)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -718,6 +862,9 @@ pub(crate) fn lazy_mean_dim(self_: &Tensor, dim: Option<&[i64]>, keepdim: bool, 
     b.attr(Attr::from(dim));
     b.attr(Attr::from(keepdim));
     b.attr(Attr::from(dtype));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::mean_dim(self_, dim, keepdim, dtype, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -732,6 +879,9 @@ pub(crate) fn lazy_bmm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_bmm)?;
     b.tensor(self_)?;
     b.tensor(mat2)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::bmm(self_, mat2, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -746,6 +896,9 @@ pub(crate) fn lazy_dot(self_: &Tensor, tensor: &Tensor) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_dot)?;
     b.tensor(self_)?;
     b.tensor(tensor)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -765,6 +918,9 @@ pub(crate) fn lazy_nll_loss_forward(self_: &Tensor, target: &Tensor, weight: Opt
     b.opt_tensor(weight)?;
     b.attr(Attr::from(reduction));
     b.attr(Attr::from(ignore_index));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::nll_loss_forward(self_, target, weight, reduction, ignore_index, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -784,6 +940,9 @@ pub(crate) fn lazy_max_pool2d_with_indices(self_: &Tensor, kernel_size: &[i64], 
     b.attr(Attr::from(padding));
     b.attr(Attr::from(dilation));
     b.attr(Attr::from(ceil_mode));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -802,6 +961,9 @@ pub(crate) fn lazy_embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64
     b.attr(Attr::from(padding_idx));
     b.attr(Attr::from(scale_grad_by_freq));
     b.attr(Attr::from(sparse));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -822,6 +984,9 @@ pub(crate) fn lazy__native_batch_norm_legit_no_stats(input: &Tensor, weight: Opt
     b.attr(Attr::from(training));
     b.attr(Attr::from(momentum));
     b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let (o0, o1, o2) = {
         let _guard = meta_guard();
@@ -832,304 +997,409 @@ pub(crate) fn lazy__native_batch_norm_legit_no_stats(input: &Tensor, weight: Opt
     Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)`: records an IR node of class `NativeDropout`.
-pub(crate) fn lazy_native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
-    static COUNTER: Counter = Counter::new("lazy::native_dropout");
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`: records an IR node of class `NativeBatchNormLegitFunctional`.
+pub(crate) fn lazy__native_batch_norm_legit_functional(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::_native_batch_norm_legit_functional");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_native_dropout)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE__native_batch_norm_legit_functional)?;
     b.tensor(input)?;
-    b.attr(Attr::from(p));
-    b.attr(Attr::from(train));
+    b.opt_tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.tensor(running_mean)?;
+    b.tensor(running_var)?;
+    b.attr(Attr::from(training));
+    b.attr(Attr::from(momentum));
+    b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?, output(&outs, 3)?, output(&outs, 4)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let (o0, o1) = {
+    let (o0, o1, o2, o3, o4) = {
         let _guard = meta_guard();
-        op::native_dropout::call(&b.shadow(input)?, p, train)?
+        op::_native_batch_norm_legit_functional::call(&b.shadow(input)?, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), &b.shadow(running_mean)?, &b.shadow(running_var)?, training, momentum, eps)?
     };
-    let shapes = shapes_of_tensors(&[&o0, &o1]);
+    let shapes = shapes_of_tensors(&[&o0, &o1, &o2, &o3, &o4]);
     let outs = b.build(shapes)?;
-    Ok((output(&outs, 0)?, output(&outs, 1)?))
+    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?, output(&outs, 3)?, output(&outs, 4)?))
 }
 
-/// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`: records an IR node of class `Addmm`.
-pub(crate) fn lazy_addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::addmm");
+/// `mm(Tensor self, Tensor mat2) -> Tensor`: records an IR node of class `Mm`.
+pub(crate) fn lazy_mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::mm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_addmm)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_mm)?;
     b.tensor(self_)?;
-    b.tensor(mat1)?;
     b.tensor(mat2)?;
-    b.scalar(&beta)?;
-    b.scalar(&alpha)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::addmm(self_, mat1, mat2, beta.clone(), alpha.clone(), Outs::Functional);
+    let meta = switchyard_ops::meta::mm(self_, mat2, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `LogSoftmax`.
-pub(crate) fn lazy__log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::_log_softmax");
+/// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`: records an IR node of class `Softmax`.
+pub(crate) fn lazy__softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::_softmax");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE__log_softmax)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE__softmax)?;
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(half_to_float));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
-    let meta = switchyard_ops::meta::_log_softmax(self_, dim, half_to_float, Outs::Functional);
+    let meta = switchyard_ops::meta::_softmax(self_, dim, half_to_float, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     b.build_one(shapes)
 }
 
-/// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`: records an IR node of class `Copy`.
-pub(crate) fn lazy_copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::copy");
+/// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)`: records an IR node of class `NativeLayerNorm`.
+pub(crate) fn lazy_native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    static COUNTER: Counter = Counter::new("lazy::native_layer_norm");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_copy)?;
-    b.tensor(self_)?;
-    b.tensor_any_device(src)?;
-    b.attr(Attr::from(non_blocking));
+    let mut b = NodeBuilder::new(super::nodes::NODE_native_layer_norm)?;
+    b.tensor(input)?;
+    b.attr(Attr::from(normalized_shape));
+    b.opt_tensor(weight)?;
+    b.opt_tensor(bias)?;
+    b.attr(Attr::from(eps));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?));
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
+    let (o0, o1, o2) = {
         let _guard = meta_guard();
-        op::copy::call(&b.shadow(self_)?, &b.shadow(src)?, non_blocking)?
+        op::native_layer_norm::call(&b.shadow(input)?, normalized_shape, b.shadow_opt(weight)?.as_ref(), b.shadow_opt(bias)?.as_ref(), eps)?
     };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
+    let shapes = shapes_of_tensors(&[&o0, &o1, &o2]);
+    let outs = b.build(shapes)?;
+    Ok((output(&outs, 0)?, output(&outs, 1)?, output(&outs, 2)?))
 }
 
-/// `fill.Tensor(Tensor self, Tensor value) -> Tensor`: records an IR node of class `FillTensor`.
-pub(crate) fn lazy_fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
+/// `fill.Scalar(Tensor self, Scalar value) -> Tensor`: records an IR node of class `FillScalar`.
+pub(crate) fn lazy_fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::fill");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_fill_Scalar)?;
     b.tensor(self_)?;
-    b.tensor(value)?;
+    b.scalar(&value)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::fill_Tensor::call(&b.shadow(self_)?, &b.shadow(value)?)?
+        op::fill_Scalar::call(&b.shadow(self_)?, value.clone())?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `Uniform`.
-pub(crate) fn lazy_uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::uniform");
+/// `zero(Tensor self) -> Tensor`: records an IR node of class `Zero`.
+pub(crate) fn lazy_zero(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::zero");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_uniform)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_zero)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(from));
-    b.attr(Attr::from(to));
-    b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::uniform::call(&b.shadow(self_)?, from, to, generator)?
+        op::zero::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `bernoulli(Tensor self, *, Generator? generator=None) -> Tensor`: records an IR node of class `Bernoulli`.
-pub(crate) fn lazy_bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+/// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`: records an IR node of class `NormalFunctional`.
+pub(crate) fn lazy_normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::normal_functional");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_normal_functional)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(mean));
+    b.attr(Attr::from(std));
+    b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::normal_functional::call(&b.shadow(self_)?, mean, std, generator)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliP`.
+pub(crate) fn lazy_bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::bernoulli");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_p)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(p));
     b.attr(Attr::from(generator));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::bernoulli::call(&b.shadow(self_)?, generator)?
+        op::bernoulli_p::call(&b.shadow(self_)?, p, generator)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`: records an IR node of class `BernoulliTensor`.
-pub(crate) fn lazy_bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::bernoulli");
+/// `view_copy(Tensor self, SymInt[] size) -> Tensor`: records an IR node of class `ViewCopy`.
+pub(crate) fn lazy_view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::view_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_bernoulli_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy)?;
     b.tensor(self_)?;
-    b.tensor(p)?;
-    b.attr(Attr::from(generator));
+    b.attr(Attr::from(size));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::bernoulli_Tensor::call(&b.shadow(self_)?, &b.shadow(p)?, generator)?
+        op::view_copy::call(&b.shadow(self_)?, size)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `permute_copy(Tensor self, int[] dims) -> Tensor`: records an IR node of class `PermuteCopy`.
-pub(crate) fn lazy_permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::permute_copy");
+/// `t_copy(Tensor self) -> Tensor`: records an IR node of class `TCopy`.
+pub(crate) fn lazy_t_copy(self_: &Tensor) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::t_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_permute_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_t_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::permute_copy::call(&b.shadow(self_)?, dims)?
+        op::t_copy::call(&b.shadow(self_)?)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`: records an IR node of class `TransposeCopyInt`.
-pub(crate) fn lazy_transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::transpose_copy");
+/// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`: records an IR node of class `ExpandCopy`.
+pub(crate) fn lazy_expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::expand_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_transpose_copy_int)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_expand_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dim0));
-    b.attr(Attr::from(dim1));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(implicit));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::transpose_copy_int::call(&b.shadow(self_)?, dim0, dim1)?
+        op::expand_copy::call(&b.shadow(self_)?, size, implicit)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceCopyTensor`.
-pub(crate) fn lazy_slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::slice_copy");
+/// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectCopyInt`.
+pub(crate) fn lazy_select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::select_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_slice_copy_Tensor)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_select_copy_int)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    b.attr(Attr::from(index));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::select_copy_int::call(&b.shadow(self_)?, dim, index)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`: records an IR node of class `SqueezeCopyDim`.
+pub(crate) fn lazy_squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dim)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::squeeze_copy_dim::call(&b.shadow(self_)?, dim)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedCopy`.
+pub(crate) fn lazy_as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::as_strided_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(storage_offset));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::as_strided_copy::call(&b.shadow(self_)?, size, stride, storage_offset)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`: records an IR node of class `SliceScatter`.
+pub(crate) fn lazy_slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::slice_scatter");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_slice_scatter)?;
+    b.tensor(self_)?;
+    b.tensor(src)?;
     b.attr(Attr::from(dim));
     b.attr(Attr::from(start));
     b.attr(Attr::from(end));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::slice_copy_Tensor::call(&b.shadow(self_)?, dim, start, end, step)?
+        op::slice_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, start, end, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `unsqueeze_copy(Tensor self, int dim) -> Tensor`: records an IR node of class `UnsqueezeCopy`.
-pub(crate) fn lazy_unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::unsqueeze_copy");
+/// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`: records an IR node of class `AsStridedScatter`.
+pub(crate) fn lazy_as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::as_strided_scatter");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_unsqueeze_copy)?;
-    b.tensor(self_)?;
-    b.attr(Attr::from(dim));
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::unsqueeze_copy::call(&b.shadow(self_)?, dim)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `alias_copy(Tensor self) -> Tensor`: records an IR node of class `AliasCopy`.
-pub(crate) fn lazy_alias_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::alias_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_alias_copy)?;
-    b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::alias_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `detach_copy(Tensor self) -> Tensor`: records an IR node of class `DetachCopy`.
-pub(crate) fn lazy_detach_copy(self_: &Tensor) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::detach_copy");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_detach_copy)?;
-    b.tensor(self_)?;
-    // Not structured: the Meta kernel on meta shadows of the operands.
-    let o0 = {
-        let _guard = meta_guard();
-        op::detach_copy::call(&b.shadow(self_)?)?
-    };
-    let shapes = shapes_of_tensors(&[&o0]);
-    b.build_one(shapes)
-}
-
-/// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`: records an IR node of class `SelectScatter`.
-pub(crate) fn lazy_select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::select_scatter");
-    COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_select_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_as_strided_scatter)?;
     b.tensor(self_)?;
     b.tensor(src)?;
-    b.attr(Attr::from(dim));
-    b.attr(Attr::from(index));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(stride));
+    b.attr(Attr::from(storage_offset));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::select_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, dim, index)?
+        op::as_strided_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, size, stride, storage_offset)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalScatter`.
-pub(crate) fn lazy_diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::diagonal_scatter");
+/// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`: records an IR node of class `DiagonalCopy`.
+pub(crate) fn lazy_diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::diagonal_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_scatter)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_diagonal_copy)?;
     b.tensor(self_)?;
-    b.tensor(src)?;
     b.attr(Attr::from(offset));
     b.attr(Attr::from(dim1));
     b.attr(Attr::from(dim2));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::diagonal_scatter::call(&b.shadow(self_)?, &b.shadow(src)?, offset, dim1, dim2)?
+        op::diagonal_copy::call(&b.shadow(self_)?, offset, dim1, dim2)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `squeeze_copy(Tensor self) -> Tensor`: records an IR node of class `SqueezeCopy`.
-pub(crate) fn lazy_squeeze_copy(self_: &Tensor) -> Result<Tensor> {
+/// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`: records an IR node of class `SqueezeCopyDims`.
+pub(crate) fn lazy_squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
     static COUNTER: Counter = Counter::new("lazy::squeeze_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_squeeze_copy_dims)?;
     b.tensor(self_)?;
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::squeeze_copy::call(&b.shadow(self_)?)?
+        op::squeeze_copy_dims::call(&b.shadow(self_)?, dim)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
 }
 
-/// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`: records an IR node of class `ViewCopyDtype`.
-pub(crate) fn lazy_view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-    static COUNTER: Counter = Counter::new("lazy::view_copy");
+/// `unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor`: records an IR node of class `UnfoldCopy`.
+pub(crate) fn lazy_unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::unfold_copy");
     COUNTER.inc();
-    let mut b = NodeBuilder::new(super::nodes::NODE_view_copy_dtype)?;
+    let mut b = NodeBuilder::new(super::nodes::NODE_unfold_copy)?;
     b.tensor(self_)?;
-    b.attr(Attr::from(dtype));
+    b.attr(Attr::from(dimension));
+    b.attr(Attr::from(size));
+    b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
-        op::view_copy_dtype::call(&b.shadow(self_)?, dtype)?
+        op::unfold_copy::call(&b.shadow(self_)?, dimension, size, step)?
     };
     let shapes = shapes_of_tensors(&[&o0]);
     b.build_one(shapes)
+}
+
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`: records an IR node of class `SplitWithSizesCopy`.
+pub(crate) fn lazy_split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    static COUNTER: Counter = Counter::new("lazy::split_with_sizes_copy");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_split_with_sizes_copy)?;
+    b.tensor(self_)?;
+    b.attr(Attr::from(split_sizes));
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return Ok(outs);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::split_with_sizes_copy::call(&b.shadow(self_)?, split_sizes, dim)?
+    };
+    let shapes = shapes_of_list(&o0);
+    b.build(shapes)
 }
 
 /// `lift_fresh_copy(Tensor self) -> Tensor`: records an IR node of class `LiftFreshCopy`.
@@ -1138,6 +1408,9 @@ pub(crate) fn lazy_lift_fresh_copy(self_: &Tensor) -> Result<Tensor> {
     COUNTER.inc();
     let mut b = NodeBuilder::new(super::nodes::NODE_lift_fresh_copy)?;
     b.tensor(self_)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1157,6 +1430,9 @@ pub(crate) fn lazy_unfold_backward(grad_in: &Tensor, input_sizes: &[i64], dim: i
     b.attr(Attr::from(dim));
     b.attr(Attr::from(size));
     b.attr(Attr::from(step));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1174,6 +1450,9 @@ pub(crate) fn lazy_roll(self_: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<
     b.tensor(self_)?;
     b.attr(Attr::from(shifts));
     b.attr(Attr::from(dims));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1191,6 +1470,9 @@ pub(crate) fn lazy_index_select(self_: &Tensor, dim: i64, index: &Tensor) -> Res
     b.tensor(self_)?;
     b.attr(Attr::from(dim));
     b.tensor(index)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Not structured: the Meta kernel on meta shadows of the operands.
     let o0 = {
         let _guard = meta_guard();
@@ -1209,6 +1491,9 @@ pub(crate) fn lazy_scatter_src(self_: &Tensor, dim: i64, index: &Tensor, src: &T
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.tensor(src)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_src(self_, dim, index, src, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1226,6 +1511,9 @@ pub(crate) fn lazy_scatter_reduce(self_: &Tensor, dim: i64, index: &Tensor, src:
     b.tensor(index)?;
     b.tensor(src)?;
     b.attr(Attr::from(reduce));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_reduce(self_, dim, index, src, reduce, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1242,6 +1530,9 @@ pub(crate) fn lazy_scatter_add(self_: &Tensor, dim: i64, index: &Tensor, src: &T
     b.attr(Attr::from(dim));
     b.tensor(index)?;
     b.tensor(src)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::scatter_add(self_, dim, index, src, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1256,6 +1547,9 @@ pub(crate) fn lazy_triu(self_: &Tensor, diagonal: i64) -> Result<Tensor> {
     let mut b = NodeBuilder::new(super::nodes::NODE_triu)?;
     b.tensor(self_)?;
     b.attr(Attr::from(diagonal));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::triu(self_, diagonal, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
@@ -1272,10 +1566,72 @@ pub(crate) fn lazy_sort_stable(self_: &Tensor, stable: Option<bool>, dim: i64, d
     b.attr(Attr::from(stable));
     b.attr(Attr::from(dim));
     b.attr(Attr::from(descending));
+    if let Some(outs) = b.reuse()? {
+        return Ok((output(&outs, 0)?, output(&outs, 1)?));
+    }
     // Structured: the meta function on the lazy tensors themselves.
     let meta = switchyard_ops::meta::sort_stable(self_, stable, dim, descending, Outs::Functional);
     let meta = switchyard_ops::structured::meta_ok(&meta)?;
     let shapes = shapes_of_specs(&meta.outputs);
     let outs = b.build(shapes)?;
     Ok((output(&outs, 0)?, output(&outs, 1)?))
+}
+
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor`: records an IR node of class `Cat`.
+pub(crate) fn lazy_cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::cat");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_cat)?;
+    b.tensor_list(tensors)?;
+    b.attr(Attr::from(dim));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Structured: the meta function on the lazy tensors themselves.
+    let meta = switchyard_ops::meta::cat(tensors, dim, Outs::Functional);
+    let meta = switchyard_ops::structured::meta_ok(&meta)?;
+    let shapes = shapes_of_specs(&meta.outputs);
+    b.build_one(shapes)
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor`: records an IR node of class `BlockDiag`.
+pub(crate) fn lazy_block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+    static COUNTER: Counter = Counter::new("lazy::block_diag");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_block_diag)?;
+    b.tensor_list(tensors)?;
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::block_diag::call(&b.shadow_list(tensors)?)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
+}
+
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`: records an IR node of class `IndexPut`.
+pub(crate) fn lazy_index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    if has_mask(indices) {
+        return switchyard_backend::call_fallback::<op::index_put>(crate::fallback::fallback, (self_, indices, values, accumulate));
+    }
+    static COUNTER: Counter = Counter::new("lazy::index_put");
+    COUNTER.inc();
+    let mut b = NodeBuilder::new(super::nodes::NODE_index_put)?;
+    b.tensor(self_)?;
+    b.opt_tensor_list_any_device(indices)?;
+    b.tensor(values)?;
+    b.attr(Attr::from(accumulate));
+    if let Some(outs) = b.reuse()? {
+        return output(&outs, 0);
+    }
+    // Not structured: the Meta kernel on meta shadows of the operands.
+    let o0 = {
+        let _guard = meta_guard();
+        op::index_put::call(&b.shadow(self_)?, &b.shadow_opt_list(indices)?, &b.shadow(values)?, accumulate)?
+    };
+    let shapes = shapes_of_tensors(&[&o0]);
+    b.build_one(shapes)
 }

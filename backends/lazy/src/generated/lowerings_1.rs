@@ -290,95 +290,106 @@ pub(crate) fn lower__native_batch_norm_legit_no_stats(ins: &LowerArgs<'_>) -> Re
     Ok(vec![o0, o1, o2])
 }
 
-/// Lowers a `native_dropout` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_native_dropout(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    let (o0, o1) = op::native_dropout::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.opt_bool(2)?)?;
-    Ok(vec![o0, o1])
+/// Lowers a `_native_batch_norm_legit_functional` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__native_batch_norm_legit_functional(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1, o2, o3, o4) = op::_native_batch_norm_legit_functional::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_tensor(1)?.as_ref(), ins.opt_tensor(2)?.as_ref(), &ins.tensor(3)?, &ins.tensor(4)?, ins.bool(5)?, ins.float(6)?, ins.float(7)?)?;
+    Ok(vec![o0, o1, o2, o3, o4])
 }
 
-/// Lowers a `addmm` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_addmm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::addmm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, &ins.tensor(2)?, ins.scalar(3)?, ins.scalar(4)?)?])
+/// Lowers a `mm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_mm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::mm::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
 }
 
-/// Lowers a `_log_softmax` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower__log_softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::_log_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
+/// Lowers a `_softmax` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower__softmax(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::_softmax::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::copy::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.bool(2)?)?])
+/// Lowers a `native_layer_norm` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_native_layer_norm(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    let (o0, o1, o2) = op::native_layer_norm::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.opt_tensor(2)?.as_ref(), ins.opt_tensor(3)?.as_ref(), ins.float(4)?)?;
+    Ok(vec![o0, o1, o2])
 }
 
-/// Lowers a `fill.Tensor` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_fill_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::fill_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?)?])
+/// Lowers a `fill.Scalar` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_fill_Scalar(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::fill_Scalar::redispatch(cpu_only(), &ins.tensor(0)?, ins.scalar(1)?)?])
 }
 
-/// Lowers a `uniform` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_uniform(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::uniform::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.float(2)?, ins.opt_generator(3)?)?])
+/// Lowers a `zero` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_zero(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::zero::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `bernoulli` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_bernoulli(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::bernoulli::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_generator(1)?)?])
+/// Lowers a `normal_functional` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_normal_functional(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::normal_functional::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.float(2)?, ins.opt_generator(3)?)?])
 }
 
-/// Lowers a `bernoulli.Tensor` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_bernoulli_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::bernoulli_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.opt_generator(2)?)?])
+/// Lowers a `bernoulli.p` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_bernoulli_p(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::bernoulli_p::redispatch(cpu_only(), &ins.tensor(0)?, ins.float(1)?, ins.opt_generator(2)?)?])
 }
 
-/// Lowers a `permute_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_permute_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::permute_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+/// Lowers a `view_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_view_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::view_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
 }
 
-/// Lowers a `transpose_copy.int` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_transpose_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::transpose_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
+/// Lowers a `t_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_t_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::t_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
 }
 
-/// Lowers a `slice_copy.Tensor` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_slice_copy_Tensor(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::slice_copy_Tensor::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.opt_int(2)?, ins.opt_int(3)?, ins.int(4)?)?])
+/// Lowers a `expand_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_expand_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::expand_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.bool(2)?)?])
 }
 
-/// Lowers a `unsqueeze_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_unsqueeze_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::unsqueeze_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
+/// Lowers a `select_copy.int` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_select_copy_int(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::select_copy_int::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?)?])
 }
 
-/// Lowers a `alias_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_alias_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::alias_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `squeeze_copy.dim` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_squeeze_copy_dim(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::squeeze_copy_dim::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?)?])
 }
 
-/// Lowers a `detach_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_detach_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::detach_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `as_strided_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_as_strided_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::as_strided_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.ints(2)?, ins.opt_int(3)?)?])
 }
 
-/// Lowers a `select_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_select_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::select_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.int(3)?)?])
+/// Lowers a `slice_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_slice_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::slice_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.opt_int(3)?, ins.opt_int(4)?, ins.int(5)?)?])
 }
 
-/// Lowers a `diagonal_scatter` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_diagonal_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::diagonal_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.int(2)?, ins.int(3)?, ins.int(4)?)?])
+/// Lowers a `as_strided_scatter` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_as_strided_scatter(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::as_strided_scatter::redispatch(cpu_only(), &ins.tensor(0)?, &ins.tensor(1)?, ins.ints(2)?, ins.ints(3)?, ins.opt_int(4)?)?])
 }
 
-/// Lowers a `squeeze_copy` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_squeeze_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::squeeze_copy::redispatch(cpu_only(), &ins.tensor(0)?)?])
+/// Lowers a `diagonal_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_diagonal_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::diagonal_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
 }
 
-/// Lowers a `view_copy.dtype` node: its CPU kernel on the node's inputs.
-pub(crate) fn lower_view_copy_dtype(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
-    Ok(vec![op::view_copy_dtype::redispatch(cpu_only(), &ins.tensor(0)?, ins.dtype(1)?)?])
+/// Lowers a `squeeze_copy.dims` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_squeeze_copy_dims(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::squeeze_copy_dims::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?)?])
+}
+
+/// Lowers a `unfold_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_unfold_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::unfold_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.int(1)?, ins.int(2)?, ins.int(3)?)?])
+}
+
+/// Lowers a `split_with_sizes_copy` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_split_with_sizes_copy(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    op::split_with_sizes_copy::redispatch(cpu_only(), &ins.tensor(0)?, ins.ints(1)?, ins.int(2)?)
 }
 
 /// Lowers a `lift_fresh_copy` node: its CPU kernel on the node's inputs.
@@ -425,6 +436,21 @@ pub(crate) fn lower_triu(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
 pub(crate) fn lower_sort_stable(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
     let (o0, o1) = op::sort_stable::redispatch(cpu_only(), &ins.tensor(0)?, ins.opt_bool(1)?, ins.int(2)?, ins.bool(3)?)?;
     Ok(vec![o0, o1])
+}
+
+/// Lowers a `cat` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_cat(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::cat::redispatch(cpu_only(), &ins.tensor_list(0)?, ins.int(1)?)?])
+}
+
+/// Lowers a `block_diag` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_block_diag(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::block_diag::redispatch(cpu_only(), &ins.tensor_list(0)?)?])
+}
+
+/// Lowers a `index_put` node: its CPU kernel on the node's inputs.
+pub(crate) fn lower_index_put(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {
+    Ok(vec![op::index_put::redispatch(cpu_only(), &ins.tensor(0)?, &ins.opt_tensor_list(1)?, &ins.tensor(2)?, ins.bool(3)?)?])
 }
 
 /// Lowers a `_to_copy` node: its CPU kernel on the node's inputs.

@@ -87,13 +87,31 @@ pub trait LazyNativeFunctions {
         super::kernels_1::lazy_bmm(self_, mat2)
     }
 
+    /// `cat(Tensor[] tensors, int dim=0) -> Tensor`
+    ///
+    /// Kernel `cat`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        super::kernels_1::lazy_cat(tensors, dim)
+    }
+
+    /// `block_diag(Tensor[] tensors) -> Tensor`
+    ///
+    /// Kernel `block_diag`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+        super::kernels_1::lazy_block_diag(tensors)
+    }
+
     /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor`
     ///
     /// Kernel `copy`, registered at `Lazy`.
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn copy(self_: &Tensor, src: &Tensor, non_blocking: bool) -> Result<Tensor> {
-        super::kernels_1::lazy_copy(self_, src, non_blocking)
+        super::kernels_0::lazy_copy(self_, src, non_blocking)
     }
 
     /// `_copy_from(Tensor self, Tensor dst, bool non_blocking=False) -> Tensor`
@@ -135,7 +153,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fill_Scalar(self_: &Tensor, value: Scalar) -> Result<Tensor> {
-        super::kernels_0::lazy_fill_Scalar(self_, value)
+        super::kernels_1::lazy_fill_Scalar(self_, value)
     }
 
     /// `fill.Tensor(Tensor self, Tensor value) -> Tensor`
@@ -144,7 +162,25 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn fill_Tensor(self_: &Tensor, value: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_fill_Tensor(self_, value)
+        super::kernels_0::lazy_fill_Tensor(self_, value)
+    }
+
+    /// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor`
+    ///
+    /// Kernel `index`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn index_Tensor(self_: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        super::kernels_0::lazy_index_Tensor(self_, indices)
+    }
+
+    /// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor`
+    ///
+    /// Kernel `_index_put_impl`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn _index_put_impl(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool, unsafe_: bool) -> Result<Tensor> {
+        super::kernels_0::lazy__index_put_impl(self_, indices, values, accumulate, unsafe_)
     }
 
     /// `_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -153,7 +189,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn _log_softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-        super::kernels_1::lazy__log_softmax(self_, dim, half_to_float)
+        super::kernels_0::lazy__log_softmax(self_, dim, half_to_float)
     }
 
     /// `amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor`
@@ -189,7 +225,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn mm(self_: &Tensor, mat2: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_mm(self_, mat2)
+        super::kernels_1::lazy_mm(self_, mat2)
     }
 
     /// `narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor`
@@ -207,7 +243,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn slice_scatter(self_: &Tensor, src: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_slice_scatter(self_, src, dim, start, end, step)
+        super::kernels_1::lazy_slice_scatter(self_, src, dim, start, end, step)
     }
 
     /// `select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor`
@@ -216,7 +252,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn select_scatter(self_: &Tensor, src: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_select_scatter(self_, src, dim, index)
+        super::kernels_0::lazy_select_scatter(self_, src, dim, index)
     }
 
     /// `diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor`
@@ -225,7 +261,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn diagonal_scatter(self_: &Tensor, src: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_diagonal_scatter(self_, src, offset, dim1, dim2)
+        super::kernels_0::lazy_diagonal_scatter(self_, src, offset, dim1, dim2)
     }
 
     /// `as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor`
@@ -234,7 +270,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn as_strided_scatter(self_: &Tensor, src: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        super::kernels_0::lazy_as_strided_scatter(self_, src, size, stride, storage_offset)
+        super::kernels_1::lazy_as_strided_scatter(self_, src, size, stride, storage_offset)
     }
 
     /// `_softmax(Tensor self, int dim, bool half_to_float) -> Tensor`
@@ -243,7 +279,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn _softmax(self_: &Tensor, dim: i64, half_to_float: bool) -> Result<Tensor> {
-        super::kernels_0::lazy__softmax(self_, dim, half_to_float)
+        super::kernels_1::lazy__softmax(self_, dim, half_to_float)
     }
 
     /// `prod(Tensor self, *, ScalarType? dtype=None) -> Tensor`
@@ -298,7 +334,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn zero(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_zero(self_)
+        super::kernels_1::lazy_zero(self_)
     }
 
     /// `addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor`
@@ -307,7 +343,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn addmm(self_: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-        super::kernels_1::lazy_addmm(self_, mat1, mat2, beta, alpha)
+        super::kernels_0::lazy_addmm(self_, mat1, mat2, beta, alpha)
     }
 
     /// `_to_cpu(Tensor[] tensors) -> Tensor[]`
@@ -389,7 +425,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn uniform(self_: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        super::kernels_1::lazy_uniform(self_, from, to, generator)
+        super::kernels_0::lazy_uniform(self_, from, to, generator)
     }
 
     /// `index_select(Tensor self, int dim, Tensor index) -> Tensor`
@@ -488,7 +524,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn as_strided_copy(self_: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
-        super::kernels_0::lazy_as_strided_copy(self_, size, stride, storage_offset)
+        super::kernels_1::lazy_as_strided_copy(self_, size, stride, storage_offset)
     }
 
     /// `diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor`
@@ -497,7 +533,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn diagonal_copy(self_: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_diagonal_copy(self_, offset, dim1, dim2)
+        super::kernels_1::lazy_diagonal_copy(self_, offset, dim1, dim2)
     }
 
     /// `expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor`
@@ -506,7 +542,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn expand_copy(self_: &Tensor, size: &[i64], implicit: bool) -> Result<Tensor> {
-        super::kernels_0::lazy_expand_copy(self_, size, implicit)
+        super::kernels_1::lazy_expand_copy(self_, size, implicit)
     }
 
     /// `permute_copy(Tensor self, int[] dims) -> Tensor`
@@ -515,7 +551,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn permute_copy(self_: &Tensor, dims: &[i64]) -> Result<Tensor> {
-        super::kernels_1::lazy_permute_copy(self_, dims)
+        super::kernels_0::lazy_permute_copy(self_, dims)
     }
 
     /// `select_copy.int(Tensor self, int dim, SymInt index) -> Tensor`
@@ -524,7 +560,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn select_copy_int(self_: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_select_copy_int(self_, dim, index)
+        super::kernels_1::lazy_select_copy_int(self_, dim, index)
     }
 
     /// `detach_copy(Tensor self) -> Tensor`
@@ -533,7 +569,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn detach_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_detach_copy(self_)
+        super::kernels_0::lazy_detach_copy(self_)
     }
 
     /// `slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor`
@@ -542,7 +578,25 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn slice_copy_Tensor(self_: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_slice_copy_Tensor(self_, dim, start, end, step)
+        super::kernels_0::lazy_slice_copy_Tensor(self_, dim, start, end, step)
+    }
+
+    /// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]`
+    ///
+    /// Kernel `split_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn split_copy_Tensor(self_: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+        super::kernels_0::lazy_split_copy_Tensor(self_, split_size, dim)
+    }
+
+    /// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]`
+    ///
+    /// Kernel `split_with_sizes_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn split_with_sizes_copy(self_: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        super::kernels_1::lazy_split_with_sizes_copy(self_, split_sizes, dim)
     }
 
     /// `squeeze_copy(Tensor self) -> Tensor`
@@ -551,7 +605,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn squeeze_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_squeeze_copy(self_)
+        super::kernels_0::lazy_squeeze_copy(self_)
     }
 
     /// `squeeze_copy.dim(Tensor self, int dim) -> Tensor`
@@ -560,7 +614,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn squeeze_copy_dim(self_: &Tensor, dim: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_squeeze_copy_dim(self_, dim)
+        super::kernels_1::lazy_squeeze_copy_dim(self_, dim)
     }
 
     /// `squeeze_copy.dims(Tensor self, int[] dim) -> Tensor`
@@ -569,7 +623,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn squeeze_copy_dims(self_: &Tensor, dim: &[i64]) -> Result<Tensor> {
-        super::kernels_0::lazy_squeeze_copy_dims(self_, dim)
+        super::kernels_1::lazy_squeeze_copy_dims(self_, dim)
     }
 
     /// `t_copy(Tensor self) -> Tensor`
@@ -578,7 +632,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn t_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_0::lazy_t_copy(self_)
+        super::kernels_1::lazy_t_copy(self_)
     }
 
     /// `transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor`
@@ -587,7 +641,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn transpose_copy_int(self_: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_transpose_copy_int(self_, dim0, dim1)
+        super::kernels_0::lazy_transpose_copy_int(self_, dim0, dim1)
     }
 
     /// `unsqueeze_copy(Tensor self, int dim) -> Tensor`
@@ -596,7 +650,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn unsqueeze_copy(self_: &Tensor, dim: i64) -> Result<Tensor> {
-        super::kernels_1::lazy_unsqueeze_copy(self_, dim)
+        super::kernels_0::lazy_unsqueeze_copy(self_, dim)
+    }
+
+    /// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]`
+    ///
+    /// Kernel `unbind_copy`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn unbind_copy_int(self_: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+        super::kernels_0::lazy_unbind_copy_int(self_, dim)
     }
 
     /// `view_copy(Tensor self, SymInt[] size) -> Tensor`
@@ -605,7 +668,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn view_copy(self_: &Tensor, size: &[i64]) -> Result<Tensor> {
-        super::kernels_0::lazy_view_copy(self_, size)
+        super::kernels_1::lazy_view_copy(self_, size)
     }
 
     /// `view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor`
@@ -614,7 +677,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn view_copy_dtype(self_: &Tensor, dtype: ScalarType) -> Result<Tensor> {
-        super::kernels_1::lazy_view_copy_dtype(self_, dtype)
+        super::kernels_0::lazy_view_copy_dtype(self_, dtype)
     }
 
     /// `unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor`
@@ -632,7 +695,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn unfold_copy(self_: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
-        super::kernels_0::lazy_unfold_copy(self_, dimension, size, step)
+        super::kernels_1::lazy_unfold_copy(self_, dimension, size, step)
     }
 
     /// `alias_copy(Tensor self) -> Tensor`
@@ -641,7 +704,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn alias_copy(self_: &Tensor) -> Result<Tensor> {
-        super::kernels_1::lazy_alias_copy(self_)
+        super::kernels_0::lazy_alias_copy(self_)
     }
 
     /// `lift(Tensor self) -> Tensor`
@@ -678,7 +741,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn native_layer_norm(input: &Tensor, normalized_shape: &[i64], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
-        super::kernels_0::lazy_native_layer_norm(input, normalized_shape, weight, bias, eps)
+        super::kernels_1::lazy_native_layer_norm(input, normalized_shape, weight, bias, eps)
+    }
+
+    /// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)`
+    ///
+    /// Kernel `_native_batch_norm_legit_functional`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn _native_batch_norm_legit_functional(input: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, running_mean: &Tensor, running_var: &Tensor, training: bool, momentum: f64, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+        super::kernels_1::lazy__native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)
     }
 
     /// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)`
@@ -705,7 +777,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn native_dropout(input: &Tensor, p: f64, train: Option<bool>) -> Result<(Tensor, Tensor)> {
-        super::kernels_1::lazy_native_dropout(input, p, train)
+        super::kernels_0::lazy_native_dropout(input, p, train)
     }
 
     /// `convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor`
@@ -1084,7 +1156,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn bernoulli(self_: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
-        super::kernels_1::lazy_bernoulli(self_, generator)
+        super::kernels_0::lazy_bernoulli(self_, generator)
     }
 
     /// `bernoulli.Tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor`
@@ -1093,7 +1165,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn bernoulli_Tensor(self_: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
-        super::kernels_1::lazy_bernoulli_Tensor(self_, p, generator)
+        super::kernels_0::lazy_bernoulli_Tensor(self_, p, generator)
     }
 
     /// `bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor`
@@ -1102,7 +1174,7 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn bernoulli_p(self_: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        super::kernels_0::lazy_bernoulli_p(self_, p, generator)
+        super::kernels_1::lazy_bernoulli_p(self_, p, generator)
     }
 
     /// `normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor`
@@ -1111,7 +1183,16 @@ pub trait LazyNativeFunctions {
     ///
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn normal_functional(self_: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
-        super::kernels_0::lazy_normal_functional(self_, mean, std, generator)
+        super::kernels_1::lazy_normal_functional(self_, mean, std, generator)
+    }
+
+    /// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor`
+    ///
+    /// Kernel `index_put`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn index_put(self_: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        super::kernels_1::lazy_index_put(self_, indices, values, accumulate)
     }
 
     /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor`
@@ -1499,6 +1580,15 @@ pub trait LazyNativeFunctions {
     /// Generated (`full_codegen`): the default body is the lazy trace kernel.
     fn isinf(self_: &Tensor) -> Result<Tensor> {
         super::kernels_1::lazy_isinf(self_)
+    }
+
+    /// `stack(Tensor[] tensors, int dim=0) -> Tensor`
+    ///
+    /// Kernel `stack`, registered at `Lazy`.
+    ///
+    /// Generated (`full_codegen`): the default body is the lazy trace kernel.
+    fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+        super::kernels_0::lazy_stack(tensors, dim)
     }
 
     /// `repeat(Tensor self, SymInt[] repeats) -> Tensor`

@@ -230,119 +230,139 @@ pub(crate) const NODE_constant_pad_nd: usize = 108;
 pub(crate) const NODE__native_batch_norm_legit_no_stats: usize = 109;
 /// Index of `_native_batch_norm_legit_no_training` in [`NODES`].
 pub(crate) const NODE__native_batch_norm_legit_no_training: usize = 110;
+/// Index of `_native_batch_norm_legit_functional` in [`NODES`].
+pub(crate) const NODE__native_batch_norm_legit_functional: usize = 111;
 /// Index of `native_dropout` in [`NODES`].
-pub(crate) const NODE_native_dropout: usize = 111;
+pub(crate) const NODE_native_dropout: usize = 112;
 /// Index of `mm` in [`NODES`].
-pub(crate) const NODE_mm: usize = 112;
+pub(crate) const NODE_mm: usize = 113;
 /// Index of `addmm` in [`NODES`].
-pub(crate) const NODE_addmm: usize = 113;
+pub(crate) const NODE_addmm: usize = 114;
 /// Index of `_softmax` in [`NODES`].
-pub(crate) const NODE__softmax: usize = 114;
+pub(crate) const NODE__softmax: usize = 115;
 /// Index of `_log_softmax` in [`NODES`].
-pub(crate) const NODE__log_softmax: usize = 115;
+pub(crate) const NODE__log_softmax: usize = 116;
 /// Index of `native_layer_norm` in [`NODES`].
-pub(crate) const NODE_native_layer_norm: usize = 116;
+pub(crate) const NODE_native_layer_norm: usize = 117;
 /// Index of `copy` in [`NODES`].
-pub(crate) const NODE_copy: usize = 117;
+pub(crate) const NODE_copy: usize = 118;
 /// Index of `fill.Scalar` in [`NODES`].
-pub(crate) const NODE_fill_Scalar: usize = 118;
+pub(crate) const NODE_fill_Scalar: usize = 119;
 /// Index of `fill.Tensor` in [`NODES`].
-pub(crate) const NODE_fill_Tensor: usize = 119;
+pub(crate) const NODE_fill_Tensor: usize = 120;
 /// Index of `zero` in [`NODES`].
-pub(crate) const NODE_zero: usize = 120;
+pub(crate) const NODE_zero: usize = 121;
 /// Index of `uniform` in [`NODES`].
-pub(crate) const NODE_uniform: usize = 121;
+pub(crate) const NODE_uniform: usize = 122;
 /// Index of `normal_functional` in [`NODES`].
-pub(crate) const NODE_normal_functional: usize = 122;
+pub(crate) const NODE_normal_functional: usize = 123;
 /// Index of `bernoulli` in [`NODES`].
-pub(crate) const NODE_bernoulli: usize = 123;
+pub(crate) const NODE_bernoulli: usize = 124;
 /// Index of `bernoulli.p` in [`NODES`].
-pub(crate) const NODE_bernoulli_p: usize = 124;
+pub(crate) const NODE_bernoulli_p: usize = 125;
 /// Index of `bernoulli.Tensor` in [`NODES`].
-pub(crate) const NODE_bernoulli_Tensor: usize = 125;
+pub(crate) const NODE_bernoulli_Tensor: usize = 126;
 /// Index of `view_copy` in [`NODES`].
-pub(crate) const NODE_view_copy: usize = 126;
+pub(crate) const NODE_view_copy: usize = 127;
 /// Index of `permute_copy` in [`NODES`].
-pub(crate) const NODE_permute_copy: usize = 127;
+pub(crate) const NODE_permute_copy: usize = 128;
 /// Index of `t_copy` in [`NODES`].
-pub(crate) const NODE_t_copy: usize = 128;
+pub(crate) const NODE_t_copy: usize = 129;
 /// Index of `transpose_copy.int` in [`NODES`].
-pub(crate) const NODE_transpose_copy_int: usize = 129;
+pub(crate) const NODE_transpose_copy_int: usize = 130;
 /// Index of `expand_copy` in [`NODES`].
-pub(crate) const NODE_expand_copy: usize = 130;
+pub(crate) const NODE_expand_copy: usize = 131;
 /// Index of `slice_copy.Tensor` in [`NODES`].
-pub(crate) const NODE_slice_copy_Tensor: usize = 131;
+pub(crate) const NODE_slice_copy_Tensor: usize = 132;
 /// Index of `select_copy.int` in [`NODES`].
-pub(crate) const NODE_select_copy_int: usize = 132;
+pub(crate) const NODE_select_copy_int: usize = 133;
 /// Index of `unsqueeze_copy` in [`NODES`].
-pub(crate) const NODE_unsqueeze_copy: usize = 133;
+pub(crate) const NODE_unsqueeze_copy: usize = 134;
 /// Index of `squeeze_copy.dim` in [`NODES`].
-pub(crate) const NODE_squeeze_copy_dim: usize = 134;
+pub(crate) const NODE_squeeze_copy_dim: usize = 135;
 /// Index of `alias_copy` in [`NODES`].
-pub(crate) const NODE_alias_copy: usize = 135;
+pub(crate) const NODE_alias_copy: usize = 136;
 /// Index of `as_strided_copy` in [`NODES`].
-pub(crate) const NODE_as_strided_copy: usize = 136;
+pub(crate) const NODE_as_strided_copy: usize = 137;
 /// Index of `detach_copy` in [`NODES`].
-pub(crate) const NODE_detach_copy: usize = 137;
+pub(crate) const NODE_detach_copy: usize = 138;
 /// Index of `slice_scatter` in [`NODES`].
-pub(crate) const NODE_slice_scatter: usize = 138;
+pub(crate) const NODE_slice_scatter: usize = 139;
 /// Index of `select_scatter` in [`NODES`].
-pub(crate) const NODE_select_scatter: usize = 139;
+pub(crate) const NODE_select_scatter: usize = 140;
 /// Index of `as_strided_scatter` in [`NODES`].
-pub(crate) const NODE_as_strided_scatter: usize = 140;
+pub(crate) const NODE_as_strided_scatter: usize = 141;
 /// Index of `diagonal_scatter` in [`NODES`].
-pub(crate) const NODE_diagonal_scatter: usize = 141;
+pub(crate) const NODE_diagonal_scatter: usize = 142;
 /// Index of `diagonal_copy` in [`NODES`].
-pub(crate) const NODE_diagonal_copy: usize = 142;
+pub(crate) const NODE_diagonal_copy: usize = 143;
 /// Index of `squeeze_copy` in [`NODES`].
-pub(crate) const NODE_squeeze_copy: usize = 143;
+pub(crate) const NODE_squeeze_copy: usize = 144;
 /// Index of `squeeze_copy.dims` in [`NODES`].
-pub(crate) const NODE_squeeze_copy_dims: usize = 144;
+pub(crate) const NODE_squeeze_copy_dims: usize = 145;
 /// Index of `view_copy.dtype` in [`NODES`].
-pub(crate) const NODE_view_copy_dtype: usize = 145;
+pub(crate) const NODE_view_copy_dtype: usize = 146;
 /// Index of `unfold_copy` in [`NODES`].
-pub(crate) const NODE_unfold_copy: usize = 146;
+pub(crate) const NODE_unfold_copy: usize = 147;
+/// Index of `split_copy.Tensor` in [`NODES`].
+pub(crate) const NODE_split_copy_Tensor: usize = 148;
+/// Index of `split_with_sizes_copy` in [`NODES`].
+pub(crate) const NODE_split_with_sizes_copy: usize = 149;
+/// Index of `unbind_copy.int` in [`NODES`].
+pub(crate) const NODE_unbind_copy_int: usize = 150;
 /// Index of `lift_fresh_copy` in [`NODES`].
-pub(crate) const NODE_lift_fresh_copy: usize = 147;
+pub(crate) const NODE_lift_fresh_copy: usize = 151;
 /// Index of `narrow_copy` in [`NODES`].
-pub(crate) const NODE_narrow_copy: usize = 148;
+pub(crate) const NODE_narrow_copy: usize = 152;
 /// Index of `unfold_backward` in [`NODES`].
-pub(crate) const NODE_unfold_backward: usize = 149;
+pub(crate) const NODE_unfold_backward: usize = 153;
 /// Index of `flip` in [`NODES`].
-pub(crate) const NODE_flip: usize = 150;
+pub(crate) const NODE_flip: usize = 154;
 /// Index of `roll` in [`NODES`].
-pub(crate) const NODE_roll: usize = 151;
+pub(crate) const NODE_roll: usize = 155;
 /// Index of `repeat` in [`NODES`].
-pub(crate) const NODE_repeat: usize = 152;
+pub(crate) const NODE_repeat: usize = 156;
 /// Index of `index_select` in [`NODES`].
-pub(crate) const NODE_index_select: usize = 153;
+pub(crate) const NODE_index_select: usize = 157;
 /// Index of `gather` in [`NODES`].
-pub(crate) const NODE_gather: usize = 154;
+pub(crate) const NODE_gather: usize = 158;
 /// Index of `scatter.src` in [`NODES`].
-pub(crate) const NODE_scatter_src: usize = 155;
+pub(crate) const NODE_scatter_src: usize = 159;
 /// Index of `scatter.value` in [`NODES`].
-pub(crate) const NODE_scatter_value: usize = 156;
+pub(crate) const NODE_scatter_value: usize = 160;
 /// Index of `scatter.reduce` in [`NODES`].
-pub(crate) const NODE_scatter_reduce: usize = 157;
+pub(crate) const NODE_scatter_reduce: usize = 161;
 /// Index of `scatter.value_reduce` in [`NODES`].
-pub(crate) const NODE_scatter_value_reduce: usize = 158;
+pub(crate) const NODE_scatter_value_reduce: usize = 162;
 /// Index of `scatter_add` in [`NODES`].
-pub(crate) const NODE_scatter_add: usize = 159;
+pub(crate) const NODE_scatter_add: usize = 163;
 /// Index of `tril` in [`NODES`].
-pub(crate) const NODE_tril: usize = 160;
+pub(crate) const NODE_tril: usize = 164;
 /// Index of `triu` in [`NODES`].
-pub(crate) const NODE_triu: usize = 161;
+pub(crate) const NODE_triu: usize = 165;
 /// Index of `sort` in [`NODES`].
-pub(crate) const NODE_sort: usize = 162;
+pub(crate) const NODE_sort: usize = 166;
 /// Index of `sort.stable` in [`NODES`].
-pub(crate) const NODE_sort_stable: usize = 163;
+pub(crate) const NODE_sort_stable: usize = 167;
 /// Index of `topk` in [`NODES`].
-pub(crate) const NODE_topk: usize = 164;
+pub(crate) const NODE_topk: usize = 168;
+/// Index of `cat` in [`NODES`].
+pub(crate) const NODE_cat: usize = 169;
+/// Index of `stack` in [`NODES`].
+pub(crate) const NODE_stack: usize = 170;
+/// Index of `block_diag` in [`NODES`].
+pub(crate) const NODE_block_diag: usize = 171;
+/// Index of `index.Tensor` in [`NODES`].
+pub(crate) const NODE_index_Tensor: usize = 172;
+/// Index of `index_put` in [`NODES`].
+pub(crate) const NODE_index_put: usize = 173;
+/// Index of `_index_put_impl` in [`NODES`].
+pub(crate) const NODE__index_put_impl: usize = 174;
 /// Index of `_to_copy` in [`NODES`].
-pub(crate) const NODE__to_copy: usize = 165;
+pub(crate) const NODE__to_copy: usize = 175;
 
 /// One entry per generated node kind.
-pub(crate) static NODES: [NodeInfo; 166] = [
+pub(crate) static NODES: [NodeInfo; 176] = [
     NodeInfo {
         qualified: "aten::div",
         overload: "Tensor_mode",
@@ -1454,6 +1474,16 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         lower: super::lowerings_0::lower__native_batch_norm_legit_no_training,
     },
     NodeInfo {
+        qualified: "aten::_native_batch_norm_legit_functional",
+        overload: "",
+        class: "NativeBatchNormLegitFunctional",
+        op_hash: Hash128::of_str("aten::_native_batch_norm_legit_functional"),
+        arg_names: &["input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 5,
+        lower: super::lowerings_1::lower__native_batch_norm_legit_functional,
+    },
+    NodeInfo {
         qualified: "aten::native_dropout",
         overload: "",
         class: "NativeDropout",
@@ -1461,7 +1491,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["input", "p", "train"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
-        lower: super::lowerings_1::lower_native_dropout,
+        lower: super::lowerings_0::lower_native_dropout,
     },
     NodeInfo {
         qualified: "aten::mm",
@@ -1471,7 +1501,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "mat2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_mm,
+        lower: super::lowerings_1::lower_mm,
     },
     NodeInfo {
         qualified: "aten::addmm",
@@ -1481,7 +1511,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "mat1", "mat2", "beta", "alpha"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Scalar, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_addmm,
+        lower: super::lowerings_0::lower_addmm,
     },
     NodeInfo {
         qualified: "aten::_softmax",
@@ -1491,7 +1521,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower__softmax,
+        lower: super::lowerings_1::lower__softmax,
     },
     NodeInfo {
         qualified: "aten::_log_softmax",
@@ -1501,7 +1531,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "half_to_float"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower__log_softmax,
+        lower: super::lowerings_0::lower__log_softmax,
     },
     NodeInfo {
         qualified: "aten::native_layer_norm",
@@ -1511,7 +1541,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["input", "normalized_shape", "weight", "bias", "eps"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::OptTensor, ArgKind::OptTensor, ArgKind::Attr],
         num_outputs: 3,
-        lower: super::lowerings_0::lower_native_layer_norm,
+        lower: super::lowerings_1::lower_native_layer_norm,
     },
     NodeInfo {
         qualified: "aten::copy",
@@ -1521,7 +1551,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "src", "non_blocking"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_copy,
+        lower: super::lowerings_0::lower_copy,
     },
     NodeInfo {
         qualified: "aten::fill",
@@ -1531,7 +1561,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Scalar],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_fill_Scalar,
+        lower: super::lowerings_1::lower_fill_Scalar,
     },
     NodeInfo {
         qualified: "aten::fill",
@@ -1541,7 +1571,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "value"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_fill_Tensor,
+        lower: super::lowerings_0::lower_fill_Tensor,
     },
     NodeInfo {
         qualified: "aten::zero",
@@ -1551,7 +1581,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_zero,
+        lower: super::lowerings_1::lower_zero,
     },
     NodeInfo {
         qualified: "aten::uniform",
@@ -1561,7 +1591,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "from", "to", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_uniform,
+        lower: super::lowerings_0::lower_uniform,
     },
     NodeInfo {
         qualified: "aten::normal_functional",
@@ -1571,7 +1601,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "mean", "std", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_normal_functional,
+        lower: super::lowerings_1::lower_normal_functional,
     },
     NodeInfo {
         qualified: "aten::bernoulli",
@@ -1581,7 +1611,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_bernoulli,
+        lower: super::lowerings_0::lower_bernoulli,
     },
     NodeInfo {
         qualified: "aten::bernoulli",
@@ -1591,7 +1621,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "p", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_bernoulli_p,
+        lower: super::lowerings_1::lower_bernoulli_p,
     },
     NodeInfo {
         qualified: "aten::bernoulli",
@@ -1601,7 +1631,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "p", "generator"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_bernoulli_Tensor,
+        lower: super::lowerings_0::lower_bernoulli_Tensor,
     },
     NodeInfo {
         qualified: "aten::view_copy",
@@ -1611,7 +1641,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "size"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_view_copy,
+        lower: super::lowerings_1::lower_view_copy,
     },
     NodeInfo {
         qualified: "aten::permute_copy",
@@ -1621,7 +1651,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dims"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_permute_copy,
+        lower: super::lowerings_0::lower_permute_copy,
     },
     NodeInfo {
         qualified: "aten::t_copy",
@@ -1631,7 +1661,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_t_copy,
+        lower: super::lowerings_1::lower_t_copy,
     },
     NodeInfo {
         qualified: "aten::transpose_copy",
@@ -1641,7 +1671,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim0", "dim1"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_transpose_copy_int,
+        lower: super::lowerings_0::lower_transpose_copy_int,
     },
     NodeInfo {
         qualified: "aten::expand_copy",
@@ -1651,7 +1681,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "size", "implicit"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_expand_copy,
+        lower: super::lowerings_1::lower_expand_copy,
     },
     NodeInfo {
         qualified: "aten::slice_copy",
@@ -1661,7 +1691,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_slice_copy_Tensor,
+        lower: super::lowerings_0::lower_slice_copy_Tensor,
     },
     NodeInfo {
         qualified: "aten::select_copy",
@@ -1671,7 +1701,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_select_copy_int,
+        lower: super::lowerings_1::lower_select_copy_int,
     },
     NodeInfo {
         qualified: "aten::unsqueeze_copy",
@@ -1681,7 +1711,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_unsqueeze_copy,
+        lower: super::lowerings_0::lower_unsqueeze_copy,
     },
     NodeInfo {
         qualified: "aten::squeeze_copy",
@@ -1691,7 +1721,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_squeeze_copy_dim,
+        lower: super::lowerings_1::lower_squeeze_copy_dim,
     },
     NodeInfo {
         qualified: "aten::alias_copy",
@@ -1701,7 +1731,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_alias_copy,
+        lower: super::lowerings_0::lower_alias_copy,
     },
     NodeInfo {
         qualified: "aten::as_strided_copy",
@@ -1711,7 +1741,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_as_strided_copy,
+        lower: super::lowerings_1::lower_as_strided_copy,
     },
     NodeInfo {
         qualified: "aten::detach_copy",
@@ -1721,7 +1751,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_detach_copy,
+        lower: super::lowerings_0::lower_detach_copy,
     },
     NodeInfo {
         qualified: "aten::slice_scatter",
@@ -1731,7 +1761,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "src", "dim", "start", "end", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_slice_scatter,
+        lower: super::lowerings_1::lower_slice_scatter,
     },
     NodeInfo {
         qualified: "aten::select_scatter",
@@ -1741,7 +1771,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "src", "dim", "index"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_select_scatter,
+        lower: super::lowerings_0::lower_select_scatter,
     },
     NodeInfo {
         qualified: "aten::as_strided_scatter",
@@ -1751,7 +1781,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "src", "size", "stride", "storage_offset"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_as_strided_scatter,
+        lower: super::lowerings_1::lower_as_strided_scatter,
     },
     NodeInfo {
         qualified: "aten::diagonal_scatter",
@@ -1761,7 +1791,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "src", "offset", "dim1", "dim2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_diagonal_scatter,
+        lower: super::lowerings_0::lower_diagonal_scatter,
     },
     NodeInfo {
         qualified: "aten::diagonal_copy",
@@ -1771,7 +1801,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "offset", "dim1", "dim2"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_diagonal_copy,
+        lower: super::lowerings_1::lower_diagonal_copy,
     },
     NodeInfo {
         qualified: "aten::squeeze_copy",
@@ -1781,7 +1811,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self"],
         arg_kinds: &[ArgKind::Tensor],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_squeeze_copy,
+        lower: super::lowerings_0::lower_squeeze_copy,
     },
     NodeInfo {
         qualified: "aten::squeeze_copy",
@@ -1791,7 +1821,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dim"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_squeeze_copy_dims,
+        lower: super::lowerings_1::lower_squeeze_copy_dims,
     },
     NodeInfo {
         qualified: "aten::view_copy",
@@ -1801,7 +1831,7 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dtype"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_1::lower_view_copy_dtype,
+        lower: super::lowerings_0::lower_view_copy_dtype,
     },
     NodeInfo {
         qualified: "aten::unfold_copy",
@@ -1811,7 +1841,37 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_names: &["self", "dimension", "size", "step"],
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 1,
-        lower: super::lowerings_0::lower_unfold_copy,
+        lower: super::lowerings_1::lower_unfold_copy,
+    },
+    NodeInfo {
+        qualified: "aten::split_copy",
+        overload: "Tensor",
+        class: "SplitCopyTensor",
+        op_hash: Hash128::of_str("aten::split_copy"),
+        arg_names: &["self", "split_size", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 0,
+        lower: super::lowerings_0::lower_split_copy_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::split_with_sizes_copy",
+        overload: "",
+        class: "SplitWithSizesCopy",
+        op_hash: Hash128::of_str("aten::split_with_sizes_copy"),
+        arg_names: &["self", "split_sizes", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 0,
+        lower: super::lowerings_1::lower_split_with_sizes_copy,
+    },
+    NodeInfo {
+        qualified: "aten::unbind_copy",
+        overload: "int",
+        class: "UnbindCopyInt",
+        op_hash: Hash128::of_str("aten::unbind_copy"),
+        arg_names: &["self", "dim"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 0,
+        lower: super::lowerings_0::lower_unbind_copy_int,
     },
     NodeInfo {
         qualified: "aten::lift_fresh_copy",
@@ -1992,6 +2052,66 @@ pub(crate) static NODES: [NodeInfo; 166] = [
         arg_kinds: &[ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr, ArgKind::Attr],
         num_outputs: 2,
         lower: super::lowerings_0::lower_topk,
+    },
+    NodeInfo {
+        qualified: "aten::cat",
+        overload: "",
+        class: "Cat",
+        op_hash: Hash128::of_str("aten::cat"),
+        arg_names: &["tensors", "dim"],
+        arg_kinds: &[ArgKind::TensorList, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_cat,
+    },
+    NodeInfo {
+        qualified: "aten::stack",
+        overload: "",
+        class: "Stack",
+        op_hash: Hash128::of_str("aten::stack"),
+        arg_names: &["tensors", "dim"],
+        arg_kinds: &[ArgKind::TensorList, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_stack,
+    },
+    NodeInfo {
+        qualified: "aten::block_diag",
+        overload: "",
+        class: "BlockDiag",
+        op_hash: Hash128::of_str("aten::block_diag"),
+        arg_names: &["tensors"],
+        arg_kinds: &[ArgKind::TensorList],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_block_diag,
+    },
+    NodeInfo {
+        qualified: "aten::index",
+        overload: "Tensor",
+        class: "IndexTensor",
+        op_hash: Hash128::of_str("aten::index"),
+        arg_names: &["self", "indices"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower_index_Tensor,
+    },
+    NodeInfo {
+        qualified: "aten::index_put",
+        overload: "",
+        class: "IndexPut",
+        op_hash: Hash128::of_str("aten::index_put"),
+        arg_names: &["self", "indices", "values", "accumulate"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList, ArgKind::Tensor, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_1::lower_index_put,
+    },
+    NodeInfo {
+        qualified: "aten::_index_put_impl",
+        overload: "",
+        class: "IndexPutImpl",
+        op_hash: Hash128::of_str("aten::_index_put_impl"),
+        arg_names: &["self", "indices", "values", "accumulate", "unsafe"],
+        arg_kinds: &[ArgKind::Tensor, ArgKind::OptTensorList, ArgKind::Tensor, ArgKind::Attr, ArgKind::Attr],
+        num_outputs: 1,
+        lower: super::lowerings_0::lower__index_put_impl,
     },
     NodeInfo {
         qualified: "aten::_to_copy",

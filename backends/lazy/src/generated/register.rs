@@ -30,6 +30,9 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("baddbmm_", Kernel::typed::<op::baddbmm_>(wrapper_Lazy_baddbmm_::<K>).debug("wrapper_Lazy_baddbmm_").for_key(DispatchKey::Lazy))?;
     lib.impl_("bmm", Kernel::typed::<op::bmm>(wrapper_Lazy_bmm::<K>).debug("wrapper_Lazy_bmm").for_key(DispatchKey::Lazy))?;
     lib.impl_("bmm.out", Kernel::typed::<op::bmm_out>(wrapper_Lazy_bmm_out::<K>).debug("wrapper_Lazy_bmm_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cat", Kernel::typed::<op::cat>(wrapper_Lazy_cat::<K>).debug("wrapper_Lazy_cat").for_key(DispatchKey::Lazy))?;
+    lib.impl_("cat.out", Kernel::typed::<op::cat_out>(wrapper_Lazy_cat_out::<K>).debug("wrapper_Lazy_cat_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("block_diag", Kernel::typed::<op::block_diag>(wrapper_Lazy_block_diag::<K>).debug("wrapper_Lazy_block_diag").for_key(DispatchKey::Lazy))?;
     lib.impl_("copy", Kernel::typed::<op::copy>(wrapper_Lazy_copy::<K>).debug("wrapper_Lazy_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("_copy_from", Kernel::typed::<op::_copy_from>(wrapper_Lazy__copy_from::<K>).debug("wrapper_Lazy__copy_from").for_key(DispatchKey::Lazy))?;
     lib.impl_("_copy_from_and_resize", Kernel::typed::<op::_copy_from_and_resize>(wrapper_Lazy__copy_from_and_resize::<K>).debug("wrapper_Lazy__copy_from_and_resize").for_key(DispatchKey::Lazy))?;
@@ -44,6 +47,10 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("fill_.Scalar", Kernel::typed::<op::fill__Scalar>(wrapper_Lazy_fill__Scalar::<K>).debug("wrapper_Lazy_fill__Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("fill.Tensor", Kernel::typed::<op::fill_Tensor>(wrapper_Lazy_fill_Tensor::<K>).debug("wrapper_Lazy_fill_Tensor").for_key(DispatchKey::Lazy))?;
     lib.impl_("fill_.Tensor", Kernel::typed::<op::fill__Tensor>(wrapper_Lazy_fill__Tensor::<K>).debug("wrapper_Lazy_fill__Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("index.Tensor", Kernel::typed::<op::index_Tensor>(wrapper_Lazy_index_Tensor::<K>).debug("wrapper_Lazy_index_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("index.Tensor_out", Kernel::typed::<op::index_Tensor_out>(wrapper_Lazy_index_Tensor_out::<K>).debug("wrapper_Lazy_index_Tensor_out").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_index_put_impl", Kernel::typed::<op::_index_put_impl>(wrapper_Lazy__index_put_impl::<K>).debug("wrapper_Lazy__index_put_impl").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_index_put_impl_", Kernel::typed::<op::_index_put_impl_>(wrapper_Lazy__index_put_impl_::<K>).debug("wrapper_Lazy__index_put_impl_").for_key(DispatchKey::Lazy))?;
     lib.impl_("_log_softmax", Kernel::typed::<op::_log_softmax>(wrapper_Lazy__log_softmax::<K>).debug("wrapper_Lazy__log_softmax").for_key(DispatchKey::Lazy))?;
     lib.impl_("_log_softmax.out", Kernel::typed::<op::_log_softmax_out>(wrapper_Lazy__log_softmax_out::<K>).debug("wrapper_Lazy__log_softmax_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("amax", Kernel::typed::<op::amax>(wrapper_Lazy_amax::<K>).debug("wrapper_Lazy_amax").for_key(DispatchKey::Lazy))?;
@@ -126,12 +133,15 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("select_copy.int", Kernel::typed::<op::select_copy_int>(wrapper_Lazy_select_copy_int::<K>).debug("wrapper_Lazy_select_copy_int").for_key(DispatchKey::Lazy))?;
     lib.impl_("detach_copy", Kernel::typed::<op::detach_copy>(wrapper_Lazy_detach_copy::<K>).debug("wrapper_Lazy_detach_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("slice_copy.Tensor", Kernel::typed::<op::slice_copy_Tensor>(wrapper_Lazy_slice_copy_Tensor::<K>).debug("wrapper_Lazy_slice_copy_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("split_copy.Tensor", Kernel::typed::<op::split_copy_Tensor>(wrapper_Lazy_split_copy_Tensor::<K>).debug("wrapper_Lazy_split_copy_Tensor").for_key(DispatchKey::Lazy))?;
+    lib.impl_("split_with_sizes_copy", Kernel::typed::<op::split_with_sizes_copy>(wrapper_Lazy_split_with_sizes_copy::<K>).debug("wrapper_Lazy_split_with_sizes_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("squeeze_copy", Kernel::typed::<op::squeeze_copy>(wrapper_Lazy_squeeze_copy::<K>).debug("wrapper_Lazy_squeeze_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("squeeze_copy.dim", Kernel::typed::<op::squeeze_copy_dim>(wrapper_Lazy_squeeze_copy_dim::<K>).debug("wrapper_Lazy_squeeze_copy_dim").for_key(DispatchKey::Lazy))?;
     lib.impl_("squeeze_copy.dims", Kernel::typed::<op::squeeze_copy_dims>(wrapper_Lazy_squeeze_copy_dims::<K>).debug("wrapper_Lazy_squeeze_copy_dims").for_key(DispatchKey::Lazy))?;
     lib.impl_("t_copy", Kernel::typed::<op::t_copy>(wrapper_Lazy_t_copy::<K>).debug("wrapper_Lazy_t_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("transpose_copy.int", Kernel::typed::<op::transpose_copy_int>(wrapper_Lazy_transpose_copy_int::<K>).debug("wrapper_Lazy_transpose_copy_int").for_key(DispatchKey::Lazy))?;
     lib.impl_("unsqueeze_copy", Kernel::typed::<op::unsqueeze_copy>(wrapper_Lazy_unsqueeze_copy::<K>).debug("wrapper_Lazy_unsqueeze_copy").for_key(DispatchKey::Lazy))?;
+    lib.impl_("unbind_copy.int", Kernel::typed::<op::unbind_copy_int>(wrapper_Lazy_unbind_copy_int::<K>).debug("wrapper_Lazy_unbind_copy_int").for_key(DispatchKey::Lazy))?;
     lib.impl_("view_copy", Kernel::typed::<op::view_copy>(wrapper_Lazy_view_copy::<K>).debug("wrapper_Lazy_view_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("view_copy.dtype", Kernel::typed::<op::view_copy_dtype>(wrapper_Lazy_view_copy_dtype::<K>).debug("wrapper_Lazy_view_copy_dtype").for_key(DispatchKey::Lazy))?;
     lib.impl_("unfold_backward", Kernel::typed::<op::unfold_backward>(wrapper_Lazy_unfold_backward::<K>).debug("wrapper_Lazy_unfold_backward").for_key(DispatchKey::Lazy))?;
@@ -142,6 +152,8 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("lift_fresh_copy", Kernel::typed::<op::lift_fresh_copy>(wrapper_Lazy_lift_fresh_copy::<K>).debug("wrapper_Lazy_lift_fresh_copy").for_key(DispatchKey::Lazy))?;
     lib.impl_("dot", Kernel::typed::<op::dot>(wrapper_Lazy_dot::<K>).debug("wrapper_Lazy_dot").for_key(DispatchKey::Lazy))?;
     lib.impl_("native_layer_norm", Kernel::typed::<op::native_layer_norm>(wrapper_Lazy_native_layer_norm::<K>).debug("wrapper_Lazy_native_layer_norm").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit_functional", Kernel::typed::<op::_native_batch_norm_legit_functional>(wrapper_Lazy__native_batch_norm_legit_functional::<K>).debug("wrapper_Lazy__native_batch_norm_legit_functional").for_key(DispatchKey::Lazy))?;
+    lib.impl_("_native_batch_norm_legit.out", Kernel::typed::<op::_native_batch_norm_legit_out>(wrapper_Lazy__native_batch_norm_legit_out::<K>).debug("wrapper_Lazy__native_batch_norm_legit_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("_native_batch_norm_legit_no_training", Kernel::typed::<op::_native_batch_norm_legit_no_training>(wrapper_Lazy__native_batch_norm_legit_no_training::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_training").for_key(DispatchKey::Lazy))?;
     lib.impl_("_native_batch_norm_legit.no_stats", Kernel::typed::<op::_native_batch_norm_legit_no_stats>(wrapper_Lazy__native_batch_norm_legit_no_stats::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_stats").for_key(DispatchKey::Lazy))?;
     lib.impl_("_native_batch_norm_legit.no_stats_out", Kernel::typed::<op::_native_batch_norm_legit_no_stats_out>(wrapper_Lazy__native_batch_norm_legit_no_stats_out::<K>).debug("wrapper_Lazy__native_batch_norm_legit_no_stats_out").for_key(DispatchKey::Lazy))?;
@@ -266,6 +278,7 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("bernoulli_.float", Kernel::typed::<op::bernoulli__float>(wrapper_Lazy_bernoulli__float::<K>).debug("wrapper_Lazy_bernoulli__float").for_key(DispatchKey::Lazy))?;
     lib.impl_("normal_functional", Kernel::typed::<op::normal_functional>(wrapper_Lazy_normal_functional::<K>).debug("wrapper_Lazy_normal_functional").for_key(DispatchKey::Lazy))?;
     lib.impl_("normal_", Kernel::typed::<op::normal_>(wrapper_Lazy_normal_::<K>).debug("wrapper_Lazy_normal_").for_key(DispatchKey::Lazy))?;
+    lib.impl_("index_put", Kernel::typed::<op::index_put>(wrapper_Lazy_index_put::<K>).debug("wrapper_Lazy_index_put").for_key(DispatchKey::Lazy))?;
     lib.impl_("masked_fill.Scalar", Kernel::typed::<op::masked_fill_Scalar>(wrapper_Lazy_masked_fill_Scalar::<K>).debug("wrapper_Lazy_masked_fill_Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("masked_fill_.Scalar", Kernel::typed::<op::masked_fill__Scalar>(wrapper_Lazy_masked_fill__Scalar::<K>).debug("wrapper_Lazy_masked_fill__Scalar").for_key(DispatchKey::Lazy))?;
     lib.impl_("masked_fill.Tensor", Kernel::typed::<op::masked_fill_Tensor>(wrapper_Lazy_masked_fill_Tensor::<K>).debug("wrapper_Lazy_masked_fill_Tensor").for_key(DispatchKey::Lazy))?;
@@ -371,6 +384,7 @@ pub fn register<K: LazyNativeFunctions>(lib: &mut Library) -> Result<()> {
     lib.impl_("sign.out", Kernel::typed::<op::sign_out>(wrapper_Lazy_sign_out::<K>).debug("wrapper_Lazy_sign_out").for_key(DispatchKey::Lazy))?;
     lib.impl_("sign_", Kernel::typed::<op::sign_>(wrapper_Lazy_sign_::<K>).debug("wrapper_Lazy_sign_").for_key(DispatchKey::Lazy))?;
     lib.impl_("isinf", Kernel::typed::<op::isinf>(wrapper_Lazy_isinf::<K>).debug("wrapper_Lazy_isinf").for_key(DispatchKey::Lazy))?;
+    lib.impl_("stack", Kernel::typed::<op::stack>(wrapper_Lazy_stack::<K>).debug("wrapper_Lazy_stack").for_key(DispatchKey::Lazy))?;
     lib.impl_("repeat", Kernel::typed::<op::repeat>(wrapper_Lazy_repeat::<K>).debug("wrapper_Lazy_repeat").for_key(DispatchKey::Lazy))?;
     lib.impl_("constant_pad_nd", Kernel::typed::<op::constant_pad_nd>(wrapper_Lazy_constant_pad_nd::<K>).debug("wrapper_Lazy_constant_pad_nd").for_key(DispatchKey::Lazy))?;
     lib.impl_("embedding", Kernel::typed::<op::embedding>(wrapper_Lazy_embedding::<K>).debug("wrapper_Lazy_embedding").for_key(DispatchKey::Lazy))?;
@@ -479,6 +493,23 @@ fn wrapper_Lazy_bmm_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mat
     Ok(out.clone())
 }
 
+/// `cat(Tensor[] tensors, int dim=0) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_cat<K: LazyNativeFunctions>(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
+    K::cat(tensors, dim)
+}
+
+/// `cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_cat_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (tensors, dim, out): (&[Tensor], i64, &Tensor)) -> Result<Tensor> {
+    let functional_result = K::cat(tensors, dim)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `block_diag(Tensor[] tensors) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_block_diag<K: LazyNativeFunctions>(_ks: DispatchKeySet, (tensors,): (&[Tensor],)) -> Result<Tensor> {
+    K::block_diag(tensors)
+}
+
 /// `copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, src, non_blocking): (&Tensor, &Tensor, bool)) -> Result<Tensor> {
     K::copy(self_, src, non_blocking)
@@ -557,6 +588,30 @@ fn wrapper_Lazy_fill_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,
 /// `fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
 fn wrapper_Lazy_fill__Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, value): (&Tensor, &Tensor)) -> Result<Tensor> {
     let functional_result = K::fill_Tensor(self_, value)?;
+    switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
+    Ok(self_.clone())
+}
+
+/// `index.Tensor(Tensor self, Tensor?[] indices) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_index_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, indices): (&Tensor, &[Option<Tensor>])) -> Result<Tensor> {
+    K::index_Tensor(self_, indices)
+}
+
+/// `index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy_index_Tensor_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, indices, out): (&Tensor, &[Option<Tensor>], &Tensor)) -> Result<Tensor> {
+    let functional_result = K::index_Tensor(self_, indices)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result)?;
+    Ok(out.clone())
+}
+
+/// `_index_put_impl(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy__index_put_impl<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
+    K::_index_put_impl(self_, indices, values, accumulate, unsafe_)
+}
+
+/// `_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, bool unsafe=False) -> Tensor(a!)` (generated: the functional kernel, then a copy into `self`)
+fn wrapper_Lazy__index_put_impl_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate, unsafe_): (&Tensor, &[Option<Tensor>], &Tensor, bool, bool)) -> Result<Tensor> {
+    let functional_result = K::_index_put_impl(self_, indices, values, accumulate, unsafe_)?;
     switchyard_ops::runtime::copy_to_backend_self(self_, &functional_result)?;
     Ok(self_.clone())
 }
@@ -1055,6 +1110,16 @@ fn wrapper_Lazy_slice_copy_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (
     K::slice_copy_Tensor(self_, dim, start, end, step)
 }
 
+/// `split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]` (the backend's kernel)
+fn wrapper_Lazy_split_copy_Tensor<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, split_size, dim): (&Tensor, i64, i64)) -> Result<Vec<Tensor>> {
+    K::split_copy_Tensor(self_, split_size, dim)
+}
+
+/// `split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]` (the backend's kernel)
+fn wrapper_Lazy_split_with_sizes_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, split_sizes, dim): (&Tensor, &[i64], i64)) -> Result<Vec<Tensor>> {
+    K::split_with_sizes_copy(self_, split_sizes, dim)
+}
+
 /// `squeeze_copy(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_squeeze_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::squeeze_copy(self_)
@@ -1083,6 +1148,11 @@ fn wrapper_Lazy_transpose_copy_int<K: LazyNativeFunctions>(_ks: DispatchKeySet, 
 /// `unsqueeze_copy(Tensor self, int dim) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_unsqueeze_copy<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Tensor> {
     K::unsqueeze_copy(self_, dim)
+}
+
+/// `unbind_copy.int(Tensor self, int dim=0) -> Tensor[]` (the backend's kernel)
+fn wrapper_Lazy_unbind_copy_int<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, dim): (&Tensor, i64)) -> Result<Vec<Tensor>> {
+    K::unbind_copy_int(self_, dim)
 }
 
 /// `view_copy(Tensor self, SymInt[] size) -> Tensor` (the backend's kernel)
@@ -1133,6 +1203,27 @@ fn wrapper_Lazy_dot<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, tensor)
 /// `native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
 fn wrapper_Lazy_native_layer_norm<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, normalized_shape, weight, bias, eps): (&Tensor, &[i64], Option<&Tensor>, Option<&Tensor>, f64)) -> Result<(Tensor, Tensor, Tensor)> {
     K::native_layer_norm(input, normalized_shape, weight, bias, eps)
+}
+
+/// `_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)` (the backend's kernel)
+fn wrapper_Lazy__native_batch_norm_legit_functional<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64)) -> Result<(Tensor, Tensor, Tensor, Tensor, Tensor)> {
+    K::_native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)
+}
+
+/// `_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))` (generated: the functional kernel, then a resize and copy into the out arguments)
+fn wrapper_Lazy__native_batch_norm_legit_out<K: LazyNativeFunctions>(_ks: DispatchKeySet, (input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd): (&Tensor, Option<&Tensor>, Option<&Tensor>, &Tensor, &Tensor, bool, f64, f64, &Tensor, &Tensor, &Tensor)) -> Result<(Tensor, Tensor, Tensor)> {
+    let (functional_result0, functional_result1, functional_result2, functional_result3, functional_result4) = K::_native_batch_norm_legit_functional(input, weight, bias, running_mean, running_var, training, momentum, eps)?;
+    switchyard_ops::runtime::check_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::check_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::check_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::check_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::check_backend_self(running_var, &functional_result4)?;
+    switchyard_ops::runtime::copy_to_backend_out(out, &functional_result0)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_mean, &functional_result1)?;
+    switchyard_ops::runtime::copy_to_backend_out(save_invstd, &functional_result2)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_mean, &functional_result3)?;
+    switchyard_ops::runtime::copy_to_backend_self(running_var, &functional_result4)?;
+    Ok((out.clone(), save_mean.clone(), save_invstd.clone()))
 }
 
 /// `_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)` (the backend's kernel)
@@ -1910,6 +2001,11 @@ fn wrapper_Lazy_normal_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mea
     Ok(self_.clone())
 }
 
+/// `index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_index_put<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, indices, values, accumulate): (&Tensor, &[Option<Tensor>], &Tensor, bool)) -> Result<Tensor> {
+    K::index_put(self_, indices, values, accumulate)
+}
+
 /// `masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_masked_fill_Scalar<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_, mask, value): (&Tensor, &Tensor, Scalar)) -> Result<Tensor> {
     K::masked_fill_Scalar(self_, mask, value)
@@ -2563,6 +2659,11 @@ fn wrapper_Lazy_sign_<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&T
 /// `isinf(Tensor self) -> Tensor` (the backend's kernel)
 fn wrapper_Lazy_isinf<K: LazyNativeFunctions>(_ks: DispatchKeySet, (self_,): (&Tensor,)) -> Result<Tensor> {
     K::isinf(self_)
+}
+
+/// `stack(Tensor[] tensors, int dim=0) -> Tensor` (the backend's kernel)
+fn wrapper_Lazy_stack<K: LazyNativeFunctions>(_ks: DispatchKeySet, (tensors, dim): (&[Tensor], i64)) -> Result<Tensor> {
+    K::stack(tensors, dim)
 }
 
 /// `repeat(Tensor self, SymInt[] repeats) -> Tensor` (the backend's kernel)

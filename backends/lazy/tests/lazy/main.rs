@@ -13,5 +13,7 @@ mod coverage;
 mod dump;
 mod executor;
 mod ir;
+mod lists;
 mod property;
+mod reuse;
 mod values;

@@ -176,3 +176,32 @@ fn random_programs_equal_eager() {
         );
     }
 }
+
+/// The same random programs with IR reuse on: each runs twice lazily, the second run on new
+/// inputs of the same shapes reusing the first run's nodes (their leaves given the new data);
+/// both equal eager's.
+#[test]
+fn random_programs_equal_eager_with_ir_reuse() {
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            switchyard_lazy::set_reuse_ir(false);
+            switchyard_lazy::ir_cache::reset();
+        }
+    }
+    let _g = setup();
+    switchyard_lazy::ir_cache::reset();
+    switchyard_lazy::set_reuse_ir(true);
+    let _off = Off;
+    for seed in 1..=96u64 {
+        let eager = run(seed, false);
+        compare(seed, &eager, &run(seed, true));
+        compare(seed, &eager, &run(seed, true));
+    }
+    let reused: u64 = switchyard_lazy::counter_names()
+        .iter()
+        .filter(|n| n.starts_with("IrNodeReused_"))
+        .map(|n| counter(n))
+        .sum();
+    assert!(reused > 96, "{reused}");
+}

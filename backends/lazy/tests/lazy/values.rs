@@ -149,18 +149,17 @@ fn to_cpu_without_mark_step_and_fallback_operators() {
     let _g = setup();
     let x = sample(&[5], 14);
     let lx = switchyard_lazy::to_lazy(&x).unwrap();
-    // `cat` is not in backend.yaml (a tensor-list operand): it runs through the CPU fallback,
-    // counted.
-    let cat = |t: &Tensor| {
-        switchyard_ops::op::cat::call(
-            &[<Tensor as Clone>::clone(t), <Tensor as Clone>::clone(t)],
-            0,
+    // `nonzero` is not in backend.yaml (its result's size is data): it runs through the CPU
+    // fallback, counted.
+    let nz = |t: &Tensor| {
+        switchyard_ops::op::nonzero::call(
+            &switchyard_ops::op::gt_Scalar::call(t, 0.into()).unwrap(),
         )
         .unwrap()
     };
-    let ly = cat(&lx).add(&cat(&lx)).unwrap();
-    assert_close(&ly, &cat(&x).add(&cat(&x)).unwrap(), 1e-6);
-    assert_eq!(crate::support::counter("aten::cat"), 2);
+    let ly = nz(&lx).add(&nz(&lx)).unwrap();
+    assert_close(&ly, &nz(&x).add(&nz(&x)).unwrap(), 0.0);
+    assert_eq!(crate::support::counter("aten::nonzero"), 2);
     assert_eq!(crate::support::counter("lazy::add"), 1);
 }
 
@@ -209,4 +208,104 @@ fn plain_lazy_tensors_in_place_and_out() {
     assert_close(&out, &ex.mul(&y).unwrap(), 1e-6);
     assert_close(&out2, &ex.cos().unwrap(), 1e-6);
     assert_close(&c, &ex, 0.0);
+}
+
+/// Batch norm in training mode writes its running statistics: on lazy tensors it reaches the
+/// backend as `_native_batch_norm_legit_functional` (functionalization's variant of the
+/// mutating `_native_batch_norm_legit`), traced; outputs and updated statistics equal eager's.
+#[test]
+fn batch_norm_training_traces_the_functional_variant_and_updates_running_stats() {
+    let _g = setup();
+    let run = |x: &[Tensor]| -> Result<Vec<Tensor>> {
+        // Statistics copied first: `check` runs eagerly on the inputs it then moves to lazy.
+        let (rm, rv) = (&x[3].clone_with(None)?, &x[4].clone_with(None)?);
+        let (input, w, b) = (&x[0], &x[1], &x[2]);
+        let (y, mean, invstd) = switchyard_ops::native_batch_norm(
+            input,
+            Some(w),
+            Some(b),
+            Some(rm),
+            Some(rv),
+            true,
+            0.1,
+            1e-5,
+        )?;
+        let (y2, _, _) = switchyard_ops::op::_native_batch_norm_legit::call(
+            input, None, None, rm, rv, true, 0.3, 1e-5,
+        )?;
+        let (y3, _, _) = switchyard_ops::native_batch_norm(
+            input,
+            Some(w),
+            None,
+            Some(rm),
+            Some(rv),
+            false,
+            0.1,
+            1e-5,
+        )?;
+        Ok(vec![
+            y,
+            mean,
+            invstd,
+            y2,
+            y3,
+            rm.clone_with(None)?,
+            rv.clone_with(None)?,
+        ])
+    };
+    let rv = sample(&[3], 5).abs().unwrap().add_scalar(0.5).unwrap();
+    let inputs = [
+        sample(&[4, 3, 2, 2], 1),
+        sample(&[3], 2),
+        sample(&[3], 3),
+        sample(&[3], 4),
+        rv,
+    ];
+    check(&inputs, run);
+    assert!(crate::support::counter("lazy::_native_batch_norm_legit_functional") >= 2);
+}
+
+/// The generated out= wrapper around `_native_batch_norm_legit_functional` (plain lazy tensors,
+/// below the functionalization layer): the three outs are written, and so are the running
+/// statistics, as the CPU's `_native_batch_norm_legit.out` kernel writes them.
+#[test]
+fn batch_norm_out_wrapper_writes_outs_and_running_stats() {
+    use switchyard_core::local_dispatch::ExcludeDispatchKeyGuard;
+    use switchyard_core::{DispatchKey, DispatchKeySet};
+    let _g = setup();
+    let input = sample(&[4, 3, 2], 6);
+    let (rm, rv) = (
+        sample(&[3], 7),
+        sample(&[3], 8).abs().unwrap().add_scalar(1.0).unwrap(),
+    );
+    let empty = || Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
+    // Eager: the CPU kernel.
+    let (erm, erv) = (rm.clone_with(None).unwrap(), rv.clone_with(None).unwrap());
+    let eouts = [empty(), empty(), empty()];
+    switchyard_ops::op::_native_batch_norm_legit_out::call(
+        &input, None, None, &erm, &erv, true, 0.2, 1e-5, &eouts[0], &eouts[1], &eouts[2],
+    )
+    .unwrap();
+    let _below = ExcludeDispatchKeyGuard::new(DispatchKeySet::from_key(DispatchKey::Functionalize));
+    let lazy = |t: &Tensor| switchyard_lazy::to_lazy(t).unwrap();
+    let (li, lrm, lrv) = (lazy(&input), lazy(&rm), lazy(&rv));
+    let louts = [lazy(&empty()), lazy(&empty()), lazy(&empty())];
+    switchyard_lazy::reset_metrics();
+    let r = switchyard_ops::op::_native_batch_norm_legit_out::call(
+        &li, None, None, &lrm, &lrv, true, 0.2, 1e-5, &louts[0], &louts[1], &louts[2],
+    )
+    .unwrap();
+    assert!(r.0.is_same(&louts[0]) && r.2.is_same(&louts[2]));
+    switchyard_lazy::mark_step().unwrap();
+    assert_eq!(
+        crate::support::counter("lazy::_native_batch_norm_legit_functional"),
+        1
+    );
+    for (l, e) in louts.iter().zip(&eouts) {
+        assert_close(l, e, 1e-5);
+    }
+    assert_close(&lrm, &erm, 1e-6);
+    assert_close(&lrv, &erv, 1e-6);
+    // The statistics moved (training), so the check above is not vacuous.
+    assert_ne!(erm.to_vec::<f32>().unwrap(), rm.to_vec::<f32>().unwrap());
 }

@@ -401,6 +401,10 @@ fn generated_body(
             f.schema.name.name.base,
         ));
     }
+    if let Some(b) = outs_and_mutated_args_body(f, functional, &call, rt) {
+        body.push_str(&b);
+        return Ok(body);
+    }
     match overlap_inputs {
         Some(inputs) if !f.schema.returns.is_empty() => {
             let o = &outs_names(f)[0];
@@ -411,6 +415,73 @@ fn generated_body(
         _ => body.push_str(&copy_into_outs_body(f, &call, rt, &BACKEND_OUT_COPY)),
     }
     Ok(body)
+}
+
+/// The out= wrapper of a group whose functional member is the `_functional` variant of a
+/// mutable operator (`_native_batch_norm_legit.out` around `_native_batch_norm_legit_functional`):
+/// that variant returns the out= results followed by the new value of each argument the
+/// operator mutates besides its outs (`running_mean_out`, `running_var_out`, in argument order,
+/// as torchgen's functional signature names them). Every out and every mutated argument is
+/// checked against its result before any is written; then the outs are resized and written and
+/// the mutated arguments written in place, as the CPU's out= kernel leaves them. (PyTorch's
+/// generated wrapper copies the outs only, losing the running statistics' update.) `None` for
+/// other operators.
+fn outs_and_mutated_args_body(
+    f: &GenFunction,
+    functional: &GenFunction,
+    call: &str,
+    rt: &str,
+) -> Option<String> {
+    let outs = outs_names(f);
+    let mutated: Vec<String> = f
+        .schema
+        .arguments
+        .iter()
+        .filter(|a| a.is_write() && !a.is_out)
+        .map(|a| arg_name(&a.name))
+        .collect();
+    let all_tensors = f
+        .schema
+        .arguments
+        .iter()
+        .filter(|a| a.is_write())
+        .all(|a| a.ty.is_tensor());
+    if mutated.is_empty()
+        || !all_tensors
+        || outs.is_empty()
+        || functional.schema.returns.len() != outs.len() + mutated.len()
+    {
+        return None;
+    }
+    let results: Vec<String> = (0..functional.schema.returns.len())
+        .map(|i| format!("functional_result{i}"))
+        .collect();
+    let (out_results, mutated_results) = results.split_at(outs.len());
+    let mut b = format!("    let {} = {call};\n", tuple(&results));
+    for (o, r) in outs.iter().zip(out_results) {
+        b.push_str(&format!("    {rt}::check_backend_out({o}, &{r})?;\n"));
+    }
+    for (m, r) in mutated.iter().zip(mutated_results) {
+        b.push_str(&format!("    {rt}::check_backend_self({m}, &{r})?;\n"));
+    }
+    for (o, r) in outs.iter().zip(out_results) {
+        b.push_str(&format!("    {rt}::copy_to_backend_out({o}, &{r})?;\n"));
+    }
+    for (m, r) in mutated.iter().zip(mutated_results) {
+        b.push_str(&format!("    {rt}::copy_to_backend_self({m}, &{r})?;\n"));
+    }
+    let ret: Vec<String> = outs.iter().map(|o| format!("{o}.clone()")).collect();
+    b.push_str(&format!(
+        "    Ok({})\n",
+        if f.schema.returns.is_empty() {
+            "()".to_string()
+        } else if ret.len() == 1 {
+            ret[0].clone()
+        } else {
+            tuple(&ret)
+        }
+    ));
+    Some(b)
 }
 
 /// For a `pointwise` operator writing one tensor (an in-place `self` or one out= tensor): the

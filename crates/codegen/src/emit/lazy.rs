@@ -35,10 +35,15 @@ use switchyard_schema::{Argument, BaseType, Type};
 /// Number of `kernels_N.rs` / `lowerings_N.rs` shards.
 pub const SHARDS: usize = 2;
 
-/// Arguments that may come from another device (PyTorch's `copy` copies across devices): a
-/// non-lazy tensor there becomes a device-data leaf holding a copy of its value instead of the
-/// "not a lazy tensor" error.
-const CROSS_DEVICE_ARGS: [(&str, &str); 1] = [("copy", "src")];
+/// Arguments that may come from another device (PyTorch's `copy` copies across devices; eager
+/// indexing takes CPU indices for a tensor on any device): a non-lazy tensor there becomes a
+/// device-data leaf holding a copy of its value instead of the "not a lazy tensor" error.
+const CROSS_DEVICE_ARGS: [(&str, &str); 4] = [
+    ("copy", "src"),
+    ("index", "indices"),
+    ("index_put", "indices"),
+    ("_index_put_impl", "indices"),
+];
 
 /// torchgen's `node_name`: `name_overload` split on `_`, each part capitalised as Python's
 /// `str.capitalize` does (first letter upper, the rest lower), joined (`add.Tensor` →
@@ -72,6 +77,10 @@ enum ArgClass {
     OptTensor,
     /// A `Scalar`, lifted to an operand (a parameter, B.7.8).
     Scalar,
+    /// A `Tensor[]`: its elements flattened into the operands, one `Arg::List` on the node.
+    TensorList,
+    /// A `Tensor?[]` (index lists): as `TensorList`, absent elements recorded as such.
+    OptTensorList,
     /// A non-tensor argument kept on the node, read back with the named `LowerArgs` accessor.
     Attr(&'static str),
 }
@@ -84,6 +93,8 @@ fn classify(a: &Argument) -> Result<ArgClass, BackendGenError> {
         "&Tensor" => ArgClass::Tensor,
         "Option<&Tensor>" => ArgClass::OptTensor,
         "Scalar" => ArgClass::Scalar,
+        "&[Tensor]" => ArgClass::TensorList,
+        "&[Option<Tensor>]" => ArgClass::OptTensorList,
         "i64" => ArgClass::Attr("int"),
         "&[i64]" => ArgClass::Attr("ints"),
         "Option<i64>" => ArgClass::Attr("opt_int"),
@@ -110,22 +121,44 @@ fn classify(a: &Argument) -> Result<ArgClass, BackendGenError> {
     })
 }
 
-/// How many tensors the operator returns; refuses returns a node cannot describe yet.
-fn tensor_returns(f: &GenFunction) -> Result<usize, BackendGenError> {
-    let n = f.schema.returns.len();
-    if n == 0
-        || !f
-            .schema
-            .returns
+/// What an operator returns, as node outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Returns {
+    /// One tensor or a tuple of `n` tensors: `n` outputs.
+    Tensors(usize),
+    /// One `Tensor[]`: as many outputs as shape inference gives for the call.
+    List,
+}
+
+impl Returns {
+    /// The node table's `num_outputs` (0: per node).
+    fn count(self) -> usize {
+        match self {
+            Returns::Tensors(n) => n,
+            Returns::List => 0,
+        }
+    }
+}
+
+/// What the operator returns; refuses returns a node cannot describe.
+fn tensor_returns(f: &GenFunction) -> Result<Returns, BackendGenError> {
+    let returns = &f.schema.returns;
+    if let [r] = returns.as_slice()
+        && matches!(&r.ty, Type::List { elem, .. } if elem.is_tensor())
+    {
+        return Ok(Returns::List);
+    }
+    if returns.is_empty()
+        || !returns
             .iter()
             .all(|r| matches!(r.ty, Type::Base(BaseType::Tensor)))
     {
         return Err(BackendGenError(format!(
-            "the lazy generator supports operators returning tensors only (one or a tuple), not {}",
+            "the lazy generator supports operators returning tensors only (one, a tuple or one Tensor[]), not {}",
             f.schema
         )));
     }
-    Ok(n)
+    Ok(Returns::Tensors(returns.len()))
 }
 
 /// The node entries: `full_codegen` then `ir_gen`, each once, in listing order.
@@ -206,6 +239,15 @@ fn structured_meta(input: &GenInput, function: usize) -> Option<String> {
         return None;
     }
     let f = &input.functions[function];
+    // An index list's meta function broadcasts the indices as views, which a lazy tensor
+    // (no storage) cannot give: those operators take the meta-shadow path.
+    if f.schema
+        .arguments
+        .iter()
+        .any(|a| classify(a).ok() == Some(ArgClass::OptTensorList))
+    {
+        return None;
+    }
     Some(unambiguous_name(&f.schema).to_lowercase())
 }
 
@@ -223,13 +265,40 @@ fn trace_kernel(
     function: usize,
 ) -> Result<String, BackendGenError> {
     let f = &input.functions[function];
-    let n_out = tensor_returns(f)?;
+    let returns = tensor_returns(f)?;
     let op = f.schema.name.name.to_string();
-    let mut body = format!(
+    // An index list holding a boolean mask makes the result's shape (or `index_put`'s checks)
+    // depend on the mask's values: such a call runs eagerly, counted as the fallback counts.
+    let mut body = String::new();
+    let masks: Vec<String> = f
+        .schema
+        .arguments
+        .iter()
+        .filter(|a| classify(a).ok() == Some(ArgClass::OptTensorList))
+        .map(|a| format!("has_mask({})", arg_name(&a.name)))
+        .collect();
+    if !masks.is_empty() {
+        let all: Vec<String> = f
+            .schema
+            .arguments
+            .iter()
+            .map(|a| arg_name(&a.name))
+            .collect();
+        body.push_str(&format!(
+            "    if {} {{
+        return switchyard_backend::call_fallback::<op::{}>(crate::fallback::fallback, {});
+    }}
+",
+            masks.join(" || "),
+            op_type_name(&f.schema),
+            super::rust::tuple(&all)
+        ));
+    }
+    body.push_str(&format!(
         "    static COUNTER: Counter = Counter::new({:?});\n    COUNTER.inc();\n    let mut b = NodeBuilder::new(super::nodes::{})?;\n",
         format!("lazy::{}", kernel_name(yaml, function, f)),
         node_const(f)
-    );
+    ));
     // Operands first (PyTorch converts inputs before shape inference, so a CPU operand raises
     // "not a lazy tensor" before any meta check), in schema order.
     for a in &f.schema.arguments {
@@ -240,11 +309,33 @@ fn trace_kernel(
             }
             ArgClass::Tensor => format!("    b.tensor({n})?;\n"),
             ArgClass::OptTensor => format!("    b.opt_tensor({n})?;\n"),
+            ArgClass::TensorList => format!("    b.tensor_list({n})?;\n"),
+            ArgClass::OptTensorList
+                if CROSS_DEVICE_ARGS.contains(&(op.as_str(), a.name.as_str())) =>
+            {
+                format!("    b.opt_tensor_list_any_device({n})?;\n")
+            }
+            ArgClass::OptTensorList => format!("    b.opt_tensor_list({n})?;\n"),
             ArgClass::Scalar => format!("    b.scalar(&{n})?;\n"),
             ArgClass::Attr(_) => format!("    b.attr(Attr::from({n}));\n"),
         };
         body.push_str(&line);
     }
+    // IR reuse (B.4): the node the previous steps built here, before any shape inference.
+    let reused = match returns {
+        Returns::Tensors(1) => "output(&outs, 0)".to_string(),
+        Returns::List => "Ok(outs)".to_string(),
+        Returns::Tensors(n) => format!(
+            "Ok(({}))",
+            (0..n)
+                .map(|i| format!("output(&outs, {i})?"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    body.push_str(&format!(
+        "    if let Some(outs) = b.reuse()? {{\n        return {reused};\n    }}\n"
+    ));
     if let Some(meta) = structured_meta(input, function) {
         let args: Vec<String> = f
             .schema
@@ -273,32 +364,49 @@ fn trace_kernel(
                 match classify(a) {
                     Ok(ArgClass::Tensor) => format!("&b.shadow({n})?"),
                     Ok(ArgClass::OptTensor) => format!("b.shadow_opt({n})?.as_ref()"),
+                    Ok(ArgClass::TensorList) => format!("&b.shadow_list({n})?"),
+                    Ok(ArgClass::OptTensorList) => format!("&b.shadow_opt_list({n})?"),
                     Ok(ArgClass::Scalar) => format!("{n}.clone()"),
                     _ => n,
                 }
             })
             .collect();
+        let n_out = match returns {
+            Returns::Tensors(n) => n,
+            Returns::List => 1,
+        };
         let outs: Vec<String> = (0..n_out).map(|i| format!("o{i}")).collect();
         let pattern = if n_out == 1 {
             "o0".to_string()
         } else {
             format!("({})", outs.join(", "))
         };
+        let shapes = match returns {
+            Returns::List => "shapes_of_list(&o0)".to_string(),
+            Returns::Tensors(_) => format!(
+                "shapes_of_tensors(&[{}])",
+                outs.iter()
+                    .map(|o| format!("&{o}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         body.push_str(&format!(
-            "    // Not structured: the Meta kernel on meta shadows of the operands.\n    let {pattern} = {{\n        let _guard = meta_guard();\n        op::{}::call({})?\n    }};\n    let shapes = shapes_of_tensors(&[{}]);\n",
+            "    // Not structured: the Meta kernel on meta shadows of the operands.\n    let {pattern} = {{\n        let _guard = meta_guard();\n        op::{}::call({})?\n    }};\n    let shapes = {shapes};\n",
             op_type_name(&f.schema),
             args.join(", "),
-            outs.iter().map(|o| format!("&{o}")).collect::<Vec<_>>().join(", ")
         ));
     }
-    if n_out == 1 {
-        body.push_str("    b.build_one(shapes)\n");
-    } else {
-        let outs: Vec<String> = (0..n_out).map(|i| format!("output(&outs, {i})?")).collect();
-        body.push_str(&format!(
-            "    let outs = b.build(shapes)?;\n    Ok(({}))\n",
-            outs.join(", ")
-        ));
+    match returns {
+        Returns::Tensors(1) => body.push_str("    b.build_one(shapes)\n"),
+        Returns::List => body.push_str("    b.build(shapes)\n"),
+        Returns::Tensors(n_out) => {
+            let outs: Vec<String> = (0..n_out).map(|i| format!("output(&outs, {i})?")).collect();
+            body.push_str(&format!(
+                "    let outs = b.build(shapes)?;\n    Ok(({}))\n",
+                outs.join(", ")
+            ));
+        }
     }
     Ok(format!(
         "/// `{}`: records an IR node of class `{}`.\npub(crate) fn {}({}) -> Result<{}> {{\n{body}}}\n",
@@ -318,7 +426,7 @@ fn trace_kernel(
 
 fn lowering(input: &GenInput, function: usize) -> Result<String, BackendGenError> {
     let f = &input.functions[function];
-    let n_out = tensor_returns(f)?;
+    let returns = tensor_returns(f)?;
     let args: Vec<String> = f
         .schema
         .arguments
@@ -328,6 +436,8 @@ fn lowering(input: &GenInput, function: usize) -> Result<String, BackendGenError
             Ok(match classify(a)? {
                 ArgClass::Tensor => format!("&ins.tensor({i})?"),
                 ArgClass::OptTensor => format!("ins.opt_tensor({i})?.as_ref()"),
+                ArgClass::TensorList => format!("&ins.tensor_list({i})?"),
+                ArgClass::OptTensorList => format!("&ins.opt_tensor_list({i})?"),
                 ArgClass::Scalar => format!("ins.scalar({i})?"),
                 ArgClass::Attr(acc) => format!("ins.{acc}({i})?"),
             })
@@ -338,15 +448,17 @@ fn lowering(input: &GenInput, function: usize) -> Result<String, BackendGenError
         op_type_name(&f.schema),
         args.join(", ")
     );
-    let body = if n_out == 1 {
-        format!("    Ok(vec![{call}])\n")
-    } else {
-        let outs: Vec<String> = (0..n_out).map(|i| format!("o{i}")).collect();
-        format!(
-            "    let ({}) = {call};\n    Ok(vec![{}])\n",
-            outs.join(", "),
-            outs.join(", ")
-        )
+    let body = match returns {
+        Returns::List => format!("    {}\n", call.trim_end_matches('?')),
+        Returns::Tensors(1) => format!("    Ok(vec![{call}])\n"),
+        Returns::Tensors(n_out) => {
+            let outs: Vec<String> = (0..n_out).map(|i| format!("o{i}")).collect();
+            format!(
+                "    let ({}) = {call};\n    Ok(vec![{}])\n",
+                outs.join(", "),
+                outs.join(", ")
+            )
+        }
     };
     Ok(format!(
         "/// Lowers a `{}` node: its CPU kernel on the node's inputs.\npub(crate) fn {}(ins: &LowerArgs<'_>) -> Result<Vec<Tensor>> {{\n{body}}}\n",
@@ -402,6 +514,8 @@ fn nodes_file(
                     ArgClass::Tensor => "ArgKind::Tensor".to_string(),
                     ArgClass::OptTensor => "ArgKind::OptTensor".to_string(),
                     ArgClass::Scalar => "ArgKind::Scalar".to_string(),
+                    ArgClass::TensorList => "ArgKind::TensorList".to_string(),
+                    ArgClass::OptTensorList => "ArgKind::OptTensorList".to_string(),
                     ArgClass::Attr(_) => "ArgKind::Attr".to_string(),
                 })
             })
@@ -412,7 +526,7 @@ fn nodes_file(
             node_class_name(&f.schema.name.name.to_string(), &f.schema.name.overload_name),
             names.join(", "),
             kinds.join(", "),
-            tensor_returns(f)?,
+            tensor_returns(f)?.count(),
             shard(i),
             lower_fn(f)
         ));
@@ -451,7 +565,7 @@ fn kernels_file(
     out.push_str(
         "use crate::ir::Attr;\n\
          use crate::metrics::Counter;\n\
-         use crate::trace::{NodeBuilder, meta_guard, output, shapes_of_specs, shapes_of_tensors};\n\
+         use crate::trace::{NodeBuilder, has_mask, meta_guard, output, shapes_of_list, shapes_of_specs, shapes_of_tensors};\n\
          use switchyard_core::{Device, Generator, Layout, MemoryFormat, Result, Scalar, ScalarType, Tensor};\n\
          use switchyard_ops::op;\n\
          use switchyard_ops::structured::Outs;\n\n",
